@@ -1,0 +1,62 @@
+// The extension module: registers each domain's bindings and translates C++ errors to Python.
+#include <cerrno>
+
+#include "errors.h"
+#include "py_common.h"
+
+namespace tfr::py_bind {
+namespace {
+
+// DataLoss -> tfrec_fast.errors.DataLossError (an OSError) with the fields users inspect.
+void raise_data_loss(const DataLoss& e) {
+  py::object cls = py::module_::import("tfrec_fast.errors").attr("DataLossError");
+  py::object err = cls(e.detail, py::arg("path") = e.source, py::arg("record_index") = e.record_index,
+                       py::arg("offset") = e.offset, py::arg("reason") = reason_code(e.reason));
+  PyErr_SetObject(cls.ptr(), err.ptr());
+}
+
+// IoError -> OSError(errno, text): Python picks FileNotFoundError, PermissionError, ...
+void raise_io_error(const IoError& e) {
+  py::object err = py::reinterpret_steal<py::object>(
+      PyObject_CallFunction(PyExc_OSError, "is", e.err, e.what()));
+  if (err) PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
+}
+
+void translate(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const DataLoss& e) {
+    raise_data_loss(e);
+  } catch (const IoError& e) {
+    raise_io_error(e);
+  } catch (const std::logic_error& e) {  // misuse: closed writer, bad arguments
+    PyErr_SetString(PyExc_ValueError, e.what());
+  }
+}
+
+}  // namespace
+
+PyBytesView::PyBytesView(py::handle obj) {
+  if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+}
+
+PyBytesView::~PyBytesView() { PyBuffer_Release(&view_); }
+
+Compression parse_compression(const std::string& name) {
+  if (name.empty()) return Compression::kNone;
+  if (name == "gzip") return Compression::kGzip;
+  if (name == "zlib") return Compression::kZlib;
+  throw std::invalid_argument("unknown compression '" + name + "' (use None, 'gzip' or 'zlib')");
+}
+
+}  // namespace tfr::py_bind
+
+PYBIND11_MODULE(_core, m) {
+  using namespace tfr::py_bind;
+  m.doc() = "tfrec_fast's C++ record engine (private: use the tfrec_fast package)";
+  py::register_exception_translator(&translate);
+  register_crc(m);
+  register_batch(m);
+  register_reader(m);
+  register_writer(m);
+}

@@ -1,0 +1,145 @@
+// Picks the CRC32C backend once per process and forwards every call through a cached pointer.
+#include "crc32c.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "crc32c_internal.h"
+
+#if defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)
+#include <cpuid.h>
+#endif
+#if defined(TFREC_HAVE_ARM64_BACKEND) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
+namespace tfr {
+
+#if defined(TFREC_HAVE_SSE42_BACKEND)
+bool cpu_has_sse42_pclmul() {
+  __builtin_cpu_init();  // may run before libgcc's own constructor has filled in the CPU model
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("sse4.2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
+         (ecx & bit_PCLMUL) != 0;
+}
+#endif
+
+#if defined(TFREC_HAVE_AVX512_BACKEND)
+bool cpu_has_avx512_vpclmul() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!cpu_has_sse42_pclmul() || __get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 ||
+      (ecx & bit_OSXSAVE) == 0) {
+    return false;
+  }
+  // The OS must save XMM, YMM, opmask and both ZMM register halves (XCR0 bits 1, 2, 5, 6, 7).
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0xe6u) != 0xe6u) return false;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ebx & bit_AVX512F) != 0 &&
+         (ecx & bit_VPCLMULQDQ) != 0;
+}
+#endif
+
+#if defined(TFREC_HAVE_ARM64_BACKEND)
+bool cpu_has_arm64_crc() {
+#if defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
+#elif defined(__APPLE__)
+  return true;  // every Apple arm64 CPU implements the CRC32 extension
+#else
+  return false;
+#endif
+}
+#endif
+
+namespace {
+
+using ExtendFn = uint32_t (*)(uint32_t, const void*, size_t);
+
+struct Backend {
+  const char* name;
+  ExtendFn fn;
+};
+
+constexpr Backend kPortable{"portable", crc32c_portable_extend};
+
+// Backends that are built in and supported by this CPU, most preferred first; portable is last.
+const std::vector<Backend>& runnable_backends() {
+  static const std::vector<Backend> backends = [] {
+    std::vector<Backend> out;
+#if defined(TFREC_HAVE_AVX512_BACKEND)
+    if (cpu_has_avx512_vpclmul()) out.push_back({"avx512", crc32c_avx512_extend});
+#endif
+#if defined(TFREC_HAVE_SSE42_BACKEND)
+    if (cpu_has_sse42_pclmul()) out.push_back({"sse42", crc32c_sse42_extend});
+#endif
+#if defined(TFREC_HAVE_ARM64_BACKEND)
+    if (cpu_has_arm64_crc()) out.push_back({"arm64", crc32c_arm64_extend});
+#endif
+    out.push_back(kPortable);
+    return out;
+  }();
+  return backends;
+}
+
+// Guards against a miscompiled or mis-detected fast backend (as leveldb does): compares it with the
+// portable one on lengths and alignments that reach its head, tail, short- and long-block paths.
+bool agrees_with_portable(ExtendFn fn) {
+  std::vector<uint8_t> buf(30000 + 64);
+  uint32_t state = 0x12345678u;
+  for (uint8_t& byte : buf) {
+    state = state * 1664525u + 1013904223u;
+    byte = static_cast<uint8_t>(state >> 24);
+  }
+  const size_t lengths[] = {0,   1,   3,    7,    8,    9,     31,    100,
+                            318, 319, 767, 768, 1000, 4095, 24576, 30000};
+  for (size_t offset : {0, 1, 7, 63}) {
+    for (size_t len : lengths) {
+      const uint8_t* p = buf.data() + offset;
+      if (fn(0x9e3779b9u, p, len) != crc32c_portable_extend(0x9e3779b9u, p, len)) return false;
+    }
+  }
+  return true;
+}
+
+// TFREC_FAST_CRC32C=<name> restricts the choice to that backend; if it is unavailable (or fails the
+// self-check) the portable one is used.
+Backend choose_backend() {
+  const char* requested = std::getenv("TFREC_FAST_CRC32C");
+  const bool forced = requested != nullptr && *requested != '\0';
+  for (const Backend& b : runnable_backends()) {
+    if (forced && std::strcmp(requested, b.name) != 0) continue;
+    if (b.fn == kPortable.fn || agrees_with_portable(b.fn)) return b;
+  }
+  return kPortable;
+}
+
+const Backend& active_backend() {
+  static const Backend backend = choose_backend();
+  return backend;
+}
+
+}  // namespace
+
+uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {
+  return active_backend().fn(crc, data, n);
+}
+
+const char* crc32c_backend() { return active_backend().name; }
+
+std::vector<std::string> crc32c_available_backends() {
+  std::vector<std::string> names;
+  for (const Backend& b : runnable_backends()) names.emplace_back(b.name);
+  return names;
+}
+
+uint32_t crc32c_extend_with(const std::string& backend, uint32_t crc, const void* data, size_t n) {
+  for (const Backend& b : runnable_backends()) {
+    if (backend == b.name) return b.fn(crc, data, n);
+  }
+  throw std::invalid_argument("unknown or unavailable CRC32C backend: '" + backend + "'");
+}
+
+}  // namespace tfr

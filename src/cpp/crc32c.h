@@ -1,0 +1,34 @@
+// CRC32C (Castagnoli), as used by TFRecord framing, with run-time selection of a hardware backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tfr {
+
+// Extends the CRC32C `crc` of some prefix with the next `n` bytes. `crc` is the plain CRC value
+// (start with 0), so crc32c_extend(crc32c_extend(0, a, na), b, nb) is the CRC of a followed by b.
+uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n);
+
+inline uint32_t crc32c(const void* data, size_t n) { return crc32c_extend(0, data, n); }
+
+// TFRecord stores masked CRCs so that the CRC of data that itself contains CRCs stays well behaved.
+inline uint32_t crc32c_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
+inline uint32_t crc32c_unmask(uint32_t masked) {
+  uint32_t rot = masked - 0xa282ead8u;
+  return (rot >> 17) | (rot << 15);
+}
+
+// The backend crc32c_extend uses: "avx512", "sse42", "arm64" or "portable".
+const char* crc32c_backend();
+
+// The backends this build and CPU can run; always contains "portable".
+std::vector<std::string> crc32c_available_backends();
+
+// Runs the named backend (for tests and benchmarks). Throws std::invalid_argument if the name is
+// unknown or the backend is not available.
+uint32_t crc32c_extend_with(const std::string& backend, uint32_t crc, const void* data, size_t n);
+
+}  // namespace tfr

@@ -1,0 +1,111 @@
+// RecordBatch for Python: numpy views of C++ memory and per-record memoryviews, all read-only and
+// all keeping the batch alive.
+#include "py_common.h"
+
+namespace tfr::py_bind {
+namespace {
+
+const uint8_t kNoBytes = 0;  // a valid address for empty batches
+
+const uint8_t* data_ptr(const RecordBatch& b) { return b.data.data() ? b.data.data() : &kNoBytes; }
+
+// A read-only numpy view of `count` items at `ptr`, owned by `owner`.
+template <typename T>
+py::array readonly_view(const T* ptr, size_t count, py::handle owner) {
+  py::array arr(py::dtype::of<T>(), {py::ssize_t(count)}, {py::ssize_t(sizeof(T))}, ptr, owner);
+  arr.attr("flags").attr("writeable") = false;
+  return arr;
+}
+
+size_t checked_index(const RecordBatch& b, py::ssize_t i) {
+  const auto n = py::ssize_t(b.size());
+  if (i < 0) i += n;
+  if (i < 0 || i >= n) throw py::index_error("record index out of range");
+  return size_t(i);
+}
+
+py::object memoryview_of(py::handle owner) {
+  return py::reinterpret_steal<py::object>(PyMemoryView_FromObject(owner.ptr()));
+}
+
+// Iterates one batch's records as memoryviews (or bytes).
+struct BatchIterator {
+  std::shared_ptr<RecordBatch> batch;
+  py::object base_view;
+  bool copy;
+  size_t next = 0;
+};
+
+}  // namespace
+
+py::object wrap_batch(std::shared_ptr<RecordBatch> batch) { return py::cast(std::move(batch)); }
+
+py::object record_view(const py::object& base_view, const RecordBatch& batch, size_t i) {
+  PyObject* view = PySequence_GetSlice(base_view.ptr(), py::ssize_t(batch.offsets[i]),
+                                       py::ssize_t(batch.offsets[i + 1]));
+  if (view == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(view);
+}
+
+py::object record_bytes(const RecordBatch& batch, size_t i) {
+  const int64_t start = batch.offsets[i];
+  PyObject* bytes = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(data_ptr(batch) + start),
+                                              py::ssize_t(batch.offsets[i + 1] - start));
+  if (bytes == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(bytes);
+}
+
+void register_batch(py::module_& m) {
+  py::class_<RecordBatch, std::shared_ptr<RecordBatch>>(m, "RecordBatch", py::buffer_protocol(),
+                                                        "Records as one byte buffer plus offsets.")
+      .def_buffer([](RecordBatch& b) {
+        return py::buffer_info(const_cast<uint8_t*>(data_ptr(b)), 1, "B", 1,
+                               {py::ssize_t(b.data.size())}, {py::ssize_t(1)}, /*readonly=*/true);
+      })
+      .def("__len__", &RecordBatch::size)
+      .def("__getitem__",
+           [](py::object self, py::ssize_t i) {
+             const auto& b = self.cast<const RecordBatch&>();
+             return record_view(memoryview_of(self), b, checked_index(b, i));
+           })
+      .def("__iter__",
+           [](py::object self, bool copy) {
+             return BatchIterator{self.cast<std::shared_ptr<RecordBatch>>(), memoryview_of(self), copy};
+           },
+           py::arg("copy") = false)
+      .def_property_readonly("data",
+                             [](py::object self) {
+                               const auto& b = self.cast<const RecordBatch&>();
+                               return readonly_view(data_ptr(b), b.data.size(), self);
+                             })
+      .def_property_readonly("offsets",
+                             [](py::object self) {
+                               const auto& b = self.cast<const RecordBatch&>();
+                               return readonly_view(b.offsets.data(), b.offsets.size(), self);
+                             })
+      .def_property_readonly("positions",
+                             [](py::object self) {
+                               const auto& b = self.cast<const RecordBatch&>();
+                               return readonly_view(b.positions.data(), b.positions.size(), self);
+                             })
+      .def_property_readonly("nbytes", [](const RecordBatch& b) { return b.data.size(); })
+      .def("to_list", [](const RecordBatch& b) {
+        py::list out(b.size());
+        for (size_t i = 0; i < b.size(); ++i) out[i] = record_bytes(b, i);
+        return out;
+      })
+      .def("__repr__", [](const RecordBatch& b) {
+        return "<RecordBatch " + std::to_string(b.size()) + " records, " +
+               std::to_string(b.data.size()) + " bytes>";
+      });
+
+  py::class_<BatchIterator>(m, "_BatchIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", [](BatchIterator& it) {
+        if (it.next >= it.batch->size()) throw py::stop_iteration();
+        const size_t i = it.next++;
+        return it.copy ? record_bytes(*it.batch, i) : record_view(it.base_view, *it.batch, i);
+      });
+}
+
+}  // namespace tfr::py_bind

@@ -1,0 +1,46 @@
+// Shared by the binding files: the pybind11 glue between the record engine and Python.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <string>
+
+#include "record_reader.h"
+#include "sources.h"
+
+namespace tfr::py_bind {
+
+namespace py = pybind11;
+
+// A contiguous read-only view of any bytes-like object, held for as long as this lives.
+class PyBytesView {
+ public:
+  explicit PyBytesView(py::handle obj);
+  ~PyBytesView();
+  PyBytesView(const PyBytesView&) = delete;
+  PyBytesView& operator=(const PyBytesView&) = delete;
+  const uint8_t* data() const { return static_cast<const uint8_t*>(view_.buf); }
+  size_t size() const { return size_t(view_.len); }
+
+ private:
+  Py_buffer view_{};
+};
+
+// "" / "gzip" / "zlib" as the Python layer normalised them.
+Compression parse_compression(const std::string& name);
+
+// Wraps a batch for Python; its numpy arrays and memoryviews keep it alive.
+py::object wrap_batch(std::shared_ptr<RecordBatch> batch);
+
+// A read-only memoryview of payload i of the batch exported by `base_view`'s owner.
+py::object record_view(const py::object& base_view, const RecordBatch& batch, size_t i);
+py::object record_bytes(const RecordBatch& batch, size_t i);
+
+void register_crc(py::module_& m);
+void register_batch(py::module_& m);
+void register_reader(py::module_& m);
+void register_writer(py::module_& m);
+
+}  // namespace tfr::py_bind

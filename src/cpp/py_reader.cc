@@ -1,0 +1,243 @@
+// The record reader for Python: sources (path, memory, file-like), batches with the GIL released,
+// and per-record iteration that makes one Python object per record and nothing else.
+#include <cerrno>
+#include <cstring>
+#include <deque>
+
+#include "errors.h"
+#include "py_common.h"
+
+namespace tfr::py_bind {
+namespace {
+
+// A Python binary file-like object (readinto() preferred, read() otherwise). Called with the GIL
+// released by the reader, so it takes the GIL for each call.
+class PyFileSource final : public Source {
+ public:
+  PyFileSource(py::object file, std::string name)
+      : Source(std::move(name)), file_(std::move(file)) {
+    has_readinto_ = py::hasattr(file_, "readinto");
+  }
+  ~PyFileSource() override {
+    py::gil_scoped_acquire gil;
+    file_ = py::object();
+  }
+  PyFileSource(const PyFileSource&) = delete;
+  PyFileSource& operator=(const PyFileSource&) = delete;
+
+  size_t read(uint8_t* dst, size_t n) override {
+    py::gil_scoped_acquire gil;
+    n = std::min<size_t>(n, size_t(1) << 30);
+    if (has_readinto_) {
+      auto view = py::reinterpret_steal<py::object>(
+          PyMemoryView_FromMemory(reinterpret_cast<char*>(dst), py::ssize_t(n), PyBUF_WRITE));
+      py::object got = file_.attr("readinto")(view);
+      view.attr("release")();  // the file object must not keep our buffer
+      return checked_count(got, n);
+    }
+    py::object chunk = file_.attr("read")(n);
+    PyBytesView bytes(chunk);
+    checked_count(py::int_(bytes.size()), n);
+    std::memcpy(dst, bytes.data(), bytes.size());
+    return bytes.size();
+  }
+
+ private:
+  size_t checked_count(const py::object& got, size_t asked) const {
+    if (got.is_none()) {
+      throw IoError(EAGAIN, "file-like object '" + name() + "' has no data ready (non-blocking)");
+    }
+    const auto count = got.cast<py::ssize_t>();
+    if (count < 0 || size_t(count) > asked) {
+      throw IoError(EIO, "file-like object '" + name() + "' reported " + std::to_string(count) +
+                             " bytes for a read of " + std::to_string(asked));
+    }
+    return size_t(count);
+  }
+
+  py::object file_;
+  bool has_readinto_ = false;
+};
+
+// Copies records [from, to) of a batch into a batch of their own.
+std::shared_ptr<RecordBatch> slice_batch(const RecordBatch& b, size_t from, size_t to) {
+  auto out = std::make_shared<RecordBatch>();
+  const int64_t base = b.offsets[from];
+  out->data.append(b.data.data() + base, size_t(b.offsets[to] - base));
+  for (size_t i = from; i < to; ++i) {
+    out->offsets.push_back(b.offsets[i + 1] - base);
+    out->positions.push_back(b.positions[i]);
+  }
+  return out;
+}
+
+class PyReader {
+ public:
+  struct Options {
+    ReaderOptions reader;
+    bool copy = false;
+    size_t batch_records = 0;
+    size_t batch_bytes = 0;
+  };
+
+  PyReader(std::unique_ptr<Source> source, std::unique_ptr<PyBytesView> memory, Options options)
+      : memory_(std::move(memory)),
+        reader_(std::make_shared<RecordReader>(std::move(source), options.reader)),
+        name_(reader_->name()),
+        options_(options) {}
+
+  py::object next() {
+    while (!pending_.empty() && pending_.front().next >= pending_.front().batch->size()) {
+      pending_.pop_front();
+    }
+    if (pending_.empty()) {
+      auto batch = fetch(options_.batch_records, options_.batch_bytes);
+      if (batch->size() == 0) throw py::stop_iteration();
+      py::object owner = wrap_batch(batch);
+      auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(owner.ptr()));
+      pending_.push_back(Cursor{std::move(batch), std::move(view), 0});
+    }
+    Cursor& c = pending_.front();
+    const size_t i = c.next++;
+    return options_.copy ? record_bytes(*c.batch, i) : record_view(c.view, *c.batch, i);
+  }
+
+  py::object read_batch(size_t max_records, size_t max_bytes) {
+    // Records already read for iteration come first, so mixing the two loses nothing.
+    for (; !pending_.empty(); pending_.pop_front()) {
+      Cursor& c = pending_.front();
+      if (c.next < c.batch->size()) {
+        const size_t to = std::min(c.batch->size(), c.next + std::max<size_t>(max_records, 1));
+        auto part = slice_batch(*c.batch, c.next, to);
+        c.next = to;
+        return wrap_batch(std::move(part));
+      }
+    }
+    return wrap_batch(fetch(max_records, max_bytes));
+  }
+
+  uint64_t count() {
+    auto reader = live();
+    uint64_t n = buffered_records();
+    pending_.clear();
+    py::gil_scoped_release release;
+    return n + reader->count();
+  }
+
+  uint64_t tell() {
+    for (const Cursor& c : pending_) {
+      if (c.next < c.batch->size()) return uint64_t(c.batch->positions[c.next]);
+    }
+    return live()->tell();
+  }
+
+  uint64_t records_read() { return live()->records_read() - buffered_records(); }
+
+  void close() {
+    pending_.clear();
+    reader_.reset();  // a read in flight in another thread keeps its own reference
+  }
+
+  bool closed() const { return reader_ == nullptr; }
+  const std::string& name() const { return name_; }
+
+ private:
+  struct Cursor {
+    std::shared_ptr<RecordBatch> batch;
+    py::object view;  // memoryview of the batch: per-record views are slices of it
+    size_t next;
+  };
+
+  std::shared_ptr<RecordReader> live() {
+    if (!reader_) throw std::logic_error("I/O operation on a closed TFRecordReader");
+    return reader_;
+  }
+
+  std::shared_ptr<RecordBatch> fetch(size_t max_records, size_t max_bytes) {
+    auto reader = live();
+    py::gil_scoped_release release;
+    return std::shared_ptr<RecordBatch>(reader->read_batch(max_records, max_bytes));
+  }
+
+  uint64_t buffered_records() const {
+    uint64_t n = 0;
+    for (const Cursor& c : pending_) n += c.batch->size() - c.next;
+    return n;
+  }
+
+  // Declared first so it is released last: the memory a MemorySource reads from.
+  std::unique_ptr<PyBytesView> memory_;
+  std::shared_ptr<RecordReader> reader_;
+  std::string name_;
+  Options options_;
+  // Batches read for iteration and not yet handed out. A deque rather than one batch because
+  // threads sharing a reader may each fetch one while the GIL is released.
+  std::deque<Cursor> pending_;
+};
+
+PyReader::Options make_options(const std::string& compression, bool verify, bool copy,
+                               size_t buffer_size, size_t batch_records, size_t batch_bytes) {
+  parse_compression(compression);  // reject unknown names early
+  PyReader::Options o;
+  o.reader.verify = verify;
+  o.reader.buffer_size = buffer_size;
+  o.copy = copy;
+  o.batch_records = std::max<size_t>(batch_records, 1);
+  o.batch_bytes = std::max<size_t>(batch_bytes, 1);
+  return o;
+}
+
+}  // namespace
+
+void register_reader(py::module_& m) {
+  py::class_<PyReader>(m, "RecordReader", "Reads TFRecord records; see tfrec_fast.TFRecordReader.")
+      .def_static(
+          "open_path",
+          [](const std::string& path, const std::string& compression, bool verify, bool copy,
+             size_t buffer_size, size_t batch_records, size_t batch_bytes) {
+            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes);
+            std::unique_ptr<Source> source;
+            {
+              py::gil_scoped_release release;
+              source = maybe_inflate(std::make_unique<FileSource>(path), parse_compression(compression));
+            }
+            return std::make_unique<PyReader>(std::move(source), nullptr, options);
+          },
+          py::arg("path"), py::arg("compression"), py::arg("verify"), py::arg("copy"),
+          py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"))
+      .def_static(
+          "open_memory",
+          [](py::handle data, const std::string& name, const std::string& compression, bool verify,
+             bool copy, size_t buffer_size, size_t batch_records, size_t batch_bytes) {
+            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes);
+            auto memory = std::make_unique<PyBytesView>(data);
+            auto source = maybe_inflate(
+                std::make_unique<MemorySource>(memory->data(), memory->size(), name),
+                parse_compression(compression));
+            return std::make_unique<PyReader>(std::move(source), std::move(memory), options);
+          },
+          py::arg("data"), py::arg("name"), py::arg("compression"), py::arg("verify"),
+          py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"))
+      .def_static(
+          "open_file",
+          [](py::object file, const std::string& name, const std::string& compression, bool verify,
+             bool copy, size_t buffer_size, size_t batch_records, size_t batch_bytes) {
+            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes);
+            auto source = maybe_inflate(std::make_unique<PyFileSource>(std::move(file), name),
+                                        parse_compression(compression));
+            return std::make_unique<PyReader>(std::move(source), nullptr, options);
+          },
+          py::arg("file"), py::arg("name"), py::arg("compression"), py::arg("verify"),
+          py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"))
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &PyReader::next)
+      .def("read_batch", &PyReader::read_batch, py::arg("max_records"), py::arg("max_bytes"))
+      .def("count", &PyReader::count)
+      .def("tell", &PyReader::tell)
+      .def_property_readonly("records_read", &PyReader::records_read)
+      .def("close", &PyReader::close)
+      .def_property_readonly("closed", &PyReader::closed)
+      .def_property_readonly("name", &PyReader::name);
+}
+
+}  // namespace tfr::py_bind

@@ -1,0 +1,189 @@
+#include "record_reader.h"
+
+#include <algorithm>
+
+#include "crc32c.h"
+#include "errors.h"
+#include "record_format.h"
+
+namespace tfr {
+namespace {
+
+// No real record is this long; a length beyond it is damage, whatever the source.
+constexpr uint64_t kMaxRecordLength = uint64_t(1) << 48;
+// Streams of unknown size grow a large payload step by step, so a lying length field can never
+// make us allocate more than the data that actually arrives (times two).
+constexpr size_t kFirstChunk = 1 << 20;
+// read_header's answer at the clean end of the stream (no real length is this large).
+constexpr uint64_t kEnd = UINT64_MAX;
+
+std::string at(uint64_t offset) { return " at " + std::to_string(offset); }
+
+}  // namespace
+
+RecordReader::RecordReader(std::unique_ptr<Source> source, ReaderOptions options)
+    : source_(std::move(source)),
+      in_(*source_, std::max<size_t>(options.buffer_size, 4096)),
+      options_(options) {}
+
+void RecordReader::fail(LossReason reason, uint64_t start, const std::string& detail) {
+  throw DataLoss(reason, source_->name(), records_, start, detail);
+}
+
+void RecordReader::rethrow_pending() {
+  if (pending_) std::rethrow_exception(pending_);
+}
+
+uint64_t RecordReader::tell() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_.offset();
+}
+
+uint64_t RecordReader::records_read() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return records_;
+}
+
+uint64_t RecordReader::read_header() {
+  const uint64_t start = in_.offset();
+  size_t avail = in_.fill(kHeaderSize);
+  if (avail == 0) return kEnd;
+  if (avail < kHeaderSize) {
+    // TensorFlow takes this for a normal end; a cut file must not look complete.
+    fail(LossReason::kTruncated, start,
+         "truncated record" + at(start) + ": the stream ends " + std::to_string(avail) +
+             " bytes into a 12-byte record header");
+  }
+  const uint8_t* header = in_.peek();
+  const uint64_t length = load_le64(header);
+  if (options_.verify && crc32c_mask(crc32c(header, 8)) != load_le32(header + 8)) {
+    fail(LossReason::kLengthChecksum, start,
+         "corrupted record" + at(start) + ": the length field does not match its checksum");
+  }
+  check_length(start, length);
+  in_.consume(kHeaderSize);
+  return length;
+}
+
+void RecordReader::check_length(uint64_t start, uint64_t length) {
+  if (length > kMaxRecordLength) {
+    fail(LossReason::kLengthTooLarge, start,
+         "corrupted record" + at(start) + ": its length field says " + std::to_string(length) +
+             " bytes, more than any record can hold");
+  }
+  const uint64_t needed = kHeaderSize + length + kFooterSize;
+  if (needed <= in_.buffered()) return;  // all there: no need to ask the source
+  auto remaining = in_.remaining();
+  if (!remaining || needed <= *remaining) return;
+  auto total = source_->total_size();
+  if (total && length > *total) {
+    fail(LossReason::kLengthTooLarge, start,
+         "corrupted record" + at(start) + ": its length field says " + std::to_string(length) +
+             " bytes, more than the whole file (" + std::to_string(*total) + " bytes)");
+  }
+  fail(LossReason::kTruncated, start,
+       "truncated record" + at(start) + ": it needs " + std::to_string(needed) +
+           " bytes but the file ends after " + std::to_string(*remaining));
+}
+
+void RecordReader::read_payload(uint64_t start, uint64_t length, ByteBuffer& out) {
+  // When the size of the source is known, check_length has already bounded `length`.
+  const bool bounded = in_.remaining().has_value();
+  uint64_t done = 0;
+  while (done < length) {
+    uint64_t step = length - done;
+    if (!bounded) step = std::min<uint64_t>(step, std::max<uint64_t>(kFirstChunk, done));
+    uint8_t* dst = out.grow_for(size_t(step));
+    size_t got = in_.read(dst, size_t(step));
+    out.resize(out.size() + got);
+    done += got;
+    if (got < step) {
+      fail(LossReason::kTruncated, start,
+           "truncated record" + at(start) + ": the stream ends " + std::to_string(done) +
+               " bytes into its " + std::to_string(length) + "-byte payload");
+    }
+  }
+}
+
+void RecordReader::fail_stream(const StreamError& e, uint64_t start) {
+  fail(e.truncated ? LossReason::kTruncated : LossReason::kCompressedStream, start,
+       std::string(e.truncated ? "truncated record" : "corrupted record") + at(start) + ": " +
+           e.what());
+}
+
+bool RecordReader::read_record(RecordBatch& batch) {
+  const uint64_t start = in_.offset();
+  const size_t before = batch.data.size();
+  try {
+    const uint64_t length = read_header();
+    if (length == kEnd) return false;
+    read_payload(start, length, batch.data);
+    if (in_.fill(kFooterSize) < kFooterSize) {
+      fail(LossReason::kTruncated, start,
+           "truncated record" + at(start) + ": the stream ends inside its data checksum");
+    }
+    if (options_.verify &&
+        crc32c_mask(crc32c(batch.data.data() + before, size_t(length))) != load_le32(in_.peek())) {
+      fail(LossReason::kDataChecksum, start,
+           "corrupted record" + at(start + kHeaderSize) + ": the data does not match its checksum");
+    }
+  } catch (const StreamError& e) {
+    batch.data.resize(before);  // a damaged record never reaches the caller, not even in part
+    fail_stream(e, start);
+  } catch (...) {
+    batch.data.resize(before);
+    throw;
+  }
+  in_.consume(kFooterSize);
+  batch.offsets.push_back(int64_t(batch.data.size()));
+  batch.positions.push_back(int64_t(start));
+  ++records_;
+  return true;
+}
+
+bool RecordReader::skip_record() {
+  const uint64_t start = in_.offset();
+  try {
+    const uint64_t length = read_header();
+    if (length == kEnd) return false;
+    if (in_.skip(length + kFooterSize) < length + kFooterSize) {
+      fail(LossReason::kTruncated, start,
+           "truncated record" + at(start) + ": the stream ends inside it");
+    }
+  } catch (const StreamError& e) {
+    fail_stream(e, start);
+  }
+  ++records_;
+  return true;
+}
+
+std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t max_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rethrow_pending();
+  auto batch = std::make_unique<RecordBatch>();
+  batch->data.reserve(std::min<size_t>(max_bytes, size_t(4) << 20) + 4096);
+  try {
+    while (batch->size() < max_records && batch->data.size() < max_bytes) {
+      if (!read_record(*batch)) break;
+    }
+  } catch (...) {
+    pending_ = std::current_exception();
+    if (batch->size() == 0) throw;
+  }
+  return batch;
+}
+
+uint64_t RecordReader::count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  rethrow_pending();
+  uint64_t counted = 0;
+  try {
+    while (skip_record()) ++counted;
+  } catch (...) {
+    pending_ = std::current_exception();
+    throw;
+  }
+  return counted;
+}
+
+}  // namespace tfr

@@ -1,0 +1,72 @@
+// Frames records out of a byte source, verifying both checksums, into RecordBatches.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "buffered_input.h"
+#include "byte_buffer.h"
+#include "errors.h"
+#include "sources.h"
+
+namespace tfr {
+
+// Records as one contiguous byte buffer plus n + 1 offsets, like an Arrow binary column.
+// Payload i is data[offsets[i], offsets[i + 1]); positions[i] is where its header starts in the
+// (decompressed) stream.
+struct RecordBatch {
+  ByteBuffer data;
+  std::vector<int64_t> offsets{0};
+  std::vector<int64_t> positions;
+
+  size_t size() const { return positions.size(); }
+};
+
+struct ReaderOptions {
+  bool verify = true;               // check both CRCs
+  size_t buffer_size = 1 << 20;     // bytes per read from the source
+};
+
+// Thread safety: calls are serialised by an internal mutex, so a reader may be shared between
+// threads (each call sees a consistent position).
+class RecordReader {
+ public:
+  RecordReader(std::unique_ptr<Source> source, ReaderOptions options);
+
+  // Reads records until there are max_records of them or they hold at least max_bytes of payload
+  // (always at least one record, however large). An empty batch means the clean end of the stream.
+  // Records before a damaged one are returned first; the DataLoss is thrown by the next call, and
+  // again by every call after it (the reader does not guess where the next good record starts).
+  std::unique_ptr<RecordBatch> read_batch(size_t max_records, size_t max_bytes);
+
+  // Counts the remaining records reading only their headers (payloads are skipped, so their
+  // checksums are not checked).
+  uint64_t count();
+
+  uint64_t tell();             // offset of the next record's header
+  uint64_t records_read();     // records delivered (or counted) so far
+  const std::string& name() const { return source_->name(); }
+
+ private:
+  bool read_record(RecordBatch& batch);  // false at the clean end
+  bool skip_record();                    // false at the clean end
+  [[noreturn]] void fail_stream(const StreamError& e, uint64_t start);
+  uint64_t read_header();                // returns the payload length; input positioned after it
+  void check_length(uint64_t start, uint64_t length);
+  void read_payload(uint64_t start, uint64_t length, ByteBuffer& out);
+  [[noreturn]] void fail(LossReason reason, uint64_t start, const std::string& detail);
+  void rethrow_pending();
+
+  std::mutex mu_;
+  std::unique_ptr<Source> source_;
+  BufferedInput in_;
+  ReaderOptions options_;
+  uint64_t records_ = 0;
+  std::exception_ptr pending_;
+};
+
+}  // namespace tfr

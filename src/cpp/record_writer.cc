@@ -1,0 +1,115 @@
+#include "record_writer.h"
+
+#include <stdexcept>
+
+#include "crc32c.h"
+#include "errors.h"
+#include "record_format.h"
+
+namespace tfr {
+
+RecordWriter::RecordWriter(std::unique_ptr<Sink> sink, size_t buffer_size)
+    : sink_(std::move(sink)), capacity_(std::max<size_t>(buffer_size, 4096)) {
+  buffer_.reserve(capacity_);
+}
+
+RecordWriter::~RecordWriter() {
+  try {
+    close();
+  } catch (...) {
+  }
+}
+
+void RecordWriter::check_usable() {
+  if (closed_) throw std::logic_error("write to a closed TFRecordWriter");
+  if (failed_) throw IoError(EIO, "TFRecordWriter for '" + sink_->name() + "' failed earlier");
+}
+
+bool RecordWriter::fits_in_buffer(size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return buffer_.size() + n + kFramingSize <= capacity_;
+}
+
+void RecordWriter::drain() {
+  if (buffer_.size() == 0) return;
+  try {
+    sink_->write(buffer_.data(), buffer_.size());
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
+  buffer_.clear();
+}
+
+void RecordWriter::write_locked(const uint8_t* data, size_t n) {
+  uint8_t header[kHeaderSize];
+  store_le64(header, n);
+  store_le32(header + 8, crc32c_mask(crc32c(header, 8)));
+  uint8_t footer[kFooterSize];
+  store_le32(footer, crc32c_mask(crc32c(data, n)));
+
+  if (buffer_.size() + n + kFramingSize > capacity_) drain();
+  if (n + kFramingSize > capacity_ / 2) {  // big: no copy into the buffer
+    try {
+      sink_->write(header, kHeaderSize);
+      sink_->write(data, n);
+      sink_->write(footer, kFooterSize);
+    } catch (...) {
+      failed_ = true;
+      throw;
+    }
+  } else {
+    buffer_.append(header, kHeaderSize);
+    buffer_.append(data, n);
+    buffer_.append(footer, kFooterSize);
+  }
+  ++records_;
+}
+
+void RecordWriter::write(const uint8_t* data, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_usable();
+  write_locked(data, n);
+}
+
+void RecordWriter::write_batch(const uint8_t* data, const int64_t* offsets, size_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_usable();
+  for (size_t i = 0; i < count; ++i) {
+    write_locked(data + offsets[i], size_t(offsets[i + 1] - offsets[i]));
+  }
+}
+
+void RecordWriter::flush(bool sync) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_usable();
+  drain();
+  sink_->flush(sync);
+}
+
+void RecordWriter::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return;
+  closed_ = true;
+  // Even after a failure, completed records in the buffer go out and the stream is finished, so
+  // a compressed file stays decodable up to the last complete record.
+  std::exception_ptr first;
+  try {
+    if (!failed_) drain();
+  } catch (...) {
+    first = std::current_exception();
+  }
+  try {
+    sink_->close();
+  } catch (...) {
+    if (!first) first = std::current_exception();
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+uint64_t RecordWriter::records_written() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return records_;
+}
+
+}  // namespace tfr

@@ -1,0 +1,44 @@
+// Frames records (length, CRCs) into a buffered sink.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "byte_buffer.h"
+#include "sinks.h"
+
+namespace tfr {
+
+// Thread safety: calls are serialised by an internal mutex; records from concurrent writes never
+// interleave. After any failure of the sink the writer refuses further writes, since the stream
+// may end inside a record (which a reader reports as truncated, never as a valid record).
+class RecordWriter {
+ public:
+  RecordWriter(std::unique_ptr<Sink> sink, size_t buffer_size);
+  ~RecordWriter();  // closes, swallowing errors: call close() to see them
+
+  void write(const uint8_t* data, size_t n);
+  // Writes records data[offsets[i], offsets[i+1]) for i < count.
+  void write_batch(const uint8_t* data, const int64_t* offsets, size_t count);
+  // Whether write(n bytes) would only copy into the buffer (no I/O): callers keep locks cheap.
+  bool fits_in_buffer(size_t n);
+  void flush(bool sync);
+  void close();
+  uint64_t records_written();
+
+ private:
+  void write_locked(const uint8_t* data, size_t n);
+  void drain();  // buffer -> sink
+  void check_usable();
+
+  std::mutex mu_;
+  std::unique_ptr<Sink> sink_;
+  ByteBuffer buffer_;
+  size_t capacity_;
+  uint64_t records_ = 0;
+  bool closed_ = false;
+  bool failed_ = false;
+};
+
+}  // namespace tfr

@@ -1,0 +1,118 @@
+#include "sinks.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+
+namespace tfr {
+
+FileSink::FileSink(const std::string& path) : Sink(path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd_ < 0) throw_errno("cannot create", path);
+}
+
+FileSink::~FileSink() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileSink::write(const uint8_t* data, size_t n) {
+  if (fd_ < 0) throw IoError(EBADF, "write to closed file '" + name() + "'");
+  while (n > 0) {
+    ssize_t done = ::write(fd_, data, n);
+    if (done < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", name());
+    }
+    data += done;
+    n -= size_t(done);
+  }
+}
+
+void FileSink::flush(bool sync) {
+  if (sync && fd_ >= 0 && ::fsync(fd_) != 0) throw_errno("cannot fsync", name());
+}
+
+void FileSink::close() {
+  if (fd_ < 0) return;
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0 && errno != EINTR) throw_errno("cannot close", name());
+}
+
+namespace {
+
+constexpr size_t kOutputChunk = 256 * 1024;
+
+class DeflateSink final : public Sink {
+ public:
+  DeflateSink(std::unique_ptr<Sink> inner, Compression compression, int level)
+      : Sink(inner->name()), inner_(std::move(inner)), output_(kOutputChunk) {
+    const int window_bits = compression == Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS;
+    if (deflateInit2(&z_, level, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      throw std::invalid_argument("bad compression level " + std::to_string(level));
+    }
+  }
+  ~DeflateSink() override { deflateEnd(&z_); }
+  DeflateSink(const DeflateSink&) = delete;
+  DeflateSink& operator=(const DeflateSink&) = delete;
+
+  void write(const uint8_t* data, size_t n) override {
+    while (n > 0) {  // zlib counts in uInt
+      const size_t step = std::min<size_t>(n, 1u << 30);
+      z_.next_in = const_cast<Bytef*>(data);
+      z_.avail_in = uInt(step);
+      pump(Z_NO_FLUSH);
+      data += step;
+      n -= step;
+    }
+  }
+
+  void flush(bool sync) override {
+    if (finished_) return inner_->flush(sync);
+    pump(Z_SYNC_FLUSH);  // everything so far becomes decodable
+    inner_->flush(sync);
+  }
+
+  void close() override {
+    if (!finished_) {
+      pump(Z_FINISH);
+      finished_ = true;
+    }
+    inner_->close();
+  }
+
+ private:
+  // Deflates the pending input with `mode`, writing every produced byte to the inner sink.
+  void pump(int mode) {
+    for (;;) {
+      z_.next_out = output_.data();
+      z_.avail_out = uInt(output_.size());
+      int rc = deflate(&z_, mode);
+      if (rc == Z_STREAM_ERROR) throw std::runtime_error("deflate() failed");
+      size_t produced = output_.size() - z_.avail_out;
+      if (produced > 0) inner_->write(output_.data(), produced);
+      if (mode == Z_FINISH ? rc == Z_STREAM_END : (z_.avail_in == 0 && z_.avail_out > 0)) break;
+    }
+  }
+
+  std::unique_ptr<Sink> inner_;
+  std::vector<uint8_t> output_;
+  z_stream z_{};
+  bool finished_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Sink> maybe_deflate(std::unique_ptr<Sink> inner, Compression compression,
+                                    int level) {
+  if (compression == Compression::kNone) return inner;
+  return std::make_unique<DeflateSink>(std::move(inner), compression, level);
+}
+
+}  // namespace tfr

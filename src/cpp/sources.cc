@@ -1,0 +1,108 @@
+#include "sources.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "errors.h"
+
+namespace tfr {
+
+const char* reason_code(LossReason reason) {
+  switch (reason) {
+    case LossReason::kTruncated: return "truncated";
+    case LossReason::kLengthChecksum: return "length_checksum";
+    case LossReason::kDataChecksum: return "data_checksum";
+    case LossReason::kLengthTooLarge: return "length_too_large";
+    case LossReason::kCompressedStream: return "compressed_stream";
+  }
+  return "unknown";
+}
+
+void throw_errno(const std::string& op, const std::string& name) {
+  int err = errno;
+  throw IoError(err, op + " '" + name + "': " + std::strerror(err));
+}
+
+uint64_t Source::skip(uint64_t n) {
+  std::vector<uint8_t> scratch(size_t(std::min<uint64_t>(n, 1 << 16)));
+  uint64_t done = 0;
+  while (done < n) {
+    size_t got = read(scratch.data(), size_t(std::min<uint64_t>(n - done, scratch.size())));
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
+}
+
+FileSource::FileSource(const std::string& path) : Source(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw_errno("cannot open", path);
+  refresh_size();
+#ifdef POSIX_FADV_SEQUENTIAL
+  if (regular_) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+}
+
+FileSource::~FileSource() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileSource::refresh_size() {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", name());
+  regular_ = S_ISREG(st.st_mode);
+  size_ = regular_ ? uint64_t(st.st_size) : 0;
+}
+
+size_t FileSource::read(uint8_t* dst, size_t n) {
+  for (;;) {
+    ssize_t got = ::read(fd_, dst, n);
+    if (got >= 0) {
+      pos_ += uint64_t(got);
+      if (regular_ && pos_ > size_) size_ = pos_;  // the file grew while we read it
+      return size_t(got);
+    }
+    if (errno != EINTR) throw_errno("cannot read", name());
+  }
+}
+
+std::optional<uint64_t> FileSource::remaining() {
+  if (!regular_) return std::nullopt;
+  refresh_size();  // rare call (only when a length looks too large): catch a file that grew
+  return size_ > pos_ ? size_ - pos_ : 0;
+}
+
+std::optional<uint64_t> FileSource::total_size() {
+  if (!regular_) return std::nullopt;
+  return size_;
+}
+
+uint64_t FileSource::skip(uint64_t n) {
+  if (!regular_) return Source::skip(n);
+  uint64_t left = size_ > pos_ ? size_ - pos_ : 0;
+  uint64_t step = std::min(n, left);
+  if (::lseek(fd_, off_t(pos_ + step), SEEK_SET) < 0) throw_errno("cannot seek", name());
+  pos_ += step;
+  return step;
+}
+
+size_t MemorySource::read(uint8_t* dst, size_t n) {
+  size_t step = std::min(n, size_ - pos_);
+  std::memcpy(dst, data_ + pos_, step);
+  pos_ += step;
+  return step;
+}
+
+uint64_t MemorySource::skip(uint64_t n) {
+  size_t step = size_t(std::min<uint64_t>(n, size_ - pos_));
+  pos_ += step;
+  return step;
+}
+
+}  // namespace tfr

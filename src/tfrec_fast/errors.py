@@ -1,0 +1,46 @@
+"""Exceptions raised by tfrec_fast."""
+
+from __future__ import annotations
+
+__all__ = ["DataLossError"]
+
+_REASONS = {
+    "truncated": "the file ends inside a record",
+    "length_checksum": "length checksum mismatch",
+    "data_checksum": "data checksum mismatch",
+    "length_too_large": "length field larger than the rest of the file",
+    "compressed_stream": "damaged compressed stream",
+}
+
+
+class DataLossError(OSError):
+    """A TFRecord stream is damaged: truncated, failing a checksum, or badly compressed.
+
+    Attributes: ``path`` (the file, or ``"<memory>"`` / a file-like's name), ``record_index``
+    (0-based index of the damaged record), ``offset`` (byte offset of that record's header; in the
+    decompressed stream for compressed input), ``reason`` (one of ``truncated``,
+    ``length_checksum``, ``data_checksum``, ``length_too_large``, ``compressed_stream``) and
+    ``detail`` (what exactly was found, in TensorFlow's words where it has them).
+    """
+
+    def __init__(self, detail, *, path=None, record_index=None, offset=None, reason=None):
+        self.detail = detail
+        self.path = path
+        self.record_index = record_index
+        self.offset = offset
+        self.reason = reason
+        message = (
+            f"{path}: record {record_index} at offset {offset}: "
+            f"{_REASONS.get(reason, reason)} ({detail})"
+        )
+        if offset == 0 and reason != "compressed_stream":
+            message += " (Is this even a TFRecord file?)"
+        super().__init__(message)
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self.detail, self.path, self.record_index, self.offset,
+                          self.reason)
+
+
+def _rebuild(cls, detail, path, record_index, offset, reason):
+    return cls(detail, path=path, record_index=record_index, offset=offset, reason=reason)

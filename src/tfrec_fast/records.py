@@ -1,0 +1,219 @@
+"""Reading and writing TFRecord files: the framing layer, no knowledge of tf.train.Example."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Iterator, Optional, Union
+
+from . import _core
+from ._core import RecordBatch
+
+__all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "count_records"]
+
+# Records per batch and payload bytes per batch when iterating one record at a time: large enough
+# to amortise the GIL hand-off, small enough to keep memory flat while streaming.
+ITER_BATCH_RECORDS = 16384
+ITER_BATCH_BYTES = 1 << 20
+DEFAULT_BUFFER_SIZE = 1 << 20
+_UNLIMITED = (1 << 62)
+
+Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase"]
+
+
+def normalize_compression(compression: Optional[str]) -> str:
+    """None / "" / "gzip" / "zlib" (any case, TensorFlow's "GZIP"/"ZLIB" included) -> "", "gzip", "zlib"."""
+    if compression is None:
+        return ""
+    if not isinstance(compression, str):
+        raise TypeError(f"compression must be None, 'gzip' or 'zlib', not {compression!r}")
+    name = compression.lower()
+    if name not in ("", "gzip", "zlib"):
+        raise ValueError(f"unknown compression {compression!r}: use None, 'gzip' or 'zlib'")
+    return name
+
+
+def _is_path(source) -> bool:
+    return isinstance(source, (str, os.PathLike))
+
+
+def _is_file_like(source) -> bool:
+    return hasattr(source, "readinto") or hasattr(source, "read")
+
+
+def _file_name(file) -> str:
+    name = getattr(file, "name", None)
+    return str(name) if isinstance(name, (str, os.PathLike)) else f"<{type(file).__name__}>"
+
+
+class TFRecordReader:
+    """Reads the records of one TFRecord source, checking both CRCs (unless ``verify=False``).
+
+    ``source`` is a path, a bytes-like object holding a whole file, or a binary file-like object.
+    Iterating yields read-only ``memoryview``s that share memory with the batch they were read
+    in and keep it alive (``copy=True`` yields ``bytes``). A damaged file raises
+    :class:`~tfrec_fast.DataLossError` after every record before the damage has been delivered.
+    """
+
+    def __init__(self, source: Source, compression: Optional[str] = None, *, verify: bool = True,
+                 copy: bool = False, buffer_size: int = DEFAULT_BUFFER_SIZE):
+        args = (normalize_compression(compression), bool(verify), bool(copy), int(buffer_size),
+                ITER_BATCH_RECORDS, ITER_BATCH_BYTES)
+        if _is_path(source):
+            self._reader = _core.RecordReader.open_path(os.fspath(source), *args)
+        elif _is_file_like(source):
+            self._reader = _core.RecordReader.open_file(source, _file_name(source), *args)
+        else:
+            try:
+                memoryview(source)
+            except TypeError:
+                raise TypeError(
+                    "source must be a path, a bytes-like object or a binary file-like object, "
+                    f"not {type(source).__name__}") from None
+            self._reader = _core.RecordReader.open_memory(source, "<memory>", *args)
+
+    def __iter__(self) -> Iterator[memoryview]:
+        return self._reader
+
+    def __next__(self) -> memoryview:
+        return next(self._reader)
+
+    def read_batch(self, max_records: Optional[int] = None,
+                   max_bytes: Optional[int] = None) -> RecordBatch:
+        """Reads up to ``max_records`` records, stopping once they hold ``max_bytes`` of payload.
+
+        Returns at least one record unless the file is exhausted (then an empty batch). The
+        GIL is released while reading, inflating and checksumming.
+        """
+        if max_records is None and max_bytes is None:
+            max_bytes = ITER_BATCH_BYTES * 4
+        return self._reader.read_batch(_limit(max_records), _limit(max_bytes))
+
+    def iter_batches(self, max_records: Optional[int] = None,
+                     max_bytes: Optional[int] = None) -> Iterator[RecordBatch]:
+        """Yields batches from :meth:`read_batch` until the end of the file."""
+        while True:
+            batch = self.read_batch(max_records, max_bytes)
+            if not len(batch):
+                return
+            yield batch
+
+    def count(self) -> int:
+        """Counts the remaining records, reading only their headers."""
+        return self._reader.count()
+
+    def tell(self) -> int:
+        """Offset of the next record's header (in the decompressed stream when compressed)."""
+        return self._reader.tell()
+
+    @property
+    def records_read(self) -> int:
+        """Records handed out so far."""
+        return self._reader.records_read
+
+    @property
+    def name(self) -> str:
+        return self._reader.name
+
+    @property
+    def closed(self) -> bool:
+        return self._reader.closed
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def __enter__(self) -> "TFRecordReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _limit(value: Optional[int]) -> int:
+    if value is None:
+        return _UNLIMITED
+    if value < 1:
+        raise ValueError(f"batch limits must be positive, got {value}")
+    return int(value)
+
+
+def _as_sources(paths) -> list:
+    if _is_path(paths) or _is_file_like(paths) or isinstance(paths, (bytes, bytearray, memoryview)):
+        return [paths]
+    return list(paths)
+
+
+def read_records(paths, compression: Optional[str] = None, *, verify: bool = True,
+                 copy: bool = False) -> Iterator[memoryview]:
+    """Yields every record of one source or of a list of them, in order.
+
+    Each file is opened only when reached and closed when done. See :class:`TFRecordReader`.
+    """
+    compression = normalize_compression(compression)  # fail before the first file
+    for source in _as_sources(paths):
+        with TFRecordReader(source, compression, verify=verify, copy=copy) as reader:
+            yield from reader
+
+
+def count_records(paths, compression: Optional[str] = None, *, verify: bool = True) -> int:
+    """Counts the records of one source or of a list of them, reading only record headers."""
+    total = 0
+    for source in _as_sources(paths):
+        with TFRecordReader(source, compression, verify=verify) as reader:
+            total += reader.count()
+    return total
+
+
+class TFRecordWriter:
+    """Writes TFRecord records to a path or a binary file-like object.
+
+    Uncompressed output is byte-identical to TensorFlow's ``tf.io.TFRecordWriter``. Use it as a
+    context manager: on leaving the block, even by an exception, it is closed and every record
+    written so far is complete on disk (a file-like object is flushed, not closed).
+    """
+
+    def __init__(self, destination, compression: Optional[str] = None, *,
+                 level: Optional[int] = None, buffer_size: int = DEFAULT_BUFFER_SIZE):
+        compression = normalize_compression(compression)
+        level = -1 if level is None else int(level)
+        if _is_path(destination):
+            self._writer = _core.RecordWriter.create_path(os.fspath(destination), compression,
+                                                          level, int(buffer_size))
+        elif hasattr(destination, "write"):
+            self._writer = _core.RecordWriter.create_file(destination, _file_name(destination),
+                                                          compression, level, int(buffer_size))
+        else:
+            raise TypeError("destination must be a path or a binary file-like object, "
+                            f"not {type(destination).__name__}")
+        self._closed = False
+
+    def write(self, record) -> None:
+        """Writes one record (any bytes-like object)."""
+        self._writer.write(record)
+
+    def write_batch(self, records: Union[RecordBatch, Iterable]) -> None:
+        """Writes many records in one call: a RecordBatch or any iterable of bytes-like objects."""
+        self._writer.write_batch(records)
+
+    def flush(self, sync: bool = False) -> None:
+        """Pushes buffered records to the file (decodable, for compressed output); ``sync`` fsyncs."""
+        self._writer.flush(sync)
+
+    def close(self) -> None:
+        """Writes what is buffered, finishes the compressed stream and closes. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._writer.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def records_written(self) -> int:
+        return self._writer.records_written
+
+    def __enter__(self) -> "TFRecordWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
