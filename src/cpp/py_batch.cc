@@ -41,9 +41,17 @@ struct BatchIterator {
 py::object wrap_batch(std::shared_ptr<RecordBatch> batch) { return py::cast(std::move(batch)); }
 
 py::object record_view(const py::object& base_view, const RecordBatch& batch, size_t i) {
-  PyObject* view = PySequence_GetSlice(base_view.ptr(), py::ssize_t(batch.offsets[i]),
-                                       py::ssize_t(batch.offsets[i + 1]));
+  // What memoryview slicing does, minus the slice object: a new view on the same managed buffer
+  // (so it keeps the batch alive and stays read-only), narrowed to the record. A 1-D byte view
+  // stays contiguous, so its flags need no update.
+  PyObject* view = PyMemoryView_FromObject(base_view.ptr());
   if (view == nullptr) throw py::error_already_set();
+  Py_buffer* buffer = PyMemoryView_GET_BUFFER(view);
+  const int64_t start = batch.offsets[i];
+  const auto length = py::ssize_t(batch.offsets[i + 1] - start);
+  buffer->buf = static_cast<uint8_t*>(buffer->buf) + start;
+  buffer->len = length;
+  buffer->shape[0] = length;
   return py::reinterpret_steal<py::object>(view);
 }
 

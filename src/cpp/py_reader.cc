@@ -86,13 +86,14 @@ class PyReader {
         name_(reader_->name()),
         options_(options) {}
 
+  // The next record, or a null object at the end (tp_iternext's convention: no StopIteration).
   py::object next() {
     while (!pending_.empty() && pending_.front().next >= pending_.front().batch->size()) {
       pending_.pop_front();
     }
     if (pending_.empty()) {
       auto batch = fetch(options_.batch_records, options_.batch_bytes);
-      if (batch->size() == 0) throw py::stop_iteration();
+      if (batch->size() == 0) return py::object();
       py::object owner = wrap_batch(batch);
       auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(owner.ptr()));
       pending_.push_back(Cursor{std::move(batch), std::move(view), 0});
@@ -187,10 +188,20 @@ PyReader::Options make_options(const std::string& compression, bool verify, bool
   return o;
 }
 
+// tp_iternext without pybind11's argument dispatch, which would cost more than the record itself.
+PyObject* reader_iternext(PyObject* self) {
+  try {
+    return py::handle(self).cast<PyReader&>().next().release().ptr();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 void register_reader(py::module_& m) {
-  py::class_<PyReader>(m, "RecordReader", "Reads TFRecord records; see tfrec_fast.TFRecordReader.")
+  auto cls = py::class_<PyReader>(m, "RecordReader", "Reads TFRecord records; see tfrec_fast.TFRecordReader.")
       .def_static(
           "open_path",
           [](const std::string& path, const std::string& compression, bool verify, bool copy,
@@ -230,7 +241,12 @@ void register_reader(py::module_& m) {
           py::arg("file"), py::arg("name"), py::arg("compression"), py::arg("verify"),
           py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"))
       .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", &PyReader::next)
+      .def("__next__",
+           [](PyReader& r) {
+             py::object record = r.next();
+             if (!record) throw py::stop_iteration();
+             return record;
+           })
       .def("read_batch", &PyReader::read_batch, py::arg("max_records"), py::arg("max_bytes"))
       .def("count", &PyReader::count)
       .def("tell", &PyReader::tell)
@@ -238,6 +254,9 @@ void register_reader(py::module_& m) {
       .def("close", &PyReader::close)
       .def_property_readonly("closed", &PyReader::closed)
       .def_property_readonly("name", &PyReader::name);
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  type->tp_iternext = reader_iternext;
+  PyType_Modified(type);
 }
 
 }  // namespace tfr::py_bind

@@ -24,7 +24,8 @@ std::string at(uint64_t offset) { return " at " + std::to_string(offset); }
 RecordReader::RecordReader(std::unique_ptr<Source> source, ReaderOptions options)
     : source_(std::move(source)),
       in_(*source_, std::max<size_t>(options.buffer_size, 4096)),
-      options_(options) {}
+      options_(options),
+      size_known_(source_->total_size().has_value()) {}
 
 void RecordReader::fail(LossReason reason, uint64_t start, const std::string& detail) {
   throw DataLoss(reason, source_->name(), records_, start, detail);
@@ -88,7 +89,7 @@ void RecordReader::check_length(uint64_t start, uint64_t length) {
 
 void RecordReader::read_payload(uint64_t start, uint64_t length, ByteBuffer& out) {
   // When the size of the source is known, check_length has already bounded `length`.
-  const bool bounded = in_.remaining().has_value();
+  const bool bounded = size_known_;
   uint64_t done = 0;
   while (done < length) {
     uint64_t step = length - done;
@@ -111,7 +112,28 @@ void RecordReader::fail_stream(const StreamError& e, uint64_t start) {
            e.what());
 }
 
+bool RecordReader::read_buffered_record(RecordBatch& batch) {
+  const size_t avail = in_.buffered();
+  if (avail < kFramingSize) return false;
+  const uint8_t* p = in_.peek();
+  const uint64_t length = load_le64(p);
+  if (length > avail - kFramingSize) return false;
+  const uint8_t* payload = p + kHeaderSize;
+  if (options_.verify &&
+      (crc32c_mask(crc32c(p, 8)) != load_le32(p + 8) ||
+       crc32c_mask(crc32c(payload, size_t(length))) != load_le32(payload + length))) {
+    return false;  // the careful path finds the same damage and reports it
+  }
+  batch.data.append(payload, size_t(length));
+  batch.offsets.push_back(int64_t(batch.data.size()));
+  batch.positions.push_back(int64_t(in_.offset()));
+  in_.consume(size_t(length) + kFramingSize);
+  ++records_;
+  return true;
+}
+
 bool RecordReader::read_record(RecordBatch& batch) {
+  if (read_buffered_record(batch)) return true;
   const uint64_t start = in_.offset();
   const size_t before = batch.data.size();
   try {

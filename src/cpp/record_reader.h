@@ -53,6 +53,8 @@ class RecordReader {
 
  private:
   bool read_record(RecordBatch& batch);  // false at the clean end
+  // The common case, with no I/O: the whole record is buffered and intact. False otherwise.
+  bool read_buffered_record(RecordBatch& batch);
   bool skip_record();                    // false at the clean end
   [[noreturn]] void fail_stream(const StreamError& e, uint64_t start);
   uint64_t read_header();                // returns the payload length; input positioned after it
@@ -65,6 +67,7 @@ class RecordReader {
   std::unique_ptr<Source> source_;
   BufferedInput in_;
   ReaderOptions options_;
+  const bool size_known_;  // the source knows its size, so check_length bounds every payload
   uint64_t records_ = 0;
   std::exception_ptr pending_;
 };

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Iterable, Iterator, Optional, Union
 
@@ -149,9 +150,17 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
     Each file is opened only when reached and closed when done. See :class:`TFRecordReader`.
     """
     compression = normalize_compression(compression)  # fail before the first file
-    for source in _as_sources(paths):
-        with TFRecordReader(source, compression, verify=verify, copy=copy) as reader:
-            yield from reader
+    readers = _open_each(_as_sources(paths), compression, verify, copy)
+    return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
+
+
+def _open_each(sources, compression, verify, copy):
+    for source in sources:
+        reader = TFRecordReader(source, compression, verify=verify, copy=copy)
+        try:
+            yield reader._reader
+        finally:
+            reader.close()
 
 
 def count_records(paths, compression: Optional[str] = None, *, verify: bool = True) -> int:
