@@ -11,6 +11,9 @@ namespace {
 
 // No real record is this long; a length beyond it is damage, whatever the source.
 constexpr uint64_t kMaxRecordLength = uint64_t(1) << 48;
+// Records past the size of the largest protobuf (2 GiB) exist, but one of 4 GiB in a file that is
+// shorter than that is far likelier a damaged length than a cut file.
+constexpr uint64_t kImplausibleLength = uint64_t(1) << 32;
 // Streams of unknown size grow a large payload step by step, so a lying length field can never
 // make us allocate more than the data that actually arrives (times two).
 constexpr size_t kFirstChunk = 1 << 20;
@@ -76,8 +79,10 @@ void RecordReader::check_length(uint64_t start, uint64_t length) {
   if (needed <= in_.buffered()) return;  // all there: no need to ask the source
   auto remaining = in_.remaining();
   if (!remaining || needed <= *remaining) return;
+  // A file cut short is the likely story, unless the length is one no real record reaches and the
+  // whole file could not hold: then the length field itself is damaged.
   auto total = source_->total_size();
-  if (total && length > *total) {
+  if (total && length > *total && length >= kImplausibleLength) {
     fail(LossReason::kLengthTooLarge, start,
          "corrupted record" + at(start) + ": its length field says " + std::to_string(length) +
              " bytes, more than the whole file (" + std::to_string(*total) + " bytes)");

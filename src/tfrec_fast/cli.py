@@ -7,7 +7,11 @@ import sys
 from typing import Optional, Sequence
 
 from .errors import DataLossError
-from .records import TFRecordReader, normalize_compression
+from .records import TFRecordReader, detect_compression, normalize_compression
+
+
+def _compression_arg(value: str) -> Optional[str]:
+    return None if value == "auto" else normalize_compression(value)
 
 
 def _progress(total_files: int, desc: str):
@@ -18,19 +22,27 @@ def _progress(total_files: int, desc: str):
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total_files, desc=desc, unit="file", file=sys.stderr)
+    return tqdm(total=total_files, desc=desc, unit="file", file=sys.stderr, leave=False)
+
+
+def _open(path, compression) -> TFRecordReader:
+    if compression is None:
+        compression = detect_compression(path)
+    return TFRecordReader(path, compression)
 
 
 def _for_each_file(files, desc, action) -> int:
-    """Runs action(path) for each file; returns 1 if any file was damaged or unreadable."""
+    """Runs action(path) on each file; damage is reported and makes the exit status 1."""
     status = 0
     bar = _progress(len(files), desc)
     for path in files:
         try:
             action(path)
-        except (DataLossError, OSError) as error:
-            print(f"DAMAGED {path}: {error}" if isinstance(error, DataLossError)
-                  else f"ERROR {path}: {error}", file=sys.stderr if desc == "count" else sys.stdout)
+        except DataLossError as error:
+            print(f"DAMAGED {error}", file=sys.stderr, flush=True)
+            status = 1
+        except OSError as error:
+            print(f"ERROR {path}: {error}", file=sys.stderr, flush=True)
             status = 1
         if bar is not None:
             bar.update(1)
@@ -44,7 +56,7 @@ def cmd_count(args) -> int:
 
     def count(path):
         nonlocal total
-        with TFRecordReader(path, args.compression) as reader:
+        with _open(path, args.compression) as reader:
             n = reader.count()
         total += n
         print(f"{n}\t{path}")
@@ -58,7 +70,7 @@ def cmd_count(args) -> int:
 def cmd_verify(args) -> int:
     def verify(path):
         records = nbytes = 0
-        with TFRecordReader(path, args.compression) as reader:
+        with _open(path, args.compression) as reader:
             for batch in reader.iter_batches(max_bytes=16 << 20):
                 records += len(batch)
                 nbytes += batch.nbytes
@@ -70,7 +82,10 @@ def cmd_verify(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import run_bench
 
-    return run_bench(args.files, args.compression, repeat=args.repeat, peers=not args.no_peers)
+    compression = args.compression
+    if compression is None:
+        compression = detect_compression(args.files[0])
+    return run_bench(args.files, compression, repeat=args.repeat, peers=not args.no_peers)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,17 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name, func, help_text):
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.add_argument("files", nargs="+", help="TFRecord files")
-        p.add_argument("--compression", type=normalize_compression, default=None,
-                       help="gzip or zlib (default: none)")
+        p.add_argument("--compression", type=_compression_arg, default=None,
+                       metavar="{auto,none,gzip,zlib}",
+                       help="default: auto (detected from each file's first bytes)")
         p.set_defaults(func=func)
         return p
 
     add("count", cmd_count, "count records, reading only record headers")
-    add("verify", cmd_verify, "check every record and both checksums; exit 1 on damage")
+    add("verify", cmd_verify, "check every record and both checksums; exit status 1 on damage")
     bench = add("bench", cmd_bench,
                 "measure records/s and GB/s of reading with both CRCs, against TensorFlow and "
-                "the tfrecord package when installed")
-    bench.add_argument("--repeat", type=int, default=3, help="runs per reader (median is shown)")
+                "the tfrecord package when they are installed")
+    bench.add_argument("--repeat", type=int, default=3, help="runs per reader (the median is shown)")
     bench.add_argument("--no-peers", action="store_true", help="skip TensorFlow and tfrecord")
     return parser
 

@@ -7,9 +7,10 @@ import os
 from typing import Iterable, Iterator, Optional, Union
 
 from . import _core
-from ._core import RecordBatch
+from ._core import RecordBatch, masked_crc32c
 
-__all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "count_records"]
+__all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "count_records",
+           "detect_compression"]
 
 # Records per batch and payload bytes per batch when iterating one record at a time: large enough
 # to amortise the GIL hand-off, small enough to keep memory flat while streaming.
@@ -23,7 +24,7 @@ Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBas
 
 def normalize_compression(compression: Optional[str]) -> str:
     """None / "" / "gzip" / "zlib" (any case, TensorFlow's "GZIP"/"ZLIB" included) -> "", "gzip", "zlib"."""
-    if compression is None:
+    if compression is None or compression == "none":
         return ""
     if not isinstance(compression, str):
         raise TypeError(f"compression must be None, 'gzip' or 'zlib', not {compression!r}")
@@ -31,6 +32,19 @@ def normalize_compression(compression: Optional[str]) -> str:
     if name not in ("", "gzip", "zlib"):
         raise ValueError(f"unknown compression {compression!r}: use None, 'gzip' or 'zlib'")
     return name
+
+
+def detect_compression(path) -> str:
+    """Guesses "", "gzip" or "zlib" from a file's first bytes (a valid record header wins)."""
+    with open(path, "rb") as f:
+        head = f.read(12)
+    if len(head) == 12 and masked_crc32c(head[:8]) == int.from_bytes(head[8:], "little"):
+        return ""
+    if head[:2] == b"\x1f\x8b":
+        return "gzip"
+    if len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
+        return "zlib"
+    return ""
 
 
 def _is_path(source) -> bool:
@@ -63,14 +77,11 @@ class TFRecordReader:
             self._reader = _core.RecordReader.open_path(os.fspath(source), *args)
         elif _is_file_like(source):
             self._reader = _core.RecordReader.open_file(source, _file_name(source), *args)
-        else:
-            try:
-                memoryview(source)
-            except TypeError:
-                raise TypeError(
-                    "source must be a path, a bytes-like object or a binary file-like object, "
-                    f"not {type(source).__name__}") from None
+        elif _is_bytes_like(source):
             self._reader = _core.RecordReader.open_memory(source, "<memory>", *args)
+        else:
+            raise TypeError("source must be a path, a bytes-like object or a binary file-like "
+                            f"object, not {type(source).__name__}")
 
     def __iter__(self) -> Iterator[memoryview]:
         return self._reader
@@ -137,8 +148,17 @@ def _limit(value: Optional[int]) -> int:
     return int(value)
 
 
+def _is_bytes_like(source) -> bool:
+    try:
+        memoryview(source)
+    except TypeError:
+        return False
+    return True
+
+
 def _as_sources(paths) -> list:
-    if _is_path(paths) or _is_file_like(paths) or isinstance(paths, (bytes, bytearray, memoryview)):
+    """One source (path, file-like, bytes-like) or an iterable of them -> a list of sources."""
+    if _is_path(paths) or _is_file_like(paths) or _is_bytes_like(paths):
         return [paths]
     return list(paths)
 
