@@ -17,6 +17,7 @@ class PyFileSource final : public Source {
   PyFileSource(py::object file, std::string name)
       : Source(std::move(name)), file_(std::move(file)) {
     has_readinto_ = py::hasattr(file_, "readinto");
+    measure();
   }
   ~PyFileSource() override {
     py::gil_scoped_acquire gil;
@@ -33,16 +34,39 @@ class PyFileSource final : public Source {
           PyMemoryView_FromMemory(reinterpret_cast<char*>(dst), py::ssize_t(n), PyBUF_WRITE));
       py::object got = file_.attr("readinto")(view);
       view.attr("release")();  // the file object must not keep our buffer
-      return checked_count(got, n);
+      const size_t count = checked_count(got, n);
+      consumed_ += count;
+      return count;
     }
     py::object chunk = file_.attr("read")(n);
     PyBytesView bytes(chunk);
     checked_count(py::int_(bytes.size()), n);
     std::memcpy(dst, bytes.data(), bytes.size());
+    consumed_ += bytes.size();
     return bytes.size();
   }
 
+  std::optional<uint64_t> remaining() override {
+    if (!size_) return std::nullopt;
+    return *size_ > consumed_ ? *size_ - consumed_ : 0;
+  }
+  std::optional<uint64_t> total_size() override { return size_; }
+
  private:
+  // A seekable file-like tells its size once, so lengths are bounded as for paths.
+  void measure() {
+    if (!py::hasattr(file_, "seekable") || !py::hasattr(file_, "tell")) return;
+    try {
+      if (!file_.attr("seekable")().cast<bool>()) return;
+      const auto start = file_.attr("tell")().cast<uint64_t>();
+      const auto end = file_.attr("seek")(0, 2).cast<uint64_t>();
+      file_.attr("seek")(start);
+      if (end >= start) size_ = end - start;
+    } catch (const py::error_already_set&) {
+      // Not really seekable after all: read it as a stream of unknown size.
+    }
+  }
+
   size_t checked_count(const py::object& got, size_t asked) const {
     if (got.is_none()) {
       throw IoError(EAGAIN, "file-like object '" + name() + "' has no data ready (non-blocking)");
@@ -57,6 +81,8 @@ class PyFileSource final : public Source {
 
   py::object file_;
   bool has_readinto_ = false;
+  std::optional<uint64_t> size_;  // bytes from the starting position to the end, when seekable
+  uint64_t consumed_ = 0;
 };
 
 // Copies records [from, to) of a batch into a batch of their own.
