@@ -1,8 +1,11 @@
 // A read buffer over a Source: small reads (headers, footers, short payloads) come from one large
 // buffer refilled by big reads; large payloads bypass it and land directly in the caller's memory.
+// Read-ahead is adjustable: between large payloads it shrinks to the bytes needed, so the next
+// payload is not first staged here and then copied again.
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
@@ -22,6 +25,11 @@ class BufferedInput {
     pos_ += n;
     offset_ += n;
   }
+  // Takes back the last n consumed bytes; only valid right after consume(n) with no fill between.
+  void unconsume(size_t n) {
+    pos_ -= n;
+    offset_ -= n;
+  }
 
   // Buffers at least n (<= capacity) bytes unless the stream ends first; returns what is buffered.
   size_t fill(size_t n) {
@@ -30,7 +38,8 @@ class BufferedInput {
     end_ -= pos_;
     pos_ = 0;
     while (end_ < n) {
-      size_t got = source_.read(buf_.get() + end_, capacity_ - end_);
+      size_t want = std::max(n - end_, std::min(readahead_, capacity_ - end_));
+      size_t got = source_.read(buf_.get() + end_, want);
       if (got == 0) break;
       end_ += got;
     }
@@ -43,7 +52,7 @@ class BufferedInput {
     while (done < n) {
       size_t rest = n - done;
       size_t got;
-      if (rest >= capacity_ / 2) {  // big: straight into dst, no second copy
+      if (rest >= kDirectRead) {  // big: straight into dst, no second copy
         got = source_.read(dst + done, rest);
         offset_ += got;
       } else {
@@ -74,6 +83,13 @@ class BufferedInput {
 
   Source& source() { return source_; }
 
+  // How much fill() may read beyond what it was asked for (at most the capacity).
+  void set_readahead(size_t bytes) { readahead_ = std::max<size_t>(bytes, 1); }
+  size_t capacity() const { return capacity_; }
+
+  // Reads of this size or more go straight to the caller's memory.
+  static constexpr size_t kDirectRead = 32 * 1024;
+
  private:
   size_t take(uint8_t* dst, size_t n) {
     size_t step = std::min(n, buffered());
@@ -85,6 +101,7 @@ class BufferedInput {
   Source& source_;
   std::unique_ptr<uint8_t[]> buf_;
   size_t capacity_;
+  size_t readahead_ = SIZE_MAX;
   size_t pos_ = 0;
   size_t end_ = 0;
   uint64_t offset_ = 0;

@@ -93,6 +93,10 @@ void RecordReader::check_length(uint64_t start, uint64_t length) {
 }
 
 void RecordReader::read_payload(uint64_t start, uint64_t length, ByteBuffer& out) {
+  // Large payloads are read straight into the batch; then read ahead only the footer and the
+  // next header, so the next large payload is not staged and copied. Small ones share big reads.
+  const bool large = length >= BufferedInput::kDirectRead;
+  in_.set_readahead(large ? kFramingSize : in_.capacity());
   // When the size of the source is known, check_length has already bounded `length`.
   const bool bounded = size_known_;
   uint64_t done = 0;
@@ -117,12 +121,13 @@ void RecordReader::fail_stream(const StreamError& e, uint64_t start) {
            e.what());
 }
 
-bool RecordReader::read_buffered_record(RecordBatch& batch) {
+bool RecordReader::read_buffered_record(RecordBatch& batch, size_t max_bytes) {
   const size_t avail = in_.buffered();
   if (avail < kFramingSize) return false;
   const uint8_t* p = in_.peek();
   const uint64_t length = load_le64(p);
   if (length > avail - kFramingSize) return false;
+  if (batch.size() > 0 && batch.data.size() + length > max_bytes) return false;
   const uint8_t* payload = p + kHeaderSize;
   if (options_.verify &&
       (crc32c_mask(crc32c(p, 8)) != load_le32(p + 8) ||
@@ -137,13 +142,17 @@ bool RecordReader::read_buffered_record(RecordBatch& batch) {
   return true;
 }
 
-bool RecordReader::read_record(RecordBatch& batch) {
-  if (read_buffered_record(batch)) return true;
+RecordReader::Step RecordReader::read_record(RecordBatch& batch, size_t max_bytes) {
+  if (read_buffered_record(batch, max_bytes)) return Step::kRecord;
   const uint64_t start = in_.offset();
   const size_t before = batch.data.size();
   try {
     const uint64_t length = read_header();
-    if (length == kEnd) return false;
+    if (length == kEnd) return Step::kEnd;
+    if (batch.size() > 0 && before + length > max_bytes) {
+      in_.unconsume(kHeaderSize);  // it starts the next batch
+      return Step::kFull;
+    }
     read_payload(start, length, batch.data);
     if (in_.fill(kFooterSize) < kFooterSize) {
       fail(LossReason::kTruncated, start,
@@ -165,7 +174,7 @@ bool RecordReader::read_record(RecordBatch& batch) {
   batch.offsets.push_back(int64_t(batch.data.size()));
   batch.positions.push_back(int64_t(start));
   ++records_;
-  return true;
+  return Step::kRecord;
 }
 
 bool RecordReader::skip_record() {
@@ -190,8 +199,7 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
   auto batch = std::make_unique<RecordBatch>();
   batch->data.reserve(std::min<size_t>(max_bytes, size_t(4) << 20) + 4096);
   try {
-    while (batch->size() < max_records && batch->data.size() < max_bytes) {
-      if (!read_record(*batch)) break;
+    while (batch->size() < max_records && read_record(*batch, max_bytes) == Step::kRecord) {
     }
   } catch (...) {
     pending_ = std::current_exception();

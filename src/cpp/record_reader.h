@@ -37,8 +37,9 @@ class RecordReader {
  public:
   RecordReader(std::unique_ptr<Source> source, ReaderOptions options);
 
-  // Reads records until there are max_records of them or they hold at least max_bytes of payload
-  // (always at least one record, however large). An empty batch means the clean end of the stream.
+  // Reads up to max_records records holding at most max_bytes of payload together (a single
+  // record may be larger: a batch always holds at least one). An empty batch means the clean end
+  // of the stream.
   // Records before a damaged one are returned first; the DataLoss is thrown by the next call, and
   // again by every call after it (the reader does not guess where the next good record starts).
   std::unique_ptr<RecordBatch> read_batch(size_t max_records, size_t max_bytes);
@@ -52,9 +53,11 @@ class RecordReader {
   const std::string& name() const { return source_->name(); }
 
  private:
-  bool read_record(RecordBatch& batch);  // false at the clean end
-  // The common case, with no I/O: the whole record is buffered and intact. False otherwise.
-  bool read_buffered_record(RecordBatch& batch);
+  enum class Step { kRecord, kEnd, kFull };
+  // Appends the next record unless the stream ended or it would take the batch past max_bytes.
+  Step read_record(RecordBatch& batch, size_t max_bytes);
+  // The common case, with no I/O: the whole record is buffered, intact and fits. False otherwise.
+  bool read_buffered_record(RecordBatch& batch, size_t max_bytes);
   bool skip_record();                    // false at the clean end
   [[noreturn]] void fail_stream(const StreamError& e, uint64_t start);
   uint64_t read_header();                // returns the payload length; input positioned after it

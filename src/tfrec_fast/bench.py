@@ -66,7 +66,7 @@ def _batched(files, compression):
         n = 0
         for path in files:
             with TFRecordReader(path, compression) as reader:
-                for batch in reader.iter_batches(max_bytes=4 << 20):
+                for batch in reader.iter_batches():
                     n += len(batch)
         return n
     return run
@@ -95,7 +95,7 @@ def run_bench(files, compression=None, repeat=3, peers=True) -> int:
     payload = 0
     for path in files:
         with TFRecordReader(path, compression) as reader:
-            payload += sum(batch.nbytes for batch in reader.iter_batches(max_bytes=16 << 20))
+            payload += sum(batch.nbytes for batch in reader.iter_batches())
     rows = [("tfrec_fast batched (both CRCs)", *_time(repeat, _batched(files, compression))),
             ("tfrec_fast per record (both CRCs)", *_time(repeat, _per_record(files, compression)))]
     if peers:

@@ -71,7 +71,7 @@ def cmd_verify(args) -> int:
     def verify(path):
         records = nbytes = 0
         with _open(path, args.compression) as reader:
-            for batch in reader.iter_batches(max_bytes=16 << 20):
+            for batch in reader.iter_batches():
                 records += len(batch)
                 nbytes += batch.nbytes
         print(f"OK {path}: {records} records, {nbytes} payload bytes")
