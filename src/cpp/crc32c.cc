@@ -61,22 +61,27 @@ using ExtendFn = uint32_t (*)(uint32_t, const void*, size_t);
 struct Backend {
   const char* name;
   ExtendFn fn;
+  ExtendFn short_fn;  // what fn itself would use below detail::kCrc32cShort bytes
 };
 
-constexpr Backend kPortable{"portable", crc32c_portable_extend};
+constexpr Backend kPortable{"portable", crc32c_portable_extend, crc32c_portable_extend};
 
 // Backends that are built in and supported by this CPU, most preferred first; portable is last.
 const std::vector<Backend>& runnable_backends() {
   static const std::vector<Backend> backends = [] {
     std::vector<Backend> out;
 #if defined(TFREC_HAVE_AVX512_BACKEND)
-    if (cpu_has_avx512_vpclmul()) out.push_back({"avx512", crc32c_avx512_extend});
+    if (cpu_has_avx512_vpclmul()) {
+      out.push_back({"avx512", crc32c_avx512_extend, crc32c_sse42_extend});
+    }
 #endif
 #if defined(TFREC_HAVE_SSE42_BACKEND)
-    if (cpu_has_sse42_pclmul()) out.push_back({"sse42", crc32c_sse42_extend});
+    if (cpu_has_sse42_pclmul()) {
+      out.push_back({"sse42", crc32c_sse42_extend, crc32c_sse42_extend});
+    }
 #endif
 #if defined(TFREC_HAVE_ARM64_BACKEND)
-    if (cpu_has_arm64_crc()) out.push_back({"arm64", crc32c_arm64_extend});
+    if (cpu_has_arm64_crc()) out.push_back({"arm64", crc32c_arm64_extend, crc32c_arm64_extend});
 #endif
     out.push_back(kPortable);
     return out;
@@ -121,11 +126,33 @@ const Backend& active_backend() {
   return backend;
 }
 
-}  // namespace
+// The first call through either pointer lands here and installs the chosen backend. Two threads
+// may both do so; they store the same values.
+uint32_t resolve_short(uint32_t crc, const void* data, size_t n);
+uint32_t resolve_long(uint32_t crc, const void* data, size_t n);
 
-uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {
+void install() {
+  const Backend& b = active_backend();
+  detail::crc32c_short.store(b.short_fn, std::memory_order_relaxed);
+  detail::crc32c_long.store(b.fn, std::memory_order_relaxed);
+}
+
+uint32_t resolve_short(uint32_t crc, const void* data, size_t n) {
+  install();
+  return active_backend().short_fn(crc, data, n);
+}
+
+uint32_t resolve_long(uint32_t crc, const void* data, size_t n) {
+  install();
   return active_backend().fn(crc, data, n);
 }
+
+}  // namespace
+
+namespace detail {
+std::atomic<Crc32cFn> crc32c_short{resolve_short};
+std::atomic<Crc32cFn> crc32c_long{resolve_long};
+}  // namespace detail
 
 const char* crc32c_backend() { return active_backend().name; }
 

@@ -1,6 +1,7 @@
 // CRC32C (Castagnoli), as used by TFRecord framing, with run-time selection of a hardware backend.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,9 +9,22 @@
 
 namespace tfr {
 
+namespace detail {
+using Crc32cFn = uint32_t (*)(uint32_t, const void*, size_t);
+// The chosen backend's entry points, for short and for long buffers (wide-vector code does not pay
+// off on a few bytes). Both start as a resolver that picks the backend on first use.
+extern std::atomic<Crc32cFn> crc32c_short;
+extern std::atomic<Crc32cFn> crc32c_long;
+constexpr size_t kCrc32cShort = 256;
+}  // namespace detail
+
 // Extends the CRC32C `crc` of some prefix with the next `n` bytes. `crc` is the plain CRC value
 // (start with 0), so crc32c_extend(crc32c_extend(0, a, na), b, nb) is the CRC of a followed by b.
-uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n);
+// Inline so that the per-record checksums of small records cost one indirect call.
+inline uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {
+  const auto& fn = n < detail::kCrc32cShort ? detail::crc32c_short : detail::crc32c_long;
+  return fn.load(std::memory_order_relaxed)(crc, data, n);
+}
 
 inline uint32_t crc32c(const void* data, size_t n) { return crc32c_extend(0, data, n); }
 

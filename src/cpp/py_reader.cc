@@ -214,10 +214,13 @@ PyReader::Options make_options(const std::string& compression, bool verify, bool
   return o;
 }
 
-// tp_iternext without pybind11's argument dispatch, which would cost more than the record itself.
+// tp_iternext without pybind11's argument dispatch or type lookup, which would cost more than the
+// record itself. Only installed on RecordReader, so `self` always holds a PyReader.
 PyObject* reader_iternext(PyObject* self) {
   try {
-    return py::handle(self).cast<PyReader&>().next().release().ptr();
+    auto* instance = reinterpret_cast<py::detail::instance*>(self);
+    auto* reader = instance->get_value_and_holder().value_ptr<PyReader>();
+    return reader->next().release().ptr();
   } catch (...) {
     py::detail::try_translate_exceptions();
     return nullptr;

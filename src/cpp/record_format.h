@@ -16,14 +16,23 @@ constexpr size_t kHeaderSize = 12;  // length + length CRC
 constexpr size_t kFooterSize = 4;   // data CRC
 constexpr size_t kFramingSize = kHeaderSize + kFooterSize;
 
+// Unaligned little-endian loads as single instructions (memcpy), swapped on big-endian hosts.
 inline uint64_t load_le64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
   return v;
 }
 
 inline uint32_t load_le32(const uint8_t* p) {
-  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap32(v);
+#endif
+  return v;
 }
 
 inline void store_le64(uint8_t* p, uint64_t v) {

@@ -121,29 +121,33 @@ void RecordReader::fail_stream(const StreamError& e, uint64_t start) {
            e.what());
 }
 
-bool RecordReader::read_buffered_record(RecordBatch& batch, size_t max_bytes) {
-  const size_t avail = in_.buffered();
-  if (avail < kFramingSize) return false;
-  const uint8_t* p = in_.peek();
-  const uint64_t length = load_le64(p);
-  if (length > avail - kFramingSize) return false;
-  if (batch.size() > 0 && batch.data.size() + length > max_bytes) return false;
-  const uint8_t* payload = p + kHeaderSize;
-  if (options_.verify &&
-      (crc32c_mask(crc32c(p, 8)) != load_le32(p + 8) ||
-       crc32c_mask(crc32c(payload, size_t(length))) != load_le32(payload + length))) {
-    return false;  // the careful path finds the same damage and reports it
+size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_records,
+                                           size_t max_bytes) {
+  size_t taken = 0;
+  while (batch.size() < max_records) {
+    const size_t avail = in_.buffered();
+    if (avail < kFramingSize) break;
+    const uint8_t* p = in_.peek();
+    const uint64_t length = load_le64(p);
+    if (length > avail - kFramingSize) break;
+    if (batch.size() > 0 && batch.data.size() + length > max_bytes) break;
+    const uint8_t* payload = p + kHeaderSize;
+    if (options_.verify &&
+        (crc32c_mask(crc32c(p, 8)) != load_le32(p + 8) ||
+         crc32c_mask(crc32c(payload, size_t(length))) != load_le32(payload + length))) {
+      break;  // the careful path finds the same damage and reports it
+    }
+    batch.data.append(payload, size_t(length));
+    batch.offsets.push_back(int64_t(batch.data.size()));
+    batch.positions.push_back(int64_t(in_.offset()));
+    in_.consume(size_t(length) + kFramingSize);
+    ++taken;
   }
-  batch.data.append(payload, size_t(length));
-  batch.offsets.push_back(int64_t(batch.data.size()));
-  batch.positions.push_back(int64_t(in_.offset()));
-  in_.consume(size_t(length) + kFramingSize);
-  ++records_;
-  return true;
+  records_ += taken;
+  return taken;
 }
 
 RecordReader::Step RecordReader::read_record(RecordBatch& batch, size_t max_bytes) {
-  if (read_buffered_record(batch, max_bytes)) return Step::kRecord;
   const uint64_t start = in_.offset();
   const size_t before = batch.data.size();
   try {
@@ -199,7 +203,11 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
   auto batch = std::make_unique<RecordBatch>();
   batch->data.reserve(std::min<size_t>(max_bytes, size_t(4) << 20) + 4096);
   try {
-    while (batch->size() < max_records && read_record(*batch, max_bytes) == Step::kRecord) {
+    // Whole records already in the buffer go in a tight loop; the careful path handles the
+    // record that straddles a refill, large payloads, the end and any damage.
+    while (batch->size() < max_records) {
+      if (read_buffered_records(*batch, max_records, max_bytes) > 0) continue;
+      if (read_record(*batch, max_bytes) != Step::kRecord) break;
     }
   } catch (...) {
     pending_ = std::current_exception();

@@ -56,8 +56,9 @@ class RecordReader {
   enum class Step { kRecord, kEnd, kFull };
   // Appends the next record unless the stream ended or it would take the batch past max_bytes.
   Step read_record(RecordBatch& batch, size_t max_bytes);
-  // The common case, with no I/O: the whole record is buffered, intact and fits. False otherwise.
-  bool read_buffered_record(RecordBatch& batch, size_t max_bytes);
+  // The common case, with no I/O: takes the records that are wholly buffered, intact and fit.
+  // Returns how many it took.
+  size_t read_buffered_records(RecordBatch& batch, size_t max_records, size_t max_bytes);
   bool skip_record();                    // false at the clean end
   [[noreturn]] void fail_stream(const StreamError& e, uint64_t start);
   uint64_t read_header();                // returns the payload length; input positioned after it
