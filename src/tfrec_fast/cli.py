@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -14,15 +15,28 @@ def _compression_arg(value: str) -> Optional[str]:
     return None if value == "auto" else normalize_compression(value)
 
 
-def _progress(total_files: int, desc: str):
-    """A tqdm bar over files when stderr is a terminal and tqdm is installed, else None."""
-    if total_files < 2 or not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total_files, desc=desc, unit="file", file=sys.stderr, leave=False)
+class _Progress:
+    """A tqdm bar counting file bytes, shown only on a terminal and only when tqdm is installed."""
+
+    def __init__(self, files, desc):
+        self.bar = None
+        if not sys.stderr.isatty():
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return
+        total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
+        self.bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr,
+                        leave=False)
+
+    def advance(self, nbytes):
+        if self.bar is not None:
+            self.bar.update(nbytes)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _open(path, compression) -> TFRecordReader:
@@ -32,33 +46,31 @@ def _open(path, compression) -> TFRecordReader:
 
 
 def _for_each_file(files, desc, action) -> int:
-    """Runs action(path) on each file; damage is reported and makes the exit status 1."""
+    """Runs action(path, progress) on each file; damage is reported and makes the status 1."""
     status = 0
-    bar = _progress(len(files), desc)
+    progress = _Progress(files, desc)
     for path in files:
         try:
-            action(path)
+            action(path, progress)
         except DataLossError as error:
             print(f"DAMAGED {error}", file=sys.stderr, flush=True)
             status = 1
         except OSError as error:
             print(f"ERROR {path}: {error}", file=sys.stderr, flush=True)
             status = 1
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+    progress.close()
     return status
 
 
 def cmd_count(args) -> int:
     total = 0
 
-    def count(path):
+    def count(path, progress):
         nonlocal total
         with _open(path, args.compression) as reader:
             n = reader.count()
         total += n
+        progress.advance(os.path.getsize(path))
         print(f"{n}\t{path}")
 
     status = _for_each_file(args.files, "count", count)
@@ -68,12 +80,16 @@ def cmd_count(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    def verify(path):
-        records = nbytes = 0
+    def verify(path, progress):
+        records = nbytes = position = 0
         with _open(path, args.compression) as reader:
-            for batch in reader.iter_batches():
+            for batch in reader.iter_batches(max_bytes=4 << 20):
                 records += len(batch)
                 nbytes += batch.nbytes
+                if not reader.compressed:  # offsets of compressed files count inflated bytes
+                    progress.advance(reader.tell() - position)
+                    position = reader.tell()
+        progress.advance(os.path.getsize(path) - position)
         print(f"OK {path}: {records} records, {nbytes} payload bytes")
 
     return _for_each_file(args.files, "verify", verify)

@@ -72,7 +72,9 @@ class TFRecordReader:
 
     def __init__(self, source: Source, compression: Optional[str] = None, *, verify: bool = True,
                  copy: bool = False, buffer_size: int = DEFAULT_BUFFER_SIZE):
-        args = (normalize_compression(compression), bool(verify), bool(copy), int(buffer_size),
+        compression = normalize_compression(compression)
+        self.compressed = bool(compression)
+        args = (compression, bool(verify), bool(copy), int(buffer_size),
                 ITER_BATCH_RECORDS, ITER_BATCH_BYTES)
         if _is_path(source):
             self._reader = _core.RecordReader.open_path(os.fspath(source), *args)
