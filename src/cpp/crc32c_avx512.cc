@@ -8,6 +8,12 @@
 // advance 256 bytes per step; at the end they are folded into one chunk, which the crc32
 // instruction reduces mod P. Short inputs, the unaligned head and the last < 16 bytes go through
 // the SSE4.2 backend.
+//
+// Long inputs are first consumed in groups of kRegions separate regions, each folded by its own
+// accumulator and then merged by folding over a region's length. The fold rate is the same, but
+// from RAM a single sequential stream is limited by how far ahead the hardware prefetchers run
+// (measured: even plain 512-bit loads of one stream read a 64 MiB buffer more slowly than the
+// 3-stream crc32 code); eight concurrent streams keep many more cache lines in flight.
 #include <immintrin.h>
 
 #include "crc32c_internal.h"
@@ -28,6 +34,13 @@ constexpr FoldConstants fold_constants(uint64_t bytes) {
 constexpr FoldConstants kFold16 = fold_constants(16), kFold32 = fold_constants(32),
                         kFold48 = fold_constants(48), kFold64 = fold_constants(64),
                         kFold256 = fold_constants(256);
+
+// 8 x 16 KiB measured best on a memory-bound 64 MiB buffer (4 regions, or 4-8 KiB ones, gained
+// less); in cache the eight 64-byte fold chains are as fast as the interleaved loop below.
+constexpr int kRegions = 8;
+constexpr size_t kRegionLen = 16384;
+constexpr size_t kGroupLen = kRegions * kRegionLen;
+constexpr FoldConstants kFoldRegion = fold_constants(kRegionLen);
 
 inline __m512i broadcast(FoldConstants k) { return _mm512_set4_epi64(k.hi, k.lo, k.hi, k.lo); }
 
@@ -51,6 +64,29 @@ __m128i lane(__m512i x) {
   return _mm512_maskz_extracti32x4_epi32(0xf, x, kLane);
 }
 
+// Consumes whole groups of kRegions regions from (p, n) while at least 256 bytes remain after
+// them. x0 is the 64-byte block at p with everything before it (and the CRC preset) already folded
+// in; the block at the new p is returned in the same form.
+inline __m512i fold_regions(__m512i x0, const uint8_t*& p, size_t& n) {
+  const __m512i k64 = broadcast(kFold64);
+  const __m512i k_region = broadcast(kFoldRegion);
+  for (; n >= kGroupLen + 256; p += kGroupLen, n -= kGroupLen) {
+    __m512i x[kRegions];
+    x[0] = x0;
+#pragma GCC unroll 8
+    for (int r = 1; r < kRegions; ++r) x[r] = load512(p + r * kRegionLen);
+    for (size_t i = 64; i < kRegionLen; i += 64) {
+#pragma GCC unroll 8
+      for (int r = 0; r < kRegions; ++r) x[r] = fold512(x[r], k64, load512(p + r * kRegionLen + i));
+    }
+    // Each region's last block lies exactly kRegionLen bytes before the next region's.
+#pragma GCC unroll 8
+    for (int r = 1; r < kRegions; ++r) x[r] = fold512(x[r - 1], k_region, x[r]);
+    x0 = fold512(x[kRegions - 1], k64, load512(p + kGroupLen));
+  }
+  return x0;
+}
+
 // A full 256-byte block must remain after aligning the head; shorter inputs are also where the
 // SSE4.2 backend is as fast anyway.
 constexpr size_t kMinLength = 256 + 63;
@@ -69,6 +105,7 @@ uint32_t crc32c_avx512_extend(uint32_t crc, const void* data, size_t n) {
   // A CRC register preset to c equals a zero preset with c XORed into the first 32 message bits.
   const __m128i preset = _mm_cvtsi32_si128(static_cast<int>(~crc));
   __m512i x0 = _mm512_xor_si512(load512(p), _mm512_zextsi128_si512(preset));
+  x0 = fold_regions(x0, p, n);
   __m512i x1 = load512(p + 64);
   __m512i x2 = load512(p + 128);
   __m512i x3 = load512(p + 192);

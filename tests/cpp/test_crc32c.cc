@@ -159,6 +159,38 @@ void test_split_points(const std::vector<std::string>& backends) {
   }
 }
 
+// Lengths just around multiples of 32 KiB up to 320 KiB, where wide backends switch between block
+// loops, at head sizes 0, 1, 56 and 63 bytes before a 64-byte boundary; checked against portable.
+void test_block_boundaries(const std::vector<std::string>& backends) {
+  constexpr size_t kMaxBase = size_t{320} << 10;
+  const std::vector<uint8_t> buf = random_bytes(kMaxBase + 2048, 3);
+  const uint8_t* aligned =
+      buf.data() + (-reinterpret_cast<uintptr_t>(buf.data()) & 63);  // 64-byte boundary
+  std::vector<size_t> lengths;
+  for (size_t base = size_t{32} << 10; base <= kMaxBase; base += size_t{32} << 10) {
+    for (size_t delta : {0, 1, 63, 64, 255, 256, 257, 319, 320, 383, 511, 512, 1000}) {
+      lengths.push_back(base + delta);
+      lengths.push_back(base - 1 - delta);
+    }
+  }
+  for (const std::string& backend : backends) {
+    if (backend == "portable") continue;
+    int failures = 0;
+    for (size_t len : lengths) {
+      for (size_t offset : {0, 1, 8, 63}) {
+        const uint8_t* p = aligned + offset;
+        if (tfr::crc32c_extend_with(backend, 0x5a5a5a5au, p, len) !=
+                tfr::crc32c_extend_with("portable", 0x5a5a5a5au, p, len) &&
+            ++failures <= 5) {
+          std::printf("  %s mismatch: len %zu offset %zu\n", backend.c_str(), len, offset);
+        }
+      }
+    }
+    check(failures == 0, backend + " lengths around 32 KiB multiples (" +
+                             std::to_string(failures) + " mismatches)");
+  }
+}
+
 void test_long_buffers(const std::vector<std::string>& backends) {
   for (size_t n : {size_t{1} << 20, (size_t{64} << 20) + 7}) {
     const std::vector<uint8_t> buf = random_bytes(n, static_cast<uint32_t>(n));
@@ -200,6 +232,7 @@ int main() {
   test_mask();
   test_lengths_and_alignments(backends);
   test_split_points(backends);
+  test_block_boundaries(backends);
   test_long_buffers(backends);
 
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
