@@ -59,4 +59,6 @@ PYBIND11_MODULE(_core, m) {
   register_batch(m);
   register_reader(m);
   register_writer(m);
+  register_encode(m);
+  register_example(m);
 }

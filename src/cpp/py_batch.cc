@@ -70,6 +70,19 @@ void register_batch(py::module_& m) {
         return py::buffer_info(const_cast<uint8_t*>(data_ptr(b)), 1, "B", 1,
                                {py::ssize_t(b.data.size())}, {py::ssize_t(1)}, /*readonly=*/true);
       })
+      .def_static(
+          "from_records",
+          [](const py::iterable& records) {
+            auto batch = std::make_shared<RecordBatch>();
+            for (py::handle record : records) {
+              PyBytesView view(record);
+              batch->data.append(view.data(), view.size());
+              batch->offsets.push_back(int64_t(batch->data.size()));
+              batch->positions.push_back(-1);  // not read from a stream
+            }
+            return batch;
+          },
+          py::arg("records"), "A batch holding copies of the given bytes-like records.")
       .def("__len__", &RecordBatch::size)
       .def("__getitem__",
            [](py::object self, py::ssize_t i) {

@@ -42,5 +42,7 @@ void register_crc(py::module_& m);
 void register_batch(py::module_& m);
 void register_reader(py::module_& m);
 void register_writer(py::module_& m);
+void register_encode(py::module_& m);
+void register_example(py::module_& m);
 
 }  // namespace tfr::py_bind

@@ -1,20 +1,41 @@
 """tfrec_fast: fast, checksum-verified TFRecord reading and writing with a C++ core."""
 
+from . import proto
 from .crc import crc32c, crc32c_backend, masked_crc32c
-from .errors import DataLossError
+from .encode import Bytes, Floats, Int64s, encode_example, encode_examples
+from .errors import DataLossError, ExampleParseError
+from .example import (BytesColumn, FixedLen, FixedLenSequence, Ragged, VarLen, VarLenSequence,
+                      parse_example, parse_examples, parse_sequence_examples, read_examples)
 from .records import (RecordBatch, TFRecordReader, TFRecordWriter, count_records,
                       read_records)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Bytes",
+    "BytesColumn",
     "DataLossError",
+    "ExampleParseError",
+    "FixedLen",
+    "FixedLenSequence",
+    "Floats",
+    "Int64s",
+    "Ragged",
     "RecordBatch",
     "TFRecordReader",
     "TFRecordWriter",
+    "VarLen",
+    "VarLenSequence",
     "count_records",
     "crc32c",
     "crc32c_backend",
+    "encode_example",
+    "encode_examples",
     "masked_crc32c",
+    "parse_example",
+    "parse_examples",
+    "parse_sequence_examples",
+    "proto",
+    "read_examples",
     "read_records",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DataLossError"]
+__all__ = ["DataLossError", "ExampleParseError"]
 
 _REASONS = {
     "truncated": "the file ends inside a record",
@@ -44,3 +44,31 @@ class DataLossError(OSError):
 
 def _rebuild(cls, detail, path, record_index, offset, reason):
     return cls(detail, path=path, record_index=record_index, offset=offset, reason=reason)
+
+
+class ExampleParseError(ValueError):
+    """A record is not a valid tf.train.Example, or does not fit the feature spec.
+
+    Attributes: ``path`` (file or description of the records), ``record_index`` (0-based, within
+    the file when known), ``feature`` (the feature's name, or None when the record as a whole is
+    malformed) and ``detail``.
+    """
+
+    def __init__(self, detail, *, path=None, record_index=None, feature=None):
+        self.detail = detail
+        self.path = path
+        self.record_index = record_index
+        self.feature = feature
+        self.message = detail  # the name TensorFlow users look for
+        where = f"{path}: record {record_index}"
+        if feature is not None:
+            where += f", feature {feature!r}"
+        super().__init__(f"{where}: {detail}")
+
+    def __reduce__(self):
+        return _rebuild_parse_error, (type(self), self.detail, self.path, self.record_index,
+                                      self.feature)
+
+
+def _rebuild_parse_error(cls, detail, path, record_index, feature):
+    return cls(detail, path=path, record_index=record_index, feature=feature)

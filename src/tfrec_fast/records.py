@@ -228,6 +228,16 @@ class TFRecordWriter:
         """Writes many records in one call: a RecordBatch or any iterable of bytes-like objects."""
         self._writer.write_batch(records)
 
+    def write_example(self, features) -> None:
+        """Encodes ``features`` as one tf.train.Example (see tfrec_fast.encode) and writes it."""
+        from .encode import encode_example
+        self._writer.write(encode_example(features))
+
+    def write_examples(self, columns, n: Optional[int] = None) -> None:
+        """Encodes columns (see tfrec_fast.encode.encode_examples) as N Examples and writes them."""
+        from .encode import encode_examples
+        self._writer.write_batch(encode_examples(columns, n))
+
     def flush(self, sync: bool = False) -> None:
         """Pushes buffered records to the file (decodable, for compressed output); ``sync`` fsyncs."""
         self._writer.flush(sync)

@@ -1,0 +1,221 @@
+#include "example_encoder.h"
+
+#include <cstring>
+#include <stdexcept>
+
+#include "protobuf_wire.h"
+
+namespace tfr::example {
+namespace {
+
+// Every field written is length-delimited (packed lists included); its tag fits one byte.
+constexpr uint8_t tag(uint32_t field) { return uint8_t(field << 3 | wire::kLengthDelimited); }
+constexpr uint8_t kExampleFeaturesTag = tag(wire::kExampleFeatures);
+constexpr uint8_t kEntryTag = tag(wire::kFeaturesEntry);
+constexpr uint8_t kKeyTag = tag(wire::kMapKey);
+constexpr uint8_t kValueTag = tag(wire::kMapValue);
+constexpr uint8_t kListValueTag = tag(wire::kListValue);
+static_assert(uint32_t(Kind::kBytes) == wire::kBytesList && uint32_t(Kind::kFloat) == wire::kFloatList &&
+                  uint32_t(Kind::kInt64) == wire::kInt64List,
+              "Kind values are the Feature.kind field numbers");
+
+inline size_t varint_size(uint64_t v) {
+  const int bits = 64 - __builtin_clzll(v | 1);
+  return size_t((bits * 9 + 64) / 64);
+}
+
+inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = uint8_t(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = uint8_t(v);
+  return p;
+}
+
+// A length-delimited field holding `n` bytes: tag + length + n.
+inline size_t field_size(uint64_t n) { return 1 + varint_size(n) + size_t(n); }
+
+inline uint8_t* put_header(uint8_t* p, uint8_t tag, uint64_t n) {
+  *p++ = tag;
+  return put_varint(p, n);
+}
+
+// The row's list payload: the packed bytes of a numeric list, the repeated fields of a bytes
+// list, the whole message of a serialized Feature. Everything else follows from it in O(1).
+uint64_t payload_size(const Column& c, size_t row) {
+  const size_t b = c.begin(row), e = c.end(row);
+  switch (c.row_kind(row)) {
+    case Kind::kInt64: {
+      uint64_t n = 0;
+      for (size_t k = b; k < e; ++k) n += varint_size(uint64_t(c.int64s[k]));
+      return n;
+    }
+    case Kind::kFloat:
+      return uint64_t(e - b) * 4;
+    case Kind::kBytes: {
+      uint64_t n = 0;
+      for (size_t k = b; k < e; ++k) n += field_size(c.bytes[k].size);
+      return n;
+    }
+    case Kind::kFeature:
+      return c.bytes[b].size;
+  }
+  return 0;
+}
+
+// The list message inside the Feature (packed numeric lists omit the field when empty).
+inline uint64_t list_size(Kind kind, uint64_t payload) {
+  if (kind == Kind::kBytes) return payload;
+  return payload ? field_size(payload) : 0;
+}
+
+inline uint64_t feature_size(Kind kind, uint64_t payload) {
+  return kind == Kind::kFeature ? payload : field_size(list_size(kind, payload));
+}
+
+inline uint64_t entry_size(const Column& c, uint64_t feature) {
+  return field_size(c.name.size()) + field_size(feature);
+}
+
+// The Features message of one row, from its payload sizes.
+uint64_t features_size(const std::vector<Column>& columns, size_t row, const uint64_t* payloads) {
+  uint64_t n = 0;
+  for (size_t f = 0; f < columns.size(); ++f) {
+    const Column& c = columns[f];
+    n += field_size(entry_size(c, feature_size(c.row_kind(row), payloads[f])));
+  }
+  return n;
+}
+
+uint8_t* put_list(const Column& c, size_t row, Kind kind, uint64_t payload, uint8_t* p) {
+  const size_t b = c.begin(row), e = c.end(row);
+  switch (kind) {
+    case Kind::kInt64:
+      if (payload == 0) return p;
+      p = put_header(p, kListValueTag, payload);
+      for (size_t k = b; k < e; ++k) p = put_varint(p, uint64_t(c.int64s[k]));
+      return p;
+    case Kind::kFloat:
+      if (payload == 0) return p;
+      p = put_header(p, kListValueTag, payload);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      std::memcpy(p, c.floats + b, size_t(payload));
+      return p + payload;
+#else
+      for (size_t k = b; k < e; ++k) {
+        uint32_t bits;
+        std::memcpy(&bits, c.floats + k, 4);
+        for (int s = 0; s < 32; s += 8) *p++ = uint8_t(bits >> s);
+      }
+      return p;
+#endif
+    case Kind::kBytes:
+      for (size_t k = b; k < e; ++k) {
+        const BytesRef& v = c.bytes[k];
+        p = put_header(p, kListValueTag, v.size);
+        if (v.size) std::memcpy(p, v.data, v.size);
+        p += v.size;
+      }
+      return p;
+    case Kind::kFeature:
+      break;
+  }
+  return p;
+}
+
+uint8_t* put_example(const std::vector<Column>& columns, size_t row, const uint64_t* payloads,
+                     uint8_t* p) {
+  p = put_header(p, kExampleFeaturesTag, features_size(columns, row, payloads));
+  for (size_t f = 0; f < columns.size(); ++f) {
+    const Column& c = columns[f];
+    const Kind kind = c.row_kind(row);
+    const uint64_t payload = payloads[f];
+    const uint64_t feature = feature_size(kind, payload);
+    p = put_header(p, kEntryTag, entry_size(c, feature));
+    p = put_header(p, kKeyTag, c.name.size());
+    if (!c.name.empty()) std::memcpy(p, c.name.data(), c.name.size());
+    p += c.name.size();
+    p = put_header(p, kValueTag, feature);
+    if (kind == Kind::kFeature) {
+      const BytesRef& v = c.bytes[c.begin(row)];
+      if (v.size) std::memcpy(p, v.data, v.size);
+      p += v.size;
+    } else {
+      p = put_header(p, tag(uint32_t(kind)), list_size(kind, payload));
+      p = put_list(c, row, kind, payload, p);
+    }
+  }
+  return p;
+}
+
+[[noreturn]] void fail(const Column& c, size_t row, const std::string& what) {
+  throw std::invalid_argument("feature '" + c.name + "', row " + std::to_string(row) + ": " + what);
+}
+
+}  // namespace
+
+void validate(const std::vector<Column>& columns, size_t num_rows) {
+  for (const Column& c : columns) {
+    for (size_t i = 0; i < num_rows; ++i) {
+      if (c.begins && (c.begins[i] < 0 || c.ends[i] < c.begins[i])) fail(c, i, "bad row bounds");
+      const size_t b = c.begin(i), e = c.end(i);
+      const Kind kind = c.row_kind(i);
+      size_t limit = 0;
+      switch (kind) {
+        case Kind::kInt64: limit = c.int64s ? c.num_int64s : 0; break;
+        case Kind::kFloat: limit = c.floats ? c.num_floats : 0; break;
+        case Kind::kBytes:
+        case Kind::kFeature: limit = c.bytes ? c.num_bytes : 0; break;
+        default: fail(c, i, "unknown kind");
+      }
+      if (e > limit) fail(c, i, "row ends past the values");
+      if (kind == Kind::kFeature && e - b != 1) fail(c, i, "a serialized Feature row holds 1 value");
+    }
+  }
+}
+
+size_t example_size(const std::vector<Column>& columns, size_t row, std::vector<uint64_t>& scratch) {
+  scratch.resize(columns.size());
+  for (size_t f = 0; f < columns.size(); ++f) scratch[f] = payload_size(columns[f], row);
+  return size_t(field_size(features_size(columns, row, scratch.data())));
+}
+
+void write_example(const std::vector<Column>& columns, size_t row,
+                   const std::vector<uint64_t>& scratch, uint8_t* dst) {
+  put_example(columns, row, scratch.data(), dst);
+}
+
+void encode_examples(const std::vector<Column>& columns, size_t num_rows, RecordBatch& out) {
+  validate(columns, num_rows);
+  const size_t nf = columns.size();
+  // Pass 1: every payload size (row major), hence every record size.
+  std::vector<uint64_t> payloads(num_rows * nf);
+  for (size_t f = 0; f < nf; ++f) {
+    const Column& c = columns[f];
+    for (size_t i = 0; i < num_rows; ++i) payloads[i * nf + f] = payload_size(c, i);
+  }
+  const size_t base = out.data.size();
+  const int64_t position_base = out.positions.empty()
+                                    ? 0
+                                    : out.positions.back() + 16 + (out.offsets.back() -
+                                                                   out.offsets[out.offsets.size() - 2]);
+  out.offsets.reserve(out.offsets.size() + num_rows);
+  out.positions.reserve(out.positions.size() + num_rows);
+  size_t total = base;
+  int64_t position = position_base;
+  for (size_t i = 0; i < num_rows; ++i) {
+    const size_t size = size_t(field_size(features_size(columns, i, &payloads[i * nf])));
+    out.positions.push_back(position);
+    position += int64_t(size) + 16;
+    total += size;
+    out.offsets.push_back(int64_t(total));
+  }
+  // Pass 2: one allocation, then write every record in place.
+  out.data.reserve(total);
+  uint8_t* p = out.data.data() + base;
+  for (size_t i = 0; i < num_rows; ++i) p = put_example(columns, i, &payloads[i * nf], p);
+  out.data.resize(total);
+}
+
+}  // namespace tfr::example

@@ -1,0 +1,71 @@
+// tf.train.Example decoding for Python: specs in, numpy columns out, GIL released in between.
+#include "example_decoder.h"
+#include "py_common.h"
+
+namespace tfr::py_bind {
+namespace {
+
+// Hands a buffer to numpy without copying: the array owns it through a capsule.
+template <typename T, typename Buffer>
+py::array adopt(Buffer&& buffer) {
+  static const T kEmpty{};
+  const size_t count = buffer.size() * sizeof(*buffer.data()) / sizeof(T);
+  auto* owned = new Buffer(std::move(buffer));
+  py::capsule owner(owned, [](void* p) { delete static_cast<Buffer*>(p); });
+  const T* ptr = count ? reinterpret_cast<const T*>(owned->data()) : &kEmpty;
+  return py::array(py::dtype::of<T>(), {py::ssize_t(count)}, {py::ssize_t(sizeof(T))}, ptr, owner);
+}
+
+FieldSpec to_spec(const py::tuple& t) {
+  FieldSpec s;
+  s.name = t[0].cast<std::string>();
+  s.kind = ValueKind(t[1].cast<int>());
+  s.layout = Layout(t[2].cast<int>());
+  s.count = t[3].cast<size_t>();
+  if (!t[4].is_none()) {
+    s.has_default = true;
+    PyBytesView view(t[4]);
+    s.default_value.assign(view.data(), view.data() + view.size());
+  }
+  s.sequence = t[5].cast<bool>();
+  return s;
+}
+
+}  // namespace
+
+void register_example(py::module_& m) {
+  m.def(
+      "decode_examples",
+      [](const py::object& batch_obj, const py::list& spec_tuples, const std::string& name,
+         bool sequence_examples) {
+        const auto& batch = batch_obj.cast<const RecordBatch&>();
+        std::vector<FieldSpec> specs;
+        for (py::handle t : spec_tuples) specs.push_back(to_spec(t.cast<py::tuple>()));
+        std::vector<Column> columns;
+        try {
+          py::gil_scoped_release release;
+          columns = decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
+                                    sequence_examples);
+        } catch (const ParseError& e) {
+          py::object cls = py::module_::import("tfrec_fast.errors").attr("ExampleParseError");
+          py::object err = cls(e.what(), py::arg("path") = name,
+                               py::arg("record_index") = e.record_index,
+                               py::arg("feature") = e.has_feature ? py::object(py::str(e.feature))
+                                                                  : py::object(py::none()));
+          PyErr_SetObject(cls.ptr(), err.ptr());
+          throw py::error_already_set();
+        }
+        py::list out;
+        for (Column& c : columns) {
+          out.append(py::make_tuple(adopt<uint8_t>(std::move(c.values)), adopt<int64_t>(std::move(c.starts)),
+                                    adopt<int64_t>(std::move(c.ends)), adopt<int64_t>(std::move(c.row_splits)),
+                                    adopt<int64_t>(std::move(c.step_splits))));
+        }
+        return out;
+      },
+      py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
+      "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns\n"
+      "(values, starts, ends, row_splits, step_splits).");
+}
+
+}  // namespace tfr::py_bind
