@@ -205,7 +205,7 @@ void encode_examples(const std::vector<Column>& columns, size_t num_rows, Record
   size_t total = base;
   int64_t position = position_base;
   for (size_t i = 0; i < num_rows; ++i) {
-    const size_t size = size_t(field_size(features_size(columns, i, &payloads[i * nf])));
+    const size_t size = size_t(field_size(features_size(columns, i, payloads.data() + i * nf)));
     out.positions.push_back(position);
     position += int64_t(size) + 16;
     total += size;
@@ -214,7 +214,7 @@ void encode_examples(const std::vector<Column>& columns, size_t num_rows, Record
   // Pass 2: one allocation, then write every record in place.
   out.data.reserve(total);
   uint8_t* p = out.data.data() + base;
-  for (size_t i = 0; i < num_rows; ++i) p = put_example(columns, i, &payloads[i * nf], p);
+  for (size_t i = 0; i < num_rows; ++i) p = put_example(columns, i, payloads.data() + i * nf, p);
   out.data.resize(total);
 }
 
