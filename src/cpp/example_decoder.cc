@@ -56,7 +56,7 @@ class Decoder {
 
   void record(size_t index, Cursor example) {
     index_ = index;
-    for (Found& f : found_) f = Found{};
+    for (Found& f : found_) f.present = false;
     uint32_t field, wire_type;
     while (!example.done()) {
       if (!example.tag(&field, &wire_type)) malformed("a bad field tag");
@@ -110,20 +110,20 @@ class Decoder {
           malformed("a truncated field in a feature map entry");
         }
       }
-      match(hints_[lists], lists, entry_index++, key, Found{true, value, values > 1});
+      match(hints_[lists], lists, entry_index++, key, value, values > 1);
     }
   }
 
   // Finds which requested feature (if any) a map key names. Records of one file usually list
   // their features in the same order, so the answer for the entry at this position in the
   // previous record is checked first: one comparison per key instead of one per spec.
-  void match(std::vector<Hint>& hints, bool lists, size_t position, Cursor key,
-             const Found& value) {
+  void match(std::vector<Hint>& hints, bool lists, size_t position, Cursor key, Cursor value,
+             bool merged) {
     const size_t size = size_t(key.end - key.p);
     if (position < hints.size()) {
       Hint& h = hints[position];
       if (h.size == size && same(h.key, key.p, size)) {
-        if (h.spec >= 0) found_[size_t(h.spec)] = value;
+        if (h.spec >= 0) note(size_t(h.spec), value, merged);
         h.key = key.p;
         return;
       }
@@ -135,10 +135,18 @@ class Decoder {
     for (size_t k = 0; k < specs_.size(); ++k) {
       const std::string& name = specs_[k].name;
       if (specs_[k].sequence == lists && name.size() == size && same(reinterpret_cast<const uint8_t*>(name.data()), key.p, size)) {
-        found_[k] = value;
+        note(k, value, merged);
         h.spec = int(k);
       }
     }
+  }
+
+  // Member by member: copying a freshly built Found as a whole stalls on store forwarding.
+  void note(size_t k, Cursor value, bool merged) {
+    Found& f = found_[k];
+    f.present = true;
+    f.feature = value;
+    f.merged = merged;
   }
 
   static bool same(const uint8_t* a, const uint8_t* b, size_t n) {
@@ -285,7 +293,7 @@ class Decoder {
   }
 
   void fill(size_t k) {
-    if (found_[k].merged) {
+    if (found_[k].present && found_[k].merged) {
       // Rare enough (no serializer writes it) to refuse clearly rather than merge.
       wrong(k, "its map entry holds the value twice; merging them is not supported");
     }
