@@ -841,8 +841,9 @@ def test_spec_objects_repr_and_validation():
     assert "VarLen" in repr(VarLen("bytes"))
     with pytest.raises(ValueError):
         VarLen("uint8")
+    assert FixedLen((), "bytes", default="x").default == b"x"
     with pytest.raises(ValueError):
-        FixedLen((), "bytes", default=b"x")
+        FixedLen((), "bytes", from_bytes=True)
     assert FixedLen(3).shape == (3,) and FixedLen(np.int64(3)).shape == (3,)
     for dt in (np.int64, "int64", "int", np.dtype("int64")):
         assert VarLen(dt).kind == 0
@@ -1128,3 +1129,15 @@ def test_large_bytes_values_to_list():
     assert bytes(col[2][0]) == big[2]
     fixed = parse_examples(recs, {"b": FixedLen(2, "bytes")})["b"]
     assert fixed.to_list() == [[v, b"s"] for v in big]
+
+
+def test_bytes_default_fills_missing_records():
+    """A missing bytes FixedLen takes its default (TensorFlow's default_value='jpeg' idiom), while
+    present values still view the batch."""
+    from tfrec_fast import encode_example
+    recs = [encode_example({"format": b"png"}), encode_example({"other": 1})]
+    col = parse_examples(recs, {"format": FixedLen((), "bytes", default="jpeg")})["format"]
+    assert col.to_list() == [b"png", b"jpeg"]
+    assert bytes(col[1]) == b"jpeg" and col.lengths.tolist() == [3, 4]
+    assert parse_example(recs[1], {"format": FixedLen((), "bytes", default=b"jpeg")}) == \
+        {"format": b"jpeg"}

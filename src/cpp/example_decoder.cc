@@ -311,9 +311,9 @@ class Decoder {
       case Layout::kFixed:
         if (!f.present) {
           if (!spec.has_default) wrong(k, "is missing and has no default");
-          if (spec.kind == ValueKind::kBytes) {  // only b"" defaults: an empty range
-            col.starts.insert(col.starts.end(), spec.count, 0);
-            col.ends.insert(col.ends.end(), spec.count, 0);
+          if (spec.kind == ValueKind::kBytes) {  // -1 marks "the default" for the caller
+            col.starts.insert(col.starts.end(), spec.count, -1);
+            col.ends.insert(col.ends.end(), spec.count, -1);
           } else {
             col.values.append(spec.default_value.data(), spec.default_value.size());
           }

@@ -34,7 +34,8 @@ struct FieldSpec {
 // Output of one FieldSpec over a batch of records.
 struct Column {
   ByteBuffer values;                 // numeric values (int64 / float32) or raw decoded bytes
-  std::vector<int64_t> starts;       // bytes values: [starts[j], ends[j]) in the records' buffer
+  std::vector<int64_t> starts;       // bytes values: [starts[j], ends[j]) in the records' buffer,
+                                     // or -1 for a missing feature's default
   std::vector<int64_t> ends;
   std::vector<int64_t> row_splits;   // kVar: values of record i are [row_splits[i], row_splits[i+1])
                                      // (for sequences: the steps of record i)

@@ -59,7 +59,7 @@ class FixedLen:
     ``"float16"``, ...) reads a bytes feature holding the raw array, as
     ``np.frombuffer(value, dtype).reshape(shape)`` would (``from_bytes=True`` forces this for
     int64/float32 too). A missing feature takes ``default`` (broadcast to ``shape``); without one
-    it is an :class:`~tfrec_fast.ExampleParseError`. Bytes features accept only ``b""`` as default.
+    it is an :class:`~tfrec_fast.ExampleParseError`.
     """
 
     def __init__(self, shape=(), dtype="int64", default=None, *, from_bytes: Optional[bool] = None):
@@ -74,8 +74,8 @@ class FixedLen:
             self.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
         else:
             self.dtype = _NUMPY.get(kind, np.dtype(object))
-        if kind == _BYTES and default not in (None, b"", ""):
-            raise ValueError("a bytes FixedLen takes only b'' as default")
+        if kind == _BYTES and isinstance(default, str):
+            default = default.encode()
         self.default = default
 
     def __repr__(self):
@@ -155,21 +155,26 @@ class BytesColumn:
 
     With ``row_splits`` (VarLen, or FixedLen of shape (k,)) row ``i`` holds values
     ``row_splits[i]`` to ``row_splits[i + 1]``; otherwise row ``i`` is value ``i``. Indexing gives
-    memoryviews (zero copy) and ``to_list()`` gives bytes.
+    memoryviews (zero copy) and ``to_list()`` gives bytes. A start of -1 marks a missing
+    feature's ``default`` (which does not live in ``values``).
     """
 
     def __init__(self, values: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                 row_splits: Optional[np.ndarray] = None):
+                 row_splits: Optional[np.ndarray] = None, default: bytes = b""):
         self.values = values
         self.starts = starts
         self.ends = ends
         self.row_splits = row_splits
+        self.default = bytes(default)
 
     def __len__(self) -> int:
         return len(self.starts) if self.row_splits is None else len(self.row_splits) - 1
 
     def _value(self, j):
-        return memoryview(self.values)[self.starts[j]:self.ends[j]]
+        start = self.starts[j]
+        if start < 0:
+            return memoryview(self.default)
+        return memoryview(self.values)[start:self.ends[j]]
 
     def __getitem__(self, i: int):
         i = _index(i, len(self))
@@ -182,16 +187,18 @@ class BytesColumn:
 
     def _rows(self, a, b) -> "BytesColumn":
         if self.row_splits is None:
-            return BytesColumn(self.values, self.starts[a:b], self.ends[a:b])
-        return BytesColumn(self.values, self.starts, self.ends, self.row_splits[a:b + 1])
+            return BytesColumn(self.values, self.starts[a:b], self.ends[a:b], None, self.default)
+        return BytesColumn(self.values, self.starts, self.ends, self.row_splits[a:b + 1],
+                           self.default)
 
     @property
     def lengths(self) -> np.ndarray:
-        return self.ends - self.starts
+        return np.where(self.starts < 0, len(self.default), self.ends - self.starts)
 
     def to_list(self) -> list:
         data = self.values.tobytes() if len(self.values) < (1 << 16) else memoryview(self.values)
-        flat = [bytes(data[s:e]) for s, e in zip(self.starts.tolist(), self.ends.tolist())]
+        flat = [bytes(data[s:e]) if s >= 0 else self.default
+                for s, e in zip(self.starts.tolist(), self.ends.tolist())]
         if self.row_splits is None:
             return flat
         splits = self.row_splits.tolist()
@@ -298,7 +305,7 @@ def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> li
             compiled.append((name, _BYTES, _RAW_BYTES, count, default, False))
             continue
         if s.default is not None:
-            default = (b"" if s.kind == _BYTES else
+            default = (bytes(s.default) if s.kind == _BYTES else
                        np.broadcast_to(np.asarray(s.default, _NUMPY[s.kind]), s.shape).tobytes())
         compiled.append((name, s.kind, _FIXED, count, default, False))
     for name, s in (sequence or {}).items():
@@ -321,7 +328,7 @@ def _columns(batch: RecordBatch, spec: Mapping[str, Spec], raw: list) -> Dict[st
         elif s.kind == _BYTES:
             splits = None if s.shape == () else np.arange(n + 1, dtype=np.int64) * math.prod(
                 s.shape)
-            out[name] = BytesColumn(data, starts, ends, splits)
+            out[name] = BytesColumn(data, starts, ends, splits, s.default or b"")
         else:
             out[name] = values.view(_NUMPY[s.kind]).reshape((n,) + s.shape)
     return out

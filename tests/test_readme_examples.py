@@ -1,0 +1,59 @@
+"""Runs the ```python blocks of README.md's examples section, each in a fresh namespace.
+
+The examples check their own round trips with ``assert``. Each runs with the working directory
+and ``tempfile``'s directory set to a fresh ``tmp_path``, so the files it writes land there.
+Tracebacks point at README.md's own line numbers.
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+SECTION = "## Examples (from the tutorials the project was born from)"
+
+
+def examples():
+    """[(subsection title, first line number of the code, code)] of the examples section."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    try:
+        start = lines.index(SECTION)
+    except ValueError:
+        return []
+    found, title, block, first = [], SECTION, None, 0
+    for number, line in enumerate(lines[start + 1:], start + 2):  # 1-based README line numbers
+        if block is None and re.match(r"##(?!#)", line):
+            break  # the next level-2 section ends this one
+        if block is None and line.startswith("### "):
+            title = line[4:].strip()
+        elif block is None and line.strip() == "```python":
+            block, first = [], number + 1
+        elif block is not None and line.strip() == "```":
+            found.append((title, first, "\n".join(block) + "\n"))
+            block = None
+        elif block is not None:
+            block.append(line)
+    assert block is None, f"README.md: unterminated ```python block at line {first - 1}"
+    return found
+
+
+EXAMPLES = examples()
+
+
+def test_section_has_the_examples():
+    assert len(EXAMPLES) >= 4, f"{SECTION!r} in README.md should hold at least 4 python blocks"
+
+
+@pytest.mark.parametrize("title, first, code", EXAMPLES, ids=[e[0] for e in EXAMPLES])
+def test_readme_example(title, first, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    source = "\n" * (first - 1) + code  # keep README.md's line numbers in tracebacks
+    namespace = {"__name__": "__readme_example__"}
+    exec(compile(source, str(README), "exec"), namespace)
+    assert "tfr" in namespace, "the example should import tfrec_fast as tfr"
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert written, "the example should write its records into a temporary directory"
