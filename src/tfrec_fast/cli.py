@@ -1,18 +1,26 @@
-"""The ``tfrec-fast`` command line: count, verify and benchmark TFRecord files."""
+"""The ``tfrec-fast`` command line: count, verify, benchmark and look into TFRecord files."""
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import os
 import sys
 from typing import Optional, Sequence
 
-from .errors import DataLossError
+from .errors import DataLossError, ExampleParseError
 from .records import TFRecordReader, detect_compression, normalize_compression
 
 
 def _compression_arg(value: str) -> Optional[str]:
     return None if value == "auto" else normalize_compression(value)
+
+
+def _count_arg(value: str) -> int:
+    n = int(value)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {n}")
+    return n
 
 
 class _Progress:
@@ -104,13 +112,82 @@ def cmd_bench(args) -> int:
     return run_bench(args.files, compression, repeat=args.repeat, peers=not args.no_peers)
 
 
+def _stdout_is_utf8() -> bool:
+    try:
+        return codecs.lookup(sys.stdout.encoding or "ascii").name == "utf-8"
+    except LookupError:
+        return False
+
+
+def _broken_pipe() -> int:
+    """Whoever read stdout has gone (`| head`): stop quietly, also when Python flushes at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def _report(path, error) -> int:
+    """Prints a reading error after what was printed before it; the exit status is 1."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _broken_pipe()
+    if isinstance(error, DataLossError):
+        print(f"DAMAGED {error}", file=sys.stderr, flush=True)
+    elif isinstance(error, ExampleParseError):
+        print(f"ERROR {error}", file=sys.stderr, flush=True)
+    else:
+        print(f"ERROR {path}: {error}", file=sys.stderr, flush=True)
+    return 1
+
+
+def cmd_cat(args) -> int:
+    from .describe import JsonFormatter, iter_records, parse_message
+
+    formatter = JsonFormatter(args.max_bytes, args.base64, ensure_ascii=not _stdout_is_utf8())
+    try:
+        with _open(args.file, args.compression) as reader:
+            for index, record in iter_records(reader, args.skip, args.limit or None):
+                message = parse_message(record, index, args.file, args.sequence)
+                sys.stdout.write(formatter.message(message) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _broken_pipe()
+    except (ExampleParseError, OSError) as error:
+        return _report(args.file, error)
+    return 0
+
+
+def cmd_schema(args) -> int:
+    from .describe import SchemaBuilder, iter_records, parse_message
+
+    builder = SchemaBuilder(args.sequence)
+    limit = args.records or None
+    try:
+        with _open(args.file, args.compression) as reader:
+            for index, record in iter_records(reader, 0, limit):
+                builder.add(parse_message(record, index, args.file, args.sequence))
+    except (ExampleParseError, OSError) as error:
+        return _report(args.file, error)
+    complete = limit is None or builder.records < limit
+    try:
+        sys.stdout.write(builder.code(args.file, complete, ascii_only=not _stdout_is_utf8()))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _broken_pipe()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tfrec-fast", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def add(name, func, help_text):
+    def add(name, func, help_text, one_file=False):
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("files", nargs="+", help="TFRecord files")
+        if one_file:
+            p.add_argument("file", help="a TFRecord file")
+        else:
+            p.add_argument("files", nargs="+", help="TFRecord files")
         p.add_argument("--compression", type=_compression_arg, default=None,
                        metavar="{auto,none,gzip,zlib}",
                        help="default: auto (detected from each file's first bytes)")
@@ -124,6 +201,30 @@ def build_parser() -> argparse.ArgumentParser:
                 "the tfrecord package when they are installed")
     bench.add_argument("--repeat", type=int, default=3, help="runs per reader (the median is shown)")
     bench.add_argument("--no-peers", action="store_true", help="skip TensorFlow and tfrecord")
+    cat = add("cat", cmd_cat,
+              "print tf.train.Example records as JSON lines, {\"feature\": [values]}; exit status "
+              "1 on damage or a record that is not an Example", one_file=True)
+    cat.add_argument("--limit", type=_count_arg, default=10, metavar="N",
+                     help="records to print (default: 10; 0: all)")
+    cat.add_argument("--skip", type=_count_arg, default=0, metavar="N",
+                     help="records to skip first")
+    cat.add_argument("--max-bytes", type=_count_arg, default=32, metavar="N",
+                     help="cut bytes values after N bytes, noting their full length "
+                          "(default: 32; 0: never); printable UTF-8 is shown as text, the rest "
+                          "in hex (0x...)")
+    cat.add_argument("--base64", action="store_true",
+                     help="every bytes value whole, in base64")
+    cat.add_argument("--sequence", action="store_true",
+                     help="records are tf.train.SequenceExample: print "
+                          "{\"context\": {...}, \"feature_lists\": {name: [[values], ...]}}")
+    schema = add("schema", cmd_schema,
+                 "infer a feature spec from the first records and print it as Python code",
+                 one_file=True)
+    schema.add_argument("--records", type=_count_arg, default=1000, metavar="N",
+                        help="records to read (default: 1000; 0: all)")
+    schema.add_argument("--sequence", action="store_true",
+                        help="records are tf.train.SequenceExample: print context_spec and "
+                             "sequence_spec")
     return parser
 
 
