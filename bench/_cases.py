@@ -227,6 +227,296 @@ def write_tf(opts):
     return _write_case(opts, make_run, f"TF {tf.__version__}, tf.io.TFRecordWriter.write per record")
 
 
+
+# ------------------------------------------------------------------- Example parsing / encoding
+# --file is one of make_example_data.py's files; the data set follows from its name. Records are
+# read from the file in setup (untimed); run() times only the parse (or, for encoding, the encode).
+
+# data set -> {feature: (layout, kind)}: layout "fixed" (one value per record) or "var" (any number)
+EXAMPLE_SPECS = {
+    "mnist": {"index": ("fixed", "int64"), "label": ("fixed", "int64"), "image_raw": ("fixed", "bytes")},
+    "tutorial": {"feature0": ("fixed", "int64"), "feature1": ("fixed", "int64"),
+                 "feature2": ("fixed", "bytes"), "feature3": ("fixed", "float")},
+    "voc": {"image/encoded": ("fixed", "bytes"), "image/height": ("fixed", "int64"),
+            "image/width": ("fixed", "int64"),
+            **{f"image/object/bbox/{c}": ("var", "float") for c in ("xmin", "ymin", "xmax", "ymax")},
+            "image/object/class/label": ("var", "int64"), "image/object/class/text": ("var", "bytes")},
+}
+# the feature the output check compares with the generator (first batch)
+_CHECK_FEATURE = {"mnist": "label", "tutorial": "feature1", "voc": "image/object/class/label"}
+EXAMPLE_BATCH = 1024
+
+
+def _ex_setup(opts):
+    import make_example_data as D
+
+    name = D.dataset_of(opts.file)
+    meta = D.example_meta(name)
+    if meta is None:
+        raise Skip(f"{opts.file} missing or stale: run bench/make_example_data.py")
+    return D, name, meta, opts.batch_records or EXAMPLE_BATCH
+
+
+def _ex_expected(D, name, meta, n):
+    """(values, row lengths) of the check feature for the first n rows, from the generator."""
+    col = D.COLUMNS[name](meta["n_records"], meta["seed"])[_CHECK_FEATURE[name]][:n]
+    if EXAMPLE_SPECS[name][_CHECK_FEATURE[name]][0] == "fixed":
+        return [int(v) for v in col], None
+    return [int(v) for row in col for v in row], [len(row) for row in col]
+
+
+def _ex_compare(got_values, got_lengths, want) -> str | None:
+    wv, wl = want
+    if list(map(int, got_values)) != wv:
+        return "parsed values differ from the generated data"
+    if wl is not None and list(map(int, got_lengths)) != wl:
+        return "parsed row lengths differ from the generated data"
+    return None
+
+
+def ex_parse_tfrec_fast(opts):
+    tfr = _tfrec_fast()
+    import numpy as np
+    from tfrec_fast.example import FixedLen, VarLen, parse_examples
+
+    D, name, meta, bs = _ex_setup(opts)
+    spec = {k: (FixedLen((), kind) if layout == "fixed" else VarLen(kind))
+            for k, (layout, kind) in EXAMPLE_SPECS[name].items()}
+    batches = []
+    with tfr.TFRecordReader(opts.file) as r:
+        while True:
+            b = r.read_batch(max_records=bs)
+            if not len(b):
+                break
+            batches.append(b)
+
+    def run():
+        n = 0
+        for b in batches:
+            parse_examples(b, spec)
+            n += len(b)
+        return n
+
+    def check():
+        col = parse_examples(batches[0], spec)[_CHECK_FEATURE[name]]
+        want = _ex_expected(D, name, meta, len(batches[0]))
+        if isinstance(col, np.ndarray):
+            return _ex_compare(col.tolist(), None, want)
+        return _ex_compare(col.values.tolist(), col.row_lengths.tolist(), want)
+
+    return Case(run, check=check, info=f"parse_examples(RecordBatch of {bs}, FixedLen/VarLen spec); "
+                                       "bytes features come back as zero-copy BytesColumn views")
+
+
+def _tf_features(tf, name):
+    dt = {"int64": tf.int64, "float": tf.float32, "bytes": tf.string}
+    return {k: (tf.io.FixedLenFeature([], dt[kind]) if layout == "fixed" else tf.io.VarLenFeature(dt[kind]))
+            for k, (layout, kind) in EXAMPLE_SPECS[name].items()}
+
+
+def _ex_parse_tf(opts, use_function: bool):
+    try:
+        import tensorflow as tf
+    except ImportError as e:
+        raise Skip(f"tensorflow not importable: {e}") from e
+    import numpy as np
+
+    D, name, meta, bs = _ex_setup(opts)
+    features = _tf_features(tf, name)
+    records = C.read_payloads_py(opts.file)
+    batches = [tf.constant(records[a:a + bs]) for a in range(0, len(records), bs)]
+    del records
+    if use_function:
+        parse = tf.function(lambda s: tf.io.parse_example(s, features),
+                            input_signature=[tf.TensorSpec([None], tf.string)])
+        parse(batches[0])  # trace once, untimed
+    else:
+        parse = lambda s: tf.io.parse_example(s, features)  # noqa: E731
+
+    def run():
+        n = 0
+        for b in batches:
+            parse(b)
+            n += int(b.shape[0])
+        return n
+
+    def check():
+        col = parse(batches[0])[_CHECK_FEATURE[name]]
+        want = _ex_expected(D, name, meta, int(batches[0].shape[0]))
+        if isinstance(col, tf.SparseTensor):
+            rows = col.indices.numpy()[:, 0]
+            lengths = np.bincount(rows, minlength=int(batches[0].shape[0]))
+            return _ex_compare(col.values.numpy().tolist(), lengths.tolist(), want)
+        return _ex_compare(col.numpy().tolist(), None, want)
+
+    how = "tf.function(input_signature=[None] strings), traced in setup" if use_function else "eager"
+    return Case(run, check=check, info=f"TF {tf.__version__}, tf.io.parse_example on tf.constant batches of {bs}, "
+                                       f"{how}; VarLen -> SparseTensor")
+
+
+def ex_parse_tf_eager(opts):
+    return _ex_parse_tf(opts, False)
+
+
+def ex_parse_tf_function(opts):
+    return _ex_parse_tf(opts, True)
+
+
+def ex_parse_tfrecord(opts):
+    try:
+        from tfrecord import example_pb2
+        from tfrecord.reader import extract_feature_dict
+    except ImportError as e:
+        raise Skip(f"tfrecord not importable: {e}") from e
+    import numpy as np
+
+    D, name, meta, _ = _ex_setup(opts)
+    tname = {"int64": "int", "float": "float", "bytes": "byte"}
+    description = {k: tname[kind] for k, (_, kind) in EXAMPLE_SPECS[name].items()}
+    # as in tfrecord.reader.example_loader
+    typename_mapping = {"byte": "bytes_list", "float": "float_list", "int": "int64_list"}
+    records = C.read_payloads_py(opts.file)
+    Example = example_pb2.Example
+
+    def parse_one(record):  # the body of example_loader's loop, verbatim
+        example = Example()
+        example.ParseFromString(record)
+        return extract_feature_dict(example.features, description, typename_mapping)
+
+    def run():
+        for record in records:
+            parse_one(record)
+        return len(records)
+
+    def check():
+        k = _CHECK_FEATURE[name]
+        rows = [parse_one(r)[k] for r in records[:EXAMPLE_BATCH]]
+        want = _ex_expected(D, name, meta, len(rows))
+        if want[1] is None:  # process_feature gives fixed features as 1-element arrays
+            return _ex_compare([int(np.asarray(v).reshape(-1)[0]) for v in rows], None, want)
+        return _ex_compare([int(v) for row in rows for v in row], [len(row) for row in rows], want)
+
+    return Case(run, check=check, info="per record, what tfrecord.reader.example_loader runs per record: "
+                                       "example_pb2.Example().ParseFromString(bytes) + "
+                                       "reader.extract_feature_dict(features, description, mapping); "
+                                       "file reading (tfrecord_iterator) not timed")
+
+
+def _enc_setup(opts):
+    import make_example_data as D
+
+    name = D.dataset_of(opts.file)
+    if name != "mnist":
+        raise Skip("the encoding cases take the mnist data set")
+    spec = D.EXAMPLE_DATASETS[name]
+    return D, spec["n_records"], spec["seed"]
+
+
+def _enc_check(encode_row, rows, parse) -> str | None:
+    """encode rows[:10] with the case's own code, parse with a protobuf class, compare."""
+    for row in rows[:10]:
+        ex = parse(encode_row(row))
+        f = ex.features.feature
+        got = (f["index"].int64_list.value[0], f["label"].int64_list.value[0], f["image_raw"].bytes_list.value[0])
+        if got != row or len(f) != 3:
+            return f"row {row[0]}: encoded record parses to other values"
+    return None
+
+
+def ex_enc_tfrec_fast_columns(opts):
+    _tfrec_fast()
+    from tfrec_fast.encode import Bytes, encode_examples
+    from tfrec_fast.proto import Example
+
+    D, n, seed = _enc_setup(opts)
+    cols = D.mnist_columns(n, seed)
+    bs = opts.batch_records or EXAMPLE_BATCH
+    chunks = [{"index": cols["index"][a:a + bs], "label": cols["label"][a:a + bs],
+               "image_raw": Bytes(cols["image_raw"][a:a + bs])} for a in range(0, n, bs)]
+
+    def run():
+        k = 0
+        for c in chunks:
+            k += len(encode_examples(c))
+        return k
+
+    def check():
+        got = [bytes(r) for r in encode_examples(chunks[0])][:10]
+        rows = [(int(cols["index"][k]), int(cols["label"][k]), cols["image_raw"][k].tobytes()) for k in range(10)]
+        return _enc_check(lambda row: got[row[0]], rows, Example.FromString)
+
+    return Case(run, check=check, info=f"encode_examples(columns) per {bs} rows: int64 numpy columns + "
+                                       "Bytes(uint8 array [rows, 784]) -> a RecordBatch")
+
+
+def ex_enc_tfrec_fast_each(opts):
+    _tfrec_fast()
+    from tfrec_fast.encode import encode_example
+    from tfrec_fast.proto import Example
+
+    D, n, seed = _enc_setup(opts)
+    rows = D.mnist_rows(n, seed)
+
+    def encode_row(row):
+        return encode_example({"index": row[0], "label": row[1], "image_raw": row[2]})
+
+    def run():
+        for i, lab, img in rows:
+            encode_example({"index": i, "label": lab, "image_raw": img})
+        return len(rows)
+
+    return Case(run, check=lambda: _enc_check(encode_row, rows, Example.FromString),
+                info="encode_example({'index': int, 'label': int, 'image_raw': bytes}) per row")
+
+
+def _enc_protobuf(opts, mod, parse, info):
+    D, n, seed = _enc_setup(opts)
+    rows = D.mnist_rows(n, seed)
+    Example, Features, Feature, Int64List, BytesList = (mod.Example, mod.Features, mod.Feature, mod.Int64List,
+                                                        mod.BytesList)
+
+    def encode_row(row):
+        i, lab, img = row
+        return Example(features=Features(feature={
+            "index": Feature(int64_list=Int64List(value=[i])),
+            "label": Feature(int64_list=Int64List(value=[lab])),
+            "image_raw": Feature(bytes_list=BytesList(value=[img])),
+        })).SerializeToString()
+
+    def run():
+        for i, lab, img in rows:
+            Example(features=Features(feature={
+                "index": Feature(int64_list=Int64List(value=[i])),
+                "label": Feature(int64_list=Int64List(value=[lab])),
+                "image_raw": Feature(bytes_list=BytesList(value=[img])),
+            })).SerializeToString()
+        return len(rows)
+
+    return Case(run, check=lambda: _enc_check(encode_row, rows, parse), info=info)
+
+
+def ex_enc_proto_tf(opts):
+    try:
+        import tensorflow as tf
+    except ImportError as e:
+        raise Skip(f"tensorflow not importable: {e}") from e
+    from google.protobuf.internal import api_implementation
+
+    return _enc_protobuf(opts, tf.train, tf.train.Example.FromString,
+                         f"TF {tf.__version__}: tf.train.Example(features=Features(feature={{...Feature(...List(value=[v]))}}))"
+                         f".SerializeToString() per row; protobuf runtime: {api_implementation.Type()}")
+
+
+def ex_enc_proto_tfrec_fast(opts):
+    _tfrec_fast()
+    from google.protobuf.internal import api_implementation
+    from tfrec_fast import proto
+
+    return _enc_protobuf(opts, proto, proto.Example.FromString,
+                         "tfrec_fast.proto.Example built the same way, .SerializeToString() per row; "
+                         f"protobuf runtime: {api_implementation.Type()}")
+
+
 # name -> (row label, setup). Labels are what the tables show.
 CASES = {
     "ceiling": ("ceiling: readinto(1 MiB) + CRC32C", read_ceiling),
@@ -239,4 +529,12 @@ CASES = {
     "w_tfrec_fast_each": ("tfrec_fast TFRecordWriter.write (per record)", write_tfrec_fast_each),
     "w_tfrecord": ("tfrecord TFRecordWriter.write", write_tfrecord),
     "w_tf": ("TensorFlow tf.io.TFRecordWriter.write", write_tf),
+    "ex_tfrec_fast": ("tfrec_fast parse_examples (batch 1024)", ex_parse_tfrec_fast),
+    "ex_tf_eager": ("TensorFlow tf.io.parse_example (batch 1024, eager)", ex_parse_tf_eager),
+    "ex_tf_function": ("TensorFlow tf.io.parse_example (batch 1024, tf.function)", ex_parse_tf_function),
+    "ex_tfrecord": ("tfrecord example_loader per-record decode", ex_parse_tfrecord),
+    "enc_tfrec_fast_columns": ("tfrec_fast encode_examples (columns, 1024 rows)", ex_enc_tfrec_fast_columns),
+    "enc_tfrec_fast_each": ("tfrec_fast encode_example (per row)", ex_enc_tfrec_fast_each),
+    "enc_proto_tf": ("protobuf tf.train.Example.SerializeToString (per row)", ex_enc_proto_tf),
+    "enc_proto_tfrec_fast": ("protobuf tfrec_fast.proto.Example.SerializeToString (per row)", ex_enc_proto_tfrec_fast),
 }

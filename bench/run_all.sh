@@ -56,14 +56,17 @@ fi
 
 echo "== data"
 "$PY" "$BENCH/make_data.py" || exit 1
+"$PY" "$BENCH/make_example_data.py" || exit 1
 cat "$BENCH"/data/*.tfrecord >/dev/null  # warm the page cache
 
 if [ "$QUICK" = 1 ]; then
   READ_ARGS=(--repeats 3 --write-repeats 1)
   CRC_ARGS=(--repeats 5)
+  EXAMPLE_ARGS=(--repeats 3)
 else
   READ_ARGS=()
   CRC_ARGS=()
+  EXAMPLE_ARGS=()
 fi
 
 echo "== CRC32C"
@@ -71,6 +74,9 @@ echo "== CRC32C"
 echo "== read / write / RSS"
 "$PY" "$BENCH/bench_read.py" "${READ_ARGS[@]}" "${EXTRA[@]}" --markdown "$OUT/read.md" --json "$OUT/read.json" >/dev/null \
   || echo "bench_read.py failed" >"$OUT/read.md"
+echo "== Example codec (parse / encode)"
+"$PY" "$BENCH/bench_example.py" "${EXAMPLE_ARGS[@]}" --markdown "$OUT/example.md" --json "$OUT/example.json" >/dev/null \
+  || echo "bench_example.py failed" >"$OUT/example.md"
 
 {
   echo "# tfrec_fast benchmark results"
@@ -92,6 +98,10 @@ echo "== read / write / RSS"
   echo "## Reading and writing"
   echo
   cat "$OUT/read.md"
+  echo
+  echo "## Example codec (tf.train.Example parse / encode)"
+  echo
+  cat "$OUT/example.md"
 } >"$BENCH/RESULTS.md"
 
 echo "== wrote $BENCH/RESULTS.md"
