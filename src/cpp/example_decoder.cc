@@ -160,6 +160,16 @@ class Decoder {
   template <typename F>
   bool feature_lists(size_t k, Cursor feature, ValueKind* kind, F each_list) {
     uint32_t field, wire_type, last = 0;
+    {  // The usual Feature holds exactly one list: take it in a single pass.
+      Cursor c = feature, list;
+      if (c.tag(&field, &wire_type) && wire_type == wire::kLengthDelimited &&
+          field >= wire::kBytesList && field <= wire::kInt64List && c.sub(&list) && c.done()) {
+        *kind = field == wire::kBytesList ? ValueKind::kBytes
+                : field == wire::kFloatList ? ValueKind::kFloat : ValueKind::kInt64;
+        each_list(list);
+        return true;
+      }
+    }
     const uint8_t* run_start = nullptr;  // where the current run of `last` lists begins
     for (Cursor c = feature; !c.done();) {
       const uint8_t* at = c.p;

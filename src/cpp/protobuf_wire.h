@@ -20,6 +20,10 @@ struct Cursor {
   bool done() const { return p >= end; }
 
   bool varint(uint64_t* out) {
+    if (p < end && *p < 0x80) {  // one byte: most tags, lengths and small values
+      *out = *p++;
+      return true;
+    }
     uint64_t value = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p >= end) return false;
