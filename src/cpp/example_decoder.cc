@@ -149,8 +149,21 @@ class Decoder {
     f.merged = merged;
   }
 
+  // Feature names are short: compare them inline instead of calling memcmp.
   static bool same(const uint8_t* a, const uint8_t* b, size_t n) {
-    return n == 0 || std::memcmp(a, b, n) == 0;
+    if (n > 16) return std::memcmp(a, b, n) == 0;
+    if (n >= 8) {  // two overlapping words cover 8..16 bytes
+      uint64_t a0, b0, a1, b1;
+      std::memcpy(&a0, a, 8);
+      std::memcpy(&b0, b, 8);
+      std::memcpy(&a1, a + n - 8, 8);
+      std::memcpy(&b1, b + n - 8, 8);
+      return a0 == b0 && a1 == b1;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
   }
 
   // Reads one Feature: which list it holds and hands each of its list messages to `each_list`.
