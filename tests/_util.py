@@ -7,7 +7,7 @@ import struct
 import tfrec_fast
 
 VALID_REASONS = {"truncated", "length_checksum", "data_checksum", "length_too_large",
-                 "compressed_stream"}
+                 "compressed_stream", "index_mismatch"}
 
 
 def read_all(source, compression=None, **kw):

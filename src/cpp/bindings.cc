@@ -61,4 +61,5 @@ PYBIND11_MODULE(_core, m) {
   register_writer(m);
   register_encode(m);
   register_example(m);
+  register_index(m);
 }

@@ -14,6 +14,7 @@ enum class LossReason {
   kDataChecksum,      // the payload does not match its CRC
   kLengthTooLarge,    // the length field is larger than anything the source could hold
   kCompressedStream,  // the gzip/zlib stream is damaged
+  kIndexMismatch,     // an index points at bytes that are not the record it describes
 };
 
 const char* reason_code(LossReason reason);

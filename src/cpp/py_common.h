@@ -44,5 +44,6 @@ void register_reader(py::module_& m);
 void register_writer(py::module_& m);
 void register_encode(py::module_& m);
 void register_example(py::module_& m);
+void register_index(py::module_& m);
 
 }  // namespace tfr::py_bind

@@ -229,4 +229,18 @@ uint64_t RecordReader::count() {
   return counted;
 }
 
+void RecordReader::scan(std::vector<int64_t>* offsets, std::vector<int64_t>* sizes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rethrow_pending();
+  try {
+    for (uint64_t start = in_.offset(); skip_record(); start = in_.offset()) {
+      offsets->push_back(int64_t(start));
+      sizes->push_back(int64_t(in_.offset() - start));
+    }
+  } catch (...) {
+    pending_ = std::current_exception();
+    throw;
+  }
+}
+
 }  // namespace tfr

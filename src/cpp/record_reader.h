@@ -48,6 +48,10 @@ class RecordReader {
   // checksums are not checked).
   uint64_t count();
 
+  // Like count(), and appends each remaining record's header offset and framed size (12-byte
+  // header + payload + 4-byte footer) to the vectors: the index of the rest of the stream.
+  void scan(std::vector<int64_t>* offsets, std::vector<int64_t>* sizes);
+
   uint64_t tell();             // offset of the next record's header
   uint64_t records_read();     // records delivered (or counted) so far
   const std::string& name() const { return source_->name(); }

@@ -20,6 +20,7 @@ const char* reason_code(LossReason reason) {
     case LossReason::kDataChecksum: return "data_checksum";
     case LossReason::kLengthTooLarge: return "length_too_large";
     case LossReason::kCompressedStream: return "compressed_stream";
+    case LossReason::kIndexMismatch: return "index_mismatch";
   }
   return "unknown";
 }

@@ -6,6 +6,7 @@ from .encode import Bytes, Floats, Int64s, encode_example, encode_examples
 from .errors import DataLossError, ExampleParseError
 from .example import (BytesColumn, FixedLen, FixedLenSequence, Ragged, VarLen, VarLenSequence,
                       parse_example, parse_examples, parse_sequence_examples, read_examples)
+from .index import IndexedTFRecordReader, create_index, load_index
 from .records import (RecordBatch, TFRecordReader, TFRecordWriter, count_records,
                       read_records)
 
@@ -18,6 +19,7 @@ __all__ = [
     "ExampleParseError",
     "FixedLen",
     "FixedLenSequence",
+    "IndexedTFRecordReader",
     "Floats",
     "Int64s",
     "Ragged",
@@ -27,10 +29,12 @@ __all__ = [
     "VarLen",
     "VarLenSequence",
     "count_records",
+    "create_index",
     "crc32c",
     "crc32c_backend",
     "encode_example",
     "encode_examples",
+    "load_index",
     "masked_crc32c",
     "parse_example",
     "parse_examples",

@@ -103,6 +103,25 @@ def cmd_verify(args) -> int:
     return _for_each_file(args.files, "verify", verify)
 
 
+def cmd_index(args) -> int:
+    from .index import create_index
+
+    status = 0
+
+    def index(path, progress):
+        nonlocal status
+        try:
+            offsets, _ = create_index(path, path + args.suffix, compression=args.compression)
+        except ValueError as error:  # compressed: no random access into it
+            print(f"ERROR {error}", file=sys.stderr, flush=True)
+            status = 1
+            return
+        progress.advance(os.path.getsize(path))
+        print(f"{len(offsets)}\t{path + args.suffix}")
+
+    return _for_each_file(args.files, "index", index) or status
+
+
 def cmd_bench(args) -> int:
     from .bench import run_bench
 
@@ -196,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add("count", cmd_count, "count records, reading only record headers")
     add("verify", cmd_verify, "check every record and both checksums; exit status 1 on damage")
+    index = add("index", cmd_index,
+                "write FILE.idx next to each file: one \"offset size\" line per record, the index "
+                "format of the tfrecord package and NVIDIA DALI (uncompressed files only)")
+    index.add_argument("--suffix", default=".idx", help="index file name suffix (default: .idx)")
     bench = add("bench", cmd_bench,
                 "measure records/s and GB/s of reading with both CRCs, against TensorFlow and "
                 "the tfrecord package when they are installed")

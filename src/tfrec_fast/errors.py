@@ -10,6 +10,7 @@ _REASONS = {
     "data_checksum": "data checksum mismatch",
     "length_too_large": "length field larger than the rest of the file",
     "compressed_stream": "damaged compressed stream",
+    "index_mismatch": "the index does not match the file",
 }
 
 
@@ -19,7 +20,8 @@ class DataLossError(OSError):
     Attributes: ``path`` (the file, or ``"<memory>"`` / a file-like's name), ``record_index``
     (0-based index of the damaged record), ``offset`` (byte offset of that record's header; in the
     decompressed stream for compressed input), ``reason`` (one of ``truncated``,
-    ``length_checksum``, ``data_checksum``, ``length_too_large``, ``compressed_stream``) and
+    ``length_checksum``, ``data_checksum``, ``length_too_large``, ``compressed_stream``, or
+    ``index_mismatch`` when an index file points at bytes that are not its record) and
     ``detail`` (what exactly was found, in TensorFlow's words where it has them).
     """
 
@@ -33,7 +35,7 @@ class DataLossError(OSError):
             f"{path}: record {record_index} at offset {offset}: "
             f"{_REASONS.get(reason, reason)} ({detail})"
         )
-        if offset == 0 and reason != "compressed_stream":
+        if offset == 0 and reason not in ("compressed_stream", "index_mismatch"):
             message += " (Is this even a TFRecord file?)"
         super().__init__(message)
 

@@ -1,0 +1,146 @@
+// Index files and random access for Python: scans and parsing with the GIL released, index arrays
+// handed over as numpy arrays that own their memory, batched positional reads.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "errors.h"
+#include "py_common.h"
+#include "random_access.h"
+
+namespace tfr::py_bind {
+namespace {
+
+using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// A numpy array owning the vector's memory (no copy).
+py::array to_numpy(std::vector<int64_t>&& values) {
+  auto* owned = new std::vector<int64_t>(std::move(values));
+  py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<int64_t>*>(p); });
+  return py::array_t<int64_t>({py::ssize_t(owned->size())}, {py::ssize_t(sizeof(int64_t))},
+                              owned->data(), owner);
+}
+
+std::vector<int64_t> to_vector(const Int64Array& a, const char* what) {
+  if (a.ndim() != 1) throw py::value_error(std::string(what) + " must be one-dimensional");
+  return std::vector<int64_t>(a.data(), a.data() + a.size());
+}
+
+py::tuple index_pair(std::vector<int64_t>&& offsets, std::vector<int64_t>&& sizes) {
+  return py::make_tuple(to_numpy(std::move(offsets)), to_numpy(std::move(sizes)));
+}
+
+// The Python face of RandomAccessReader: close() drops this handle's reference, while a read in
+// flight in another thread keeps its own.
+class PyIndexedReader {
+ public:
+  PyIndexedReader(const std::string& path, std::vector<int64_t> offsets, std::vector<int64_t> sizes,
+                  RandomAccessOptions options) {
+    py::gil_scoped_release release;
+    reader_ = std::make_shared<RandomAccessReader>(path, std::move(offsets), std::move(sizes),
+                                                   options);
+    size_ = reader_->size();
+    path_ = path;
+  }
+
+  py::object read(const Int64Array& indices) {
+    auto reader = live();
+    if (indices.ndim() != 1) throw py::value_error("indices must be one-dimensional");
+    const int64_t* idx = indices.data();
+    const size_t n = size_t(indices.size());
+    for (size_t k = 0; k < n; ++k) {  // here, so that it is an IndexError, not a ValueError
+      if (idx[k] < 0 || uint64_t(idx[k]) >= size_) {
+        throw py::index_error("record index " + std::to_string(idx[k]) + " out of range for " +
+                              path_ + " (" + std::to_string(size_) + " records)");
+      }
+    }
+    std::shared_ptr<RecordBatch> batch;
+    {
+      py::gil_scoped_release release;
+      batch = reader->read(idx, n);
+    }
+    return wrap_batch(std::move(batch));
+  }
+
+  void close() { reader_.reset(); }
+  bool closed() const { return reader_ == nullptr; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::shared_ptr<RandomAccessReader> live() {
+    if (!reader_) throw std::logic_error("I/O operation on a closed IndexedTFRecordReader");
+    return reader_;
+  }
+
+  std::shared_ptr<RandomAccessReader> reader_;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+}  // namespace
+
+void register_index(py::module_& m) {
+  m.def(
+      "scan_index",
+      [](const std::string& path) {
+        std::vector<int64_t> offsets, sizes;
+        {
+          py::gil_scoped_release release;
+          scan_index(path, &offsets, &sizes);
+        }
+        return index_pair(std::move(offsets), std::move(sizes));
+      },
+      py::arg("path"),
+      "(offsets, sizes) of every record of an uncompressed file, reading only record headers.");
+  m.def(
+      "format_index",
+      [](const Int64Array& offsets, const Int64Array& sizes) {
+        if (offsets.ndim() != 1 || sizes.ndim() != 1 || offsets.size() != sizes.size()) {
+          throw py::value_error("offsets and sizes must be one-dimensional and of equal length");
+        }
+        std::string text;
+        {
+          py::gil_scoped_release release;
+          text = format_index(offsets.data(), sizes.data(), size_t(offsets.size()));
+        }
+        return py::bytes(text);
+      },
+      py::arg("offsets"), py::arg("sizes"), "The index text: one line \"offset size\" per record.");
+  m.def(
+      "parse_index",
+      [](py::handle data, const std::string& name) {
+        PyBytesView view(data);
+        std::vector<int64_t> offsets, sizes;
+        {
+          py::gil_scoped_release release;
+          parse_index(reinterpret_cast<const char*>(view.data()), view.size(), name, &offsets,
+                      &sizes);
+        }
+        return index_pair(std::move(offsets), std::move(sizes));
+      },
+      py::arg("data"), py::arg("name"), "(offsets, sizes) from the text of an index file.");
+
+  py::class_<PyIndexedReader>(m, "IndexedReader",
+                              "Random access by index; see tfrec_fast.IndexedTFRecordReader.")
+      .def(py::init([](const std::string& path, const Int64Array& offsets, const Int64Array& sizes,
+                       bool verify, uint64_t max_gap, uint64_t max_read) {
+             RandomAccessOptions options;
+             options.verify = verify;
+             options.max_gap = max_gap;
+             options.max_read = max_read;
+             return std::make_unique<PyIndexedReader>(path, to_vector(offsets, "offsets"),
+                                                      to_vector(sizes, "sizes"), options);
+           }),
+           py::arg("path"), py::arg("offsets"), py::arg("sizes"), py::arg("verify") = true,
+           py::arg("max_gap") = RandomAccessOptions().max_gap,
+           py::arg("max_read") = RandomAccessOptions().max_read)
+      .def("read", &PyIndexedReader::read, py::arg("indices"))
+      .def("__len__", &PyIndexedReader::size)
+      .def("close", &PyIndexedReader::close)
+      .def_property_readonly("closed", &PyIndexedReader::closed)
+      .def_property_readonly("path", &PyIndexedReader::path);
+}
+
+}  // namespace tfr::py_bind

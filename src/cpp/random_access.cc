@@ -1,0 +1,341 @@
+#include "random_access.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "crc32c.h"
+#include "errors.h"
+#include "record_format.h"
+
+namespace tfr {
+namespace {
+
+#ifdef IOV_MAX
+constexpr size_t kMaxIov = IOV_MAX < 1024 ? IOV_MAX : 1024;
+#else
+constexpr size_t kMaxIov = 1024;
+#endif
+// A run of records takes at most this many iovecs per record (gap, header, payload, footer).
+constexpr size_t kIovPerRecord = 4;
+
+constexpr const char* kHint =
+    " (the index is stale or belongs to another file: rebuild it with `tfrec-fast index`)";
+
+std::string at(int64_t offset) { return " at offset " + std::to_string(offset); }
+
+// preadv until every iovec is full or the file ends; returns the bytes read. Advances `iov`.
+size_t preadv_full(int fd, iovec* iov, size_t count, uint64_t offset, const std::string& path) {
+  size_t total = 0;
+  while (count > 0) {
+    ssize_t got = ::preadv(fd, iov, int(count), off_t(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot read", path);
+    }
+    if (got == 0) break;
+    total += size_t(got);
+    offset += uint64_t(got);
+    size_t left = size_t(got);
+    while (count > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --count;
+    }
+    if (count > 0) {
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return total;
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+}  // namespace
+
+void scan_index(const std::string& path, std::vector<int64_t>* offsets, std::vector<int64_t>* sizes) {
+  ReaderOptions options;
+  options.verify = true;  // only the length CRCs: payloads are skipped
+  RecordReader reader(std::make_unique<FileSource>(path), options);
+  reader.scan(offsets, sizes);
+}
+
+std::string format_index(const int64_t* offsets, const int64_t* sizes, size_t n) {
+  std::string out;
+  out.reserve(n * 16);
+  char line[48];
+  for (size_t i = 0; i < n; ++i) {
+    int len = std::snprintf(line, sizeof line, "%lld %lld\n", static_cast<long long>(offsets[i]),
+                            static_cast<long long>(sizes[i]));
+    out.append(line, size_t(len));
+  }
+  return out;
+}
+
+void parse_index(const char* text, size_t n, const std::string& name, std::vector<int64_t>* offsets,
+                 std::vector<int64_t>* sizes) {
+  const char* p = text;
+  const char* end = text + n;
+  size_t line = 0;
+  while (p < end) {
+    ++line;
+    const char* eol = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
+    if (eol == nullptr) eol = end;
+    int64_t values[2];
+    int found = 0;
+    const char* q = p;
+    for (;;) {
+      while (q < eol && is_blank(*q)) ++q;
+      if (q == eol) break;
+      if (found == 2 || *q < '0' || *q > '9') {
+        throw std::invalid_argument(
+            name + ": line " + std::to_string(line) +
+            " is not an index entry (two non-negative integers, 'offset size'): '" +
+            std::string(p, size_t(std::min<ptrdiff_t>(eol - p, 80))) + "'");
+      }
+      uint64_t v = 0;
+      for (; q < eol && *q >= '0' && *q <= '9'; ++q) {
+        v = v * 10 + uint64_t(*q - '0');
+        if (v > uint64_t(INT64_MAX) / 10) {
+          throw std::invalid_argument(name + ": line " + std::to_string(line) +
+                                      ": number too large");
+        }
+      }
+      if (q < eol && !is_blank(*q)) {
+        throw std::invalid_argument(name + ": line " + std::to_string(line) +
+                                    ": unexpected character '" + std::string(1, *q) + "'");
+      }
+      values[found++] = int64_t(v);
+    }
+    if (found == 1) {
+      throw std::invalid_argument(name + ": line " + std::to_string(line) +
+                                  " has an offset but no size");
+    }
+    if (found == 2) {
+      offsets->push_back(values[0]);
+      sizes->push_back(values[1]);
+    }
+    p = eol + 1;
+  }
+}
+
+struct RandomAccessReader::Wanted {
+  size_t index;     // position in the index
+  int64_t offset;   // of its header
+  int64_t size;     // framed
+  size_t out;       // first position in the batch that asked for it
+};
+
+RandomAccessReader::RandomAccessReader(const std::string& path, std::vector<int64_t> offsets,
+                                       std::vector<int64_t> sizes, RandomAccessOptions options)
+    : path_(path), offsets_(std::move(offsets)), sizes_(std::move(sizes)), options_(options) {
+  if (offsets_.size() != sizes_.size()) {
+    throw std::invalid_argument("index of '" + path + "': " + std::to_string(offsets_.size()) +
+                                " offsets but " + std::to_string(sizes_.size()) + " sizes");
+  }
+  for (size_t i = 0; i < offsets_.size(); ++i) {
+    if (offsets_[i] < 0 || sizes_[i] < int64_t(kFramingSize) ||
+        sizes_[i] > INT64_MAX - offsets_[i]) {
+      throw std::invalid_argument("index of '" + path + "': entry " + std::to_string(i) +
+                                  " (offset " + std::to_string(offsets_[i]) + ", size " +
+                                  std::to_string(sizes_[i]) +
+                                  ") is impossible: a record takes at least 16 bytes");
+    }
+  }
+  options_.max_gap = std::min<uint64_t>(options_.max_gap, 1 << 20);
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw_errno("cannot open", path);
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) {
+    int err = errno;
+    ::close(fd_);
+    errno = err;
+    throw_errno("cannot stat", path);
+  }
+  file_size_ = uint64_t(st.st_size);
+
+  // A complete index (the only kind the tools write) covers the file from 0 to its end with each
+  // record right after the last; if it ends elsewhere, the file changed since it was written.
+  bool complete = offsets_.empty() || offsets_[0] == 0;
+  for (size_t i = 1; complete && i < offsets_.size(); ++i) {
+    complete = offsets_[i] == offsets_[i - 1] + sizes_[i - 1];
+  }
+  if (complete) {
+    const uint64_t end = offsets_.empty() ? 0 : uint64_t(offsets_.back() + sizes_.back());
+    if (end < file_size_) {
+      stale_index_ = offsets_.size();
+      stale_ = "the index of " + std::to_string(offsets_.size()) + " records ends at byte " +
+               std::to_string(end) + " but the file has " + std::to_string(file_size_) +
+               " bytes (records appended since it was written?)";
+    } else if (end > file_size_) {
+      // The first record that does not fit is the one to name.
+      size_t i = 0;
+      while (uint64_t(offsets_[i] + sizes_[i]) <= file_size_) ++i;
+      stale_index_ = i;
+      stale_ = "the index says record " + std::to_string(i) + at(offsets_[i]) + " takes " +
+               std::to_string(sizes_[i]) + " bytes but the file ends at " +
+               std::to_string(file_size_) + " (the file was cut or rewritten?)";
+    }
+  }
+}
+
+RandomAccessReader::~RandomAccessReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RandomAccessReader::mismatch(size_t index, const std::string& detail) const {
+  throw DataLoss(LossReason::kIndexMismatch, path_, index, uint64_t(offsets_[index]),
+                 "record " + std::to_string(index) + at(offsets_[index]) + ": " + detail + kHint);
+}
+
+std::unique_ptr<RecordBatch> RandomAccessReader::read(const int64_t* indices, size_t n) const {
+  auto batch = std::make_unique<RecordBatch>();
+  if (n == 0) return batch;
+  if (!stale_.empty()) {
+    throw DataLoss(LossReason::kIndexMismatch, path_, stale_index_,
+                   stale_index_ < offsets_.size() ? uint64_t(offsets_[stale_index_])
+                                                  : uint64_t(offsets_.empty() ? 0
+                                                        : offsets_.back() + sizes_.back()),
+                   stale_ + kHint);
+  }
+  // Layout of the batch, in the order asked for.
+  batch->offsets.resize(n + 1);
+  batch->positions.resize(n);
+  batch->offsets[0] = 0;
+  uint64_t file_size = file_size_;
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t i = indices[k];
+    if (i < 0 || size_t(i) >= offsets_.size()) {
+      throw std::out_of_range("record index " + std::to_string(i) + " out of range for an index of " +
+                              std::to_string(offsets_.size()) + " records");
+    }
+    const uint64_t end = uint64_t(offsets_[size_t(i)] + sizes_[size_t(i)]);
+    if (end > file_size) {
+      struct stat st;  // the file may have grown since it was opened
+      if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_);
+      file_size = uint64_t(st.st_size);
+      if (end > file_size) {
+        mismatch(size_t(i), "the index says it takes " + std::to_string(sizes_[size_t(i)]) +
+                                " bytes but the file ends at " + std::to_string(file_size));
+      }
+    }
+    batch->offsets[k + 1] = batch->offsets[k] + sizes_[size_t(i)] - int64_t(kFramingSize);
+    batch->positions[k] = offsets_[size_t(i)];
+  }
+  batch->data.reserve(size_t(batch->offsets[n]) + 1);
+  batch->data.resize(size_t(batch->offsets[n]));
+
+  // The distinct records in file order; each is read once, into the first place that wants it.
+  std::vector<Wanted> wanted(n);
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = size_t(indices[k]);
+    wanted[k] = Wanted{i, offsets_[i], sizes_[i], k};
+  }
+  auto by_file_order = [](const Wanted& a, const Wanted& b) {
+    return a.offset != b.offset ? a.offset < b.offset : a.index != b.index ? a.index < b.index : a.out < b.out;
+  };
+  if (!std::is_sorted(wanted.begin(), wanted.end(), by_file_order)) {
+    std::sort(wanted.begin(), wanted.end(), by_file_order);
+  }
+  std::vector<std::pair<size_t, size_t>> copies;  // (from, to) batch positions of duplicates
+  size_t distinct = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (distinct > 0 && wanted[distinct - 1].index == wanted[k].index) {
+      copies.emplace_back(wanted[distinct - 1].out, wanted[k].out);
+    } else {
+      wanted[distinct++] = wanted[k];
+    }
+  }
+  wanted.resize(distinct);
+
+  // Runs of nearby records, each read with one preadv.
+  std::vector<uint8_t> gap_scratch;
+  size_t first = 0;
+  while (first < distinct) {
+    const uint64_t start = uint64_t(wanted[first].offset);
+    uint64_t end = start + uint64_t(wanted[first].size);
+    size_t last = first + 1;
+    while (last < distinct && (last - first + 1) * kIovPerRecord <= kMaxIov) {
+      const Wanted& w = wanted[last];
+      const uint64_t w_end = uint64_t(w.offset + w.size);
+      if (uint64_t(w.offset) < end || uint64_t(w.offset) - end > options_.max_gap ||
+          w_end - start > options_.max_read) {
+        break;
+      }
+      if (uint64_t(w.offset) > end && gap_scratch.empty()) gap_scratch.resize(options_.max_gap);
+      end = w_end;
+      ++last;
+    }
+    read_run(&wanted[first], last - first, *batch, gap_scratch.data());
+    first = last;
+  }
+  uint8_t* data = batch->data.data();
+  for (const auto& [from, to] : copies) {
+    std::memcpy(data + batch->offsets[to], data + batch->offsets[from],
+                size_t(batch->offsets[from + 1] - batch->offsets[from]));
+  }
+  return batch;
+}
+
+void RandomAccessReader::read_run(const Wanted* first, size_t count, RecordBatch& batch,
+                                  uint8_t* gap_scratch) const {
+  // Headers and footers land in `frames` (16 bytes a record), gaps in the scratch buffer and
+  // payloads straight in the batch.
+  std::vector<uint8_t> frames(count * kFramingSize);
+  iovec iov[kMaxIov];
+  size_t n_iov = 0;
+  uint64_t pos = uint64_t(first->offset);
+  for (size_t j = 0; j < count; ++j) {
+    const Wanted& w = first[j];
+    if (uint64_t(w.offset) > pos) {
+      iov[n_iov++] = iovec{gap_scratch, size_t(uint64_t(w.offset) - pos)};
+    }
+    uint8_t* frame = frames.data() + j * kFramingSize;
+    const size_t length = size_t(w.size) - kFramingSize;
+    iov[n_iov++] = iovec{frame, kHeaderSize};
+    if (length > 0) iov[n_iov++] = iovec{batch.data.data() + batch.offsets[w.out], length};
+    iov[n_iov++] = iovec{frame + kHeaderSize, kFooterSize};
+    pos = uint64_t(w.offset + w.size);
+  }
+  const uint64_t start = uint64_t(first->offset);
+  const size_t got = preadv_full(fd_, iov, n_iov, start, path_);
+
+  for (size_t j = 0; j < count; ++j) {
+    const Wanted& w = first[j];
+    const uint8_t* header = frames.data() + j * kFramingSize;
+    const uint64_t w_end = uint64_t(w.offset + w.size) - start;
+    if (got < w_end) {
+      mismatch(w.index, "the index says it takes " + std::to_string(w.size) +
+                            " bytes but the file ends at " + std::to_string(start + got));
+    }
+    if (options_.verify && crc32c_mask(crc32c(header, 8)) != load_le32(header + 8)) {
+      mismatch(w.index, "there is no valid record header there (its length checksum fails)");
+    }
+    const uint64_t length = load_le64(header);
+    if (length != uint64_t(w.size) - kFramingSize) {
+      mismatch(w.index, "the index says it takes " + std::to_string(w.size) +
+                            " bytes but its header says " + std::to_string(length) +
+                            " bytes of data (" + std::to_string(length + kFramingSize) +
+                            " framed)");
+    }
+    if (options_.verify) {
+      const uint8_t* payload = batch.data.data() + batch.offsets[w.out];
+      if (crc32c_mask(crc32c(payload, size_t(length))) != load_le32(header + kHeaderSize)) {
+        throw DataLoss(LossReason::kDataChecksum, path_, w.index, uint64_t(w.offset),
+                       "corrupted record at " + std::to_string(uint64_t(w.offset) + kHeaderSize) +
+                           ": the data does not match its checksum");
+      }
+    }
+  }
+}
+
+}  // namespace tfr

@@ -1,0 +1,226 @@
+"""Index files and random access to the records of uncompressed TFRecord files.
+
+An index lists each record's header offset and framed size (12-byte header + payload + 4-byte
+footer) in file order. Its text form, one ``"{offset} {size}\\n"`` line per record, is the one
+the ``tfrecord`` package (``tfrecord2idx``) and NVIDIA DALI (``tools/tfrecord2idx``) write and
+read, so index files move freely between the three.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._core import RecordBatch
+from .records import detect_compression, normalize_compression
+
+__all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
+
+Index = Tuple[np.ndarray, np.ndarray]
+PathLike = Union[str, os.PathLike]
+
+# Records at most this many bytes apart are fetched by one read, up to this many bytes per read.
+MAX_GAP = 64 << 10
+MAX_READ = 8 << 20
+
+
+def _check_uncompressed(path, compression: Optional[str]) -> None:
+    compression = normalize_compression(compression) if compression is not None \
+        else detect_compression(path)
+    if compression:
+        raise ValueError(f"{os.fspath(path)} cannot be indexed: compressed ({compression}); "
+                         "random access needs an uncompressed TFRecord file")
+
+
+def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None, *,
+                 compression: Optional[str] = None) -> Index:
+    """Indexes an uncompressed TFRecord file: returns ``(offsets, sizes)`` as int64 arrays.
+
+    Only the 12-byte record headers are read (their length checksums checked, payloads skipped),
+    with the GIL released. With ``index_path`` the index is also written there (atomically) in
+    the text format of the ``tfrecord`` package and DALI. A damaged or cut file raises
+    :class:`~tfrec_fast.DataLossError`; a compressed one (detected from its first bytes, or
+    ``compression`` given) ``ValueError``.
+    """
+    _check_uncompressed(tfrecord_path, compression)
+    offsets, sizes = _core.scan_index(os.fspath(tfrecord_path))
+    if index_path is not None:
+        write_index(index_path, offsets, sizes)
+    return offsets, sizes
+
+
+def write_index(index_path: PathLike, offsets, sizes) -> None:
+    """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one."""
+    text = _core.format_index(np.asarray(offsets, dtype=np.int64),
+                              np.asarray(sizes, dtype=np.int64))
+    index_path = os.fspath(index_path)
+    directory = os.path.dirname(os.path.abspath(index_path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".idx", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, index_path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def load_index(index_path: PathLike) -> Index:
+    """Reads an index file (ours, the ``tfrecord`` package's or DALI's): ``(offsets, sizes)``.
+
+    A file that is not an index raises ``ValueError`` naming the line.
+    """
+    index_path = os.fspath(index_path)
+    with open(index_path, "rb") as f:
+        data = f.read()
+    return _core.parse_index(data, index_path)
+
+
+def _as_index(path, index) -> Index:
+    if index is None:
+        return create_index(path)
+    if isinstance(index, (str, os.PathLike)):
+        return load_index(index)
+    try:
+        offsets, sizes = index
+    except (TypeError, ValueError):
+        raise TypeError("index must be None, an index file path or an (offsets, sizes) pair, "
+                        f"not {type(index).__name__}") from None
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    if offsets.ndim != 1 or offsets.shape != sizes.shape:
+        raise ValueError("offsets and sizes must be one-dimensional arrays of equal length")
+    return offsets, sizes
+
+
+class IndexedTFRecordReader:
+    """Random access to the records of an uncompressed TFRecord file through its index.
+
+    ``index`` is ``None`` (the file is scanned now, reading only headers), the path of an index
+    file, or an ``(offsets, sizes)`` pair. ``len(r)`` is the number of records, ``r[i]`` record
+    ``i`` as a read-only memoryview, ``r.get_batch(indices)`` several records as one
+    :class:`RecordBatch` in the order asked for (duplicates allowed): they are read in file order,
+    nearby ones coalesced into single reads, with the GIL released. Indices must be in
+    ``range(len(r))``; negative ones raise ``IndexError`` as out-of-range ones do.
+
+    Both checksums are verified (``verify=False``: neither), and always that each record's
+    length field agrees with the index. An index that does not match the file (stale after the
+    file changed, or made for another file) raises :class:`~tfrec_fast.DataLossError` with
+    ``reason == "index_mismatch"`` naming the file, the record and its offset; it never yields
+    wrong data.
+
+    Reads use ``pread``, so one reader can serve many threads at once. It pickles by path and
+    index, and opens the file again in a new process (after unpickling, or in a forked child).
+    """
+
+    def __init__(self, path: PathLike, index: Union[None, PathLike, Index] = None, *,
+                 verify: bool = True):
+        self._path = os.fspath(path)
+        _check_uncompressed(self._path, None)
+        self._offsets, self._sizes = _as_index(self._path, index)
+        self._verify = bool(verify)
+        self._closed = False
+        self._reader = None
+        self._pid = None
+        self._live()  # open now: a missing file or an impossible index fails here
+
+    def _live(self):
+        if self._closed:
+            raise ValueError("I/O operation on a closed IndexedTFRecordReader")
+        if self._reader is None or self._pid != os.getpid():
+            self._reader = _core.IndexedReader(self._path, self._offsets, self._sizes,
+                                               self._verify, MAX_GAP, MAX_READ)
+            self._pid = os.getpid()
+        return self._reader
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __getitem__(self, i: int) -> memoryview:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"record indices must be integers, not {type(i).__name__}")
+        n = len(self._offsets)
+        if not -n <= i < n:
+            raise IndexError(f"record index {i} out of range for {self._path} ({n} records)")
+        return self._live().read(np.array([i % n], dtype=np.int64))[0]
+
+    def get_batch(self, indices: Sequence[int]) -> RecordBatch:
+        """The records at ``indices`` (any integer sequence or array), in that order."""
+        arr = np.asarray(indices)
+        if arr.size == 0:
+            arr = arr.astype(np.int64)
+        elif arr.dtype.kind not in "iu":
+            raise TypeError(f"record indices must be integers, not {arr.dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"indices must be one-dimensional, not of shape {arr.shape}")
+        if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise IndexError(f"record index {arr.max()} out of range")
+        return self._live().read(np.ascontiguousarray(arr, dtype=np.int64))
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Header offset of each record (int64, read-only)."""
+        return _readonly(self._offsets)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Framed size of each record: payload + 16 bytes (int64, read-only)."""
+        return _readonly(self._sizes)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Closes the file; idempotent. Reads in flight in other threads finish first."""
+        self._closed = True
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __enter__(self) -> "IndexedTFRecordReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __getstate__(self):
+        return {"path": self._path, "offsets": self._offsets, "sizes": self._sizes,
+                "verify": self._verify, "closed": self._closed}
+
+    def __setstate__(self, state):
+        self._path = state["path"]
+        self._offsets = state["offsets"]
+        self._sizes = state["sizes"]
+        self._verify = state["verify"]
+        self._closed = state["closed"]
+        self._reader = None  # opened on first use in this process
+        self._pid = None
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self)} records"
+        return f"<IndexedTFRecordReader {self._path!r} ({state})>"
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view
