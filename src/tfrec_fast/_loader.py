@@ -1,0 +1,265 @@
+"""Torch-free plumbing shared by tfrec_fast.torch and tfrec_fast.reader.
+
+File lists, per-file record indexes, splitting a job's records among (rank, worker) slots,
+reading a range of records, a bounded shuffle buffer and re-batching. Nothing here imports
+torch; nothing here keeps a file open between calls.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import DataLossError
+from .records import RecordBatch, TFRecordReader, count_records, normalize_compression
+
+# Records parsed at a time after a shuffle buffer (the buffer hands out single records).
+SHUFFLE_CHUNK = 256
+
+
+# ---- files and indexes ---------------------------------------------------------------------
+
+def expand_paths(paths) -> List[str]:
+    """A path, a glob pattern, or a list of them -> a list of file paths (globs sorted)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out: List[str] = []
+    for p in paths:
+        p = os.fspath(p)
+        if glob.has_magic(p):
+            matched = sorted(glob.glob(p))
+            if not matched:
+                raise FileNotFoundError(f"no file matches {p!r}")
+            out.extend(matched)
+        else:
+            out.append(p)
+    if not out:
+        raise ValueError("no TFRecord files given")
+    return out
+
+
+def index_paths(files: Sequence[str], index) -> List[Optional[str]]:
+    """Per-file index path, or None (then the index is built in memory when one is needed).
+
+    ``index`` is None or "auto" (FILE.idx when it exists), one path (a single file only), a list
+    aligned with ``files``, or a dict {data path: index path} (missing files fall back to auto).
+    """
+    def auto(path):
+        candidate = path + ".idx"
+        return candidate if os.path.exists(candidate) else None
+
+    if index is None or index == "auto":
+        return [auto(f) for f in files]
+    if isinstance(index, Mapping):
+        return [os.fspath(index[f]) if index.get(f) is not None else auto(f) for f in files]
+    if isinstance(index, (str, os.PathLike)):
+        if len(files) != 1:
+            raise ValueError("one index path given for several files: pass a list or a dict")
+        return [os.fspath(index)]
+    index = list(index)
+    if len(index) != len(files):
+        raise ValueError(f"{len(index)} index paths for {len(files)} files")
+    return [None if i is None else os.fspath(i) for i in index]
+
+
+# Per-process cache: (path, index path, compression, size, mtime) -> (offsets or None, count).
+_INDEX_CACHE: Dict[tuple, Tuple[Optional[np.ndarray], int]] = {}
+
+
+def file_index(path: str, index_path: Optional[str] = None,
+               compression: Optional[str] = None) -> Tuple[Optional[np.ndarray], int]:
+    """(record start offsets or None, record count) of one file.
+
+    From ``index_path`` when given; else built in memory by a header-only scan (uncompressed) or
+    counted by decompressing (compressed files cannot be indexed: offsets are None then, and a
+    range is read by skipping records). Cached per process.
+    """
+    compression = normalize_compression(compression)
+    st = os.stat(path)
+    key = (path, index_path, compression, st.st_size, st.st_mtime_ns)
+    hit = _INDEX_CACHE.get(key)
+    if hit is not None:
+        return hit
+    offsets = None
+    if index_path is not None:
+        from .index import load_index
+        offsets, sizes = load_index(index_path)
+        end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
+        if not compression and end != st.st_size:
+            raise DataLossError(f"index {index_path} covers {end} bytes but the file has "
+                                f"{st.st_size}: the index is stale or belongs to another file",
+                                path=path, reason="index_mismatch")
+        count = len(offsets)
+    elif not compression:
+        try:
+            from .index import create_index
+        except ImportError:  # pragma: no cover - index module not built
+            count = count_records(path)
+        else:
+            offsets, _ = create_index(path)
+            count = len(offsets)
+    else:
+        count = count_records(path, compression)
+    if offsets is not None:
+        offsets = np.asarray(offsets, dtype=np.int64)
+    _INDEX_CACHE[key] = (offsets, count)
+    return offsets, count
+
+
+# ---- splitting work -----------------------------------------------------------------------
+
+Segment = Tuple[int, int, Optional[int]]  # (file number, first record, stop record or None = end)
+
+
+def plan_slot(n_files: int, order: Sequence[int], slot: int, n_slots: int,
+              count) -> Tuple[str, List[Segment]]:
+    """The records slot ``slot`` of ``n_slots`` reads, the files taken in ``order``.
+
+    With at least as many files as slots, whole files: slot s takes order[s::n_slots] (no index
+    needed). Otherwise the records of all files, concatenated in ``order``, are cut into
+    n_slots contiguous ranges of sizes differing by at most one; ``count(i)`` gives file i's
+    record count. Either way every record belongs to exactly one slot.
+    """
+    if not 0 <= slot < n_slots:
+        raise ValueError(f"slot {slot} out of range for {n_slots} slots")
+    if n_files >= n_slots:
+        return "files", [(i, 0, None) for i in order[slot::n_slots]]
+    counts = [count(i) for i in order]
+    total = sum(counts)
+    lo, hi = total * slot // n_slots, total * (slot + 1) // n_slots
+    segments: List[Segment] = []
+    base = 0
+    for i, n in zip(order, counts):
+        a, b = max(lo, base), min(hi, base + n)
+        if a < b:
+            segments.append((i, a - base, b - base))
+        base += n
+    return "ranges", segments
+
+
+# ---- reading ------------------------------------------------------------------------------
+
+def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
+               offsets: Optional[np.ndarray] = None, compression: Optional[str] = None,
+               verify: bool = True, max_records: Optional[int] = None) -> Iterator[RecordBatch]:
+    """Yields RecordBatches holding records [start, stop) of one file (stop None: to the end).
+
+    With ``offsets`` the file is entered at record ``start`` directly; otherwise the records
+    before it are read and dropped. The file is opened on the first ``next()`` and closed when
+    the generator finishes or is closed. Batches hold at most ``max_records`` records.
+    """
+    if stop is not None and stop <= start:
+        return
+    if offsets is not None and start > 0:
+        handle = open(path, "rb")
+        handle.seek(int(offsets[start]))
+        reader = TFRecordReader(handle, compression, verify=verify)
+    else:
+        handle = None
+        reader = TFRecordReader(path, compression, verify=verify)
+        skip = 0 if offsets is not None else start
+        while skip:
+            dropped = len(reader.read_batch(max_records=skip))
+            if not dropped:
+                raise DataLossError(f"expected at least {start} records", path=path,
+                                    reason="index_mismatch")
+            skip -= dropped
+    try:
+        remaining = None if stop is None else stop - start
+        while remaining is None or remaining > 0:
+            limit = max_records if remaining is None else min(remaining, max_records or remaining)
+            batch = reader.read_batch(max_records=limit)
+            if not len(batch):
+                if remaining is not None:
+                    raise DataLossError(f"the file ended {remaining} records before record "
+                                        f"{stop} the index promised: is the index stale?",
+                                        path=path, reason="index_mismatch")
+                return
+            if remaining is not None:
+                remaining -= len(batch)
+            yield batch
+    finally:
+        reader.close()
+        if handle is not None:
+            handle.close()
+
+
+def shuffle_records(records: Iterable, size: int, rng: np.random.Generator,
+                    chunk: int = SHUFFLE_CHUNK) -> Iterator[RecordBatch]:
+    """A bounded shuffle buffer over single records (any bytes-like), re-batched ``chunk`` at a time.
+
+    Like the tfrecord package's shuffle_iterator and tf.data's shuffle: fill ``size`` records,
+    then each new record replaces a uniformly chosen buffered one, which is emitted. Records
+    are copied into the buffer as ``bytes`` so it pins exactly ``size`` records of memory, not
+    the read batches they came from. A buffer much smaller than the data is biased towards
+    file order: for an exact shuffle use an index (IndexedTFRecordDataset + a sampler).
+    """
+    buf: List[bytes] = []
+    out: List[bytes] = []
+    picks = np.empty(0, dtype=np.int64)
+    k = 0
+    for record in records:
+        record = bytes(record)
+        if len(buf) < size:
+            buf.append(record)
+            continue
+        if k == len(picks):
+            picks = rng.integers(0, size, 4096)
+            k = 0
+        j = int(picks[k])
+        k += 1
+        out.append(buf[j])
+        buf[j] = record
+        if len(out) == chunk:
+            yield RecordBatch.from_records(out)
+            out = []
+    rng.shuffle(buf)
+    out.extend(buf)
+    for i in range(0, len(out), chunk):
+        yield RecordBatch.from_records(out[i:i + chunk])
+
+
+def records_of(batches: Iterable[RecordBatch]) -> Iterator[memoryview]:
+    for batch in batches:
+        yield from batch
+
+
+def rebatch(batches: Iterable[RecordBatch], size: int,
+            drop_last: bool = False) -> Iterator[RecordBatch]:
+    """Batches of exactly ``size`` records (the last may be short unless ``drop_last``)."""
+    pending: list = []
+    for batch in batches:
+        if not pending and len(batch) == size:
+            yield batch
+            continue
+        records = list(batch)
+        i = 0
+        while i < len(records):
+            take = min(size - len(pending), len(records) - i)
+            pending.extend(records[i:i + take])
+            i += take
+            if len(pending) == size:
+                yield RecordBatch.from_records(pending)
+                pending = []
+    if pending and not drop_last:
+        yield RecordBatch.from_records(pending)
+
+
+def chunks(records: Iterable, size: int = SHUFFLE_CHUNK) -> Iterator[RecordBatch]:
+    """Single records -> RecordBatches of ``size`` (copies them once)."""
+    out: list = []
+    for record in records:
+        out.append(record)
+        if len(out) == size:
+            yield RecordBatch.from_records(out)
+            out = []
+    if out:
+        yield RecordBatch.from_records(out)
+
+
+def epoch_rng(*words: int) -> np.random.Generator:
+    """A generator seeded by a tuple of non-negative ints (seed, epoch, ...)."""
+    return np.random.default_rng([int(w) & 0xFFFFFFFFFFFFFFFF for w in words])

@@ -1,0 +1,496 @@
+"""PyTorch datasets over TFRecord files (needs ``pip install tfrec_fast[torch]``).
+
+- :class:`TFRecordDataset`: an ``IterableDataset`` streaming one or many files, split across
+  DataLoader workers and distributed ranks so every record is read exactly once per epoch;
+  optional bounded shuffle buffer, reproducible per epoch (:meth:`~TFRecordDataset.set_epoch`).
+- :class:`MultiTFRecordDataset`: several datasets mixed by weight (the ``tfrecord`` package's
+  ``splits``), infinite by default.
+- :class:`IndexedTFRecordDataset`: a map-style ``Dataset`` (random access through an index):
+  works with any sampler, including ``RandomSampler`` (an exact shuffle) and
+  ``DistributedSampler``; ``__getitems__`` reads a whole DataLoader batch in one call.
+
+The first four positional parameters of TFRecordDataset and MultiTFRecordDataset follow
+``tfrecord.torch.dataset`` (``data_path, index_path, description, shuffle_queue_size,
+transform``), and those names are accepted as keywords, so switching is an import change.
+
+Records come out as dicts of tensors made with ``torch.from_numpy`` from the parsed columns
+(no copy): each record's tensors are views of its batch's column. Values by spec:
+
+- ``FixedLen(shape, "int64" | "float32")`` -> tensor ``shape`` (batched: ``[B, *shape]``)
+- ``FixedLen(shape, "uint8" | any numpy dtype)`` (raw bytes feature) -> tensor of that dtype
+- ``FixedLen((), "bytes")`` -> ``bytes``; ``FixedLen((k,), "bytes")``/``VarLen("bytes")`` ->
+  list of ``bytes`` (batched: a list per record)
+- ``VarLen("int64" | "float32")`` -> 1-D tensor (batched: a list of B tensors, or with
+  ``ragged="splits"`` a tuple ``(values, row_splits)``, row i being
+  ``values[row_splits[i]:row_splits[i + 1]]``)
+- a ``tfrecord``-package description (``{"name": "byte" | "int" | "float"}`` or a list of names):
+  numbers -> 1-D tensors, a bytes feature -> ``bytes`` when it has one value, else a list
+- ``spec=None`` -> the serialized record as ``bytes`` (the tfrecord package decodes every
+  feature then; pass the names instead).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+import torch.utils.data
+
+from . import _loader
+from .example import BytesColumn, FixedLen, Ragged, VarLen, _KIND_NAMES, normalize_spec, parse_examples
+from .records import RecordBatch, normalize_compression
+
+__all__ = ["TFRecordDataset", "MultiTFRecordDataset", "IndexedTFRecordDataset"]
+
+
+# ---- columns -> tensors ------------------------------------------------------------------
+
+def _tensor(array: np.ndarray) -> torch.Tensor:
+    """torch.from_numpy, sharing memory; read-only views (of file data) are shared as well
+    (torch has no read-only tensors: writing into one changes only that batch's buffer)."""
+    if array.flags.writeable:
+        return torch.from_numpy(array)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(array)
+
+
+def _compat_names(spec) -> set:
+    """Features named tfrecord-package style (a list of names, or kind strings): their bytes
+    values are unwrapped to ``bytes`` when a record holds exactly one."""
+    if spec is None:
+        return set()
+    if isinstance(spec, (list, tuple)):
+        return {str(n) for n in spec}
+    return {k for k, v in spec.items() if isinstance(v, str)}
+
+
+def _byte_rows(column: BytesColumn, compat: bool) -> list:
+    rows = column.to_list()
+    if compat and column.row_splits is not None:
+        rows = [r[0] if len(r) == 1 else r for r in rows]
+    return rows
+
+
+def _rows(columns: Mapping[str, Any], n: int, compat: set) -> List[dict]:
+    """Parsed columns of n records -> n dicts of per-record values (tensor views)."""
+    per_feature = []
+    for name, col in columns.items():
+        if isinstance(col, np.ndarray):
+            per_feature.append(_tensor(col).unbind(0) if n else ())
+        elif isinstance(col, Ragged):
+            values = _tensor(col.values)
+            splits = col.row_splits.tolist()
+            per_feature.append([values[a:b] for a, b in zip(splits[:-1], splits[1:])])
+        else:
+            per_feature.append(_byte_rows(col, name in compat))
+    names = list(columns)
+    return [dict(zip(names, values)) for values in zip(*per_feature)] if names else [
+        {} for _ in range(n)]
+
+
+def _batch(columns: Mapping[str, Any], compat: set, ragged: str) -> dict:
+    """Parsed columns of a batch -> one dict of batched values."""
+    out = {}
+    for name, col in columns.items():
+        if isinstance(col, np.ndarray):
+            out[name] = _tensor(col)
+        elif isinstance(col, Ragged):
+            values = _tensor(col.values)
+            if ragged == "splits":
+                s = col.row_splits
+                out[name] = (values[int(s[0]):int(s[-1])], torch.from_numpy(s - s[0]))
+            else:
+                splits = col.row_splits.tolist()
+                out[name] = [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
+        else:
+            out[name] = _byte_rows(col, name in compat)
+    return out
+
+
+# ---- rank / worker -------------------------------------------------------------------------
+
+def _distributed() -> Optional[tuple]:
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return None
+
+
+def _resolve_rank(rank, world_size) -> Optional[tuple]:
+    if rank is None and world_size is None:
+        return _distributed()
+    if rank is None or world_size is None:
+        raise ValueError("give both rank and world_size, or neither")
+    rank, world_size = int(rank), int(world_size)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} out of range for world_size {world_size}")
+    return rank, world_size
+
+
+def _is_spec(value) -> bool:
+    """Whether a second positional argument is a feature spec rather than an index."""
+    if isinstance(value, Mapping):
+        return any(isinstance(v, (FixedLen, VarLen)) or (isinstance(v, str) and v in _KIND_NAMES)
+                   or type(v).__name__ in ("FixedLenFeature", "VarLenFeature")
+                   for v in value.values())
+    return False
+
+
+class _Streaming(torch.utils.data.IterableDataset):
+    """What TFRecordDataset and MultiTFRecordDataset share: the split, the epoch, the output."""
+
+    def _setup(self, spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed,
+               rank, world_size, compression, verify, shuffle_files):
+        if seed is None and world_size not in (None, 1):
+            raise ValueError("seed=None gives each rank its own file order: pass an int seed")
+        if ragged not in ("list", "splits"):
+            raise ValueError("ragged must be 'list' or 'splits'")
+        if batch_size is not None and int(batch_size) < 1:
+            raise ValueError("batch_size must be positive")
+        self.spec = spec
+        self._compat = _compat_names(spec)
+        self._spec = None if spec is None else normalize_spec(spec)
+        self.shuffle_buffer = int(shuffle_buffer or 0)
+        self.shuffle_files = self.shuffle_buffer > 0 if shuffle_files is None else bool(
+            shuffle_files)
+        self.transform = transform
+        self.batch_size = None if batch_size is None else int(batch_size)
+        self.drop_last = bool(drop_last)
+        self.ragged = ragged
+        self.seed = seed
+        self.compression = normalize_compression(compression)
+        self.verify = verify
+        self.epoch = 0
+        self._given_rank = (rank, world_size)
+        self._rank = _resolve_rank(rank, world_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Sets the epoch: shuffles are a function of (seed, epoch). Call it before each epoch
+        (as with DistributedSampler), before iterating the DataLoader; with
+        ``persistent_workers=True`` the workers keep the epoch they started with."""
+        self.epoch = int(epoch)
+
+    def __getstate__(self):
+        # Pickled for spawned DataLoader workers: pin the rank now, while the process group
+        # of the main process is visible.
+        state = self.__dict__.copy()
+        if state["_rank"] is None:
+            state["_rank"] = _distributed()
+        return state
+
+    def _slot(self):
+        """(slot, slots, rank, worker id, base seed) of this iteration."""
+        rank, world = self._rank or _distributed() or (0, 1)
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        if self.seed is not None:
+            seed = self.seed
+        elif info is not None:
+            seed = info.seed - info.id  # DataLoader's base seed: fresh each epoch, same per worker
+        else:
+            seed = int(torch.empty((), dtype=torch.int64).random_().item())
+        return rank * workers + worker, world * workers, seed
+
+    def _segments(self, files, index_paths, slot, slots, seed, *words):
+        """Batches of this slot's share of ``files`` for this epoch."""
+        order = list(range(len(files)))
+        if self.shuffle_files:
+            _loader.epoch_rng(seed, self.epoch, 0x66696C65, *words).shuffle(order)
+
+        def count(i):
+            return _loader.file_index(files[i], index_paths[i], self.compression)[1]
+
+        mode, segments = _loader.plan_slot(len(files), order, slot, slots, count)
+        limit = self.batch_size if self.batch_size and not self.shuffle_buffer else None
+        for i, start, stop in segments:
+            offsets = None
+            if mode == "ranges" and start > 0:
+                offsets = _loader.file_index(files[i], index_paths[i], self.compression)[0]
+            yield from _loader.read_range(files[i], start, stop, offsets=offsets,
+                                          compression=self.compression, verify=self.verify,
+                                          max_records=limit)
+
+    def _output(self, batches: Iterator[RecordBatch], rng, shuffled_already=False):
+        """Shuffles, batches, parses, converts, transforms."""
+        if self.shuffle_buffer and not shuffled_already:
+            batches = _loader.shuffle_records(_loader.records_of(batches), self.shuffle_buffer,
+                                              rng, self.batch_size or _loader.SHUFFLE_CHUNK)
+        if self.batch_size:
+            batches = _loader.rebatch(batches, self.batch_size, self.drop_last)
+        transform = self.transform
+        for batch in batches:
+            if self._spec is None:
+                rows = batch.to_list()
+                if self.batch_size:
+                    yield transform(rows) if transform else rows
+                    continue
+            else:
+                columns = parse_examples(batch, self._spec)
+                if self.batch_size:
+                    out = _batch(columns, self._compat, self.ragged)
+                    yield transform(out) if transform else out
+                    continue
+                rows = _rows(columns, len(batch), self._compat)
+            if transform:
+                for row in rows:
+                    yield transform(row)
+            else:
+                yield from rows
+
+
+class TFRecordDataset(_Streaming):
+    """Streams the records of TFRecord files, each exactly once per epoch across the job.
+
+    ``paths``: a path, a glob pattern, or a list of them. ``index``: None / "auto" (use FILE.idx
+    when present, else build the index in memory when one is needed), one index path, a list
+    aligned with the files, or a dict {data path: index path}. ``spec``: feature specs for
+    :func:`~tfrec_fast.parse_examples` (see the module docstring for what comes out), None for
+    raw records. ``transform`` runs on each record (each batch when ``batch_size`` is set: then
+    use ``DataLoader(dataset, batch_size=None)``).
+
+    Work split: each DataLoader worker of each rank is a slot (rank and world size come from
+    ``rank``/``world_size``, else from an initialised ``torch.distributed``). With at least as
+    many files as slots, slots take whole files (``files[slot::slots]``, so counts per slot
+    differ with file sizes); otherwise the concatenated records are cut into equal contiguous
+    ranges, which needs each file's index. Files are opened only inside the iterating process.
+
+    Shuffling: ``shuffle_buffer=n`` shuffles the file order (the same on every rank: a function of
+    ``seed`` and the epoch) and streams records through an n-record buffer seeded by (seed,
+    epoch, slot). Call :meth:`set_epoch` every epoch for a new order; ``seed=None`` draws a fresh
+    one on every pass instead (single-rank jobs only). A buffer much smaller than a sorted file
+    stays biased: use :class:`IndexedTFRecordDataset` with ``RandomSampler`` for an exact shuffle.
+    """
+
+    def __init__(self, paths=None, index=None, spec=None, shuffle_buffer: int = 0,
+                 transform: Optional[Callable] = None, *, batch_size: Optional[int] = None,
+                 drop_last: bool = False, ragged: str = "list", seed: Optional[int] = 0,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 compression: Optional[str] = None, verify: bool = True,
+                 shuffle_files: Optional[bool] = None,
+                 # the tfrecord package's names:
+                 data_path=None, index_path=None, description=None, shuffle_queue_size=None,
+                 compression_type=None, sequence_description=None):
+        super().__init__()
+        if sequence_description is not None:
+            raise NotImplementedError("SequenceExample datasets: use tfrec_fast.reader."
+                                      "tfrecord_loader(sequence_description=...)")
+        paths = _alias(paths, data_path, "paths", "data_path")
+        index = _alias(index, index_path, "index", "index_path")
+        spec = _alias(spec, description, "spec", "description")
+        shuffle_buffer = _alias(shuffle_buffer or None, shuffle_queue_size, "shuffle_buffer",
+                                "shuffle_queue_size") or 0
+        compression = _alias(compression, compression_type, "compression", "compression_type")
+        if paths is None:
+            raise TypeError("TFRecordDataset needs paths")
+        if spec is None and _is_spec(index):
+            index, spec = None, index
+        self.files = _loader.expand_paths(paths)
+        self.index = index
+        self._index_paths = _loader.index_paths(self.files, index)
+        self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
+                    world_size, compression, verify, shuffle_files)
+
+    def __iter__(self):
+        slot, slots, seed = self._slot()
+        rng = _loader.epoch_rng(seed, self.epoch, slot)
+        return self._output(self._segments(self.files, self._index_paths, slot, slots, seed), rng)
+
+    def __repr__(self):
+        return (f"TFRecordDataset({len(self.files)} files, shuffle_buffer={self.shuffle_buffer}, "
+                f"batch_size={self.batch_size}, epoch={self.epoch})")
+
+
+class MultiTFRecordDataset(_Streaming):
+    """Mixes several datasets, drawing each record from split ``name`` with probability
+    ``splits[name] / sum(splits)`` (the ``tfrecord`` package's MultiTFRecordDataset).
+
+    ``paths`` is a pattern with ``{}`` (formatted with each split name, as in the tfrecord
+    package) or a dict {name: path, glob or list}; ``index`` likewise a pattern, a dict, or None
+    ("auto"). With ``infinite=True`` (the default) each split restarts when it ends (with its
+    next shuffle) and the stream never ends; otherwise a finished split drops out and the
+    others' weights are renormalised. Each split is divided among the job's slots as in
+    :class:`TFRecordDataset`; the mixing draws are seeded by (seed, epoch, slot).
+    """
+
+    def __init__(self, paths=None, index=None, splits: Optional[Mapping[str, float]] = None,
+                 spec=None, shuffle_buffer: int = 0, transform: Optional[Callable] = None, *,
+                 infinite: bool = True, batch_size: Optional[int] = None, drop_last: bool = False,
+                 ragged: str = "list", seed: Optional[int] = 0, rank: Optional[int] = None,
+                 world_size: Optional[int] = None, compression: Optional[str] = None,
+                 verify: bool = True, shuffle_files: Optional[bool] = None,
+                 data_pattern=None, index_pattern=None, description=None,
+                 shuffle_queue_size=None, compression_type=None, sequence_description=None):
+        super().__init__()
+        if sequence_description is not None:
+            raise NotImplementedError("SequenceExample datasets are not supported")
+        paths = _alias(paths, data_pattern, "paths", "data_pattern")
+        index = _alias(index, index_pattern, "index", "index_pattern")
+        spec = _alias(spec, description, "spec", "description")
+        shuffle_buffer = _alias(shuffle_buffer or None, shuffle_queue_size, "shuffle_buffer",
+                                "shuffle_queue_size") or 0
+        compression = _alias(compression, compression_type, "compression", "compression_type")
+        if splits is None and isinstance(index, Mapping) and index and all(
+                isinstance(v, (int, float)) for v in index.values()):
+            index, splits = None, index
+        if splits is None:
+            if not isinstance(paths, Mapping):
+                raise TypeError("MultiTFRecordDataset needs splits={name: weight}")
+            splits = {name: 1.0 for name in paths}
+        self.splits = {str(k): float(v) for k, v in splits.items()}
+        if not self.splits or any(w < 0 for w in self.splits.values()) or not sum(
+                self.splits.values()):
+            raise ValueError("splits needs non-negative weights with a positive sum")
+        self.files: Dict[str, List[str]] = {}
+        self._index_paths: Dict[str, list] = {}
+        for name in self.splits:
+            p = paths.format(name) if isinstance(paths, str) else paths[name]
+            self.files[name] = _loader.expand_paths(p)
+            if isinstance(index, str) and index != "auto":
+                ix = [index.format(name)] if len(self.files[name]) == 1 else None
+                if ix is None:
+                    raise ValueError("an index pattern needs one file per split")
+            elif isinstance(index, Mapping):
+                ix = index.get(name)
+            else:
+                ix = None
+            self._index_paths[name] = _loader.index_paths(self.files[name], ix)
+        self.infinite = bool(infinite)
+        self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
+                    world_size, compression, verify, shuffle_files)
+
+    def _split_records(self, k, name, slot, slots, seed):
+        cycle = 0
+        while True:
+            got = 0
+            for batch in self._segments(self.files[name], self._index_paths[name], slot, slots,
+                                        seed, k, cycle):
+                got += len(batch)
+                yield from batch
+            if not self.infinite or not got:
+                return
+            cycle += 1
+
+    def _mixed(self, slot, slots, seed, rng):
+        names = [n for n, w in self.splits.items() if w > 0]
+        streams = [self._split_records(k, n, slot, slots, seed) for k, n in enumerate(names)]
+        weights = np.array([self.splits[n] for n in names])
+        while streams:
+            p = weights / weights.sum()
+            for choice in rng.choice(len(streams), size=1024, p=p):
+                try:
+                    yield next(streams[choice])
+                except StopIteration:
+                    del streams[choice]
+                    weights = np.delete(weights, choice)
+                    break
+
+    def __iter__(self):
+        slot, slots, seed = self._slot()
+        rng = _loader.epoch_rng(seed, self.epoch, slot)
+        records = self._mixed(slot, slots, seed, _loader.epoch_rng(seed, self.epoch, slot, 1))
+        if self.shuffle_buffer:
+            batches = _loader.shuffle_records(records, self.shuffle_buffer, rng,
+                                              self.batch_size or _loader.SHUFFLE_CHUNK)
+        else:
+            batches = _loader.chunks(records, self.batch_size or _loader.SHUFFLE_CHUNK)
+        return self._output(batches, rng, shuffled_already=True)
+
+
+class IndexedTFRecordDataset(torch.utils.data.Dataset):
+    """Random access to the records of TFRecord files through their indexes (map-style).
+
+    ``dataset[i]`` is record i of the files concatenated (in the order given; globs sorted),
+    parsed with ``spec`` into a dict of tensors as :class:`TFRecordDataset` yields them (raw
+    ``bytes`` when ``spec`` is None), then passed to ``transform``. ``__getitems__`` (used by
+    DataLoader for each batch) reads all of a batch's records with one
+    ``IndexedTFRecordReader.get_batch`` per file and parses them in one call. Use with any
+    sampler: ``RandomSampler`` (an exact shuffle), ``DistributedSampler`` (call its set_epoch).
+
+    ``index`` as in :class:`TFRecordDataset`; indexes not found on disk are built in memory when
+    the dataset is created (so ``len()`` is known). Files are opened in the process that reads
+    them (safe with DataLoader workers). Compressed files cannot be indexed.
+    """
+
+    def __init__(self, paths, spec=None, index=None, *, transform: Optional[Callable] = None,
+                 verify: bool = True):
+        self.files = _loader.expand_paths(paths)
+        self.spec = spec
+        self._compat = _compat_names(spec)
+        self._spec = None if spec is None else normalize_spec(spec)
+        self.transform = transform
+        self.verify = verify
+        self._indexes = []
+        for path, ix in zip(self.files, _loader.index_paths(self.files, index)):
+            if ix is not None:
+                from .index import load_index
+                self._indexes.append(tuple(np.asarray(a, np.int64) for a in load_index(ix)))
+            else:
+                from .index import create_index
+                self._indexes.append(tuple(np.asarray(a, np.int64) for a in create_index(path)))
+        lengths = [len(offsets) for offsets, _ in self._indexes]
+        self._starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+        self._readers: Dict[int, Any] = {}
+        self._pid = os.getpid()
+
+    def __len__(self) -> int:
+        return int(self._starts[-1])
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_readers"] = {}
+        return state
+
+    def _reader(self, k: int):
+        if self._pid != os.getpid():
+            self._readers, self._pid = {}, os.getpid()
+        reader = self._readers.get(k)
+        if reader is None:
+            from .index import IndexedTFRecordReader
+            reader = IndexedTFRecordReader(self.files[k], self._indexes[k], verify=self.verify)
+            self._readers[k] = reader
+        return reader
+
+    def __getitem__(self, i: int):
+        return self.__getitems__([i])[0]
+
+    def __getitems__(self, indices: Sequence[int]) -> list:
+        n = len(self)
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        idx = np.where(idx < 0, idx + n, idx)
+        if len(idx) and (idx.min() < 0 or idx.max() >= n):
+            raise IndexError(f"record index out of range for {n} records")
+        files = np.searchsorted(self._starts, idx, side="right") - 1
+        out: list = [None] * len(idx)
+        for k in np.unique(files).tolist():
+            where = np.flatnonzero(files == k)
+            batch = self._reader(k).get_batch(idx[where] - self._starts[k])
+            if self._spec is None:
+                rows = batch.to_list()
+            else:
+                rows = _rows(parse_examples(batch, self._spec, name=self.files[k]), len(batch),
+                             self._compat)
+            for j, row in zip(where.tolist(), rows):
+                out[j] = row
+        if self.transform is not None:
+            out = [self.transform(row) for row in out]
+        return out
+
+    def close(self) -> None:
+        for reader in self._readers.values():
+            reader.close()
+        self._readers = {}
+
+    def __repr__(self):
+        return f"IndexedTFRecordDataset({len(self.files)} files, {len(self)} records)"
+
+
+def _alias(value, old, name, old_name):
+    if old is None:
+        return value
+    if value is not None:
+        raise TypeError(f"give {name} or {old_name}, not both")
+    return old
