@@ -7,12 +7,9 @@
 namespace tfr::py_bind {
 namespace {
 
-// DataLoss -> tfrec_fast.errors.DataLossError (an OSError) with the fields users inspect.
 void raise_data_loss(const DataLoss& e) {
-  py::object cls = py::module_::import("tfrec_fast.errors").attr("DataLossError");
-  py::object err = cls(e.detail, py::arg("path") = e.source, py::arg("record_index") = e.record_index,
-                       py::arg("offset") = e.offset, py::arg("reason") = reason_code(e.reason));
-  PyErr_SetObject(cls.ptr(), err.ptr());
+  py::object err = data_loss_error(e);
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
 }
 
 // IoError -> OSError(errno, text): Python picks FileNotFoundError, PermissionError, ...
@@ -35,6 +32,12 @@ void translate(std::exception_ptr p) {
 }
 
 }  // namespace
+
+py::object data_loss_error(const DataLoss& e) {
+  py::object cls = py::module_::import("tfrec_fast.errors").attr("DataLossError");
+  return cls(e.detail, py::arg("path") = e.source, py::arg("record_index") = e.record_index,
+             py::arg("offset") = e.offset, py::arg("reason") = reason_code(e.reason));
+}
 
 PyBytesView::PyBytesView(py::handle obj) {
   if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();

@@ -52,7 +52,9 @@ class BufferedInput {
     while (done < n) {
       size_t rest = n - done;
       size_t got;
-      if (rest >= kDirectRead) {  // big: straight into dst, no second copy
+      // Big, or more than the buffer holds (fill() takes at most its capacity): straight into
+      // dst, no second copy.
+      if (rest >= kDirectRead || rest > capacity_) {
         got = source_.read(dst + done, rest);
         offset_ += got;
       } else {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "errors.h"
 #include "record_reader.h"
 #include "sources.h"
 
@@ -27,6 +28,9 @@ class PyBytesView {
  private:
   Py_buffer view_{};
 };
+
+// DataLoss -> a tfrec_fast.errors.DataLossError instance (an OSError) with the fields users inspect.
+py::object data_loss_error(const DataLoss& e);
 
 // "" / "gzip" / "zlib" as the Python layer normalised them.
 Compression parse_compression(const std::string& name);

@@ -165,6 +165,12 @@ class PyReader {
     reader_.reset();  // a read in flight in another thread keeps its own reference
   }
 
+  py::list skipped() {
+    py::list out;
+    for (const DataLoss& loss : live()->take_skipped()) out.append(data_loss_error(loss));
+    return out;
+  }
+
   bool closed() const { return reader_ == nullptr; }
   const std::string& name() const { return name_; }
 
@@ -203,10 +209,12 @@ class PyReader {
 };
 
 PyReader::Options make_options(const std::string& compression, bool verify, bool copy,
-                               size_t buffer_size, size_t batch_records, size_t batch_bytes) {
+                               size_t buffer_size, size_t batch_records, size_t batch_bytes,
+                               bool skip_corrupt) {
   parse_compression(compression);  // reject unknown names early
   PyReader::Options o;
   o.reader.verify = verify;
+  o.reader.skip_corrupt = skip_corrupt;
   o.reader.buffer_size = buffer_size;
   o.copy = copy;
   o.batch_records = std::max<size_t>(batch_records, 1);
@@ -234,8 +242,9 @@ void register_reader(py::module_& m) {
       .def_static(
           "open_path",
           [](const std::string& path, const std::string& compression, bool verify, bool copy,
-             size_t buffer_size, size_t batch_records, size_t batch_bytes) {
-            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes);
+             size_t buffer_size, size_t batch_records, size_t batch_bytes, bool skip_corrupt) {
+            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes,
+                                        skip_corrupt);
             std::unique_ptr<Source> source;
             {
               py::gil_scoped_release release;
@@ -244,12 +253,14 @@ void register_reader(py::module_& m) {
             return std::make_unique<PyReader>(std::move(source), nullptr, options);
           },
           py::arg("path"), py::arg("compression"), py::arg("verify"), py::arg("copy"),
-          py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"))
+          py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),
+          py::arg("skip_corrupt") = false)
       .def_static(
           "open_memory",
           [](py::handle data, const std::string& name, const std::string& compression, bool verify,
-             bool copy, size_t buffer_size, size_t batch_records, size_t batch_bytes) {
-            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes);
+             bool copy, size_t buffer_size, size_t batch_records, size_t batch_bytes, bool skip_corrupt) {
+            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes,
+                                        skip_corrupt);
             auto memory = std::make_unique<PyBytesView>(data);
             auto source = maybe_inflate(
                 std::make_unique<MemorySource>(memory->data(), memory->size(), name),
@@ -257,18 +268,21 @@ void register_reader(py::module_& m) {
             return std::make_unique<PyReader>(std::move(source), std::move(memory), options);
           },
           py::arg("data"), py::arg("name"), py::arg("compression"), py::arg("verify"),
-          py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"))
+          py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),
+          py::arg("skip_corrupt") = false)
       .def_static(
           "open_file",
           [](py::object file, const std::string& name, const std::string& compression, bool verify,
-             bool copy, size_t buffer_size, size_t batch_records, size_t batch_bytes) {
-            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes);
+             bool copy, size_t buffer_size, size_t batch_records, size_t batch_bytes, bool skip_corrupt) {
+            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes,
+                                        skip_corrupt);
             auto source = maybe_inflate(std::make_unique<PyFileSource>(std::move(file), name),
                                         parse_compression(compression));
             return std::make_unique<PyReader>(std::move(source), nullptr, options);
           },
           py::arg("file"), py::arg("name"), py::arg("compression"), py::arg("verify"),
-          py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"))
+          py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),
+          py::arg("skip_corrupt") = false)
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__",
            [](PyReader& r) {
@@ -281,6 +295,8 @@ void register_reader(py::module_& m) {
       .def("tell", &PyReader::tell)
       .def_property_readonly("records_read", &PyReader::records_read)
       .def("close", &PyReader::close)
+      .def("skipped", &PyReader::skipped,
+           "DataLossErrors for the damage skipped since the last call (skip_corrupt=True).")
       .def_property_readonly("closed", &PyReader::closed)
       .def_property_readonly("name", &PyReader::name);
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());

@@ -1,6 +1,7 @@
 #include "record_reader.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "crc32c.h"
 #include "errors.h"
@@ -31,7 +32,51 @@ RecordReader::RecordReader(std::unique_ptr<Source> source, ReaderOptions options
       size_known_(source_->total_size().has_value()) {}
 
 void RecordReader::fail(LossReason reason, uint64_t start, const std::string& detail) {
-  throw DataLoss(reason, source_->name(), records_, start, detail);
+  throw DataLoss(reason, source_->name(), records_ + skipped_total_, start, detail);
+}
+
+std::vector<DataLoss> RecordReader::take_skipped() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(skipped_, {});
+}
+
+bool RecordReader::plausible_header(const uint8_t* header) {
+  if (crc32c_mask(crc32c(header, 8)) != load_le32(header + 8)) return false;
+  const uint64_t length = load_le64(header);
+  if (length > kMaxRecordLength) return false;
+  auto remaining = in_.remaining();
+  return !remaining || kHeaderSize + length + kFooterSize <= *remaining;
+}
+
+bool RecordReader::recover(const DataLoss& loss) {
+  skipped_.push_back(loss);
+  ++skipped_total_;
+  switch (loss.reason) {
+    case LossReason::kDataChecksum:  // the length was right: the next record follows the footer
+      in_.consume(kFooterSize);
+      return true;
+    case LossReason::kLengthChecksum:
+    case LossReason::kLengthTooLarge: {
+      // The length cannot be trusted: look for the next header that checks out, byte by byte.
+      for (;;) {
+        in_.consume(1);
+        const size_t avail = in_.fill(kHeaderSize);
+        if (avail < kHeaderSize) {
+          in_.consume(avail);
+          skipped_.back().detail += "; no valid record header follows";
+          ended_ = true;
+          return false;
+        }
+        if (plausible_header(in_.peek())) break;
+      }
+      skipped_.back().detail += "; resumed at the next valid header, offset " +
+                                std::to_string(in_.offset());
+      return true;
+    }
+    default:  // truncated, or a compressed stream that cannot be inflated further
+      ended_ = true;
+      return false;
+  }
 }
 
 void RecordReader::rethrow_pending() {
@@ -201,13 +246,22 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
   std::lock_guard<std::mutex> lock(mu_);
   rethrow_pending();
   auto batch = std::make_unique<RecordBatch>();
+  if (ended_) return batch;
   batch->data.reserve(std::min<size_t>(max_bytes, size_t(4) << 20) + 4096);
   try {
     // Whole records already in the buffer go in a tight loop; the careful path handles the
     // record that straddles a refill, large payloads, the end and any damage.
     while (batch->size() < max_records) {
       if (read_buffered_records(*batch, max_records, max_bytes) > 0) continue;
-      if (read_record(*batch, max_bytes) != Step::kRecord) break;
+      Step step;
+      try {
+        step = read_record(*batch, max_bytes);
+      } catch (const DataLoss& loss) {
+        if (!options_.skip_corrupt) throw;
+        if (!recover(loss)) break;
+        continue;
+      }
+      if (step != Step::kRecord) break;
     }
   } catch (...) {
     pending_ = std::current_exception();

@@ -29,6 +29,10 @@ struct RecordBatch {
 struct ReaderOptions {
   bool verify = true;               // check both CRCs
   size_t buffer_size = 1 << 20;     // bytes per read from the source
+  // Skip damaged records instead of stopping: a record whose data fails its checksum is dropped;
+  // after a damaged header the reader searches for the next header whose length checksum holds;
+  // a truncated tail or a broken compressed stream ends the stream. Each skip is reported.
+  bool skip_corrupt = false;
 };
 
 // Thread safety: calls are serialised by an internal mutex, so a reader may be shared between
@@ -52,6 +56,9 @@ class RecordReader {
   // header + payload + 4-byte footer) to the vectors: the index of the rest of the stream.
   void scan(std::vector<int64_t>* offsets, std::vector<int64_t>* sizes);
 
+  // The damage skipped so far (skip_corrupt), oldest first; taking them empties the list.
+  std::vector<DataLoss> take_skipped();
+
   uint64_t tell();             // offset of the next record's header
   uint64_t records_read();     // records delivered (or counted) so far
   const std::string& name() const { return source_->name(); }
@@ -69,6 +76,9 @@ class RecordReader {
   void check_length(uint64_t start, uint64_t length);
   void read_payload(uint64_t start, uint64_t length, ByteBuffer& out);
   [[noreturn]] void fail(LossReason reason, uint64_t start, const std::string& detail);
+  // skip_corrupt: notes the damage and moves past it. False when nothing more can be read.
+  bool recover(const DataLoss& loss);
+  bool plausible_header(const uint8_t* header);
   void rethrow_pending();
 
   std::mutex mu_;
@@ -78,6 +88,9 @@ class RecordReader {
   const bool size_known_;  // the source knows its size, so check_length bounds every payload
   uint64_t records_ = 0;
   std::exception_ptr pending_;
+  std::vector<DataLoss> skipped_;   // not yet taken by the caller
+  uint64_t skipped_total_ = 0;      // records skipped so far (they keep their place in the count)
+  bool ended_ = false;              // skip_corrupt hit damage past which nothing can be read
 };
 
 }  // namespace tfr

@@ -47,10 +47,10 @@ class _Progress:
             self.bar.close()
 
 
-def _open(path, compression) -> TFRecordReader:
+def _open(path, compression, **options) -> TFRecordReader:
     if compression is None:
         compression = detect_compression(path)
-    return TFRecordReader(path, compression)
+    return TFRecordReader(path, compression, **options)
 
 
 def _for_each_file(files, desc, action) -> int:
@@ -87,7 +87,35 @@ def cmd_count(args) -> int:
     return status
 
 
+def cmd_repair(args) -> int:
+    """verify --repair OUT: copies every intact record of the one input file to OUT (with the
+    input's compression), reporting each damaged stretch skipped; exit status 1 if any."""
+    from .records import TFRecordWriter
+
+    if len(args.files) != 1:
+        print("ERROR --repair takes exactly one input file", file=sys.stderr)
+        return 2
+    path = args.files[0]
+    compression = args.compression
+    if compression is None:
+        compression = detect_compression(path)
+    records = 0
+    with _open(path, compression, skip_corrupt=True) as reader, \
+            TFRecordWriter(args.repair, compression or None) as writer:
+        for batch in reader.iter_batches(max_bytes=4 << 20):
+            writer.write_batch(batch)
+            records += len(batch)
+    for error in reader.skipped:
+        print(f"SKIPPED {error}", file=sys.stderr, flush=True)
+    print(f"{'REPAIRED' if reader.skipped else 'OK'} {path}: {records} intact records written "
+          f"to {args.repair}, {len(reader.skipped)} damaged stretches skipped")
+    return 1 if reader.skipped else 0
+
+
 def cmd_verify(args) -> int:
+    if args.repair:
+        return cmd_repair(args)
+
     def verify(path, progress):
         records = nbytes = position = 0
         with _open(path, args.compression) as reader:
@@ -214,7 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     add("count", cmd_count, "count records, reading only record headers")
-    add("verify", cmd_verify, "check every record and both checksums; exit status 1 on damage")
+    verify = add("verify", cmd_verify,
+                 "check every record and both checksums; exit status 1 on damage")
+    verify.add_argument("--repair", metavar="OUT",
+                        help="write every intact record of the (single) input file to OUT, "
+                             "skipping damaged ones")
     index = add("index", cmd_index,
                 "write FILE.idx next to each file: one \"offset size\" line per record, the index "
                 "format of the tfrecord package and NVIDIA DALI (uncompressed files only)")

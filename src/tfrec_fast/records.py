@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 import os
-from typing import Iterable, Iterator, Optional, Union
+import warnings
+from typing import Callable, Iterable, Iterator, Optional, Union
 
 from . import _core
 from ._core import RecordBatch, masked_crc32c
+from .errors import DataLossError
 
 __all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "count_records",
            "detect_compression"]
@@ -71,11 +73,13 @@ class TFRecordReader:
     """
 
     def __init__(self, source: Source, compression: Optional[str] = None, *, verify: bool = True,
-                 copy: bool = False, buffer_size: int = DEFAULT_BUFFER_SIZE):
+                 copy: bool = False, buffer_size: int = DEFAULT_BUFFER_SIZE,
+                 skip_corrupt: bool = False):
         compression = normalize_compression(compression)
         self.compressed = bool(compression)
+        self._skipped: list = []
         args = (compression, bool(verify), bool(copy), int(buffer_size),
-                ITER_BATCH_RECORDS, ITER_BATCH_BYTES)
+                ITER_BATCH_RECORDS, ITER_BATCH_BYTES, bool(skip_corrupt))
         if _is_path(source):
             self._reader = _core.RecordReader.open_path(os.fspath(source), *args)
         elif _is_file_like(source):
@@ -114,6 +118,14 @@ class TFRecordReader:
                 return
             yield batch
 
+    @property
+    def skipped(self) -> list:
+        """With ``skip_corrupt=True``: a :class:`~tfrec_fast.DataLossError` (not raised) for each
+        damaged stretch skipped so far, with its path, record index, offset and reason."""
+        if not self._reader.closed:
+            self._skipped.extend(self._reader.skipped())
+        return list(self._skipped)
+
     def count(self) -> int:
         """Counts the remaining records, reading only their headers."""
         return self._reader.count()
@@ -136,6 +148,8 @@ class TFRecordReader:
         return self._reader.closed
 
     def close(self) -> None:
+        if not self._reader.closed:
+            self._skipped.extend(self._reader.skipped())
         self._reader.close()
 
     def __enter__(self) -> "TFRecordReader":
@@ -169,23 +183,34 @@ def _as_sources(paths) -> list:
 
 
 def read_records(paths, compression: Optional[str] = None, *, verify: bool = True,
-                 copy: bool = False) -> Iterator[memoryview]:
+                 copy: bool = False, skip_corrupt: bool = False,
+                 on_skip: Optional[Callable[[DataLossError], None]] = None) -> Iterator[memoryview]:
     """Yields every record of one source or of a list of them, in order.
 
-    Each file is opened only when reached and closed when done. See :class:`TFRecordReader`.
+    Each file is opened only when reached and closed when done. With ``skip_corrupt=True``
+    damaged records are skipped and ``on_skip`` (default: a warning) gets a DataLossError for
+    each. See :class:`TFRecordReader`.
     """
     compression = normalize_compression(compression)  # fail before the first file
-    readers = _open_each(_as_sources(paths), compression, verify, copy)
+    readers = _open_each(_as_sources(paths), compression, verify, copy, skip_corrupt,
+                         on_skip or _warn_skip)
     return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
 
 
-def _open_each(sources, compression, verify, copy):
+def _warn_skip(error: DataLossError) -> None:
+    warnings.warn(f"skipped damaged data: {error}", RuntimeWarning, stacklevel=3)
+
+
+def _open_each(sources, compression, verify, copy, skip_corrupt, on_skip):
     for source in sources:
-        reader = TFRecordReader(source, compression, verify=verify, copy=copy)
+        reader = TFRecordReader(source, compression, verify=verify, copy=copy,
+                                skip_corrupt=skip_corrupt)
         try:
             yield reader._reader
         finally:
             reader.close()
+            for error in reader.skipped:
+                on_skip(error)
 
 
 def count_records(paths, compression: Optional[str] = None, *, verify: bool = True) -> int:
