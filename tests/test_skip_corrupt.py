@@ -91,3 +91,20 @@ def test_verify_repair_writes_every_intact_record(tmp_path):
     clean = subprocess.run([sys.executable, "-m", "tfrec_fast", "verify", str(out)],
                            capture_output=True, text=True)
     assert clean.returncode == 0
+
+
+def test_indexed_reader_skips_a_damaged_record_at_the_next_indexed_one(tmp_path):
+    path = tmp_path / "damaged.tfrecord"
+    path.write_bytes(_oracle.flip_bit(DATA, OFFSETS[4] + 13, 2))
+    offsets, sizes = tfrec_fast.create_index(_write(tmp_path / "clean.tfrecord", DATA))
+    with tfrec_fast.IndexedTFRecordReader(path, (offsets, sizes)) as reader:
+        with pytest.raises(tfrec_fast.DataLossError):
+            reader.get_batch(range(8))
+        batch = reader.get_batch([7, 4, 0, 5], skip_corrupt=True)
+        assert batch.to_list() == [PAYLOADS[7], PAYLOADS[0], PAYLOADS[5]]
+        assert [(e.offset, e.reason) for e in reader.skipped] == [(OFFSETS[4], "data_checksum")]
+
+
+def _write(path, data):
+    path.write_bytes(data)
+    return path

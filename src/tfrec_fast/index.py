@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _core
 from ._core import RecordBatch
+from .errors import DataLossError
 from .records import detect_compression, normalize_compression
 
 __all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
@@ -133,6 +134,7 @@ class IndexedTFRecordReader:
         _check_uncompressed(self._path, None)
         self._offsets, self._sizes = _as_index(self._path, index)
         self._verify = bool(verify)
+        self.skipped: list = []  # DataLossErrors of records left out by get_batch(skip_corrupt=True)
         self._closed = False
         self._reader = None
         self._pid = None
@@ -158,8 +160,14 @@ class IndexedTFRecordReader:
             raise IndexError(f"record index {i} out of range for {self._path} ({n} records)")
         return self._live().read(np.array([i % n], dtype=np.int64))[0]
 
-    def get_batch(self, indices: Sequence[int]) -> RecordBatch:
-        """The records at ``indices`` (any integer sequence or array), in that order."""
+    def get_batch(self, indices: Sequence[int], *, skip_corrupt: bool = False) -> RecordBatch:
+        """The records at ``indices`` (any integer sequence or array), in that order.
+
+        With ``skip_corrupt=True`` a damaged record is left out (the index says where the next
+        one starts, so nothing else is lost) and reported in :attr:`skipped`.
+        """
+        if skip_corrupt:
+            return self._get_batch_skipping(indices)
         arr = np.asarray(indices)
         if arr.size == 0:
             arr = arr.astype(np.int64)
@@ -170,6 +178,19 @@ class IndexedTFRecordReader:
         if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
             raise IndexError(f"record index {arr.max()} out of range")
         return self._live().read(np.ascontiguousarray(arr, dtype=np.int64))
+
+    def _get_batch_skipping(self, indices) -> RecordBatch:
+        try:
+            return self.get_batch(indices)
+        except DataLossError:
+            pass  # find the damaged ones one by one; the rest come back in order
+        intact = []
+        for i in np.asarray(indices).tolist():
+            try:
+                intact.append(self[i])
+            except DataLossError as error:
+                self.skipped.append(error)
+        return RecordBatch.from_records(intact)
 
     @property
     def path(self) -> str:
@@ -212,6 +233,7 @@ class IndexedTFRecordReader:
         self._sizes = state["sizes"]
         self._verify = state["verify"]
         self._closed = state["closed"]
+        self.skipped = []
         self._reader = None  # opened on first use in this process
         self._pid = None
 
