@@ -517,6 +517,324 @@ def ex_enc_proto_tfrec_fast(opts):
                          f"protobuf runtime: {api_implementation.Type()}")
 
 
+# ------------------------------------------------------------ PyTorch DataLoader (MNIST-like)
+# --file is ex_mnist.tfrecord (index, label, 784-byte image_raw; 60k records) with its index
+# FILE.idx (made by bench_torch.py). Every case yields batches of TORCH_BATCH samples to the
+# training loop: image_raw as a uint8 [B, 28, 28] tensor and label as int64 [B]; run() iterates one
+# full epoch and counts samples. DataLoaders are persistent (workers forked once, in setup/warm-up).
+
+TORCH_BATCH = 256
+TORCH_WORKERS = 2
+
+
+def _torch_setup(opts):
+    try:
+        import torch
+    except ImportError as e:
+        raise Skip(f"torch not importable: {e}") from e
+    import make_example_data as D
+
+    if D.dataset_of(opts.file) != "mnist":
+        raise Skip("the DataLoader cases take the mnist data set")
+    meta = D.example_meta("mnist")
+    if meta is None:
+        raise Skip(f"{opts.file} missing or stale: run bench/make_example_data.py")
+    idx = C.index_path(opts.file)
+    if not idx.exists():
+        raise Skip(f"{idx} missing: bench_torch.py writes it")
+    bs = opts.batch_records or TORCH_BATCH
+    workers = TORCH_WORKERS if opts.workers is None else opts.workers
+    return torch, D, meta, str(idx), bs, workers
+
+
+def _dl_kwargs(workers):
+    return dict(num_workers=workers, persistent_workers=workers > 0)
+
+
+def _loader_case(torch, D, meta, loader, info, img="image_raw", label="label"):
+    import numpy as np
+
+    def run():
+        n = 0
+        for b in loader:
+            n += len(b[label])
+        return n
+
+    def check():
+        """One more epoch, untimed: types/shapes/dtypes of every batch, and the label histogram and the
+        pixel sum of the whole epoch against the generator (the order differs between cases)."""
+        hist, pix, n = np.zeros(10, np.int64), 0, 0
+        for b in loader:
+            x, y = b[img], b[label]
+            if not isinstance(x, torch.Tensor) or x.dtype != torch.uint8 or tuple(x.shape[1:]) != (28, 28):
+                return f"image batch is {type(x).__name__} {getattr(x, 'dtype', '')} {tuple(getattr(x, 'shape', ()))}"
+            if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.dim() != 1 or len(y) != len(x):
+                return f"label batch is {type(y).__name__} {getattr(y, 'dtype', '')} {tuple(getattr(y, 'shape', ()))}"
+            hist += np.bincount(y.numpy(), minlength=10)
+            pix += int(x.sum(dtype=torch.int64))
+            n += len(y)
+        cols = D.mnist_columns(meta["n_records"], meta["seed"])
+        if n != meta["n_records"]:
+            return f"{n} samples in an epoch, expected {meta['n_records']}"
+        if hist.tolist() != np.bincount(cols["label"], minlength=10).tolist():
+            return "label histogram differs from the generated data"
+        if pix != int(cols["image_raw"].sum(dtype=np.int64)):
+            return "pixel sum differs from the generated data"
+        return None
+
+    return Case(run, check=check, info=info)
+
+
+def _mnist_spec():
+    from tfrec_fast.example import FixedLen
+
+    return {"image_raw": FixedLen((28, 28), "uint8"), "label": FixedLen((), "int64")}
+
+
+def dl_tfrec_fast_records(opts):
+    _tfrec_fast()
+    torch, D, meta, idx, bs, workers = _torch_setup(opts)
+    from tfrec_fast.torch import TFRecordDataset
+
+    ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec())
+    loader = torch.utils.data.DataLoader(ds, batch_size=bs, **_dl_kwargs(workers))
+    return _loader_case(torch, D, meta, loader,
+                        f"tfrec_fast.torch.TFRecordDataset(file, index=FILE.idx, spec={{image_raw: FixedLen((28, 28), "
+                        f"'uint8'), label: FixedLen((), 'int64')}}) -> a dict of tensor views per sample; "
+                        f"DataLoader(batch_size={bs}, num_workers={workers}) + default_collate")
+
+
+def dl_tfrec_fast_batched(opts):
+    _tfrec_fast()
+    torch, D, meta, idx, bs, workers = _torch_setup(opts)
+    from tfrec_fast.torch import TFRecordDataset
+
+    ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec(), batch_size=bs)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, **_dl_kwargs(workers))
+    return _loader_case(torch, D, meta, loader,
+                        f"the same dataset with batch_size={bs} (one parse_examples per batch, columns -> "
+                        f"torch.from_numpy); DataLoader(batch_size=None, num_workers={workers})")
+
+
+def dl_tfrec_fast_batched_inproc(opts):
+    """The batched dataset with num_workers=0: reading and parsing in the training process (GIL released
+    while reading and parsing), as tf.data runs there -- no worker -> main tensor transfer."""
+    _tfrec_fast()
+    torch, D, meta, idx, bs, _ = _torch_setup(opts)
+    from tfrec_fast.torch import TFRecordDataset
+
+    ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec(), batch_size=bs)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    return _loader_case(torch, D, meta, loader,
+                        f"the same dataset with batch_size={bs}; DataLoader(batch_size=None, num_workers=0): in "
+                        "the training process, like the tf.data row (informational: not the issue's setting)")
+
+
+def dl_tfrec_fast_indexed(opts):
+    _tfrec_fast()
+    torch, D, meta, idx, bs, workers = _torch_setup(opts)
+    from tfrec_fast.torch import IndexedTFRecordDataset
+
+    ds = IndexedTFRecordDataset(opts.file, _mnist_spec(), index=idx)
+    sampler = torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0))
+    loader = torch.utils.data.DataLoader(ds, batch_size=bs, sampler=sampler, **_dl_kwargs(workers))
+    return _loader_case(torch, D, meta, loader,
+                        f"tfrec_fast.torch.IndexedTFRecordDataset(file, spec, index=FILE.idx), RandomSampler "
+                        f"(exact shuffle, a new permutation every epoch); DataLoader(batch_size={bs}, "
+                        f"num_workers={workers}): __getitems__ = one get_batch + parse_examples per batch, "
+                        "then default_collate")
+
+
+def _tfrecord_decode(x):
+    """The transform given to the tfrecord package's dataset: bytes -> uint8 [28, 28], [label] -> int64 []."""
+    import numpy as np
+    import torch
+
+    return {"image_raw": torch.from_numpy(np.frombuffer(x["image_raw"], dtype=np.uint8).reshape(28, 28)),
+            "label": torch.from_numpy(x["label"]).reshape(())}
+
+
+def dl_tfrecord(opts):
+    torch, D, meta, idx, bs, workers = _torch_setup(opts)
+    try:
+        from tfrecord.torch.dataset import TFRecordDataset
+    except ImportError as e:
+        raise Skip(f"tfrecord not importable: {e}") from e
+    import warnings
+
+    # np.frombuffer(bytes) is read-only; torch.from_numpy warns once about it (no copy is made)
+    warnings.filterwarnings("ignore", message=".*not writable.*")
+    ds = TFRecordDataset(opts.file, idx, description={"image_raw": "byte", "label": "int"},
+                         transform=_tfrecord_decode)
+    loader = torch.utils.data.DataLoader(ds, batch_size=bs, **_dl_kwargs(workers))
+    return _loader_case(torch, D, meta, loader,
+                        f"tfrecord.torch.dataset.TFRecordDataset(file, FILE.idx, description={{'image_raw': 'byte', "
+                        f"'label': 'int'}}, transform=np.frombuffer(...).reshape(28, 28) -> torch.from_numpy); "
+                        f"DataLoader(batch_size={bs}, num_workers={workers}); the index shards the file across workers")
+
+
+class _TFToTorch:
+    """Iterating yields the tf.data pipeline's batches as dicts of torch tensors."""
+
+    def __init__(self, tf, torch, ds):
+        self.tf, self.torch, self.ds = tf, torch, ds
+
+    def __iter__(self):
+        from_numpy = self.torch.from_numpy
+        for b in self.ds:
+            yield {"image_raw": from_numpy(b["image_raw"].numpy()), "label": from_numpy(b["label"].numpy())}
+
+
+def dl_tf(opts):
+    torch, D, meta, idx, bs, workers = _torch_setup(opts)
+    try:
+        import tensorflow as tf
+    except ImportError as e:
+        raise Skip(f"tensorflow not importable: {e}") from e
+    features = {"image_raw": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
+
+    def parse(serialized):
+        ex = tf.io.parse_example(serialized, features)
+        img = tf.reshape(tf.io.decode_raw(ex["image_raw"], tf.uint8), [-1, 28, 28])
+        return {"image_raw": img, "label": ex["label"]}
+
+    ds = (tf.data.TFRecordDataset(opts.file).batch(bs)
+          .map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+    return _loader_case(torch, D, meta, _TFToTorch(tf, torch, ds),
+                        f"TF {tf.__version__}: tf.data.TFRecordDataset(file).batch({bs}).map(tf.io.parse_example + "
+                        "tf.io.decode_raw + reshape, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE); each batch "
+                        "-> torch.from_numpy(t.numpy()); no DataLoader (tf.data runs its own threads)")
+
+
+# ---------------------------------------------------------------------------------- random access
+# --file is small_64b.tfrecord or large_100k.tfrecord with its index FILE.idx. Every case reads the
+# same records: n_access indices drawn uniformly (seeded) in setup. Records/s counts records read.
+
+RA_SEED = 7
+RA_BATCH = 256
+RA_DEFAULT_ACCESS = {"small_64b.tfrecord": 256 * 1024, "large_100k.tfrecord": 256 * 16}
+
+
+def _ra_setup(opts):
+    import numpy as np
+
+    idx = C.index_path(opts.file)
+    if not idx.exists():
+        raise Skip(f"{idx} missing: bench_torch.py writes it")
+    raw = np.array(idx.read_bytes().split(), dtype=np.int64).reshape(-1, 2)  # setup only
+    offsets, sizes = raw[:, 0].copy(), raw[:, 1].copy()
+    n = opts.n_access or RA_DEFAULT_ACCESS.get(os.path.basename(opts.file), 256 * 256)
+    which = np.random.default_rng(RA_SEED).integers(0, len(offsets), size=n, dtype=np.int64)
+    return idx, offsets, sizes, which
+
+
+def _ra_expected(path, offsets, sizes, which, k=RA_BATCH) -> list[bytes]:
+    """Payloads of the first k accessed records, read with plain pread (no CRC check)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return [os.pread(fd, int(sizes[i]) - 16, int(offsets[i]) + 12) for i in which[:k]]
+    finally:
+        os.close(fd)
+
+
+def _ra_check(got, want) -> str | None:
+    if len(got) != len(want):
+        return f"{len(got)} records, expected {len(want)}"
+    for j, (g, w) in enumerate(zip(got, want)):
+        if bytes(g) != w:
+            return f"access {j}: payload differs from pread at the index's offset"
+    return None
+
+
+def ra_tfrec_fast_batch(opts):
+    tfr = _tfrec_fast()
+    from tfrec_fast.index import IndexedTFRecordReader, load_index
+
+    idx, offsets, sizes, which = _ra_setup(opts)
+    reader = IndexedTFRecordReader(opts.file, load_index(idx))
+    chunks = [which[a:a + RA_BATCH] for a in range(0, len(which), RA_BATCH)]
+    get_batch = reader.get_batch
+
+    def run():
+        n = 0
+        for c in chunks:
+            n += len(get_batch(c))
+        return n
+
+    def check():
+        return _ra_check(reader.get_batch(which[:RA_BATCH]).to_list(), _ra_expected(opts.file, offsets, sizes, which))
+
+    return Case(run, check=check, info=f"IndexedTFRecordReader(file, load_index(FILE.idx)).get_batch(int64 array of "
+                                       f"{RA_BATCH} random indices) per call; both CRCs and the index's sizes verified")
+
+
+def ra_tfrec_fast_single(opts):
+    _tfrec_fast()
+    from tfrec_fast.index import IndexedTFRecordReader, load_index
+
+    idx, offsets, sizes, which = _ra_setup(opts)
+    reader = IndexedTFRecordReader(opts.file, load_index(idx))
+    indices = which.tolist()
+
+    def run():
+        for i in indices:
+            reader[i]
+        return len(indices)
+
+    def check():
+        return _ra_check([reader[i] for i in indices[:RA_BATCH]], _ra_expected(opts.file, offsets, sizes, which))
+
+    return Case(run, check=check, info="r[i] per record (Python int), both CRCs verified")
+
+
+def ra_probe(opts):
+    try:
+        import crc32c
+    except ImportError as e:
+        raise Skip(f"crc32c not importable: {e}") from e
+    import struct
+
+    idx, offsets, sizes, which = _ra_setup(opts)
+    offs, szs = offsets.tolist(), sizes.tolist()
+    indices = which.tolist()
+    path = opts.file
+    crc, masked, unpack_from = crc32c.crc32c, C.masked, struct.unpack_from
+
+    def read(fd, i):
+        off, size = offs[i], szs[i]
+        buf = os.pread(fd, size, off)
+        (length,) = unpack_from("<Q", buf, 0)
+        mv = memoryview(buf)
+        if len(buf) != size or length != size - 16:
+            raise ValueError(f"record {i}: length {length} does not match the index's size {size}")
+        if unpack_from("<I", buf, 8)[0] != masked(crc(mv[:8])):
+            raise ValueError(f"record {i}: length CRC mismatch")
+        data = mv[12:12 + length]
+        if unpack_from("<I", buf, 12 + length)[0] != masked(crc(data)):
+            raise ValueError(f"record {i}: data CRC mismatch")
+        return data
+
+    def run():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            for i in indices:
+                read(fd, i)
+        finally:
+            os.close(fd)
+        return len(indices)
+
+    def check():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            got = [read(fd, i) for i in indices[:RA_BATCH]]
+        finally:
+            os.close(fd)
+        return _ra_check(got, _ra_expected(path, offsets, sizes, which))
+
+    return Case(run, check=check, info="per record: os.pread(fd, size, offset) from the index + both CRCs with the "
+                                       "`crc32c` package, in Python (the tfrecord package has no random access)")
+
+
 # name -> (row label, setup). Labels are what the tables show.
 CASES = {
     "ceiling": ("ceiling: readinto(1 MiB) + CRC32C", read_ceiling),
@@ -537,4 +855,14 @@ CASES = {
     "enc_tfrec_fast_each": ("tfrec_fast encode_example (per row)", ex_enc_tfrec_fast_each),
     "enc_proto_tf": ("protobuf tf.train.Example.SerializeToString (per row)", ex_enc_proto_tf),
     "enc_proto_tfrec_fast": ("protobuf tfrec_fast.proto.Example.SerializeToString (per row)", ex_enc_proto_tfrec_fast),
+    "dl_tfrec_fast_batched": ("tfrec_fast TFRecordDataset(batch_size=256)", dl_tfrec_fast_batched),
+    "dl_tfrec_fast_batched_inproc": ("tfrec_fast TFRecordDataset(batch_size=256), num_workers=0",
+                                     dl_tfrec_fast_batched_inproc),
+    "dl_tfrec_fast_records": ("tfrec_fast TFRecordDataset (per sample)", dl_tfrec_fast_records),
+    "dl_tfrec_fast_indexed": ("tfrec_fast IndexedTFRecordDataset + RandomSampler", dl_tfrec_fast_indexed),
+    "dl_tfrecord": ("tfrecord TFRecordDataset (with index)", dl_tfrecord),
+    "dl_tf": ("TensorFlow tf.data -> torch.from_numpy", dl_tf),
+    "ra_tfrec_fast_batch": ("tfrec_fast get_batch(256 random)", ra_tfrec_fast_batch),
+    "ra_tfrec_fast_single": ("tfrec_fast r[i]", ra_tfrec_fast_single),
+    "ra_probe": ("probe: os.pread + crc32c in Python", ra_probe),
 }

@@ -91,6 +91,42 @@ def read_payloads_py(path) -> list[bytes]:
     return out
 
 
+def index_path(path) -> Path:
+    """Where the benches keep the index of a data file: FILE.idx next to it (bench/data/, git-ignored)."""
+    p = Path(path)
+    return p.with_name(p.name + ".idx")
+
+
+def ensure_index_py(path) -> Path:
+    """Writes FILE.idx (one "{offset} {framed size}\\n" line per record: the text format of the
+    `tfrecord` package's tfrecord2idx, DALI and tfrec_fast) with a pure-Python header scan, unless an
+    index newer than the file and covering exactly its bytes is there. Setup only, never timed."""
+    path = Path(path)
+    idx = index_path(path)
+    size = path.stat().st_size
+    if idx.exists() and idx.stat().st_mtime_ns >= path.stat().st_mtime_ns:
+        with open(idx, "rb") as f:
+            f.seek(max(0, idx.stat().st_size - 64))
+            last = f.read().splitlines()[-1:] or [b"0 0"]
+        off, n = map(int, last[0].split())
+        if off + n == size:
+            return idx
+    lines, pos = [], 0
+    unpack = struct.unpack
+    with open(path, "rb") as f:
+        while pos < size:
+            f.seek(pos)
+            (n,) = unpack("<Q", f.read(8))
+            lines.append(f"{pos} {n + 16}\n")
+            pos += n + 16
+    if pos != size:
+        raise ValueError(f"{path}: truncated record at the end")
+    tmp = idx.with_name(idx.name + ".tmp")
+    tmp.write_text("".join(lines))
+    os.replace(tmp, idx)
+    return idx
+
+
 # ---------------------------------------------------------------------------------------------
 # tfrec_fast availability
 

@@ -39,7 +39,7 @@ class Result:
 
 class Worker:
     def __init__(self, case: str, file: Path, *, out: Path | None = None, batch_records=None, rss=False,
-                 python: str = sys.executable):
+                 workers=None, n_access=None, python: str = sys.executable):
         C.ensure_dirs()
         self.case, self.result = case, Result(case)
         self.log_path = C.OUT_DIR / "logs" / f"{case}-{Path(file).stem}{'-rss' if rss else ''}.log"
@@ -48,6 +48,10 @@ class Worker:
             cmd += ["--out", str(out)]
         if batch_records:
             cmd += ["--batch-records", str(batch_records)]
+        if workers is not None:
+            cmd += ["--workers", str(workers)]
+        if n_access:
+            cmd += ["--n-access", str(n_access)]
         if rss:
             cmd += ["--rss"]
         self._log = open(self.log_path, "w")

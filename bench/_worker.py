@@ -35,6 +35,8 @@ def main(argv=None) -> int:
     ap.add_argument("--file", required=True, help="input TFRecord file")
     ap.add_argument("--out", help="output file for write cases")
     ap.add_argument("--batch-records", type=int, default=None, help="max_records for iter_batches")
+    ap.add_argument("--workers", type=int, default=None, help="DataLoader worker processes (torch cases)")
+    ap.add_argument("--n-access", type=int, default=None, help="random accesses per run (random-access cases)")
     ap.add_argument("--rss", action="store_true", help="run once and report peak RSS over the baseline")
     opts = ap.parse_args(argv)
     sys.stdout = sys.stderr  # keep library chatter off the protocol channel

@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 import _common as C
 
 PACKAGES = ["tfrec_fast", "numpy", "protobuf", "tensorflow-cpu", "tensorflow", "tfrecord", "crc32c",
-            "google-crc32c", "tqdm"]
+            "google-crc32c", "tqdm", "torch"]
 
 
 def sh(*cmd) -> str:

@@ -63,10 +63,12 @@ if [ "$QUICK" = 1 ]; then
   READ_ARGS=(--repeats 3 --write-repeats 1)
   CRC_ARGS=(--repeats 5)
   EXAMPLE_ARGS=(--repeats 3)
+  TORCH_ARGS=(--repeats 3)
 else
   READ_ARGS=()
   CRC_ARGS=()
   EXAMPLE_ARGS=()
+  TORCH_ARGS=()
 fi
 
 echo "== CRC32C"
@@ -77,6 +79,9 @@ echo "== read / write / RSS"
 echo "== Example codec (parse / encode)"
 "$PY" "$BENCH/bench_example.py" "${EXAMPLE_ARGS[@]}" --markdown "$OUT/example.md" --json "$OUT/example.json" >/dev/null \
   || echo "bench_example.py failed" >"$OUT/example.md"
+echo "== PyTorch DataLoader and random access"
+"$PY" "$BENCH/bench_torch.py" "${TORCH_ARGS[@]}" --markdown "$OUT/torch.md" --json "$OUT/torch.json" >/dev/null \
+  || echo "bench_torch.py failed" >"$OUT/torch.md"
 
 {
   echo "# tfrec_fast benchmark results"
@@ -102,6 +107,10 @@ echo "== Example codec (parse / encode)"
   echo "## Example codec (tf.train.Example parse / encode)"
   echo
   cat "$OUT/example.md"
+  echo
+  echo "## PyTorch DataLoader and random access"
+  echo
+  cat "$OUT/torch.md"
 } >"$BENCH/RESULTS.md"
 
 echo "== wrote $BENCH/RESULTS.md"
