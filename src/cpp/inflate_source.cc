@@ -27,6 +27,7 @@ class InflateSource final : public Source {
   InflateSource& operator=(const InflateSource&) = delete;
 
   size_t read(uint8_t* dst, size_t n) override {
+    if (!damage_.empty()) throw StreamError(false, damage_);
     z_.next_out = dst;
     // zlib counts in uInt; a huge request is simply served in parts.
     z_.avail_out = uInt(std::min<size_t>(n, 1u << 30));
@@ -45,8 +46,11 @@ class InflateSource final : public Source {
         if (z_.avail_out < asked) break;  // hand out what we have; the next call reports it
         throw StreamError(true, "compressed stream ends before its end marker (EOF reached)");
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        throw StreamError(false, "inflate() failed with error " + std::to_string(rc) + ": " +
-                                     (z_.msg ? z_.msg : "unknown zlib error"));
+        damage_ = "inflate() failed with error " + std::to_string(rc) + ": " +
+                  (z_.msg ? z_.msg : "unknown zlib error");
+        // The bytes inflated before the damage may complete records: hand them out first.
+        if (z_.avail_out < asked) break;
+        throw StreamError(false, damage_);
       }
     }
     return asked - z_.avail_out;
@@ -68,6 +72,7 @@ class InflateSource final : public Source {
   bool input_done_ = false;
   bool member_done_ = false;
   bool saw_input_ = false;  // an empty file is an empty stream, as for gzip -d
+  std::string damage_;      // the stream is damaged here: every later read() throws it
 };
 
 }  // namespace

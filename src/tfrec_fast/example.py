@@ -361,7 +361,8 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     BytesColumn) over each step's values). A missing feature list has no steps.
     """
     batch = _as_batch(records)
-    context = normalize_spec(context_spec or {})
+    # Context and Example features share field 1, so names-only context specs are typed alike.
+    context = _typed(batch, normalize_spec(context_spec or {}))
     sequence = dict(sequence_spec or {})
     for key, s in sequence.items():
         if not isinstance(s, (FixedLenSequence, VarLenSequence)):
