@@ -315,3 +315,19 @@ def test_empty_writer_outputs(tmp_path):
         assert decompress(raw, c) == b""
         records, err = read_all(raw, compression=c)
         assert err is None and records == []
+
+
+def test_write_batch_from_a_generator_refilling_one_bytearray():
+    """Each record keeps the contents it had when the generator yielded it."""
+    buffer = bytearray(3)
+
+    def refill():
+        for i in range(10):
+            buffer[:] = bytes([i]) * 3
+            yield buffer
+
+    out = io.BytesIO()
+    with tfrec_fast.TFRecordWriter(out) as writer:
+        writer.write_batch(refill())
+    assert [bytes(r) for r in tfrec_fast.read_records(out.getvalue())] == \
+        [bytes([i]) * 3 for i in range(10)]

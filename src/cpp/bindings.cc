@@ -22,6 +22,8 @@ void raise_io_error(const IoError& e) {
 void translate(std::exception_ptr p) {
   try {
     std::rethrow_exception(p);
+  } catch (const PythonError& e) {
+    e.restore();
   } catch (const DataLoss& e) {
     raise_data_loss(e);
   } catch (const IoError& e) {
@@ -32,6 +34,17 @@ void translate(std::exception_ptr p) {
 }
 
 }  // namespace
+
+PythonError::PythonError(const py::error_already_set& e)
+    : value_(new py::object(e.value()), [](py::object* p) {
+        py::gil_scoped_acquire gil;
+        delete p;
+      }),
+      what_(e.what()) {}
+
+void PythonError::restore() const {
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(value_->ptr())), value_->ptr());
+}
 
 py::object data_loss_error(const DataLoss& e) {
   py::object cls = py::module_::import("tfrec_fast.errors").attr("DataLossError");

@@ -2,6 +2,7 @@
 // record. Concatenated members are read one after another, as gzip(1) does, empty ones included.
 #include <zlib.h>
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -28,12 +29,23 @@ class InflateSource final : public Source {
 
   size_t read(uint8_t* dst, size_t n) override {
     if (!damage_.empty()) throw StreamError(false, damage_);
+    if (source_error_) std::rethrow_exception(source_error_);
     z_.next_out = dst;
     // zlib counts in uInt; a huge request is simply served in parts.
     z_.avail_out = uInt(std::min<size_t>(n, 1u << 30));
     const uInt asked = z_.avail_out;
     while (z_.avail_out > 0) {
-      if (z_.avail_in == 0 && !input_done_) refill();
+      if (z_.avail_in == 0 && !input_done_) {
+        try {
+          refill();
+        } catch (...) {
+          // The source failed: what was inflated so far may complete records, so hand it out
+          // and report the failure on the next call.
+          source_error_ = std::current_exception();
+          if (z_.avail_out < asked) break;
+          throw;
+        }
+      }
       if (member_done_ || (input_done_ && !saw_input_)) {
         if (z_.avail_in == 0) break;  // clean end after the last member, or an empty file
         inflateReset(&z_);            // another member follows
@@ -73,6 +85,7 @@ class InflateSource final : public Source {
   bool member_done_ = false;
   bool saw_input_ = false;  // an empty file is an empty stream, as for gzip -d
   std::string damage_;      // the stream is damaged here: every later read() throws it
+  std::exception_ptr source_error_;  // the compressed source failed: every later read() rethrows
 };
 
 }  // namespace

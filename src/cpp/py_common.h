@@ -29,6 +29,30 @@ class PyBytesView {
   Py_buffer view_{};
 };
 
+// An exception raised by Python code the engine called (a file-like source or sink). It keeps
+// the exception object, so a reader can raise the very same exception again on every later call
+// (pybind11's error_already_set can be restored only once; a second time aborts the process).
+class PythonError : public std::exception {
+ public:
+  explicit PythonError(const py::error_already_set& e);  // needs the GIL
+  const char* what() const noexcept override { return what_.c_str(); }
+  void restore() const;  // sets the Python error indicator; needs the GIL
+
+ private:
+  std::shared_ptr<py::object> value_;  // released with the GIL held, wherever the last copy dies
+  std::string what_;
+};
+
+// Runs f (which calls into Python, GIL held), turning a Python exception into a PythonError.
+template <typename F>
+auto call_python(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const py::error_already_set& e) {
+    throw PythonError(e);
+  }
+}
+
 // DataLoss -> a tfrec_fast.errors.DataLossError instance (an OSError) with the fields users inspect.
 py::object data_loss_error(const DataLoss& e);
 

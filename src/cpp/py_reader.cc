@@ -28,11 +28,22 @@ class PyFileSource final : public Source {
 
   size_t read(uint8_t* dst, size_t n) override {
     py::gil_scoped_acquire gil;
+    return call_python([&] { return read_locked(dst, n); });
+  }
+
+  size_t read_locked(uint8_t* dst, size_t n) {
     n = std::min<size_t>(n, size_t(1) << 30);
     if (has_readinto_) {
       auto view = py::reinterpret_steal<py::object>(
           PyMemoryView_FromMemory(reinterpret_cast<char*>(dst), py::ssize_t(n), PyBUF_WRITE));
-      py::object got = file_.attr("readinto")(view);
+      py::object got;
+      try {
+        got = file_.attr("readinto")(view);
+      } catch (...) {
+        PyObject_CallMethod(view.ptr(), "release", nullptr);  // even when readinto raised
+        PyErr_Clear();
+        throw;
+      }
       view.attr("release")();  // the file object must not keep our buffer
       const size_t count = checked_count(got, n);
       consumed_ += count;
@@ -155,10 +166,10 @@ class PyReader {
     for (const Cursor& c : pending_) {
       if (c.next < c.batch->size()) return uint64_t(c.batch->positions[c.next]);
     }
-    return live()->tell();
+    return unlocked(&RecordReader::tell);
   }
 
-  uint64_t records_read() { return live()->records_read() - buffered_records(); }
+  uint64_t records_read() { return unlocked(&RecordReader::records_read) - buffered_records(); }
 
   void close() {
     pending_.clear();
@@ -167,7 +178,9 @@ class PyReader {
 
   py::list skipped() {
     py::list out;
-    for (const DataLoss& loss : live()->take_skipped()) out.append(data_loss_error(loss));
+    for (const DataLoss& loss : unlocked(&RecordReader::take_skipped)) {
+      out.append(data_loss_error(loss));
+    }
     return out;
   }
 
@@ -184,6 +197,15 @@ class PyReader {
   std::shared_ptr<RecordReader> live() {
     if (!reader_) throw std::logic_error("I/O operation on a closed TFRecordReader");
     return reader_;
+  }
+
+  // Calls a RecordReader method with the GIL released: the reader's mutex may be held by a
+  // thread whose Python file-like source is waiting for the GIL.
+  template <typename R>
+  R unlocked(R (RecordReader::*method)()) {
+    auto reader = live();
+    py::gil_scoped_release release;
+    return ((*reader).*method)();
   }
 
   std::shared_ptr<RecordBatch> fetch(size_t max_records, size_t max_bytes) {

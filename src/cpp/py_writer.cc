@@ -1,4 +1,5 @@
 // The record writer for Python: to a path or to a binary file-like object, GIL released for I/O.
+#include <utility>
 #include <vector>
 
 #include "errors.h"
@@ -22,6 +23,10 @@ class PySink final : public Sink {
 
   void write(const uint8_t* data, size_t n) override {
     py::gil_scoped_acquire gil;
+    call_python([&] { write_locked(data, n); });
+  }
+
+  void write_locked(const uint8_t* data, size_t n) {
     while (n > 0) {
       auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromMemory(
           reinterpret_cast<char*>(const_cast<uint8_t*>(data)), py::ssize_t(n), PyBUF_READ));
@@ -37,6 +42,10 @@ class PySink final : public Sink {
 
   void flush(bool sync) override {
     py::gil_scoped_acquire gil;
+    call_python([&] { flush_locked(sync); });
+  }
+
+  void flush_locked(bool sync) {
     if (!file_ || !py::hasattr(file_, "flush")) return;
     file_.attr("flush")();
     if (sync && py::hasattr(file_, "fileno")) {
@@ -52,12 +61,17 @@ class PySink final : public Sink {
 
 class PyWriter {
  public:
-  explicit PyWriter(std::unique_ptr<Sink> sink, size_t buffer_size)
-      : writer_(std::make_unique<RecordWriter>(std::move(sink), buffer_size)) {}
+  // python_sink: the sink calls Python, so the writer's mutex must never be awaited while holding
+  // the GIL (the mutex holder may be waiting for the GIL inside the sink).
+  PyWriter(std::unique_ptr<Sink> sink, size_t buffer_size, bool python_sink)
+      : writer_(std::make_unique<RecordWriter>(std::move(sink), buffer_size)),
+        python_sink_(python_sink) {}
 
   void write(py::handle record) {
     PyBytesView view(record);
-    if (writer_->fits_in_buffer(view.size())) return writer_->write(view.data(), view.size());
+    if (!python_sink_ && writer_->fits_in_buffer(view.size())) {
+      return writer_->write(view.data(), view.size());  // a copy into the buffer: keep the GIL
+    }
     py::gil_scoped_release release;  // I/O or a large copy ahead
     writer_->write(view.data(), view.size());
   }
@@ -69,21 +83,49 @@ class PyWriter {
       writer_->write_batch(batch.data.data(), batch.offsets.data(), batch.size());
       return;
     }
-    // Any iterable of bytes-like objects, taken in chunks so a long generator is never held whole.
+    // Any iterable of bytes-like objects, taken in chunks so a long generator is never held
+    // whole. Immutable bytes are written from where they are; anything else (a bytearray a
+    // generator refills, say) is copied when it is taken, so each record keeps its contents.
     constexpr size_t kChunk = 4096;
     std::vector<std::unique_ptr<PyBytesView>> views;
-    auto write_views = [&] {
+    ByteBuffer copies;
+    std::vector<std::pair<const uint8_t*, size_t>> spans;     // bytes objects
+    std::vector<std::pair<size_t, size_t>> copied;            // (offset in copies, size)
+    std::vector<bool> is_copy;
+    auto write_chunk = [&] {
       {
         py::gil_scoped_release release;
-        for (const auto& v : views) writer_->write(v->data(), v->size());
+        size_t next_span = 0, next_copy = 0;
+        for (bool c : is_copy) {
+          if (c) {
+            const auto& [offset, size] = copied[next_copy++];
+            writer_->write(copies.data() + offset, size);
+          } else {
+            const auto& [data, size] = spans[next_span++];
+            writer_->write(data, size);
+          }
+        }
       }
       views.clear();
+      copies.clear();
+      spans.clear();
+      copied.clear();
+      is_copy.clear();
     };
     for (py::handle record : py::iter(records)) {
-      views.push_back(std::make_unique<PyBytesView>(record));
-      if (views.size() == kChunk) write_views();
+      auto view = std::make_unique<PyBytesView>(record);
+      if (PyBytes_CheckExact(record.ptr())) {
+        spans.emplace_back(view->data(), view->size());
+        views.push_back(std::move(view));
+        is_copy.push_back(false);
+      } else {
+        copied.emplace_back(copies.size(), view->size());
+        copies.append(view->data(), view->size());
+        is_copy.push_back(true);
+      }
+      if (is_copy.size() == kChunk) write_chunk();
     }
-    write_views();
+    write_chunk();
   }
 
   void flush(bool sync) {
@@ -96,10 +138,14 @@ class PyWriter {
     writer_->close();
   }
 
-  uint64_t records_written() { return writer_->records_written(); }
+  uint64_t records_written() {
+    py::gil_scoped_release release;
+    return writer_->records_written();
+  }
 
  private:
   std::unique_ptr<RecordWriter> writer_;
+  bool python_sink_;
 };
 
 int checked_level(Compression compression, int level) {
@@ -124,7 +170,7 @@ void register_writer(py::module_& m) {
               py::gil_scoped_release release;
               sink = maybe_deflate(std::make_unique<FileSink>(path), c, lvl);
             }
-            return std::make_unique<PyWriter>(std::move(sink), buffer_size);
+            return std::make_unique<PyWriter>(std::move(sink), buffer_size, false);
           },
           py::arg("path"), py::arg("compression"), py::arg("level"), py::arg("buffer_size"))
       .def_static(
@@ -134,7 +180,7 @@ void register_writer(py::module_& m) {
             const Compression c = parse_compression(compression);
             auto sink = maybe_deflate(std::make_unique<PySink>(std::move(file), name), c,
                                       checked_level(c, level));
-            return std::make_unique<PyWriter>(std::move(sink), buffer_size);
+            return std::make_unique<PyWriter>(std::move(sink), buffer_size, true);
           },
           py::arg("file"), py::arg("name"), py::arg("compression"), py::arg("level"),
           py::arg("buffer_size"))

@@ -13,7 +13,9 @@
 namespace tfr {
 
 FileSink::FileSink(const std::string& path) : Sink(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  do {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  } while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) throw_errno("cannot create", path);
 }
 
@@ -74,13 +76,15 @@ class DeflateSink final : public Sink {
   }
 
   void flush(bool sync) override {
-    if (finished_) return inner_->flush(sync);
+    if (finished_ || broken_) return inner_->flush(sync);
     pump(Z_SYNC_FLUSH);  // everything so far becomes decodable
     inner_->flush(sync);
   }
 
+  // After a failed write the stream has a hole: finishing it would append bytes that decode
+  // wrongly, so the output is left cut where it failed (a reader reports it as truncated).
   void close() override {
-    if (!finished_) {
+    if (!finished_ && !broken_) {
       pump(Z_FINISH);
       finished_ = true;
     }
@@ -96,7 +100,16 @@ class DeflateSink final : public Sink {
       int rc = deflate(&z_, mode);
       if (rc == Z_STREAM_ERROR) throw std::runtime_error("deflate() failed");
       size_t produced = output_.size() - z_.avail_out;
-      if (produced > 0) inner_->write(output_.data(), produced);
+      if (produced > 0) {
+        try {
+          inner_->write(output_.data(), produced);
+        } catch (...) {
+          broken_ = true;
+          z_.next_in = nullptr;  // may point at the caller's memory, gone after this call
+          z_.avail_in = 0;
+          throw;
+        }
+      }
       if (mode == Z_FINISH ? rc == Z_STREAM_END : (z_.avail_in == 0 && z_.avail_out > 0)) break;
     }
   }
@@ -105,6 +118,7 @@ class DeflateSink final : public Sink {
   std::vector<uint8_t> output_;
   z_stream z_{};
   bool finished_ = false;
+  bool broken_ = false;  // an inner write failed
 };
 
 }  // namespace

@@ -42,7 +42,9 @@ uint64_t Source::skip(uint64_t n) {
 }
 
 FileSource::FileSource(const std::string& path) : Source(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  do {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd_ < 0 && errno == EINTR);  // a signal while opening a FIFO, say
   if (fd_ < 0) throw_errno("cannot open", path);
   refresh_size();
 #ifdef POSIX_FADV_SEQUENTIAL
@@ -63,7 +65,8 @@ void FileSource::refresh_size() {
 
 size_t FileSource::read(uint8_t* dst, size_t n) {
   for (;;) {
-    ssize_t got = ::read(fd_, dst, n);
+    // pread keeps the position here, not in the file description a fork()ed child shares.
+    ssize_t got = regular_ ? ::pread(fd_, dst, n, off_t(pos_)) : ::read(fd_, dst, n);
     if (got >= 0) {
       pos_ += uint64_t(got);
       if (regular_ && pos_ > size_) size_ = pos_;  // the file grew while we read it
@@ -88,7 +91,6 @@ uint64_t FileSource::skip(uint64_t n) {
   if (!regular_) return Source::skip(n);
   uint64_t left = size_ > pos_ ? size_ - pos_ : 0;
   uint64_t step = std::min(n, left);
-  if (::lseek(fd_, off_t(pos_ + step), SEEK_SET) < 0) throw_errno("cannot seek", name());
   pos_ += step;
   return step;
 }
