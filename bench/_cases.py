@@ -594,14 +594,14 @@ def _mnist_spec():
 def dl_tfrec_fast_records(opts):
     _tfrec_fast()
     torch, D, meta, idx, bs, workers = _torch_setup(opts)
-    from tfrec_fast.torch import TFRecordDataset
+    from tfrec_fast.torch import TFRecordDataset, collate
 
     ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec())
-    loader = torch.utils.data.DataLoader(ds, batch_size=bs, **_dl_kwargs(workers))
+    loader = torch.utils.data.DataLoader(ds, batch_size=bs, collate_fn=collate, **_dl_kwargs(workers))
     return _loader_case(torch, D, meta, loader,
                         f"tfrec_fast.torch.TFRecordDataset(file, index=FILE.idx, spec={{image_raw: FixedLen((28, 28), "
                         f"'uint8'), label: FixedLen((), 'int64')}}) -> a dict of tensor views per sample; "
-                        f"DataLoader(batch_size={bs}, num_workers={workers}) + default_collate")
+                        f"DataLoader(batch_size={bs}, num_workers={workers}, collate_fn=tfrec_fast.torch.collate)")
 
 
 def dl_tfrec_fast_batched(opts):
@@ -613,7 +613,22 @@ def dl_tfrec_fast_batched(opts):
     loader = torch.utils.data.DataLoader(ds, batch_size=None, **_dl_kwargs(workers))
     return _loader_case(torch, D, meta, loader,
                         f"the same dataset with batch_size={bs} (one parse_examples per batch, columns -> "
-                        f"torch.from_numpy); DataLoader(batch_size=None, num_workers={workers})")
+                        f"torch.from_numpy; batches reach the training process through the worker's "
+                        f"shared-memory ring); DataLoader(batch_size=None, num_workers={workers})")
+
+
+def dl_tfrec_fast_batched_noring(opts):
+    """The batched dataset with worker_ring=False: torch's own per-tensor hand-over from the workers."""
+    _tfrec_fast()
+    torch, D, meta, idx, bs, workers = _torch_setup(opts)
+    from tfrec_fast.torch import TFRecordDataset
+
+    ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec(), batch_size=bs, worker_ring=False)
+    loader = torch.utils.data.DataLoader(ds, batch_size=None, **_dl_kwargs(workers))
+    return _loader_case(torch, D, meta, loader,
+                        f"the same dataset with batch_size={bs}, worker_ring=False: each tensor of each batch "
+                        "handed over by torch (a new shared-memory segment, its file descriptor sent over a "
+                        f"socket); DataLoader(batch_size=None, num_workers={workers})")
 
 
 def dl_tfrec_fast_batched_inproc(opts):
@@ -633,16 +648,17 @@ def dl_tfrec_fast_batched_inproc(opts):
 def dl_tfrec_fast_indexed(opts):
     _tfrec_fast()
     torch, D, meta, idx, bs, workers = _torch_setup(opts)
-    from tfrec_fast.torch import IndexedTFRecordDataset
+    from tfrec_fast.torch import IndexedTFRecordDataset, collate
 
     ds = IndexedTFRecordDataset(opts.file, _mnist_spec(), index=idx)
     sampler = torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0))
-    loader = torch.utils.data.DataLoader(ds, batch_size=bs, sampler=sampler, **_dl_kwargs(workers))
+    loader = torch.utils.data.DataLoader(ds, batch_size=bs, sampler=sampler, collate_fn=collate,
+                                         **_dl_kwargs(workers))
     return _loader_case(torch, D, meta, loader,
                         f"tfrec_fast.torch.IndexedTFRecordDataset(file, spec, index=FILE.idx), RandomSampler "
                         f"(exact shuffle, a new permutation every epoch); DataLoader(batch_size={bs}, "
-                        f"num_workers={workers}): __getitems__ = one get_batch + parse_examples per batch, "
-                        "then default_collate")
+                        f"num_workers={workers}, collate_fn=tfrec_fast.torch.collate): __getitems__ = one "
+                        "get_batch + parse_examples per batch, then stacked and handed over through the ring")
 
 
 def _tfrecord_decode(x):
@@ -856,6 +872,8 @@ CASES = {
     "enc_proto_tf": ("protobuf tf.train.Example.SerializeToString (per row)", ex_enc_proto_tf),
     "enc_proto_tfrec_fast": ("protobuf tfrec_fast.proto.Example.SerializeToString (per row)", ex_enc_proto_tfrec_fast),
     "dl_tfrec_fast_batched": ("tfrec_fast TFRecordDataset(batch_size=256)", dl_tfrec_fast_batched),
+    "dl_tfrec_fast_batched_noring": ("tfrec_fast TFRecordDataset(batch_size=256, worker_ring=False)",
+                                     dl_tfrec_fast_batched_noring),
     "dl_tfrec_fast_batched_inproc": ("tfrec_fast TFRecordDataset(batch_size=256), num_workers=0",
                                      dl_tfrec_fast_batched_inproc),
     "dl_tfrec_fast_records": ("tfrec_fast TFRecordDataset (per sample)", dl_tfrec_fast_records),

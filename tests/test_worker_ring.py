@@ -1,0 +1,195 @@
+"""Batches handed from DataLoader workers through the shared-memory ring (tfrec_fast._worker_ring).
+
+The ring may only reuse a slot once every tensor of the batch in it is gone: these tests keep
+batches alive, change them, and compare everything with what the plain path gives.
+"""
+from __future__ import annotations
+
+import copy
+import gc
+import pickle
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from multiprocessing.reduction import ForkingPickler  # noqa: E402
+
+from tfrec_fast import _worker_ring as ring  # noqa: E402
+from tfrec_fast.torch import IndexedTFRecordDataset, TFRecordDataset, collate  # noqa: E402
+from test_torch import SPEC, write_file  # noqa: E402
+
+DENSE = {k: SPEC[k] for k in ("id", "label", "img")}
+
+
+def batch_of(i, n=4):
+    return {"x": torch.arange(n, dtype=torch.int64) + 100 * i,
+            "img": torch.full((n, 3, 5), i % 256, dtype=torch.uint8),
+            "f": torch.linspace(0, 1, n * 2).reshape(n, 2) + i}
+
+
+def send(obj):
+    """What a DataLoader does with a worker's batch: ForkingPickler out, pickle in."""
+    return pickle.loads(ForkingPickler.dumps(obj))
+
+
+def same(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape
+        assert torch.equal(a[k], b[k]), k
+
+
+def test_a_batch_round_trips_and_frees_its_slot():
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    sent = writer.put(batch_of(1))
+    assert isinstance(sent, ring._RingBatch)
+    got = send(sent)
+    same(got, batch_of(1))
+    assert type(got) is dict
+    busy = [int(b) for b in writer._header[:3]]
+    assert busy.count(1) == 1
+    view = got["img"][1:]          # a view keeps the slot as much as the batch does
+    del got, sent
+    gc.collect()
+    assert [int(b) for b in writer._header[:3]] == busy
+    assert int(view.sum()) == 1 * view.numel()
+    del view
+    gc.collect()
+    assert [int(b) for b in writer._header[:3]] == [0, 0, 0]
+
+
+def test_no_slot_is_reused_while_its_tensors_live():
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    kept = [send(writer.put(batch_of(i))) for i in range(3)]
+    overflow = writer.put(batch_of(3))   # every slot taken: torch's way, the batch itself
+    assert not isinstance(overflow, ring._RingBatch)
+    kept.append(send(overflow))
+    for i, b in enumerate(kept):
+        same(b, batch_of(i))
+    del kept[1]
+    gc.collect()
+    again = send(writer.put(batch_of(7)))   # the freed slot, and only it
+    same(again, batch_of(7))
+    for i, b in zip((0, 2, 3), kept):
+        same(b, batch_of(i))
+
+
+def test_a_changed_batch_goes_the_plain_way_and_keeps_its_slot():
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    sent = writer.put(batch_of(2))
+    sent["x"] = sent["x"] * 2           # a collate_fn or wrapper changed it
+    got = send(sent)
+    assert torch.equal(got["x"], batch_of(2)["x"] * 2)
+    same({k: got[k] for k in ("img", "f")}, {k: batch_of(2)[k] for k in ("img", "f")})
+    del got, sent
+    gc.collect()
+    assert sorted(int(b) for b in writer._header[:3]) == [0, 0, 1]   # never reused
+
+
+def test_copy_keeps_the_ring_hand_over():
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    sent = writer.put(batch_of(5))
+    clone = copy.copy(sent)             # what torch's default_convert does to a mutable mapping
+    clone.update({k: v for k, v in sent.items()})
+    assert isinstance(clone, ring._RingBatch)
+    same(send(clone), batch_of(5))
+
+
+@pytest.mark.parametrize("batch", [
+    {"x": [1, 2]},                                  # not tensors
+    {"x": torch.zeros(3, requires_grad=True)},      # would lose its autograd history
+    {},                                             # nothing to send
+])
+def test_batches_the_ring_does_not_take(batch):
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    assert writer.put(batch) is batch
+
+
+def test_a_batch_bigger_than_a_slot_is_not_taken():
+    writer = ring.RingWriter(slot_bytes=256, slots=3)
+    big = batch_of(1, n=64)
+    assert writer.put(big) is big
+
+
+def test_the_ring_grows_for_a_bigger_batch(monkeypatch):
+    monkeypatch.setattr(ring, "_writer_pid", 0)
+    small, big = batch_of(1, n=2), batch_of(2, n=100)
+    w1 = ring.ring_writer(small)
+    assert ring.ring_writer(small) is w1
+    w2 = ring.ring_writer(big)
+    assert w2 is not w1 and w2.slot_bytes >= 2 * w1.slot_bytes
+    same(send(w2.put(big)), big)
+    monkeypatch.setattr(ring, "MAX_RING_BYTES", 1024)
+    assert ring.ring_writer(batch_of(3, n=1000)) is None
+
+
+# ---- through real DataLoader workers ---------------------------------------------------------
+
+def loader(ds, **kw):
+    return torch.utils.data.DataLoader(ds, num_workers=2, **kw)
+
+
+def plain(batches):
+    return [{k: v.clone() for k, v in b.items()} for b in batches]
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_dataloader_batches_equal_the_plain_path(tmp_path, persistent):
+    path = str(write_file(tmp_path / "a.tfrecord", range(3000)))
+    want = plain(loader(TFRecordDataset(path, spec=DENSE, batch_size=64, worker_ring=False),
+                        batch_size=None))
+    ds = TFRecordDataset(path, spec=DENSE, batch_size=64)
+    dl = loader(ds, batch_size=None, persistent_workers=persistent)
+    for _epoch in range(3):
+        got = [b for b in dl]            # every batch kept: the ring runs full, then overflows
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            same(g, w)
+        del got
+        for g, w in zip(dl, want):       # batches dropped as we go: slots reused
+            same(g, w)
+    assert ring._rings, "the batches never came through the ring"
+
+
+def test_dataloader_with_a_transform(tmp_path):
+    path = str(write_file(tmp_path / "a.tfrecord", range(500)))
+
+    def scale(batch):
+        return {"id": batch["id"] * 3, "img": batch["img"].float() / 2}
+    ds = TFRecordDataset(path, spec=DENSE, batch_size=50, transform=scale)
+    ids = torch.cat([b["id"] for b in loader(ds, batch_size=None)])
+    assert sorted(ids.tolist()) == [3 * i for i in range(500)]
+
+
+def test_collate_with_indexed_dataset_and_workers(tmp_path):
+    path = str(write_file(tmp_path / "a.tfrecord", range(700)))
+    ds = IndexedTFRecordDataset(path, DENSE)
+    sampler = list(np.random.default_rng(0).permutation(700))
+    want = plain(loader(ds, batch_size=32, sampler=sampler))
+    got = list(loader(ds, batch_size=32, sampler=sampler, collate_fn=collate))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        same(g, w)
+
+
+def test_collate_in_process_is_default_collate(tmp_path):
+    samples = [{"a": torch.tensor(i), "b": torch.ones(2) * i} for i in range(5)]
+    same(collate(samples), torch.utils.data.default_collate(samples))
+    assert collate([1, 2]).tolist() == [1, 2]
+    mixed = [{"a": torch.tensor(1), "s": b"x"}]
+    assert collate(mixed)["s"] == [b"x"]
+
+
+def test_dataset_values_are_right_through_the_ring(tmp_path):
+    path = str(write_file(tmp_path / "a.tfrecord", range(1000)))
+    ds = TFRecordDataset(path, spec=DENSE, batch_size=100)
+    seen = []
+    for b in loader(ds, batch_size=None):
+        ids = b["id"]
+        assert b["label"].tolist() == (ids % 10).tolist()
+        img = (ids[:, None] * 7 + torch.arange(6)) % 251
+        assert b["img"].reshape(-1, 6).to(torch.int64).tolist() == img.tolist()
+        seen += ids.tolist()
+    assert sorted(seen) == list(range(1000))
