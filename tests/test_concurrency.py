@@ -1,5 +1,6 @@
-"""Concurrency: many readers at once, readers and writers shared between threads, the GIL
-released for real parallel work, and readers that survive fork()."""
+"""Concurrency: many readers at once, readers and writers shared between threads, and readers
+that survive fork(). (That the GIL is released is tested in test_gil.py; how reading scales
+with threads is measured in bench/, not asserted.)"""
 from __future__ import annotations
 
 import io
@@ -8,7 +9,6 @@ import pickle
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 
 import pytest
@@ -258,44 +258,6 @@ def test_shared_writer_to_file_like_does_not_deadlock(compression):
         "PySink::write: ABBA deadlock (records_written has the same problem). Fix: never block "
         "on mu_ while holding the GIL (try_lock, else release the GIL and lock).\n"
         "stderr tail: %s" % (rc, compression, (err or "")[-1500:]))
-
-
-# ---- real parallelism: the GIL is released ----------------------------------------------------
-
-def test_two_threads_read_faster_than_one():
-    """Reading (CRC-verifying) in-memory buffers in 2 threads beats 1 thread doing the same work:
-    2 threads x N buffers vs 1 thread x 2N buffers; best of 3 attempts on a noisy 2-core box."""
-    if (os.cpu_count() or 1) < 2:
-        pytest.fail("needs at least 2 CPUs to measure parallel speedup")
-    payload = os.urandom(1 << 20)
-    buf = io.BytesIO()
-    with tfrec_fast.TFRecordWriter(buf) as w:
-        for _ in range(64):
-            w.write(payload)
-    data = buf.getvalue()  # 64 MiB
-
-    def read_n(n):
-        for _ in range(n):
-            r = tfrec_fast.TFRecordReader(data, verify=True)
-            while len(r.read_batch(max_bytes=16 << 20)):
-                pass
-
-    n = 24  # ~0.8 s per side: long enough to dominate timer and scheduler noise
-    read_n(1)  # warm up
-    best = 0.0
-    timings = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        read_n(2 * n)
-        one = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        run_threads(lambda k: read_n(n), 2)
-        two = time.perf_counter() - t0
-        timings.append((round(one, 3), round(two, 3)))
-        best = max(best, one / two)
-        if best > 1.3:
-            break
-    assert best > 1.3, f"2 threads are not faster than 1: (1-thread s, 2-thread s) = {timings}"
 
 
 # ---- fork ---------------------------------------------------------------------------------------

@@ -401,10 +401,11 @@ def test_pickle_and_fork(data_file):
     with warnings.catch_warnings():  # Python 3.12+ warns when other threads are alive
         warnings.simplefilter("ignore", DeprecationWarning)
         pid = os.fork()
-    if pid == 0:  # child: reopens (new pid), reads, reports
+    parent_reader = r._reader
+    if pid == 0:  # child: reopens (its own file descriptor), reads, reports
         try:
             ok = r.get_batch([499, 1]).to_list() == [payloads[499], payloads[1]]
-            os.write(write_fd, b"1" if ok and r._pid == os.getpid() else b"0")
+            os.write(write_fd, b"1" if ok and r._reader is not parent_reader else b"0")
         finally:
             os._exit(0)
     os.close(write_fd)

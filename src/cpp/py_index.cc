@@ -63,6 +63,25 @@ class PyIndexedReader {
     return wrap_batch(std::move(batch));
   }
 
+  // One record as bytes, read straight into the bytes object: no batch, no index array.
+  py::bytes read_one(int64_t index) {
+    auto reader = live();
+    if (index < 0 || uint64_t(index) >= size_) {
+      throw py::index_error("record index " + std::to_string(index) + " out of range for " +
+                            path_ + " (" + std::to_string(size_) + " records)");
+    }
+    const size_t n = reader->payload_size(size_t(index));
+    auto out = py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(nullptr, py::ssize_t(n)));
+    if (!out) throw py::error_already_set();
+    // Nobody else sees the bytes object yet, so it may be filled without the GIL.
+    auto* data = reinterpret_cast<uint8_t*>(PyBytes_AS_STRING(out.ptr()));
+    {
+      py::gil_scoped_release release;
+      reader->read_one(size_t(index), data);
+    }
+    return out;
+  }
+
   void close() { reader_.reset(); }
   bool closed() const { return reader_ == nullptr; }
   size_t size() const { return size_; }
@@ -137,6 +156,7 @@ void register_index(py::module_& m) {
            py::arg("max_gap") = RandomAccessOptions().max_gap,
            py::arg("max_read") = RandomAccessOptions().max_read)
       .def("read", &PyIndexedReader::read, py::arg("indices"))
+      .def("read_one", &PyIndexedReader::read_one, py::arg("index"))
       .def("__len__", &PyIndexedReader::size)
       .def("close", &PyIndexedReader::close)
       .def_property_readonly("closed", &PyIndexedReader::closed)

@@ -24,6 +24,8 @@ constexpr size_t kMaxIov = IOV_MAX < 1024 ? IOV_MAX : 1024;
 #else
 constexpr size_t kMaxIov = 1024;
 #endif
+// read_one() reads records up to this size whole into a stack buffer.
+constexpr size_t kSmallRecord = 4096;
 // A run of records takes at most this many iovecs per record (gap, header, payload, footer).
 constexpr size_t kIovPerRecord = 4;
 
@@ -197,16 +199,31 @@ void RandomAccessReader::mismatch(size_t index, const std::string& detail) const
                  "record " + std::to_string(index) + at(offsets_[index]) + ": " + detail + kHint);
 }
 
+void RandomAccessReader::check_stale() const {
+  if (stale_.empty()) return;
+  throw DataLoss(LossReason::kIndexMismatch, path_, stale_index_,
+                 stale_index_ < offsets_.size() ? uint64_t(offsets_[stale_index_])
+                                                : uint64_t(offsets_.empty() ? 0
+                                                      : offsets_.back() + sizes_.back()),
+                 stale_ + kHint);
+}
+
+void RandomAccessReader::check_fits(size_t i, uint64_t* file_size) const {
+  const uint64_t end = uint64_t(offsets_[i] + sizes_[i]);
+  if (end <= *file_size) return;
+  struct stat st;  // the file may have grown since it was opened
+  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_);
+  *file_size = uint64_t(st.st_size);
+  if (end > *file_size) {
+    mismatch(i, "the index says it takes " + std::to_string(sizes_[i]) +
+                    " bytes but the file ends at " + std::to_string(*file_size));
+  }
+}
+
 std::unique_ptr<RecordBatch> RandomAccessReader::read(const int64_t* indices, size_t n) const {
   auto batch = std::make_unique<RecordBatch>();
   if (n == 0) return batch;
-  if (!stale_.empty()) {
-    throw DataLoss(LossReason::kIndexMismatch, path_, stale_index_,
-                   stale_index_ < offsets_.size() ? uint64_t(offsets_[stale_index_])
-                                                  : uint64_t(offsets_.empty() ? 0
-                                                        : offsets_.back() + sizes_.back()),
-                   stale_ + kHint);
-  }
+  check_stale();
   // Layout of the batch, in the order asked for.
   batch->offsets.resize(n + 1);
   batch->positions.resize(n);
@@ -218,16 +235,7 @@ std::unique_ptr<RecordBatch> RandomAccessReader::read(const int64_t* indices, si
       throw std::out_of_range("record index " + std::to_string(i) + " out of range for an index of " +
                               std::to_string(offsets_.size()) + " records");
     }
-    const uint64_t end = uint64_t(offsets_[size_t(i)] + sizes_[size_t(i)]);
-    if (end > file_size) {
-      struct stat st;  // the file may have grown since it was opened
-      if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_);
-      file_size = uint64_t(st.st_size);
-      if (end > file_size) {
-        mismatch(size_t(i), "the index says it takes " + std::to_string(sizes_[size_t(i)]) +
-                                " bytes but the file ends at " + std::to_string(file_size));
-      }
-    }
+    check_fits(size_t(i), &file_size);
     batch->offsets[k + 1] = batch->offsets[k] + sizes_[size_t(i)] - int64_t(kFramingSize);
     batch->positions[k] = offsets_[size_t(i)];
   }
@@ -311,31 +319,63 @@ void RandomAccessReader::read_run(const Wanted* first, size_t count, RecordBatch
 
   for (size_t j = 0; j < count; ++j) {
     const Wanted& w = first[j];
-    const uint8_t* header = frames.data() + j * kFramingSize;
-    const uint64_t w_end = uint64_t(w.offset + w.size) - start;
-    if (got < w_end) {
-      mismatch(w.index, "the index says it takes " + std::to_string(w.size) +
-                            " bytes but the file ends at " + std::to_string(start + got));
-    }
-    if (options_.verify && crc32c_mask(crc32c(header, 8)) != load_le32(header + 8)) {
-      mismatch(w.index, "there is no valid record header there (its length checksum fails)");
-    }
-    const uint64_t length = load_le64(header);
-    if (length != uint64_t(w.size) - kFramingSize) {
-      mismatch(w.index, "the index says it takes " + std::to_string(w.size) +
-                            " bytes but its header says " + std::to_string(length) +
-                            " bytes of data (" + std::to_string(length + kFramingSize) +
-                            " framed)");
-    }
-    if (options_.verify) {
-      const uint8_t* payload = batch.data.data() + batch.offsets[w.out];
-      if (crc32c_mask(crc32c(payload, size_t(length))) != load_le32(header + kHeaderSize)) {
-        throw DataLoss(LossReason::kDataChecksum, path_, w.index, uint64_t(w.offset),
-                       "corrupted record at " + std::to_string(uint64_t(w.offset) + kHeaderSize) +
-                           ": the data does not match its checksum");
-      }
-    }
+    check_record(w.index, frames.data() + j * kFramingSize,
+                 batch.data.data() + batch.offsets[w.out], start + got);
   }
+}
+
+void RandomAccessReader::check_record(size_t index, const uint8_t* frame, const uint8_t* payload,
+                                      uint64_t got_end) const {
+  const uint64_t offset = uint64_t(offsets_[index]);
+  const uint64_t size = uint64_t(sizes_[index]);
+  if (got_end < offset + size) {
+    mismatch(index, "the index says it takes " + std::to_string(size) +
+                        " bytes but the file ends at " + std::to_string(got_end));
+  }
+  if (options_.verify && crc32c_mask(crc32c(frame, 8)) != load_le32(frame + 8)) {
+    mismatch(index, "there is no valid record header there (its length checksum fails)");
+  }
+  const uint64_t length = load_le64(frame);
+  if (length != size - kFramingSize) {
+    mismatch(index, "the index says it takes " + std::to_string(size) +
+                        " bytes but its header says " + std::to_string(length) +
+                        " bytes of data (" + std::to_string(length + kFramingSize) + " framed)");
+  }
+  if (options_.verify &&
+      crc32c_mask(crc32c(payload, size_t(length))) != load_le32(frame + kHeaderSize)) {
+    throw DataLoss(LossReason::kDataChecksum, path_, index, offset,
+                   "corrupted record at " + std::to_string(offset + kHeaderSize) +
+                       ": the data does not match its checksum");
+  }
+}
+
+void RandomAccessReader::read_one(size_t index, uint8_t* payload) const {
+  if (index >= offsets_.size()) {
+    throw std::out_of_range("record index " + std::to_string(index) +
+                            " out of range for an index of " + std::to_string(offsets_.size()) +
+                            " records");
+  }
+  check_stale();
+  uint64_t file_size = file_size_;
+  check_fits(index, &file_size);
+  uint8_t frame[kFramingSize];
+  const uint64_t start = uint64_t(offsets_[index]);
+  const size_t length = payload_size(index);
+  if (length <= kSmallRecord) {  // one plain pread into the stack: cheaper than a 3-part preadv
+    uint8_t record[kSmallRecord + kFramingSize];
+    iovec whole = {record, length + kFramingSize};
+    const size_t got = preadv_full(fd_, &whole, 1, start, path_);
+    std::memcpy(frame, record, kHeaderSize);
+    std::memcpy(frame + kHeaderSize, record + kHeaderSize + length, kFooterSize);
+    std::memcpy(payload, record + kHeaderSize, length);
+    check_record(index, frame, payload, start + got);
+    return;
+  }
+  iovec iov[3] = {{frame, kHeaderSize},
+                  {payload, payload_size(index)},
+                  {frame + kHeaderSize, kFooterSize}};
+  const size_t got = preadv_full(fd_, iov, 3, start, path_);
+  check_record(index, frame, payload, start + got);
 }
 
 }  // namespace tfr

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "record_format.h"
 #include "record_reader.h"
 
 namespace tfr {
@@ -62,9 +63,22 @@ class RandomAccessReader {
   // the header matches but the payload fails its checksum.
   std::unique_ptr<RecordBatch> read(const int64_t* indices, size_t n) const;
 
+  // Payload bytes of record `index` (< size()), as the index says.
+  size_t payload_size(size_t index) const { return size_t(sizes_[index]) - kFramingSize; }
+
+  // Reads record `index` (< size()) into `payload` (payload_size(index) bytes) with one preadv;
+  // the same checks and errors as read(), without a batch: the fast path for single records.
+  void read_one(size_t index, uint8_t* payload) const;
+
  private:
   struct Wanted;  // one distinct record of a read() call
   void read_run(const Wanted* first, size_t count, RecordBatch& batch, uint8_t* gap_scratch) const;
+  void check_stale() const;
+  void check_fits(size_t index, uint64_t* file_size) const;
+  // Checks one record read at its entry: `frame` holds its 12-byte header then its 4-byte footer,
+  // `got_end` is how far (absolute offset) the read reached.
+  void check_record(size_t index, const uint8_t* frame, const uint8_t* payload,
+                    uint64_t got_end) const;
   [[noreturn]] void mismatch(size_t index, const std::string& detail) const;
 
   std::string path_;

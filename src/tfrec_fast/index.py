@@ -24,6 +24,18 @@ __all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
 Index = Tuple[np.ndarray, np.ndarray]
 PathLike = Union[str, os.PathLike]
 
+# Bumped in every forked child: a reader opened before a fork reopens its file in the child
+# (cheaper to check than os.getpid(), a system call, on every r[i]).
+_process_generation = 0
+
+
+def _forked() -> None:
+    global _process_generation
+    _process_generation += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
 # Records at most this many bytes apart are fetched by one read, up to this many bytes per read.
 MAX_GAP = 64 << 10
 MAX_READ = 8 << 20
@@ -137,28 +149,30 @@ class IndexedTFRecordReader:
         self.skipped: list = []  # DataLossErrors of records left out by get_batch(skip_corrupt=True)
         self._closed = False
         self._reader = None
-        self._pid = None
+        self._generation = None
         self._live()  # open now: a missing file or an impossible index fails here
 
     def _live(self):
         if self._closed:
             raise ValueError("I/O operation on a closed IndexedTFRecordReader")
-        if self._reader is None or self._pid != os.getpid():
+        if self._reader is None or self._generation != _process_generation:
             self._reader = _core.IndexedReader(self._path, self._offsets, self._sizes,
                                                self._verify, MAX_GAP, MAX_READ)
-            self._pid = os.getpid()
+            self._generation = _process_generation
         return self._reader
 
     def __len__(self) -> int:
         return len(self._offsets)
 
     def __getitem__(self, i: int) -> memoryview:
-        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
-            raise TypeError(f"record indices must be integers, not {type(i).__name__}")
+        if type(i) is not int:
+            if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+                raise TypeError(f"record indices must be integers, not {type(i).__name__}")
+            i = int(i)
         n = len(self._offsets)
         if not -n <= i < n:
             raise IndexError(f"record index {i} out of range for {self._path} ({n} records)")
-        return self._live().read(np.array([i % n], dtype=np.int64))[0]
+        return memoryview(self._live().read_one(i % n))
 
     def get_batch(self, indices: Sequence[int], *, skip_corrupt: bool = False) -> RecordBatch:
         """The records at ``indices`` (any integer sequence or array), in that order.
@@ -235,7 +249,7 @@ class IndexedTFRecordReader:
         self._closed = state["closed"]
         self.skipped = []
         self._reader = None  # opened on first use in this process
-        self._pid = None
+        self._generation = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self)} records"
