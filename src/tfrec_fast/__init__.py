@@ -9,6 +9,7 @@ from .example import (BytesColumn, FixedLen, FixedLenSequence, Ragged, VarLen, V
 from .index import IndexedTFRecordReader, create_index, load_index
 from .records import (RecordBatch, TFRecordReader, TFRecordWriter, count_records,
                       read_records)
+from .sharded import ShardedWriter, read_manifest
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,7 @@ __all__ = [
     "Int64s",
     "Ragged",
     "RecordBatch",
+    "ShardedWriter",
     "TFRecordReader",
     "TFRecordWriter",
     "VarLen",
@@ -41,5 +43,6 @@ __all__ = [
     "parse_sequence_examples",
     "proto",
     "read_examples",
+    "read_manifest",
     "read_records",
 ]

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
 from .records import TFRecordReader, detect_compression, normalize_compression
 
@@ -280,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--sequence", action="store_true",
                         help="records are tf.train.SequenceExample: print context_spec and "
                              "sequence_spec")
+    add_convert_parser(sub)
     return parser
 
 

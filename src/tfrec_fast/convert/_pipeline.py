@@ -1,0 +1,168 @@
+"""Jobs -> encoded Examples -> shards: workers build, the main process writes in job order.
+
+A job is whatever one call of ``build`` turns into records (an image path, a chunk of array rows).
+``build(job)`` returns one serialized Example (bytes) or a RecordBatch of several, or raises
+:class:`BadInputError`. Workers may finish out of order, but results are consumed in job order,
+so the output is the same bytes for any worker count.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import sys
+import time
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._core import RecordBatch
+from ._common import BadInputError, ConvertSummary, WriteOptions
+
+__all__ = ["permutation", "shuffled", "write_jobs"]
+
+# Jobs per task sent to a worker process: amortises pickling and IPC over several small images.
+_JOBS_PER_TASK = 16
+# Tasks in flight per worker: keeps workers busy while bounding the memory of results waiting to
+# be written (Pool.imap would queue the whole dataset if the writer were the slower side).
+_TASKS_AHEAD_PER_WORKER = 4
+
+
+class _Skipped(tuple):
+    """(path, reason) of a bad input, returned instead of raised so a worker's batch goes on."""
+
+
+def permutation(n: int, seed: int) -> np.ndarray:
+    """A random order of 0..n-1, the same for the same seed (numpy's PCG64 generator)."""
+    return np.random.default_rng(seed).permutation(n)
+
+
+def shuffled(jobs: Sequence[Any], options: WriteOptions) -> List[Any]:
+    """The jobs in writing order: as given, or permuted reproducibly from ``options.seed``."""
+    if not options.shuffle:
+        return list(jobs)
+    return [jobs[i] for i in permutation(len(jobs), options.seed).tolist()]
+
+
+def _build_all(build: Callable[[Any], Any], jobs: Sequence[Any]) -> list:
+    """Runs build on each job of one task; bad inputs come back as _Skipped."""
+    out = []
+    for job in jobs:
+        try:
+            out.append(build(job))
+        except BadInputError as error:
+            out.append(_Skipped((error.path, error.reason)))
+    return out
+
+
+def _executor(workers: int, threads: bool):
+    """A pool of threads, or of processes that never inherit the parent's threads (fork would,
+    unsafely): forkserver where the platform has it, spawn elsewhere. Imported here, when
+    needed, to keep ``tfrec-fast`` quick to start."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    if threads:
+        return ThreadPoolExecutor(workers, thread_name_prefix="tfrec-convert")
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    return ProcessPoolExecutor(workers, mp_context=context)
+
+
+def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool) -> Iterator[Any]:
+    """build(job) for each job, in job order; with workers > 1 run ahead in a pool."""
+    if workers <= 1:
+        yield from _build_all(build, jobs)
+        return
+    per_task = 1 if threads else _JOBS_PER_TASK
+    tasks = (jobs[i:i + per_task] for i in range(0, len(jobs), per_task))
+    pending: collections.deque = collections.deque()
+    executor = _executor(workers, threads)
+    try:
+        for task in tasks:
+            pending.append(executor.submit(_build_all, build, task))
+            if len(pending) >= workers * _TASKS_AHEAD_PER_WORKER:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+
+
+class _Progress:
+    """A tqdm bar of records; on when asked, or by default when stderr is a terminal."""
+
+    def __init__(self, total: int, enabled: Optional[bool], desc: str, unit: str):
+        self.bar = None
+        if not (sys.stderr.isatty() if enabled is None else enabled):
+            return
+        try:
+            from tqdm import tqdm
+        except ImportError:  # the progress extra is optional
+            return
+        self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+
+    def advance(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, prefix: str,
+               spec: Mapping[str, Any], options: WriteOptions, *, total: Optional[int] = None,
+               threads: bool = False, desc: str = "convert", unit: str = "rec",
+               started: Optional[float] = None) -> ConvertSummary:
+    """Builds every job (in ``options.worker_count`` processes, or threads) and writes the
+    records in job order to shards ``{out_dir}/{prefix}-*`` with a manifest describing ``spec``.
+
+    ``build`` must be picklable for processes (a module-level function or a partial of one).
+    ``total`` is the number of records expected, for the progress bar (default: one per job).
+    With ``options.strict`` the first bad input raises :class:`BadInputError` and no shard is
+    left under a final name; otherwise bad inputs are listed in the summary.
+    """
+    from ..sharded import ShardedWriter
+
+    started = time.perf_counter() if started is None else started
+    skipped: List[Tuple[str, str]] = []
+    writer = ShardedWriter(out_dir, prefix, spec=dict(spec), **options.writer_kwargs())
+    progress = _Progress(len(jobs) if total is None else total, options.progress, desc, unit)
+    try:
+        # closing(): a failure stops the workers at once (pending tasks cancelled).
+        with writer, contextlib.closing(_outcomes(build, jobs, options.worker_count,
+                                                  threads)) as outcomes:
+            for outcome in outcomes:
+                if isinstance(outcome, _Skipped):
+                    if options.strict:
+                        raise BadInputError(*outcome)
+                    skipped.append(tuple(outcome))
+                    progress.advance(1)
+                elif isinstance(outcome, RecordBatch):
+                    writer.write_batch(outcome)
+                    progress.advance(len(outcome))
+                else:
+                    writer.write(outcome)
+                    progress.advance(1)
+    except BaseException:
+        # The writer left the records so far under hidden temporary names; a conversion that
+        # failed is run again, not resumed, so they are only litter.
+        _remove_all(writer.partial_paths)
+        raise
+    finally:
+        progress.close()
+    shards = writer.shards
+    return ConvertSummary(
+        records=writer.records_written, skipped=skipped, shards=shards,
+        manifest=writer.manifest_path, bytes=sum(os.path.getsize(p) for p in shards),
+        seconds=time.perf_counter() - started)
+
+
+def _remove_all(paths: Sequence[str]) -> None:
+    for path in paths:
+        try:
+            os.remove(path)
+        except OSError:
+            pass

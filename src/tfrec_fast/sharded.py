@@ -1,0 +1,697 @@
+"""Writing one data set as many TFRecord files ("shards"), described by a small JSON manifest.
+
+Shards follow TensorFlow's naming convention, ``train-00003-of-00010.tfrecord``. Records go to
+them round robin (``num_shards=N``) or fill one shard after another up to a size and/or record
+count; either way the total is known only at the end, so:
+
+Crash safety. Each shard is written under a hidden temporary name in its final directory,
+``.train-00003.tfrecord.tmp-<token>``. Only a successful :meth:`ShardedWriter.close` renames the
+shards to their final names (``os.replace``: atomic on one file system), after fsyncing them, then
+writes the manifest (atomically too). A run that fails or is interrupted leaves nothing under a
+final name; its completed records stay readable in the temporary files
+(:attr:`ShardedWriter.partial_paths`).
+
+Manifest (``{prefix}.manifest.json`` next to the shards by default)::
+
+    {"format": "tfrec_fast.shards", "version": 1, "created_by": "tfrec_fast 0.1.0",
+     "compression": "" | "GZIP" | "ZLIB", "total_records": 1200, "total_bytes": 123456,
+     "spec": {"label": {"kind": "FixedLen", ...}} or null,
+     "shards": [{"file": "train-00000-of-00002.tfrecord", "records": 600, "bytes": 61728,
+                 "index": "train-00000-of-00002.tfrecord.idx" or null}, ...]}
+
+``bytes`` are on-disk sizes; ``file`` and ``index`` are relative to the manifest's directory.
+:func:`read_manifest` reads it back with the spec rebuilt (:func:`spec_from_json`) and the shard
+paths resolved.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import operator
+import os
+import re
+import secrets
+from itertools import islice
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
+
+import numpy as np
+
+from ._core import RecordBatch
+from .encode import encode_example, encode_examples
+from .example import (_BYTES, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
+                      normalize_spec)
+from .index import create_index
+from .records import DEFAULT_BUFFER_SIZE, TFRecordWriter, normalize_compression
+
+__all__ = ["ShardedWriter", "read_manifest", "spec_to_json", "spec_from_json",
+           "DEFAULT_SHARD_BYTES", "MANIFEST_FORMAT", "MANIFEST_VERSION"]
+
+DEFAULT_SHARD_BYTES = 128 << 20  # framed, uncompressed: TensorFlow's advice is 100-200 MB files
+MANIFEST_FORMAT = "tfrec_fast.shards"
+MANIFEST_VERSION = 1
+
+_FRAMING = 16  # length (8) + its CRC (4) + data CRC (4) around each record
+_UNLIMITED = 1 << 62
+_ITERABLE_CHUNK = 4096  # records gathered per RecordBatch when write_batch gets a plain iterable
+# Round robin keeps every shard open; cap the buffers' total so 1000 shards stay affordable.
+_ROUND_ROBIN_BUFFERS = 64 << 20
+_MIN_BUFFER = 64 << 10
+_TF_COMPRESSION = {"": "", "gzip": "GZIP", "zlib": "ZLIB"}
+_KIND_NAMES = ("int64", "float32", "bytes")  # indexed by a spec's kind
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+# ---- naming ------------------------------------------------------------------------------------
+
+# A printf integer field (flags, width, d/i/u), or the escape %% for a literal percent sign.
+_FIELD = re.compile(r"%(?:%|[-+ #0]*\d*[diu])")
+
+
+def _unescape(text: str) -> str:
+    return text.replace("%%", "%")
+
+
+class _Naming:
+    """Final, temporary and family names of one output's shards, from a file name pattern with
+    two integer fields (shard number, total)."""
+
+    def __init__(self, directory: str, pattern: str, stem: Optional[str] = None):
+        fields = [m for m in _FIELD.finditer(pattern) if m.group() != "%%"]
+        if len(fields) != 2 or "%" in _FIELD.sub("", pattern):
+            raise ValueError(
+                "a shard name pattern needs exactly two printf integer fields (shard number, "
+                "total) and no other % field (%% is a literal %), e.g. "
+                f"'out/train-%05d-of-%05d.tfrecord'; got {pattern!r}")
+        first, second = fields
+        self.directory = directory
+        self.pattern = pattern
+        self._head = _unescape(pattern[:first.start()])
+        self._number = first.group()
+        self._tail = _unescape(pattern[second.end():])
+        mid = _unescape(pattern[first.end():second.start()])
+        number = r" *[+-]?\d+"  # what an integer field can print
+        self._family = re.compile(re.escape(self._head) + number + re.escape(mid) + number +
+                                  re.escape(self._tail) + r"(?:\.idx)?")
+        # Names the default manifest: the text before the first field, e.g. "train".
+        self.stem = stem if stem is not None else self._head.rstrip("-_. ") or "shards"
+
+    @classmethod
+    def from_args(cls, path: PathLike, prefix: Optional[str], suffix: str) -> "_Naming":
+        path = os.fspath(path)
+        if not isinstance(path, str):
+            raise TypeError(f"path must be a str or os.PathLike of str, not {type(path).__name__}")
+        if prefix is not None:
+            _check_plain_name("prefix", prefix, allow_empty=False)
+            _check_plain_name("suffix", suffix, allow_empty=True)
+            pattern = prefix.replace("%", "%%") + "-%05d-of-%05d" + suffix.replace("%", "%%")
+            return cls(os.path.abspath(path), pattern, prefix)
+        directory, base = os.path.split(path)
+        if any(m.group() != "%%" for m in _FIELD.finditer(directory)):
+            raise ValueError(f"the shard number fields must be in the file name, not in the "
+                             f"directory: {path!r}")
+        if "%" not in base:
+            raise ValueError(
+                "without prefix=, path must be a file name pattern with two integer fields, "
+                f"e.g. 'out/train-%05d-of-%05d.tfrecord'; got {path!r} (to name shards in a "
+                "directory, pass prefix=)")
+        return cls(os.path.abspath(_unescape(directory) or "."), base)
+
+    def final(self, i: int, n: int) -> str:
+        return os.path.join(self.directory, self.pattern % (i, n))
+
+    def temp(self, i: int, token: str) -> str:
+        # Hidden, and without the total (unknown yet); same directory, so os.replace is atomic.
+        return os.path.join(self.directory,
+                            f".{self._head}{self._number % i}{self._tail}.tmp-{token}")
+
+    def default_manifest(self) -> str:
+        return os.path.join(self.directory, f"{self.stem}.manifest.json")
+
+    def family(self) -> List[str]:
+        """Existing shard files (and their .idx files) of this naming, by any total."""
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        return sorted(os.path.join(self.directory, name) for name in names
+                      if self._family.fullmatch(name))
+
+
+def _check_plain_name(what: str, name, *, allow_empty: bool) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a str, not {type(name).__name__}")
+    seps = [s for s in (os.sep, os.altsep) if s]
+    if (not name and not allow_empty) or any(s in name for s in seps) or name in (".", ".."):
+        raise ValueError(f"{what} must be a plain file name part, not {name!r}")
+
+
+# ---- spec <-> JSON -----------------------------------------------------------------------------
+
+def spec_to_json(spec) -> Optional[Dict[str, Any]]:
+    """A feature spec (what :func:`~tfrec_fast.parse_examples` takes, plus FixedLenSequence /
+    VarLenSequence entries) as JSON-able data; ``None`` stays ``None``.
+
+    Each feature becomes ``{"kind": "FixedLen", "shape": [...], "dtype": ..., "from_bytes": ...,
+    "default": ...}``, ``{"kind": "VarLen", "dtype": ...}``, ``{"kind": "FixedLenSequence",
+    "shape": [...], "dtype": ...}`` or ``{"kind": "VarLenSequence", "dtype": ...}``; a feature
+    given by name only is ``null``. ``dtype`` is "int64", "float32", "bytes" or (FixedLen from
+    raw bytes) a numpy dtype string; a bytes default is ``{"base64": "..."}``.
+    """
+    if spec is None:
+        return None
+    if isinstance(spec, (list, tuple)):
+        return {name: None for name in normalize_spec(spec)}
+    out = {}
+    for name, feature in spec.items():
+        if not isinstance(feature, (FixedLenSequence, VarLenSequence)):
+            feature = normalize_spec({name: feature})[name]
+        out[str(name)] = _feature_to_json(feature)
+    return out
+
+
+def _feature_to_json(s) -> Optional[Dict[str, Any]]:
+    if s is None:
+        return None
+    if isinstance(s, FixedLen):
+        return {"kind": "FixedLen", "shape": list(s.shape),
+                "dtype": str(s.dtype) if s.from_bytes else _KIND_NAMES[s.kind],
+                "from_bytes": s.from_bytes, "default": _default_to_json(s)}
+    if isinstance(s, FixedLenSequence):
+        return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_NAMES[s.kind]}
+    return {"kind": type(s).__name__, "dtype": _KIND_NAMES[s.kind]}  # VarLen(Sequence)
+
+
+def _default_to_json(s: FixedLen):
+    if s.default is None:
+        return None
+    if s.kind == _BYTES and not s.from_bytes:
+        return {"base64": base64.b64encode(bytes(s.default)).decode("ascii")}
+    return np.asarray(s.default, s.dtype).tolist()
+
+
+def spec_from_json(data: Optional[Mapping[str, Any]]):
+    """Inverse of :func:`spec_to_json`: spec objects usable by :func:`~tfrec_fast.parse_examples`
+    (FixedLenSequence / VarLenSequence entries go to ``parse_sequence_examples``)."""
+    if data is None:
+        return None
+    return {name: None if f is None else _feature_from_json(name, f) for name, f in data.items()}
+
+
+def _feature_from_json(name: str, f: Mapping[str, Any]):
+    kind = f.get("kind")
+    if kind == "FixedLen":
+        default = f.get("default")
+        if isinstance(default, dict):
+            default = base64.b64decode(default["base64"])
+        return FixedLen(tuple(f["shape"]), f["dtype"], default, from_bytes=f.get("from_bytes"))
+    if kind == "VarLen":
+        return VarLen(f["dtype"])
+    if kind == "FixedLenSequence":
+        return FixedLenSequence(tuple(f["shape"]), f["dtype"])
+    if kind == "VarLenSequence":
+        return VarLenSequence(f["dtype"])
+    raise ValueError(f"feature {name!r}: unknown spec kind {kind!r}")
+
+
+# ---- the manifest ------------------------------------------------------------------------------
+
+def read_manifest(path: PathLike) -> Dict[str, Any]:
+    """Reads a manifest written by :class:`ShardedWriter`.
+
+    Returns its fields (see the module docstring) with ``"spec"`` rebuilt into spec objects (or
+    ``None``) and ``"paths"``: the absolute path of each shard, in order. Anything else than a
+    manifest of a version this release knows raises ``ValueError``.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        try:
+            data = json.load(f)
+        except ValueError:
+            raise ValueError(f"{path} is not a tfrec_fast shard manifest (not JSON)") from None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        raise ValueError(f"{path} is not a tfrec_fast shard manifest")
+    if not isinstance(data.get("version"), int) or data["version"] > MANIFEST_VERSION:
+        raise ValueError(f"{path}: manifest version {data.get('version')!r} is not supported "
+                         f"(this tfrec_fast reads up to version {MANIFEST_VERSION})")
+    base = os.path.dirname(os.path.abspath(path))
+    data["spec"] = spec_from_json(data.get("spec"))
+    data["paths"] = [os.path.normpath(os.path.join(base, s["file"])) for s in data["shards"]]
+    return data
+
+
+def _relative(path: str, start: str) -> str:
+    try:
+        return os.path.relpath(path, start)
+    except ValueError:  # another drive (Windows)
+        return path
+
+
+def _write_json(path: str, data, token: str, sync: bool) -> None:
+    """Writes ``data`` to ``path`` atomically: readers see the old file or the whole new one."""
+    directory, name = os.path.split(path)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.tmp-{token}")
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDWR)  # write access: Windows' fsync needs it
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_directory(path: str) -> None:
+    """Makes renames in ``path`` durable (POSIX only: Windows cannot open a directory)."""
+    if os.name == "nt":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---- the writer --------------------------------------------------------------------------------
+
+class _Shard:
+    """One shard: its temporary path, final path once renamed, writer (None once finished) and
+    counts."""
+
+    __slots__ = ("temp", "final", "writer", "records", "bytes")
+
+    def __init__(self, temp: str, writer: TFRecordWriter):
+        self.temp = temp
+        self.final: Optional[str] = None
+        self.writer: Optional[TFRecordWriter] = writer
+        self.records = 0
+        self.bytes = 0
+
+    @property
+    def path(self) -> str:
+        return self.final or self.temp
+
+
+def _positive(name: str, value) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
+    value = operator.index(value)
+    if value < 1:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return value
+
+
+class ShardedWriter:
+    """Writes records (or Examples) into shards ``{prefix}-00000-of-0000N{suffix}``.
+
+    Naming: with ``prefix``, ``path`` is a directory (created if missing) and shard ``i`` of ``n``
+    is ``{path}/{prefix}-{i:05d}-of-{n:05d}{suffix}``. Without, ``path`` is a pattern with two
+    printf integer fields, e.g. ``"out/train-%05d-of-%05d.tfrecord"``, formatted as
+    ``pattern % (i, n)``; its default manifest is named after the text before the first field
+    (``out/train.manifest.json``; ``shards.manifest.json`` if that text is empty).
+
+    Sharding: ``num_shards=N`` sends record ``k`` to shard ``k % N`` (round robin, all N shards
+    written, empty ones too; they are all open at once, so N is bounded by the open file limit).
+    ``max_bytes_per_shard`` (framed uncompressed bytes: payload + 16 per record) and/or
+    ``records_per_shard`` fill one shard after another, starting a new one when the next record
+    would exceed either limit; a record larger than the byte limit gets a shard of its own. With
+    none of the three, shards are cut at :data:`DEFAULT_SHARD_BYTES` (128 MiB). Size-cut output
+    with no records is one empty shard.
+
+    ``compression`` (None, "gzip", "zlib") and ``level`` as for :class:`TFRecordWriter`.
+    ``index=True`` writes ``{shard}.idx`` next to each shard (the tfrecord/DALI format of
+    :func:`~tfrec_fast.create_index`; uncompressed output only). ``manifest``: True (default
+    name), False (none) or a path. ``spec``: the feature spec to record in the manifest.
+
+    Existing output: with ``overwrite=False`` a shard of the same naming (any total), its index
+    or the manifest already there raises ``FileExistsError`` at construction; with
+    ``overwrite=True`` a successful close removes those not part of the new output. Temporary
+    files of other runs are never touched.
+
+    Use it as a context manager. A clean exit calls :meth:`close`, which fsyncs (``sync=True``),
+    writes the indexes, renames the shards to their final names and writes the manifest. An
+    exception (or closing after a failed write) leaves every completed record readable in the
+    temporary files listed by :attr:`partial_paths`, and nothing under a final name. Not
+    thread-safe.
+    """
+
+    def __init__(self, path: PathLike, prefix: Optional[str] = None, *,
+                 num_shards: Optional[int] = None, max_bytes_per_shard: Optional[int] = None,
+                 records_per_shard: Optional[int] = None, compression: Optional[str] = None,
+                 level: Optional[int] = None, suffix: str = ".tfrecord", index: bool = False,
+                 manifest: Union[bool, PathLike] = True, spec=None, overwrite: bool = False,
+                 sync: bool = True):
+        self._naming = _Naming.from_args(path, prefix, suffix)
+        self._compression = normalize_compression(compression)
+        self._level = level
+        self._num_shards = _positive("num_shards", num_shards)
+        max_bytes = _positive("max_bytes_per_shard", max_bytes_per_shard)
+        max_records = _positive("records_per_shard", records_per_shard)
+        if self._num_shards is not None and (max_bytes, max_records) != (None, None):
+            raise ValueError("num_shards cannot be combined with max_bytes_per_shard or "
+                             "records_per_shard")
+        if self._num_shards is None and max_bytes is None and max_records is None:
+            max_bytes = DEFAULT_SHARD_BYTES
+        self._max_bytes = _UNLIMITED if max_bytes is None else max_bytes
+        self._max_records = _UNLIMITED if max_records is None else max_records
+        self._index = bool(index)
+        if self._index and self._compression:
+            raise ValueError(f"index=True needs uncompressed shards (compression is "
+                             f"{self._compression!r}): index files address uncompressed bytes")
+        self._spec = spec_to_json(spec)  # fails now, not after hours of writing
+        if manifest is True:
+            self._manifest: Optional[str] = self._naming.default_manifest()
+        elif manifest is False or manifest is None:
+            self._manifest = None
+        else:
+            self._manifest = os.path.abspath(os.fspath(manifest))
+        self._overwrite = bool(overwrite)
+        self._sync = bool(sync)
+        if not self._overwrite:
+            self._check_free()
+        os.makedirs(self._naming.directory, exist_ok=True)
+
+        self._token = secrets.token_hex(4)
+        self._buffer_size = DEFAULT_BUFFER_SIZE
+        if self._num_shards is not None:
+            self._buffer_size = max(_MIN_BUFFER, min(DEFAULT_BUFFER_SIZE,
+                                                     _ROUND_ROBIN_BUFFERS // self._num_shards))
+        # Round robin: one slot per shard, opened on first use. Size cutting: appended in order.
+        self._parts: List[Optional[_Shard]] = [None] * (self._num_shards or 0)
+        self._records = 0
+        self._bytes = 0
+        self._error: Optional[BaseException] = None  # the failure of a write, if any
+        self._state = "open"  # -> "closed" (shards final) or "aborted" (left as temporaries)
+        self._shards: List[str] = []
+        # Shard 0 exists in every output: opening it now reports a bad level or an unwritable
+        # directory here rather than at the first write.
+        if self._num_shards is not None:
+            self._parts[0] = self._open(0)
+        else:
+            self._current()
+
+    # -- writing --
+
+    def write(self, record) -> None:
+        """Writes one record (any bytes-like object)."""
+        self._check_writable()
+        size = memoryview(record).nbytes + _FRAMING
+        part = self._part_for(size)
+        with self._failing():
+            part.writer.write(record)
+        self._count(part, 1, size)
+
+    def write_batch(self, records: Union[RecordBatch, Iterable]) -> None:
+        """Writes many records: a RecordBatch, or any iterable of bytes-like objects."""
+        self._check_writable()
+        if isinstance(records, RecordBatch):
+            self._write_batch(records)
+            return
+        it = iter(records)
+        while True:
+            chunk = RecordBatch.from_records(islice(it, _ITERABLE_CHUNK))
+            if not len(chunk):
+                return
+            self._write_batch(chunk)
+
+    def write_example(self, features: Mapping[str, Any]) -> None:
+        """Encodes ``features`` as one tf.train.Example (see tfrec_fast.encode) and writes it."""
+        self.write(encode_example(features))
+
+    def write_examples(self, columns: Mapping[str, Any], n: Optional[int] = None) -> None:
+        """Encodes columns (see tfrec_fast.encode.encode_examples) as N Examples and writes them."""
+        self.write_batch(encode_examples(columns, n))
+
+    def _write_batch(self, batch: RecordBatch) -> None:
+        sizes = np.diff(batch.offsets) + _FRAMING
+        if self._num_shards is not None:
+            # Record j of the batch goes to shard (first + j) % N: one write_batch per shard.
+            n, first = self._num_shards, self._records % self._num_shards
+            records = list(batch)
+            for j in range(min(n, len(records))):
+                part = self._round_robin_part((first + j) % n)
+                with self._failing():
+                    part.writer.write_batch(records[j::n])
+                self._count(part, len(records[j::n]), int(sizes[j::n].sum()))
+            return
+        # Size cutting, one write_batch per run of records that fits in the current shard.
+        ends = np.cumsum(sizes)  # ends[j]: framed bytes of records 0..j
+        records = iter(batch)
+        p = 0
+        while p < len(batch):
+            part = self._current()
+            before = int(ends[p - 1]) if p else 0
+            take = int(np.searchsorted(ends, before + self._max_bytes - part.bytes, "right")) - p
+            take = max(0, min(take, self._max_records - part.records))
+            if take == 0:
+                if part.records:
+                    self._finish_current()
+                    continue
+                take = 1  # larger than the limit on its own: a shard of its own
+            with self._failing():
+                # The whole batch as it is when it fits: the writer's fast path for a RecordBatch.
+                part.writer.write_batch(batch if take == len(batch) else islice(records, take))
+            self._count(part, take, int(ends[p + take - 1]) - before)
+            p += take
+
+    def _part_for(self, size: int) -> _Shard:
+        """The shard the next record (framed ``size`` bytes) goes to, opened if need be."""
+        if self._num_shards is not None:
+            return self._round_robin_part(self._records % self._num_shards)
+        part = self._current()
+        if part.records and (part.bytes + size > self._max_bytes or
+                             part.records >= self._max_records):
+            self._finish_current()
+            part = self._current()
+        return part
+
+    def _round_robin_part(self, i: int) -> _Shard:
+        if self._parts[i] is None:
+            self._parts[i] = self._open(i)
+        return self._parts[i]
+
+    def _current(self) -> _Shard:
+        """Size cutting: the shard being filled, a new one if the last was finished."""
+        if not self._parts or self._parts[-1].writer is None:
+            self._parts.append(self._open(len(self._parts)))
+        return self._parts[-1]
+
+    def _finish_current(self) -> None:
+        part = self._parts[-1]
+        with self._failing():
+            part.writer.close()  # one open file at a time when cutting by size
+        part.writer = None
+
+    def _open(self, i: int) -> _Shard:
+        temp = self._naming.temp(i, self._token)
+        with self._failing():
+            writer = TFRecordWriter(temp, self._compression, level=self._level,
+                                    buffer_size=self._buffer_size)
+        return _Shard(temp, writer)
+
+    def _count(self, part: _Shard, records: int, size: int) -> None:
+        part.records += records
+        part.bytes += size
+        self._records += records
+        self._bytes += size
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        """An exception while writing marks the output failed (it can no longer be finished)."""
+        try:
+            yield
+        except BaseException as error:
+            if self._error is None:
+                self._error = error
+            raise
+
+    def _check_writable(self) -> None:
+        if self._state != "open":
+            raise ValueError("write to a closed ShardedWriter")
+        if self._error is not None:
+            raise RuntimeError("an earlier write to this ShardedWriter failed; close it and "
+                               "see partial_paths for what was written") from self._error
+
+    # -- finishing --
+
+    def close(self) -> List[str]:
+        """Finishes the output and returns the final shard paths (absolute, in order).
+
+        Idempotent. After a failed write (or once left by an exception) it instead closes the
+        temporary files (see :attr:`partial_paths`) and raises ``RuntimeError``.
+        """
+        if self._state == "closed":
+            return list(self._shards)
+        if self._state == "aborted" or self._error is not None:
+            self._abort()
+            raise RuntimeError("ShardedWriter not finished (a write failed, or it was left by "
+                               f"an exception); completed records are in {self.partial_paths}"
+                               ) from self._error
+        try:
+            self._close_writers(quiet=False)
+            self._finish()
+        except BaseException:
+            if self._state != "closed":  # else only the clean-up after the output failed
+                self._abort()
+            raise
+        return list(self._shards)
+
+    def _finish(self) -> None:
+        if self._num_shards is not None:
+            for i, part in enumerate(self._parts):
+                if part is None:  # every one of the N shards exists, empty ones too
+                    self._parts[i] = part = self._open(i)
+                    part.writer.close()
+        n = len(self._parts)  # size cutting with no records: shard 0, empty
+        finals = [self._naming.final(i, n) for i in range(n)]
+        if not self._overwrite:
+            self._check_free()  # something may have appeared while we wrote
+        for part in self._parts:
+            if self._sync:
+                _fsync_file(part.temp)
+            if self._index:  # under a temporary name too, renamed with its shard
+                create_index(part.temp, part.temp + ".idx", compression="")
+                if self._sync:
+                    _fsync_file(part.temp + ".idx")
+        for part, final in zip(self._parts, finals):
+            if self._index:
+                os.replace(part.temp + ".idx", final + ".idx")
+            os.replace(part.temp, final)
+            part.final = final
+        if self._manifest is not None:
+            _write_json(self._manifest, self._manifest_data(), self._token, self._sync)
+        self._shards = finals
+        self._state = "closed"  # the output is complete from here on
+        if self._overwrite:
+            self._remove_stale()
+        if self._sync:
+            _fsync_directory(self._naming.directory)
+            if self._manifest is not None and \
+                    os.path.dirname(self._manifest) != self._naming.directory:
+                _fsync_directory(os.path.dirname(self._manifest))
+
+    def _manifest_data(self) -> Dict[str, Any]:
+        from . import __version__  # here: the package imports this module before setting it
+
+        base = os.path.dirname(self._manifest)
+        shards = [{"file": _relative(part.final, base), "records": part.records,
+                   "bytes": os.path.getsize(part.final),
+                   "index": _relative(part.final + ".idx", base) if self._index else None}
+                  for part in self._parts]
+        return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
+                "created_by": f"tfrec_fast {__version__}",
+                "compression": _TF_COMPRESSION[self._compression],
+                "total_records": self._records,
+                "total_bytes": sum(s["bytes"] for s in shards),
+                "spec": self._spec, "shards": shards}
+
+    def _check_free(self) -> None:
+        taken = self._naming.family()
+        for manifest in {self._manifest, self._naming.default_manifest()} - {None}:
+            if os.path.exists(manifest):
+                taken.append(manifest)
+        if taken:
+            raise FileExistsError(f"{taken[0]} already exists ({len(taken)} file(s) of this "
+                                  "output); pass overwrite=True to replace them")
+
+    def _remove_stale(self) -> None:
+        """Removes shards, indexes and a default manifest of an earlier output by this name."""
+        keep = set(self._shards)
+        if self._index:
+            keep.update(path + ".idx" for path in self._shards)
+        stale = [path for path in self._naming.family() if path not in keep]
+        default = self._naming.default_manifest()
+        if default != self._manifest and os.path.exists(default):
+            stale.append(default)  # it would describe the old shards
+        for path in stale:
+            os.remove(path)
+
+    def _close_writers(self, quiet: bool) -> None:
+        """Closes every open shard writer (completing its records), even if one fails."""
+        first_error = None
+        for part in self._parts:
+            if part is not None and part.writer is not None:
+                try:
+                    part.writer.close()
+                except Exception as error:
+                    first_error = first_error or error
+                part.writer = None
+        if first_error is not None and not quiet:
+            raise first_error
+
+    def _abort(self) -> None:
+        """Leaves the output unfinished: files closed, under their temporary names."""
+        self._close_writers(quiet=True)
+        for part in self._parts:
+            if part is not None and part.final is None:
+                _remove_quietly(part.temp + ".idx")  # if made: derived data, not worth keeping
+        self._state = "aborted"
+
+    def __enter__(self) -> "ShardedWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._abort()
+
+    # -- state --
+
+    @property
+    def records_written(self) -> int:
+        """Records written so far, over all shards."""
+        return self._records
+
+    @property
+    def bytes_written(self) -> int:
+        """Framed uncompressed bytes written so far (payload + 16 per record)."""
+        return self._bytes
+
+    @property
+    def shards(self) -> List[str]:
+        """The final shard paths, in order: empty until a successful :meth:`close`."""
+        return list(self._shards)
+
+    @property
+    def manifest_path(self) -> Optional[str]:
+        """Where the manifest is (or will be) written; None with ``manifest=False``."""
+        return self._manifest
+
+    @property
+    def partial_paths(self) -> List[str]:
+        """Where the shards written so far are, in shard order, while unfinished or after a
+        failure: temporary files (or final names, for shards a failed close already renamed).
+        Empty once the output is complete."""
+        if self._state == "closed":
+            return []
+        return [part.path for part in self._parts if part is not None]
+
+    def __repr__(self) -> str:
+        where = os.path.join(self._naming.directory, self._naming.pattern)
+        return (f"<ShardedWriter {where!r} ({self._state}, {self._records} records, "
+                f"{sum(p is not None for p in self._parts)} shards)>")
+
