@@ -1,4 +1,5 @@
-"""Runs the ```python blocks of README.md's examples section, each in a fresh namespace.
+"""Runs the ```python blocks of README.md's examples and conversion sections, each in a fresh
+namespace.
 
 The examples check their own round trips with ``assert``. Each runs with the working directory
 and ``tempfile``'s directory set to a fresh ``tmp_path``, so the files it writes land there.
@@ -14,16 +15,17 @@ import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SECTION = "## Examples (from the tutorials the project was born from)"
+CONVERSION = "## Converting datasets"
 
 
-def examples():
-    """[(subsection title, first line number of the code, code)] of the examples section."""
+def examples(section=SECTION):
+    """[(subsection title, first line number of the code, code)] of a README section."""
     lines = README.read_text(encoding="utf-8").splitlines()
     try:
-        start = lines.index(SECTION)
+        start = lines.index(section)
     except ValueError:
         return []
-    found, title, block, first = [], SECTION, None, 0
+    found, title, block, first = [], section[3:], None, 0
     for number, line in enumerate(lines[start + 1:], start + 2):  # 1-based README line numbers
         if block is None and re.match(r"##(?!#)", line):
             break  # the next level-2 section ends this one
@@ -40,7 +42,7 @@ def examples():
     return found
 
 
-EXAMPLES = examples()
+EXAMPLES = examples() + examples(CONVERSION)
 
 
 def test_section_has_the_examples():
