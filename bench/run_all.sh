@@ -64,11 +64,13 @@ if [ "$QUICK" = 1 ]; then
   CRC_ARGS=(--repeats 5)
   EXAMPLE_ARGS=(--repeats 3)
   TORCH_ARGS=(--repeats 3)
+  CONVERT_ARGS=(--repeats 3)
 else
   READ_ARGS=()
   CRC_ARGS=()
   EXAMPLE_ARGS=()
   TORCH_ARGS=()
+  CONVERT_ARGS=()
 fi
 
 echo "== CRC32C"
@@ -82,6 +84,9 @@ echo "== Example codec (parse / encode)"
 echo "== PyTorch DataLoader and random access"
 "$PY" "$BENCH/bench_torch.py" "${TORCH_ARGS[@]}" --markdown "$OUT/torch.md" --json "$OUT/torch.json" >/dev/null \
   || echo "bench_torch.py failed" >"$OUT/torch.md"
+echo "== converting a folder of JPEGs (makes bench/data/jpeg_folder/ once)"
+"$PY" "$BENCH/bench_convert.py" "${CONVERT_ARGS[@]}" --markdown "$OUT/convert.md" --json "$OUT/convert.json" >/dev/null \
+  || echo "bench_convert.py failed" >"$OUT/convert.md"
 
 {
   echo "# tfrec_fast benchmark results"
@@ -111,6 +116,10 @@ echo "== PyTorch DataLoader and random access"
   echo "## PyTorch DataLoader and random access"
   echo
   cat "$OUT/torch.md"
+  echo
+  echo "## Converting a folder of JPEGs"
+  echo
+  cat "$OUT/convert.md"
 } >"$BENCH/RESULTS.md"
 
 echo "== wrote $BENCH/RESULTS.md"

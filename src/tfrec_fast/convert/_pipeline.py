@@ -4,6 +4,12 @@ A job is whatever one call of ``build`` turns into records (an image path, a chu
 ``build(job)`` returns one serialized Example (bytes) or a RecordBatch of several, or raises
 :class:`BadInputError`. Workers may finish out of order, but results are consumed in job order,
 so the output is the same bytes for any worker count.
+
+With worker processes and an ``inspect`` function, the work is split: ``inspect(job)`` runs in
+the workers and returns something small (an image's header, a parsed annotation), and
+``build(job, inspected)`` runs in the main process, which reads the big bytes itself. Sending
+every image's bytes back through a pipe cost the main process more than the whole conversion
+in one process.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import collections
 import contextlib
 import os
 import sys
+import threading
 import time
 from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -45,15 +52,25 @@ def shuffled(jobs: Sequence[Any], options: WriteOptions) -> List[Any]:
     return [jobs[i] for i in permutation(len(jobs), options.seed).tolist()]
 
 
-def _build_all(build: Callable[[Any], Any], jobs: Sequence[Any]) -> list:
-    """Runs build on each job of one task; bad inputs come back as _Skipped."""
+def _build_all(build: Callable[..., Any], jobs: Sequence[Any], inspected=None) -> list:
+    """Runs build on each job of one task (with what inspect found, if given); bad inputs come
+    back as _Skipped."""
     out = []
-    for job in jobs:
+    for k, job in enumerate(jobs):
         try:
-            out.append(build(job))
+            if inspected is None:
+                out.append(build(job))
+            elif isinstance(inspected[k], _Skipped):
+                out.append(inspected[k])
+            else:
+                out.append(build(job, inspected[k]))
         except BadInputError as error:
             out.append(_Skipped((error.path, error.reason)))
     return out
+
+
+def _inspect_all(inspect: Callable[[Any], Any], jobs: Sequence[Any]) -> list:
+    return _build_all(inspect, jobs)
 
 
 def _executor(workers: int, threads: bool):
@@ -66,26 +83,40 @@ def _executor(workers: int, threads: bool):
     if threads:
         return ThreadPoolExecutor(workers, thread_name_prefix="tfrec-convert")
     methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    return ProcessPoolExecutor(workers, mp_context=context)
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        method = "fork"  # no thread to inherit: safe, and workers start at once, imports done
+    else:
+        method = "forkserver" if "forkserver" in methods else "spawn"
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
 
 
-def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool) -> Iterator[Any]:
-    """build(job) for each job, in job order; with workers > 1 run ahead in a pool."""
+def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool,
+              inspect: Optional[Callable[[Any], Any]] = None) -> Iterator[Any]:
+    """build(job) for each job, in job order; with workers > 1 run ahead in a pool (only
+    inspect(job) there, when given and the workers are processes)."""
     if workers <= 1:
         yield from _build_all(build, jobs)
         return
+    split = inspect is not None and not threads
     per_task = 1 if threads else _JOBS_PER_TASK
     tasks = (jobs[i:i + per_task] for i in range(0, len(jobs), per_task))
     pending: collections.deque = collections.deque()
+
+    def finish(task, future):
+        if split:
+            return _build_all(build, task, future.result())
+        return future.result()
+
     executor = _executor(workers, threads)
     try:
         for task in tasks:
-            pending.append(executor.submit(_build_all, build, task))
+            future = executor.submit(_inspect_all, inspect, task) if split else \
+                executor.submit(_build_all, build, task)
+            pending.append((task, future))
             if len(pending) >= workers * _TASKS_AHEAD_PER_WORKER:
-                yield from pending.popleft().result()
+                yield from finish(*pending.popleft())
         while pending:
-            yield from pending.popleft().result()
+            yield from finish(*pending.popleft())
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
 
@@ -101,7 +132,9 @@ class _Progress:
             from tqdm import tqdm
         except ImportError:  # the progress extra is optional
             return
-        self.bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+        class Bar(tqdm):
+            monitor_interval = 0  # no monitor thread: worker processes may then start by fork
+        self.bar = Bar(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
 
     def advance(self, n: int) -> None:
         if self.bar is not None:
@@ -115,11 +148,13 @@ class _Progress:
 def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, prefix: str,
                spec: Mapping[str, Any], options: WriteOptions, *, total: Optional[int] = None,
                threads: bool = False, desc: str = "convert", unit: str = "rec",
-               started: Optional[float] = None) -> ConvertSummary:
+               started: Optional[float] = None,
+               inspect: Optional[Callable[[Any], Any]] = None) -> ConvertSummary:
     """Builds every job (in ``options.worker_count`` processes, or threads) and writes the
     records in job order to shards ``{out_dir}/{prefix}-*`` with a manifest describing ``spec``.
 
-    ``build`` must be picklable for processes (a module-level function or a partial of one).
+    ``build`` must be picklable for processes (a module-level function or a partial of one);
+    so must ``inspect``, which then runs in the processes instead (see the module docstring).
     ``total`` is the number of records expected, for the progress bar (default: one per job).
     With ``options.strict`` the first bad input raises :class:`BadInputError` and no shard is
     left under a final name; otherwise bad inputs are listed in the summary.
@@ -133,7 +168,7 @@ def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, p
     try:
         # closing(): a failure stops the workers at once (pending tasks cancelled).
         with writer, contextlib.closing(_outcomes(build, jobs, options.worker_count,
-                                                  threads)) as outcomes:
+                                                  threads, inspect)) as outcomes:
             for outcome in outcomes:
                 if isinstance(outcome, _Skipped):
                     if options.strict:

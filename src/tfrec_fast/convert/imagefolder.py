@@ -36,7 +36,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple, Union
 from ..encode import encode_example
 from ..example import FixedLen
 from ._common import ConvertSummary, WriteOptions, write_text_file
-from ._images import read_file, read_image_header
+from ._images import ImageHeader, read_file, read_image_header
 from ._pipeline import shuffled, write_jobs
 
 __all__ = ["IMAGE_EXTENSIONS", "convert_imagefolder", "find_images", "imagefolder_spec"]
@@ -90,12 +90,24 @@ def find_images(src_dir: PathLike, extensions: Sequence[str] = IMAGE_EXTENSIONS
     return classes, jobs, ignored
 
 
-def build_image_example(src_dir: str, classes: Sequence[str], job: Job) -> bytes:
-    """One serialized Example for one image (see the module docstring for its features)."""
+def _image_path(src_dir: str, job: Job) -> str:
+    return os.path.join(src_dir, *job[0].split("/"))
+
+
+def inspect_image(src_dir: str, job: Job) -> ImageHeader:
+    """The image's header, from the first bytes of its file (what worker processes do)."""
+    return read_image_header(None, _image_path(src_dir, job))
+
+
+def build_image_example(src_dir: str, classes: Sequence[str], job: Job,
+                        header: Optional[ImageHeader] = None) -> bytes:
+    """One serialized Example for one image (see the module docstring for its features);
+    ``header`` when :func:`inspect_image` already read it."""
     rel_path, label = job
-    path = os.path.join(src_dir, *rel_path.split("/"))
+    path = _image_path(src_dir, job)
     data = read_file(path, "image")
-    header = read_image_header(data, path)
+    if header is None:
+        header = read_image_header(data, path)
     return encode_example({
         "image/encoded": data,
         "image/format": header.format.encode(),
@@ -123,9 +135,10 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
     128 MiB) and ``records_per_shard``. ``compression``: None, ``"gzip"`` or ``"zlib"``.
     ``index`` writes an index file per shard. ``shuffle`` writes the images in an order
     permuted by ``seed`` (the same for the same seed). ``workers`` processes read the files
-    (0: one per CPU); the output is the same for any number. They start by forkserver (spawn
-    where there is none), never fork, so a script calling this with workers > 1 must do so under
-    ``if __name__ == "__main__":``. ``progress``: a tqdm bar (default:
+    (0: one per CPU) read the image headers while this process reads and writes the bytes; the
+    output is the same for any number. On Linux they start by fork when this process runs no
+    other thread, else by forkserver (spawn where there is none), so a script calling this with
+    workers > 1 should do so under ``if __name__ == "__main__":``. ``progress``: a tqdm bar (default:
     when stderr is a terminal). A bad image (missing, unreadable, not an image) is skipped and
     listed in the summary, or with ``strict`` raises :class:`BadInputError` leaving no shard
     under a final name. ``overwrite`` replaces existing shards of the same prefix.
@@ -139,7 +152,8 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
         raise ValueError("a class directory name holds a line break: the label map cannot hold it")
     build = functools.partial(build_image_example, src_dir, tuple(classes))
     summary = write_jobs(shuffled(jobs, options), build, out_dir, prefix, imagefolder_spec(),
-                         options, desc="images", unit="img", started=started)
+                         options, desc="images", unit="img", started=started,
+                         inspect=functools.partial(inspect_image, src_dir))
     summary.ignored = ignored
     summary.label_map = os.path.abspath(os.path.join(out_dir, f"{prefix}.labels.txt"))
     write_text_file(summary.label_map, "".join(name + "\n" for name in classes))

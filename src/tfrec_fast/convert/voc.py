@@ -47,7 +47,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 from ..encode import Bytes, Floats, Int64s, encode_example
 from ..example import FixedLen, VarLen
 from ._common import BadInputError, ConvertSummary, WriteOptions, write_text_file
-from ._images import read_file, read_image_header
+from ._images import ImageHeader, read_file, read_image_header
 from ._pipeline import shuffled, write_jobs
 
 __all__ = ["VOC_LABELS", "convert_voc", "read_labels", "read_split", "voc_spec"]
@@ -169,24 +169,54 @@ def parse_annotation(path: str) -> VocAnnotation:
     return VocAnnotation(width, height, depth, objects)
 
 
-def build_voc_example(voc_dir: str, labels: Dict[str, int], image_id: str) -> bytes:
-    """One serialized Example for one image id (see the module docstring for its features)."""
-    xml_path = os.path.join(voc_dir, "Annotations", f"{image_id}.xml")
-    image_path = os.path.join(voc_dir, "JPEGImages", f"{image_id}.jpg")
-    mask_path = os.path.join(voc_dir, "SegmentationClass", f"{image_id}.png")
+class VocInspection(NamedTuple):
+    """What inspect_voc checks and finds: all but the bytes of the image and its mask."""
+    annotation: VocAnnotation
+    header: ImageHeader
+    mask_header: Optional[ImageHeader]  # None: no segmentation mask for this image
+
+
+def _paths(voc_dir: str, image_id: str) -> Tuple[str, str, str]:
+    return (os.path.join(voc_dir, "Annotations", f"{image_id}.xml"),
+            os.path.join(voc_dir, "JPEGImages", f"{image_id}.jpg"),
+            os.path.join(voc_dir, "SegmentationClass", f"{image_id}.png"))
+
+
+def inspect_voc(voc_dir: str, labels: Dict[str, int], image_id: str) -> VocInspection:
+    """Parses and checks one image's annotation against its image's (and mask's) header, read
+    from the first bytes of the files."""
+    xml_path, image_path, mask_path = _paths(voc_dir, image_id)
     annotation = parse_annotation(xml_path)
-    image = read_file(image_path, "image")
-    header = read_image_header(image, image_path)
+    header = read_image_header(None, image_path)
     if (header.width, header.height) != (annotation.width, annotation.height):
         raise BadInputError(xml_path, f"<size> {annotation.width}x{annotation.height} differs "
                                       f"from the image's {header.width}x{header.height}")
     if annotation.depth and annotation.depth != header.channels:
         raise BadInputError(xml_path, f"<depth> {annotation.depth} differs from the image's "
                                       f"{header.channels} channels")
-    objects = annotation.objects
-    for obj in objects:
+    for obj in annotation.objects:
         if obj.name not in labels:
             raise BadInputError(xml_path, f"class {obj.name!r} is not in the label list")
+    mask_header = None
+    if os.path.isfile(mask_path):
+        mask_header = read_image_header(None, mask_path, "segmentation mask")
+        if (mask_header.width, mask_header.height) != (header.width, header.height):
+            raise BadInputError(mask_path, f"segmentation mask is "
+                                           f"{mask_header.width}x{mask_header.height}, the image "
+                                           f"{header.width}x{header.height}")
+    return VocInspection(annotation, header, mask_header)
+
+
+def build_voc_example(voc_dir: str, labels: Dict[str, int], image_id: str,
+                      inspected: Optional[VocInspection] = None) -> bytes:
+    """One serialized Example for one image id (see the module docstring for its features);
+    ``inspected`` when :func:`inspect_voc` already ran (in a worker process)."""
+    _, image_path, mask_path = _paths(voc_dir, image_id)
+    if inspected is None:
+        inspected = inspect_voc(voc_dir, labels, image_id)
+    annotation, header, mask_header = inspected
+    image = read_file(image_path, "image")
+    objects = annotation.objects
     w, h = float(header.width), float(header.height)
     features = {
         "image/encoded": image,
@@ -205,14 +235,8 @@ def build_voc_example(voc_dir: str, labels: Dict[str, int], image_id: str) -> by
         "image/object/bbox/difficult": Int64s([o.difficult for o in objects]),
         "image/object/bbox/truncated": Int64s([o.truncated for o in objects]),
     }
-    if os.path.isfile(mask_path):
-        mask = read_file(mask_path, "segmentation mask")
-        mask_header = read_image_header(mask, mask_path)
-        if (mask_header.width, mask_header.height) != (header.width, header.height):
-            raise BadInputError(mask_path, f"segmentation mask is "
-                                           f"{mask_header.width}x{mask_header.height}, the image "
-                                           f"{header.width}x{header.height}")
-        features["image/segmentation/class/encoded"] = mask
+    if mask_header is not None:
+        features["image/segmentation/class/encoded"] = read_file(mask_path, "segmentation mask")
         features["image/segmentation/class/format"] = mask_header.format.encode()
     return encode_example(features)
 
@@ -244,10 +268,12 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
     masks = os.path.join(voc_dir, "SegmentationClass")
     segmentation = os.path.isdir(masks) and any(
         os.path.isfile(os.path.join(masks, f"{i}.png")) for i in ids)
-    build = functools.partial(build_voc_example, voc_dir,
-                              {name: label for label, name in enumerate(names)})
-    summary = write_jobs(shuffled(ids, options), build, out_dir, prefix, voc_spec(segmentation),
-                         options, desc="images", unit="img", started=started)
+    label_of = {name: label for label, name in enumerate(names)}
+    summary = write_jobs(shuffled(ids, options), functools.partial(build_voc_example, voc_dir,
+                                                                   label_of),
+                         out_dir, prefix, voc_spec(segmentation), options, desc="images",
+                         unit="img", started=started,
+                         inspect=functools.partial(inspect_voc, voc_dir, label_of))
     summary.label_map = os.path.abspath(os.path.join(out_dir, f"{prefix}.labels.txt"))
     write_text_file(summary.label_map, "".join(name + "\n" for name in names))
     return summary
