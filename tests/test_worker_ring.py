@@ -193,3 +193,13 @@ def test_dataset_values_are_right_through_the_ring(tmp_path):
         assert b["img"].reshape(-1, 6).to(torch.int64).tolist() == img.tolist()
         seen += ids.tolist()
     assert sorted(seen) == list(range(1000))
+
+
+def test_collate_takes_an_indexed_batch_as_parsed(tmp_path):
+    paths = [str(write_file(tmp_path / f"{k}.tfrecord", range(100 * k, 100 * k + 100)))
+             for k in range(2)]
+    ds = IndexedTFRecordDataset(paths, DENSE)
+    for indices in ([5, 3, 3, 99, 0], [150, 120], [1, 150, 2], [7]):   # one file, or two
+        rows = ds.__getitems__(indices)
+        same(collate(rows), torch.utils.data.default_collate(list(rows)))
+        assert collate(rows)["id"].tolist() == [int(i) for i in indices]

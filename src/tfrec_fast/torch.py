@@ -31,6 +31,7 @@ Records come out as dicts of tensors made with ``torch.from_numpy`` from the par
 
 from __future__ import annotations
 
+import collections.abc
 import os
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
@@ -124,6 +125,37 @@ def _worker_ring_handoff() -> Optional[Callable]:
     return handoff
 
 
+class _Rows(collections.abc.Sequence):
+    """The rows of one batch from its parsed columns, made only when someone looks at them
+    (default_collate does); :func:`collate` takes the columns as the batch instead, so neither
+    the per-row dicts nor the stacking are paid for."""
+
+    def __init__(self, columns: Mapping[str, np.ndarray], n: int, compat: set):
+        self._columns, self._n, self._compat = columns, n, compat
+        self._rows: Optional[list] = None
+        self.batch = {name: _tensor(c) for name, c in columns.items()}
+
+    def _made(self) -> list:
+        if self._rows is None:
+            self._rows = _rows(self._columns, self._n, self._compat)
+        return self._rows
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        return self._made()[i]
+
+    def __iter__(self):
+        return iter(self._made())
+
+    def __eq__(self, other):
+        return self._made() == (other._made() if isinstance(other, _Rows) else other)
+
+    def __repr__(self):
+        return repr(self._made())
+
+
 def collate(samples):
     """A DataLoader ``collate_fn``: ``default_collate``, except that in a worker a batch of dicts
     of tensors is stacked in private memory and handed over through the worker's shared-memory
@@ -131,6 +163,8 @@ def collate(samples):
     (``IndexedTFRecordDataset``, ``TFRecordDataset`` without ``batch_size``) and
     ``num_workers > 0``: the same batches, much cheaper to send."""
     handoff = _worker_ring_handoff()
+    if type(samples) is _Rows:
+        return handoff(samples.batch) if handoff else samples.batch
     if handoff is None or not samples or not all(
             type(s) is dict and s.keys() == samples[0].keys() and
             all(isinstance(v, torch.Tensor) for v in s.values()) for s in samples):
@@ -443,7 +477,9 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
     parsed with ``spec`` into a dict of tensors as :class:`TFRecordDataset` yields them (raw
     ``bytes`` when ``spec`` is None), then passed to ``transform``. ``__getitems__`` (used by
     DataLoader for each batch) reads all of a batch's records with one
-    ``IndexedTFRecordReader.get_batch`` per file and parses them in one call. Use with any
+    ``IndexedTFRecordReader.get_batch`` per file and parses them in one call; with
+    ``collate_fn=tfrec_fast.torch.collate`` those parsed columns are the batch (no per-record
+    dicts, no stacking) when they are all dense and there is no ``transform``. Use with any
     sampler: ``RandomSampler`` (an exact shuffle), ``DistributedSampler`` (call its set_epoch).
 
     ``index`` as in :class:`TFRecordDataset`; indexes not found on disk are built in memory when
@@ -493,7 +529,7 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
     def __getitem__(self, i: int):
         return self.__getitems__([i])[0]
 
-    def __getitems__(self, indices: Sequence[int]) -> list:
+    def __getitems__(self, indices: Sequence[int]) -> Sequence[dict]:
         n = len(self)
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         idx = np.where(idx < 0, idx + n, idx)
@@ -501,14 +537,20 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
             raise IndexError(f"record index out of range for {n} records")
         files = np.searchsorted(self._starts, idx, side="right") - 1
         out: list = [None] * len(idx)
+        single = len(idx) > 0 and files[0] == files[-1] and (files == files[0]).all()
         for k in np.unique(files).tolist():
             where = np.flatnonzero(files == k)
             batch = self._reader(k).get_batch(idx[where] - self._starts[k])
             if self._spec is None:
                 rows = batch.to_list()
             else:
-                rows = _rows(parse_examples(batch, self._spec, name=self.files[k]), len(batch),
-                             self._compat)
+                columns = parse_examples(batch, self._spec, name=self.files[k])
+                if single and self.transform is None and all(
+                        isinstance(c, np.ndarray) for c in columns.values()):
+                    # The whole batch is these columns, in this order: collate() takes them
+                    # as they are instead of stacking rows.
+                    return _Rows(columns, len(batch), self._compat)
+                rows = _rows(columns, len(batch), self._compat)
             for j, row in zip(where.tolist(), rows):
                 out[j] = row
         if self.transform is not None:
