@@ -705,8 +705,8 @@ def tiny_table(results, n_tiny) -> tuple[str, list[str]]:
     t2 = next((r.median for r in results if r.case == "tfr_w2_tiny" and r.ok), None)
     if t1 is not None and t2 is not None:
         notes.append(f"workers=2 costs {t2 - t1:.2f} s more per call than workers=1 before any image is done: the "
-                     "process pool's start-up (a forkserver, then worker processes that each import tfrec_fast, numpy "
-                     "and Pillow), paid by every convert_imagefolder call")
+                     "process pool's start-up (forked worker processes when no other thread runs, else a forkserver "
+                     "whose workers import tfrec_fast, numpy and Pillow), paid by every convert_imagefolder call")
     return C.md_table(["implementation", "median s per call", "IQR/median"], rows), notes
 
 
