@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <mutex>
 
 #include "errors.h"
 #include "py_common.h"
@@ -125,15 +126,17 @@ class PyReader {
 
   // The next record, or a null object at the end (tp_iternext's convention: no StopIteration).
   py::object next() {
-    while (!pending_.empty() && pending_.front().next >= pending_.front().batch->size()) {
-      pending_.pop_front();
-    }
+    drop_spent();
     if (pending_.empty()) {
-      auto batch = fetch(options_.batch_records, options_.batch_bytes);
-      if (batch->size() == 0) return py::object();
-      py::object owner = wrap_batch(batch);
-      auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(owner.ptr()));
-      pending_.push_back(Cursor{std::move(batch), std::move(view), 0});
+      auto serial = lock_serial();
+      drop_spent();  // another thread may have fetched while this one waited
+      if (pending_.empty()) {
+        auto batch = fetch(options_.batch_records, options_.batch_bytes);
+        if (batch->size() == 0) return py::object();
+        py::object owner = wrap_batch(batch);
+        auto view = py::reinterpret_steal<py::object>(PyMemoryView_FromObject(owner.ptr()));
+        pending_.push_back(Cursor{std::move(batch), std::move(view), 0});
+      }
     }
     Cursor& c = pending_.front();
     const size_t i = c.next++;
@@ -142,15 +145,9 @@ class PyReader {
 
   py::object read_batch(size_t max_records, size_t max_bytes) {
     // Records already read for iteration come first, so mixing the two loses nothing.
-    for (; !pending_.empty(); pending_.pop_front()) {
-      Cursor& c = pending_.front();
-      if (c.next < c.batch->size()) {
-        const size_t to = std::min(c.batch->size(), c.next + std::max<size_t>(max_records, 1));
-        auto part = slice_batch(*c.batch, c.next, to);
-        c.next = to;
-        return wrap_batch(std::move(part));
-      }
-    }
+    if (auto part = take_pending(max_records)) return wrap_batch(std::move(part));
+    auto serial = lock_serial();
+    if (auto part = take_pending(max_records)) return wrap_batch(std::move(part));
     return wrap_batch(fetch(max_records, max_bytes));
   }
 
@@ -194,6 +191,38 @@ class PyReader {
     size_t next;
   };
 
+  void drop_spent() {
+    while (!pending_.empty() && pending_.front().next >= pending_.front().batch->size()) {
+      pending_.pop_front();
+    }
+  }
+
+  // Up to max_records of the records read for iteration and not handed out yet; null if none.
+  std::shared_ptr<RecordBatch> take_pending(size_t max_records) {
+    drop_spent();
+    if (pending_.empty()) return nullptr;
+    Cursor& c = pending_.front();
+    const size_t to = std::min(c.batch->size(), c.next + std::max<size_t>(max_records, 1));
+    auto part = slice_batch(*c.batch, c.next, to);
+    c.next = to;
+    return part;
+  }
+
+  // Held by next() and read_batch() from finding pending_ empty until the batch they fetch is
+  // queued or handed out, so one fetch is in flight at a time and threads sharing the reader get
+  // records in file order (else a fetch that finished later could queue an older batch behind a
+  // newer one, or a newer batch go out while an older one is in flight). Only fetches take it:
+  // records already in pending_ go out under the GIL alone. Awaited with the GIL released, since
+  // its holder needs the GIL back to finish.
+  std::unique_lock<std::mutex> lock_serial() {
+    std::unique_lock<std::mutex> lock(serial_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      py::gil_scoped_release release;
+      lock.lock();
+    }
+    return lock;
+  }
+
   std::shared_ptr<RecordReader> live() {
     if (!reader_) throw std::logic_error("I/O operation on a closed TFRecordReader");
     return reader_;
@@ -225,9 +254,9 @@ class PyReader {
   std::shared_ptr<RecordReader> reader_;
   std::string name_;
   Options options_;
-  // Batches read for iteration and not yet handed out. A deque rather than one batch because
-  // threads sharing a reader may each fetch one while the GIL is released.
+  // Batches read for iteration and not yet handed out (with serial_, at most one not spent).
   std::deque<Cursor> pending_;
+  std::mutex serial_;
 };
 
 PyReader::Options make_options(const std::string& compression, bool verify, bool copy,
