@@ -30,13 +30,16 @@ def tf():
     return pytest.importorskip("tensorflow")
 
 
+HAVE_TFRECORD = importlib.util.find_spec("tfrecord") is not None
+needs_tfrecord = pytest.mark.skipif(not HAVE_TFRECORD, reason="optional peer `tfrecord` not "
+                                    "installed (CI's peers step runs this)")
+
+
 @pytest.fixture(scope="module")
 def tfrecord_pkg():
     """The `tfrecord` package, used only in subprocesses: with protobuf's upb backend it cannot
     be imported into a process that already imported TensorFlow (both register tensorflow.*
     protos: 'duplicate symbol tensorflow.BytesList'), and the tf fixture may have done that."""
-    if importlib.util.find_spec("tfrecord") is None:
-        pytest.skip("optional peer `tfrecord` not installed")
     return "tfrecord"
 
 
@@ -90,6 +93,7 @@ def test_crc_matches_tf(tf):
     assert int.from_bytes(raw[-4:], "little") == tfrec_fast.masked_crc32c(b"123456789")
 
 
+@needs_tfrecord
 @pytest.mark.parametrize("compression", [None, "gzip"])
 def test_tfrecord_pkg_reads_our_files(tfrecord_pkg, tmp_path, compression):
     """The `tfrecord` package's raw iterator reads tfrec_fast output record for record."""
@@ -106,6 +110,7 @@ def test_tfrecord_pkg_reads_our_files(tfrecord_pkg, tmp_path, compression):
     assert got == [hashlib.sha256(x).hexdigest() for x in PAYLOADS]
 
 
+@needs_tfrecord
 def test_tfrecord_pkg_loader_parses_our_examples(tfrecord_pkg, tmp_path):
     """tfrecord.reader.tfrecord_loader parses Example records framed by tfrec_fast."""
     p = tmp_path / "ex.tfrecord"
@@ -130,6 +135,7 @@ def test_tfrecord_pkg_loader_parses_our_examples(tfrecord_pkg, tmp_path):
     assert run_py(code_read, p) == [[7, "abc"], [8, "abc"]]
 
 
+@needs_tfrecord
 def test_we_read_tfrecord_pkg_files(tfrecord_pkg, tmp_path):
     """tfrec_fast reads files written by the `tfrecord` package's writer (Example payloads)."""
     p = tmp_path / "theirs.tfrecord"
@@ -151,11 +157,12 @@ def test_we_read_tfrecord_pkg_files(tfrecord_pkg, tmp_path):
         assert (bytes([i]) * i) in rec
 
 
+@needs_tfrecord
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="optional peer tensorflow not installed (CI's peers step runs this)")
 def test_all_three_in_one_process(tmp_path):
     """tfrec_fast loads next to tensorflow and next to `tfrecord` without clashes; in one process
     with all three, any failure must be the peers' own clash (present without tfrec_fast too)."""
-    if importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("tfrecord") is None:
-        pytest.skip("needs both optional peers tensorflow and tfrecord")
     p = _write(tmp_path / "x.tfrecord", None)
     n = len(PAYLOADS)
     code = (

@@ -450,10 +450,10 @@ print(json.dumps([P.example_to_dict(theirs) == {{"a": [1, 2]}},
 """
 
 
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="optional peer tensorflow not installed (CI's peers step runs this)")
 @pytest.mark.parametrize("order", ["ours_first", "tf_first"])
 def test_same_process_as_tensorflow(order):
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("TensorFlow not installed")
     imports = ["import tfrec_fast.proto", "import tensorflow as tf"]
     if order == "tf_first":
         imports.reverse()
@@ -462,12 +462,12 @@ def test_same_process_as_tensorflow(order):
     assert _run_py(code) == [True, True, "tensorflow.Example", "tfrec_fast.v1.Example"]
 
 
+@pytest.mark.skipif(importlib.util.find_spec("tfrecord") is None,
+                    reason="optional peer `tfrecord` not installed (CI's peers step runs this)")
 @pytest.mark.parametrize("order", ["ours_first", "tfrecord_first"])
 def test_same_process_as_tfrecord_package(order):
     """The `tfrecord` package registers tensorflow.* in the default pool (so it cannot share a
     process with TensorFlow itself); ours lives elsewhere and shares one with either."""
-    if importlib.util.find_spec("tfrecord") is None:
-        pytest.skip("optional peer `tfrecord` not installed")
     imports = ["import tfrec_fast.proto", "from tfrecord import example_pb2 as pb"]
     if order == "tfrecord_first":
         imports.reverse()
