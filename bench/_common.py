@@ -246,3 +246,20 @@ def env_for_workers() -> dict:
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's banner out of the logs
     env.setdefault("PYTHONHASHSEED", "0")
     return env
+
+
+def emit(md: list[str], raw: dict, markdown: str | None, json_path: str | None,
+         summary: list[str] | None = None) -> int:
+    """Prints the Markdown sections (plus a Targets list when there is a summary) and writes
+    them and the raw timings to the files asked for; the exit status of a bench script."""
+    if summary:
+        md = md + ["### Targets\n\n" + "\n".join(f"- {s}" for s in summary) + "\n"]
+    text = "\n".join(md)
+    print(text)
+    if markdown:
+        with open(markdown, "w") as f:
+            f.write(text)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(raw, f, indent=1, default=str)
+    return 0

@@ -21,7 +21,6 @@ enforced): parsing >= 20x TensorFlow batched and >= 50x the tfrecord package; en
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
@@ -205,17 +204,7 @@ def main(argv=None) -> int:
         md.append(section(title, *encode_table(res, meta["n_records"], summary)))
         raw["encode_mnist"] = {r.case: vars(r) for r in res}
 
-    if summary:
-        md.append("### Targets\n\n" + "\n".join(f"- {s}" for s in summary) + "\n")
-    text = "\n".join(md)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(raw, f, indent=1, default=str)
-    return 0
+    return C.emit(md, raw, args.markdown, args.json, summary)
 
 
 if __name__ == "__main__":

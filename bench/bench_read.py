@@ -18,7 +18,6 @@ CRCs included), the bytes a reader must read and checksum, as the ceiling probe 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
@@ -195,15 +194,7 @@ def main(argv=None) -> int:
         md.append(section(title, *rss_table(rss)))
         raw["rss_large"] = rss
 
-    text = "\n".join(md)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(raw, f, indent=1, default=str)
-    return 0
+    return C.emit(md, raw, args.markdown, args.json)
 
 
 if __name__ == "__main__":

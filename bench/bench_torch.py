@@ -38,7 +38,6 @@ tfrecord package and >= 2x TensorFlow's pipeline.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -219,17 +218,7 @@ def main(argv=None) -> int:
             raw[f"random_{name}"] = {r.case: vars(r) for r in res}
             print(f"   ({time.time() - t0:.0f} s)", file=sys.stderr)
 
-    if summary:
-        md.append("### Targets\n\n" + "\n".join(f"- {s}" for s in summary) + "\n")
-    text = "\n".join(md)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(raw, f, indent=1, default=str)
-    return 0
+    return C.emit(md, raw, args.markdown, args.json, summary)
 
 
 if __name__ == "__main__":
