@@ -1,8 +1,8 @@
-"""Locating and loading the conformance corpus (shared/conformance next to the repo).
+"""Locating and loading the conformance corpus (tests/data/conformance in the repository).
 
-The corpus is located relative to the repository:
-``<repo>/../shared/conformance``; the environment variable TFREC_FAST_CONFORMANCE
-overrides it. A missing corpus is an error, never a skip.
+The corpus lives in the repository, so a bare clone tests itself; the environment variable
+TFREC_FAST_CONFORMANCE points the tests at another copy of the same format (a refreshed corpus).
+A missing corpus is an error, never a skip.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "conformance"
+DEFAULT_CORPUS = Path(__file__).resolve().parent / "data" / "conformance"
 SUFFIX = ".expected.json"
 
 

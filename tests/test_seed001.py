@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 
 from tfrec_fast import FixedLen, TFRecordWriter

@@ -8,6 +8,7 @@ import types
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 
 import tfrec_fast as tf_

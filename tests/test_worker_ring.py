@@ -12,6 +12,7 @@ import pickle
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 
 from multiprocessing.reduction import ForkingPickler  # noqa: E402

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets (TFREC_FUZZ=ON: clang, AddressSanitizer + UndefinedBehaviorSanitizer)
-# and run each for SECONDS, seeded from the conformance corpus (../shared/conformance).
+# and run each for SECONDS, seeded from the conformance corpus (tests/data/conformance).
 #
 # Usage:  tools/fuzz.sh [SECONDS=60]
 # Env:    BUILD   build directory (default: <repo>/build/fuzz); the grown corpora stay in
 #                 $BUILD/corpus/<target>, so later runs go on from them
-#         TFREC_FAST_CONFORMANCE  the corpus (default: <repo>/../shared/conformance)
+#         TFREC_FAST_CONFORMANCE  the corpus (default: <repo>/tests/data/conformance)
 # Installs clang and libFuzzer (Debian: clang, libclang-rt-dev) with apt-get when missing.
 # The two targets run side by side (one core each). Exits 1 on any finding (crash, sanitizer
 # report, leak, timeout, out-of-memory) and prints the input that caused it.
@@ -14,7 +14,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${1:-60}"
 BUILD="${BUILD:-$ROOT/build/fuzz}"
-CONFORMANCE="${TFREC_FAST_CONFORMANCE:-$ROOT/../shared/conformance}"
+CONFORMANCE="${TFREC_FAST_CONFORMANCE:-$ROOT/tests/data/conformance}"
 TARGETS=(fuzz_record_reader fuzz_example_decoder)
 declare -A MAX_LEN=([fuzz_record_reader]=1048576 [fuzz_example_decoder]=65536)
 
