@@ -52,11 +52,40 @@ py::object data_loss_error(const DataLoss& e) {
              py::arg("offset") = e.offset, py::arg("reason") = reason_code(e.reason));
 }
 
-PyBytesView::PyBytesView(py::handle obj) {
-  if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+bool immutable_buffer(py::handle obj) {
+  for (int depth = 0; depth < 16 && obj; ++depth) {  // bounded: a view of a view of ...
+    if (PyBytes_CheckExact(obj.ptr()) || py::isinstance<RecordBatch>(obj)) return true;
+    if (PyMemoryView_Check(obj.ptr())) {
+      obj = PyMemoryView_GET_BUFFER(obj.ptr())->obj;
+    } else if (py::isinstance<py::array>(obj)) {
+      auto array = py::reinterpret_borrow<py::array>(obj);
+      if (array.writeable()) return false;
+      obj = array.base();
+    } else {
+      return false;
+    }
+  }
+  return false;
 }
 
-PyBytesView::~PyBytesView() { PyBuffer_Release(&view_); }
+PyBytesView::PyBytesView(py::handle obj) {
+  if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+  size_ = size_t(view_.len);
+  if (immutable_buffer(obj)) {
+    data_ = static_cast<const uint8_t*>(view_.buf);
+    return;
+  }
+  const auto* bytes = static_cast<const uint8_t*>(view_.buf);
+  copy_.assign(bytes, bytes + size_);
+  static const uint8_t kNothing = 0;  // never a null pointer, even for 0 bytes
+  data_ = size_ ? copy_.data() : &kNothing;
+  PyBuffer_Release(&view_);
+  view_ = Py_buffer{};
+}
+
+PyBytesView::~PyBytesView() {
+  if (view_.obj != nullptr) PyBuffer_Release(&view_);
+}
 
 Compression parse_compression(const std::string& name) {
   if (name.empty()) return Compression::kNone;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "errors.h"
 #include "record_reader.h"
@@ -15,19 +16,29 @@ namespace tfr::py_bind {
 
 namespace py = pybind11;
 
-// A contiguous read-only view of any bytes-like object, held for as long as this lives.
+// The bytes of any bytes-like object, safe to read with the GIL released for as long as this
+// lives: memory nobody can change (a bytes object, a RecordBatch, views of them) is held by
+// reference; anything else (bytearray, writable numpy, mmap, ...) is copied here, with the GIL
+// held, because another thread could change it while C++ reads it. Needs the GIL to construct.
 class PyBytesView {
  public:
   explicit PyBytesView(py::handle obj);
   ~PyBytesView();
   PyBytesView(const PyBytesView&) = delete;
   PyBytesView& operator=(const PyBytesView&) = delete;
-  const uint8_t* data() const { return static_cast<const uint8_t*>(view_.buf); }
-  size_t size() const { return size_t(view_.len); }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
 
  private:
-  Py_buffer view_{};
+  Py_buffer view_{};          // held only when the memory is immutable
+  std::vector<uint8_t> copy_;  // otherwise the bytes live here
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
 };
+
+// True when obj's memory can never change while obj lives: bytes, a RecordBatch, or a memoryview
+// or read-only numpy array whose memory comes from one of those.
+bool immutable_buffer(py::handle obj);
 
 // An exception raised by Python code the engine called (a file-like source or sink). It keeps
 // the exception object, so a reader can raise the very same exception again on every later call

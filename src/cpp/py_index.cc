@@ -46,19 +46,18 @@ class PyIndexedReader {
 
   py::object read(const Int64Array& indices) {
     auto reader = live();
-    if (indices.ndim() != 1) throw py::value_error("indices must be one-dimensional");
-    const int64_t* idx = indices.data();
-    const size_t n = size_t(indices.size());
-    for (size_t k = 0; k < n; ++k) {  // here, so that it is an IndexError, not a ValueError
-      if (idx[k] < 0 || uint64_t(idx[k]) >= size_) {
-        throw py::index_error("record index " + std::to_string(idx[k]) + " out of range for " +
+    // Copied while the GIL is held: another thread may change the caller's array meanwhile.
+    const std::vector<int64_t> idx = to_vector(indices, "indices");
+    for (const int64_t i : idx) {  // here, so that it is an IndexError, not a ValueError
+      if (i < 0 || uint64_t(i) >= size_) {
+        throw py::index_error("record index " + std::to_string(i) + " out of range for " +
                               path_ + " (" + std::to_string(size_) + " records)");
       }
     }
     std::shared_ptr<RecordBatch> batch;
     {
       py::gil_scoped_release release;
-      batch = reader->read(idx, n);
+      batch = reader->read(idx.data(), idx.size());
     }
     return wrap_batch(std::move(batch));
   }

@@ -229,6 +229,8 @@ std::unique_ptr<RecordBatch> RandomAccessReader::read(const int64_t* indices, si
   batch->positions.resize(n);
   batch->offsets[0] = 0;
   uint64_t file_size = file_size_;
+  // Each index is read exactly once: everything below works on `wanted`, never on `indices`.
+  std::vector<Wanted> wanted(n);
   for (size_t k = 0; k < n; ++k) {
     const int64_t i = indices[k];
     if (i < 0 || size_t(i) >= offsets_.size()) {
@@ -238,16 +240,12 @@ std::unique_ptr<RecordBatch> RandomAccessReader::read(const int64_t* indices, si
     check_fits(size_t(i), &file_size);
     batch->offsets[k + 1] = batch->offsets[k] + sizes_[size_t(i)] - int64_t(kFramingSize);
     batch->positions[k] = offsets_[size_t(i)];
+    wanted[k] = Wanted{size_t(i), offsets_[size_t(i)], sizes_[size_t(i)], k};
   }
   batch->data.reserve(size_t(batch->offsets[n]) + 1);
   batch->data.resize(size_t(batch->offsets[n]));
 
   // The distinct records in file order; each is read once, into the first place that wants it.
-  std::vector<Wanted> wanted(n);
-  for (size_t k = 0; k < n; ++k) {
-    const size_t i = size_t(indices[k]);
-    wanted[k] = Wanted{i, offsets_[i], sizes_[i], k};
-  }
   auto by_file_order = [](const Wanted& a, const Wanted& b) {
     return a.offset != b.offset ? a.offset < b.offset : a.index != b.index ? a.index < b.index : a.out < b.out;
   };
