@@ -349,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "check every record and both checksums; exit status 1 on damage")
     verify.add_argument("--repair", metavar="OUT",
                         help="write every intact record of the (single) input file to OUT, "
-                             "skipping damaged ones")
+                             "skipping damaged ones; OUT appears only once complete and may "
+                             "not be the input itself")
     index = add("index", cmd_index,
                 "write FILE.idx next to each file: one \"offset size\" line per record, the index "
                 "format of the tfrecord package and NVIDIA DALI (uncompressed files only)")

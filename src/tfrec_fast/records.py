@@ -32,6 +32,7 @@ Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBas
 # What the ``compression`` arguments accept (any case; None is "none"). "auto" is for reading only.
 COMPRESSIONS = ("none", "gzip", "zlib", "auto")
 _HEAD = 12  # bytes looked at to tell the compression: one record header
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def normalize_compression(compression: Optional[str], *, auto: bool = True) -> str:
@@ -117,6 +118,20 @@ class _Replay(io.RawIOBase):
         return len(data)
 
 
+def _head_of(source) -> bytes:
+    """The first bytes of a regular file (nothing of a pipe, which cannot be read again) or of
+    a buffer."""
+    try:
+        if isinstance(source, str):
+            if not os.path.isfile(source):
+                return b""
+            with open(source, "rb") as f:
+                return f.read(_HEAD)
+        return bytes(memoryview(source).cast("B")[:_HEAD])
+    except (OSError, TypeError):
+        return b""
+
+
 def _compressed_hint(head: bytes) -> Optional[str]:
     """For a stream read as uncompressed: a note when it looks compressed, else None."""
     guess = sniff_compression(head)
@@ -135,8 +150,9 @@ def _is_file_like(source) -> bool:
 
 def _check_binary(file) -> None:
     """A text-mode file would hand out str: say so, not fail somewhere in the reader."""
-    mode = getattr(file, "mode", "b")
-    if isinstance(file, io.TextIOBase) or (isinstance(mode, str) and "b" not in mode):
+    mode = getattr(file, "mode", None)  # an open() mode without "b", as tempfile's are
+    text_mode = isinstance(mode, str) and mode != "" and set(mode) <= set("rwaxt+")
+    if isinstance(file, io.TextIOBase) or text_mode:
         raise TypeError(f"{_file_name(file)} is a text-mode file: open it in binary mode "
                         "(open(path, 'rb') / open(path, 'wb'))")
 
@@ -184,7 +200,7 @@ class TFRecordReader:
                  skip_corrupt: bool = False):
         compression = normalize_compression(compression)
         self._skipped: list = []
-        self._hint: Optional[str] = None
+        self._unsure = None  # an uncompressed path or buffer, that might be compressed after all
         self._owned = None  # a file this reader opened and must close
         args = (bool(verify), bool(copy), int(buffer_size), ITER_BATCH_RECORDS, ITER_BATCH_BYTES,
                 bool(skip_corrupt))
@@ -201,15 +217,14 @@ class TFRecordReader:
                             f"a binary file-like object, not {type(source).__name__}" +
                             (": for several files use read_records()"
                              if isinstance(source, (list, tuple)) else ""))
-        if compression in ("", "auto"):  # look at the first bytes (not consuming them)
-            source, head = self._peek(source)
-            if compression == "auto":
-                compression = sniff_compression(head)
-            else:
-                self._hint = _compressed_hint(head)
-        self.compression = compression  # as read: "", "gzip" or "zlib" ("auto" resolved)
-        self.compressed = bool(compression)
         try:
+            if compression == "auto":  # look at the first bytes (not consuming them)
+                source, head = self._peek(source)
+                compression = sniff_compression(head)
+            elif not compression and not _is_file_like(source):
+                self._unsure = source  # on damage at its start, looked at for a hint
+            self.compression = compression  # as read: "", "gzip" or "zlib" ("auto" resolved)
+            self.compressed = bool(compression)
             if isinstance(source, str):
                 self._reader = _core.RecordReader.open_path(source, compression, *args)
             elif _is_file_like(source):
@@ -224,18 +239,22 @@ class TFRecordReader:
         """(source to read, its first bytes) without losing them: a regular file is read again
         from the start; a pipe or other stream is replayed; memory is just looked at."""
         if isinstance(source, str):
-            f = open(source, "rb", buffering=0)
+            fd = os.open(source, _OPEN_FLAGS)  # os calls, not a file object: faster per file
             try:
-                regular = stat.S_ISREG(os.fstat(f.fileno()).st_mode)
-                head = _read_head(f)
+                mode = os.fstat(fd).st_mode
+                if stat.S_ISDIR(mode):
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), source)
+                head = os.read(fd, _HEAD) if stat.S_ISREG(mode) else b""
             except BaseException:
-                f.close()
+                os.close(fd)
                 raise
-            if regular:
-                f.close()
+            if stat.S_ISREG(mode):
+                os.close(fd)
                 return source, head
-            self._owned = f  # a FIFO, /dev/stdin, ...: read once, so read on from here
-            return _Replay(head, f, source), head
+            # A FIFO, /dev/stdin, ...: it can be read only once, so read on from here.
+            self._owned = io.FileIO(fd, "rb")
+            head = _read_head(self._owned)
+            return _Replay(head, self._owned, source), head
         if _is_file_like(source):
             seekable = getattr(source, "seekable", None)
             if seekable is not None and seekable():
@@ -245,10 +264,7 @@ class TFRecordReader:
                 return source, head
             head = _read_head(source)
             return _Replay(head, source, _file_name(source)), head
-        try:
-            return source, bytes(memoryview(source).cast("B")[:_HEAD])
-        except TypeError:  # not contiguous: nothing to sniff, read as given
-            return source, b""
+        return source, _head_of(source)
 
     def _close_owned(self) -> None:
         if self._owned is not None:
@@ -256,10 +272,14 @@ class TFRecordReader:
             self._owned = None
 
     def _with_hint(self, error: DataLossError) -> DataLossError:
-        """The error with a note that the file looks compressed, where it is at its start."""
-        if self._hint is None or error.offset != 0:
+        """Damage at the very start of a source read as uncompressed that starts like a gzip or
+        zlib stream: the error with a note saying so (looked at only now, when it matters)."""
+        if self._unsure is None or error.offset != 0:
             return error
-        return type(error)(f"{error.detail}; {self._hint}", path=error.path,
+        hint = _compressed_hint(_head_of(self._unsure))
+        if hint is None:
+            return error
+        return type(error)(f"{error.detail}; {hint}", path=error.path,
                            record_index=error.record_index, offset=error.offset,
                            reason=error.reason)
 
@@ -273,20 +293,20 @@ class TFRecordReader:
             raise hinted from None
 
     def _records(self) -> Iterator[memoryview]:
-        """The records: the C++ iterator itself, unless errors need a hint added."""
-        if self._hint is None:
+        """The records. Damage at the start of the source can only surface on the first one,
+        so only that one goes through Python; the rest come from the C++ iterator itself."""
+        if self._unsure is None:
             return self._reader
-        return self._hinted_records()
+        return itertools.chain(self._first_record(), self._reader)
 
-    def _hinted_records(self) -> Iterator[memoryview]:
-        while True:
-            try:
-                record = next(self._reader)
-            except StopIteration:
-                return
-            except DataLossError as error:
-                raise self._with_hint(error) from None
-            yield record
+    def _first_record(self) -> Iterator[memoryview]:
+        try:
+            record = next(self._reader)
+        except StopIteration:
+            return
+        except DataLossError as error:
+            raise self._with_hint(error) from None
+        yield record
 
     def __iter__(self) -> Iterator[memoryview]:
         return self._records()

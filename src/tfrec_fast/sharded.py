@@ -375,7 +375,7 @@ class ShardedWriter:
                  manifest: Union[bool, PathLike] = True, spec=None, overwrite: bool = False,
                  sync: bool = True, protect: Iterable[PathLike] = ()):
         self._naming = _Naming.from_args(path, prefix, suffix)
-        self._compression = normalize_compression(compression)
+        self._compression = normalize_compression(compression, auto=False)
         self._level = level
         self._num_shards = _positive("num_shards", num_shards)
         max_bytes = _positive("max_bytes_per_shard", max_bytes_per_shard)
