@@ -224,5 +224,8 @@ def test_unknown_compression_lists_the_choices(tmp_path):
     with pytest.raises(ValueError, match="for reading") as info:
         tfrec_fast.TFRecordWriter(tmp_path / "out", "auto")
     assert "'gzip'" in str(info.value)
+    with pytest.raises(ValueError, match="for reading"):
+        tfrec_fast.ShardedWriter(tmp_path / "shards", "x", compression="auto")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "shards").exists()
     with pytest.raises(TypeError, match="'gzip'"):
         tfrec_fast.TFRecordReader(b"", 1)
