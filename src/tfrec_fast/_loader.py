@@ -7,14 +7,14 @@ torch; nothing here keeps a file open between calls.
 
 from __future__ import annotations
 
-import glob
 import os
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .errors import DataLossError
-from .records import RecordBatch, TFRecordReader, count_records, normalize_compression
+from .records import (RecordBatch, TFRecordReader, count_records, expand_pattern,
+                      normalize_compression)
 
 # Records parsed at a time after a shuffle buffer (the buffer hands out single records).
 SHUFFLE_CHUNK = 256
@@ -23,19 +23,17 @@ SHUFFLE_CHUNK = 256
 # ---- files and indexes ---------------------------------------------------------------------
 
 def expand_paths(paths) -> List[str]:
-    """A path, a glob pattern, or a list of them -> a list of file paths (globs sorted)."""
+    """A path, a glob pattern, or a list of them -> a list of file paths (as records.py's
+    expand_pattern: globs sorted, a literal path that exists wins, no match is an error)."""
+    if paths is None:
+        raise TypeError("paths must be a path, a glob pattern or a list of them, not None")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     out: List[str] = []
     for p in paths:
-        p = os.fspath(p)
-        if glob.has_magic(p):
-            matched = sorted(glob.glob(p))
-            if not matched:
-                raise FileNotFoundError(f"no file matches {p!r}")
-            out.extend(matched)
-        else:
-            out.append(p)
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError(f"each path must be a str or os.PathLike, not {type(p).__name__}")
+        out.extend(expand_pattern(p))
     if not out:
         raise ValueError("no TFRecord files given")
     return out

@@ -1,20 +1,25 @@
-"""The ``tfrec-fast`` command line: count, verify, benchmark and look into TFRecord files."""
+"""The tfrec-fast command line: count, verify, index, benchmark and look into TFRecord files.
+
+Every FILE may be a glob pattern (quoted, "train-*.tfrecord": matches sorted) or - for stdin.
+"""
 
 from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import os
+import shutil
 import sys
-from typing import Optional, Sequence
+import tempfile
+from typing import Iterator, List, Optional, Sequence
 
+from . import __version__
 from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
-from .records import TFRecordReader, detect_compression, normalize_compression
+from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter, expand_pattern
 
-
-def _compression_arg(value: str) -> Optional[str]:
-    return None if value == "auto" else normalize_compression(value)
+STDIN = "-"
 
 
 def _count_arg(value: str) -> int:
@@ -24,10 +29,66 @@ def _count_arg(value: str) -> int:
     return n
 
 
+# ---- inputs and errors ---------------------------------------------------------------------------
+
+def _display(path: str) -> str:
+    return "<stdin>" if path == STDIN else path
+
+
+def _expand(arg: str) -> List[str]:
+    """A FILE argument -> the files it names (- stays stdin)."""
+    return [STDIN] if arg == STDIN else expand_pattern(arg)
+
+
+def _one_file(arg: str) -> str:
+    files = _expand(arg)
+    if len(files) > 1:
+        raise ValueError(f"matches {len(files)} files ({files[0]}, ...): give one file")
+    return files[0]
+
+
+def _size(path: str) -> int:
+    """Bytes of a regular file, for the progress bar (0 for stdin, pipes and the missing)."""
+    try:
+        return os.path.getsize(path) if path != STDIN and os.path.isfile(path) else 0
+    except OSError:
+        return 0
+
+
+def _open(path, compression, **options) -> TFRecordReader:
+    source = sys.stdin.buffer if path == STDIN else path
+    return TFRecordReader(source, compression, **options)
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error)
+
+
+def _report(path, error) -> int:
+    """Prints a reading error after what was printed before it; the exit status is 1.
+
+    Damage is ``DAMAGED <the DataLossError>``, anything else ``ERROR <path>: <reason>``."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _broken_pipe()
+    if isinstance(error, DataLossError):
+        print(f"DAMAGED {error}", file=sys.stderr, flush=True)
+    elif isinstance(error, ExampleParseError):
+        print(f"ERROR {error}", file=sys.stderr, flush=True)
+    else:
+        name = getattr(error, "filename", None) or path
+        print(f"ERROR {_display(os.fsdecode(name))}: {_reason(error)}", file=sys.stderr,
+              flush=True)
+    return 1
+
+
 class _Progress:
     """A tqdm bar counting file bytes, shown only on a terminal and only when tqdm is installed."""
 
-    def __init__(self, files, desc):
+    def __init__(self, total, desc):
         self.bar = None
         if not sys.stderr.isatty():
             return
@@ -35,7 +96,6 @@ class _Progress:
             from tqdm import tqdm
         except ImportError:
             return
-        total = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
         self.bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr,
                         leave=False)
 
@@ -48,68 +108,105 @@ class _Progress:
             self.bar.close()
 
 
-def _open(path, compression, **options) -> TFRecordReader:
-    if compression is None:
-        compression = detect_compression(path)
-    return TFRecordReader(path, compression, **options)
-
-
-def _for_each_file(files, desc, action) -> int:
-    """Runs action(path, progress) on each file; damage is reported and makes the status 1."""
+def _for_each_file(args, desc, action) -> int:
+    """Runs action(path, progress) on each file the FILE arguments name; an argument naming
+    nothing, damage or an unreadable file is reported and makes the status 1."""
     status = 0
-    progress = _Progress(files, desc)
+    files = []
+    for arg in args:
+        try:
+            files.extend(_expand(arg))
+        except OSError as error:
+            status = _report(arg, error)
+    progress = _Progress(sum(_size(f) for f in files), desc)
     for path in files:
         try:
             action(path, progress)
-        except DataLossError as error:
-            print(f"DAMAGED {error}", file=sys.stderr, flush=True)
-            status = 1
-        except OSError as error:
-            print(f"ERROR {path}: {error}", file=sys.stderr, flush=True)
-            status = 1
+        except (OSError, ValueError) as error:
+            status = _report(path, error)
     progress.close()
     return status
 
 
+@contextlib.contextmanager
+def _replacing(path: str) -> Iterator[str]:
+    """A temporary file beside ``path``, renamed to it only when the block succeeds: a failed
+    or interrupted write leaves ``path`` as it was."""
+    directory, name = os.path.split(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        yield temp
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(temp, 0o666 & ~mask)  # as a newly created file would be, not mkstemp's 0600
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
+        raise
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+# ---- commands ------------------------------------------------------------------------------------
+
 def cmd_count(args) -> int:
     total = 0
+    counted = 0
 
     def count(path, progress):
-        nonlocal total
+        nonlocal total, counted
         with _open(path, args.compression) as reader:
             n = reader.count()
         total += n
-        progress.advance(os.path.getsize(path))
-        print(f"{n}\t{path}")
+        counted += 1
+        progress.advance(_size(path))
+        print(f"{n}\t{_display(path)}")
 
     status = _for_each_file(args.files, "count", count)
-    if len(args.files) > 1:
+    if counted > 1 or len(args.files) > 1:
         print(f"{total}\ttotal")
     return status
 
 
 def cmd_repair(args) -> int:
     """verify --repair OUT: copies every intact record of the one input file to OUT (with the
-    input's compression), reporting each damaged stretch skipped; exit status 1 if any."""
-    from .records import TFRecordWriter
+    input's compression), reporting each damaged stretch skipped; exit status 1 if any.
 
-    if len(args.files) != 1:
-        print("ERROR --repair takes exactly one input file", file=sys.stderr)
+    OUT is written under a temporary name and renamed at the end, so it is never half written;
+    OUT being the input itself is refused."""
+    try:
+        files = [f for arg in args.files for f in _expand(arg)]
+    except OSError as error:
+        return _report(error.filename, error)
+    if len(files) != 1:
+        print(f"ERROR --repair takes exactly one input file, not {len(files)}", file=sys.stderr)
         return 2
-    path = args.files[0]
-    compression = args.compression
-    if compression is None:
-        compression = detect_compression(path)
+    path, out = files[0], args.repair
+    if path != STDIN and _same_file(path, out):
+        print(f"ERROR {out}: is the input file {path} itself; --repair writes a new file, give "
+              "it another path (nothing was written)", file=sys.stderr)
+        return 2
     records = 0
-    with _open(path, compression, skip_corrupt=True) as reader, \
-            TFRecordWriter(args.repair, compression or None) as writer:
-        for batch in reader.iter_batches(max_bytes=4 << 20):
-            writer.write_batch(batch)
-            records += len(batch)
+    try:
+        with _open(path, args.compression, skip_corrupt=True) as reader, \
+                _replacing(out) as temp, \
+                TFRecordWriter(temp, reader.compression or None) as writer:
+            for batch in reader.iter_batches(max_bytes=4 << 20):
+                writer.write_batch(batch)
+                records += len(batch)
+    except (OSError, ValueError) as error:
+        return _report(path, error)
     for error in reader.skipped:
         print(f"SKIPPED {error}", file=sys.stderr, flush=True)
-    print(f"{'REPAIRED' if reader.skipped else 'OK'} {path}: {records} intact records written "
-          f"to {args.repair}, {len(reader.skipped)} damaged stretches skipped")
+    print(f"{'REPAIRED' if reader.skipped else 'OK'} {_display(path)}: {records} intact records "
+          f"written to {out}, {len(reader.skipped)} damaged stretches skipped")
     return 1 if reader.skipped else 0
 
 
@@ -126,8 +223,8 @@ def cmd_verify(args) -> int:
                 if not reader.compressed:  # offsets of compressed files count inflated bytes
                     progress.advance(reader.tell() - position)
                     position = reader.tell()
-        progress.advance(os.path.getsize(path) - position)
-        print(f"OK {path}: {records} records, {nbytes} payload bytes")
+        progress.advance(max(0, _size(path) - position))
+        print(f"OK {_display(path)}: {records} records, {nbytes} payload bytes")
 
     return _for_each_file(args.files, "verify", verify)
 
@@ -135,29 +232,39 @@ def cmd_verify(args) -> int:
 def cmd_index(args) -> int:
     from .index import create_index
 
-    status = 0
-
     def index(path, progress):
-        nonlocal status
-        try:
-            offsets, _ = create_index(path, path + args.suffix, compression=args.compression)
-        except ValueError as error:  # compressed: no random access into it
-            print(f"ERROR {error}", file=sys.stderr, flush=True)
-            status = 1
-            return
-        progress.advance(os.path.getsize(path))
+        if path == STDIN:
+            raise ValueError("an index needs a file to point into, not a stream: save it to a "
+                             "file first")
+        offsets, _ = create_index(path, path + args.suffix, compression=args.compression)
+        progress.advance(_size(path))
         print(f"{len(offsets)}\t{path + args.suffix}")
 
-    return _for_each_file(args.files, "index", index) or status
+    return _for_each_file(args.files, "index", index)
 
 
 def cmd_bench(args) -> int:
     from .bench import run_bench
 
-    compression = args.compression
-    if compression is None:
-        compression = detect_compression(args.files[0])
-    return run_bench(args.files, compression, repeat=args.repeat, peers=not args.no_peers)
+    try:
+        files = [f for arg in args.files for f in _expand(arg)]
+    except OSError as error:
+        return _report(error.filename, error)
+    with contextlib.ExitStack() as stack:
+        if STDIN in files:  # read several times, by several readers: keep a copy of it
+            copy = stack.enter_context(tempfile.NamedTemporaryFile(suffix=".tfrecord"))
+            shutil.copyfileobj(sys.stdin.buffer, copy)
+            copy.flush()
+            files = [copy.name if f == STDIN else f for f in files]
+        path = files[0]
+        try:
+            compression = args.compression
+            if compression == "auto":  # the peers need it spelled out: the first file's
+                with TFRecordReader(path, "auto") as reader:
+                    compression = reader.compression
+            return run_bench(files, compression, repeat=args.repeat, peers=not args.no_peers)
+        except (OSError, ValueError) as error:
+            return _report(getattr(error, "path", None) or path, error)
 
 
 def _stdout_is_utf8() -> bool:
@@ -174,35 +281,22 @@ def _broken_pipe() -> int:
     return 0
 
 
-def _report(path, error) -> int:
-    """Prints a reading error after what was printed before it; the exit status is 1."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _broken_pipe()
-    if isinstance(error, DataLossError):
-        print(f"DAMAGED {error}", file=sys.stderr, flush=True)
-    elif isinstance(error, ExampleParseError):
-        print(f"ERROR {error}", file=sys.stderr, flush=True)
-    else:
-        print(f"ERROR {path}: {error}", file=sys.stderr, flush=True)
-    return 1
-
-
 def cmd_cat(args) -> int:
     from .describe import JsonFormatter, iter_records, parse_message
 
     formatter = JsonFormatter(args.max_bytes, args.base64, ensure_ascii=not _stdout_is_utf8())
+    path = args.file
     try:
-        with _open(args.file, args.compression) as reader:
+        path = _one_file(args.file)
+        with _open(path, args.compression) as reader:
             for index, record in iter_records(reader, args.skip, args.limit or None):
-                message = parse_message(record, index, args.file, args.sequence)
+                message = parse_message(record, index, _display(path), args.sequence)
                 sys.stdout.write(formatter.message(message) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:
         return _broken_pipe()
-    except (ExampleParseError, OSError) as error:
-        return _report(args.file, error)
+    except (OSError, ValueError) as error:  # ExampleParseError is a ValueError
+        return _report(path, error)
     return 0
 
 
@@ -211,15 +305,18 @@ def cmd_schema(args) -> int:
 
     builder = SchemaBuilder(args.sequence)
     limit = args.records or None
+    path = args.file
     try:
-        with _open(args.file, args.compression) as reader:
+        path = _one_file(args.file)
+        with _open(path, args.compression) as reader:
             for index, record in iter_records(reader, 0, limit):
-                builder.add(parse_message(record, index, args.file, args.sequence))
-    except (ExampleParseError, OSError) as error:
-        return _report(args.file, error)
+                builder.add(parse_message(record, index, _display(path), args.sequence))
+    except (OSError, ValueError) as error:  # ExampleParseError is a ValueError
+        return _report(path, error)
     complete = limit is None or builder.records < limit
     try:
-        sys.stdout.write(builder.code(args.file, complete, ascii_only=not _stdout_is_utf8()))
+        sys.stdout.write(builder.code(_display(path), complete,
+                                      ascii_only=not _stdout_is_utf8()))
         sys.stdout.flush()
     except BrokenPipeError:
         return _broken_pipe()
@@ -227,18 +324,23 @@ def cmd_schema(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tfrec-fast", description=__doc__)
+    parser = argparse.ArgumentParser(prog="tfrec-fast", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tfrec-fast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name, func, help_text, one_file=False):
         p = sub.add_parser(name, help=help_text, description=help_text)
         if one_file:
-            p.add_argument("file", help="a TFRecord file")
+            p.add_argument("file", metavar="FILE",
+                           help="a TFRecord file, a glob pattern matching one, or - for stdin")
         else:
-            p.add_argument("files", nargs="+", help="TFRecord files")
-        p.add_argument("--compression", type=_compression_arg, default=None,
-                       metavar="{auto,none,gzip,zlib}",
-                       help="default: auto (detected from each file's first bytes)")
+            p.add_argument("files", nargs="+", metavar="FILE",
+                           help="TFRecord files, glob patterns (quoted: \"train-*.tfrecord\"; "
+                                "matches sorted) or - for stdin")
+        p.add_argument("--compression", type=str.lower, choices=COMPRESSIONS, default="auto",
+                       help="how the files are compressed (default: auto, told from each "
+                            "file's first bytes)")
         p.set_defaults(func=func)
         return p
 
@@ -247,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "check every record and both checksums; exit status 1 on damage")
     verify.add_argument("--repair", metavar="OUT",
                         help="write every intact record of the (single) input file to OUT, "
-                             "skipping damaged ones")
+                             "skipping damaged ones; OUT appears only once complete and may "
+                             "not be the input itself")
     index = add("index", cmd_index,
                 "write FILE.idx next to each file: one \"offset size\" line per record, the index "
                 "format of the tfrecord package and NVIDIA DALI (uncompressed files only)")
@@ -287,7 +390,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        return _broken_pipe()
+    except (OSError, ValueError) as error:  # a last resort: one line, never a traceback
+        return _report(getattr(error, "filename", None) or "tfrec-fast", error)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import numpy as np
 from . import _core
 from ._core import RecordBatch
 from .errors import DataLossError
-from .records import detect_compression, normalize_compression
+from .records import _one_path, detect_compression, normalize_compression
 
 __all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
 
@@ -42,8 +42,10 @@ MAX_READ = 8 << 20
 
 
 def _check_uncompressed(path, compression: Optional[str]) -> None:
-    compression = normalize_compression(compression) if compression is not None \
-        else detect_compression(path)
+    """Random access needs uncompressed bytes; None or "auto" detects from the first bytes."""
+    compression = "auto" if compression is None else normalize_compression(compression)
+    if compression == "auto":
+        compression = detect_compression(path)
     if compression:
         raise ValueError(f"{os.fspath(path)} cannot be indexed: compressed ({compression}); "
                          "random access needs an uncompressed TFRecord file")
@@ -57,13 +59,28 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
     with the GIL released. With ``index_path`` the index is also written there (atomically) in
     the text format of the ``tfrecord`` package and DALI. A damaged or cut file raises
     :class:`~tfrec_fast.DataLossError`; a compressed one (detected from its first bytes, or
-    ``compression`` given) ``ValueError``.
+    ``compression`` given) ``ValueError``. ``tfrecord_path`` may be a glob pattern matching one
+    file. An ``index_path`` that is the data file itself (the same name, a link to it) is
+    refused with ``ValueError``: the index would replace the data.
     """
+    tfrecord_path = _one_path(tfrecord_path)
+    if index_path is not None:
+        _refuse_same_file(tfrecord_path, index_path)
     _check_uncompressed(tfrecord_path, compression)
-    offsets, sizes = _core.scan_index(os.fspath(tfrecord_path))
+    offsets, sizes = _core.scan_index(tfrecord_path)
     if index_path is not None:
         write_index(index_path, offsets, sizes)
     return offsets, sizes
+
+
+def _refuse_same_file(data_path: str, index_path: PathLike) -> None:
+    try:
+        same = os.path.samefile(data_path, index_path)
+    except OSError:  # the index does not exist yet (or the data file does not: reported later)
+        same = os.path.abspath(data_path) == os.path.abspath(os.fspath(index_path))
+    if same:
+        raise ValueError(f"the index path {os.fspath(index_path)} is the data file "
+                         f"{data_path} itself: writing the index would destroy the data")
 
 
 def write_index(index_path: PathLike, offsets, sizes) -> None:
@@ -120,6 +137,33 @@ def _as_index(path, index) -> Index:
     return offsets, sizes
 
 
+def _check_covers(path: str, offsets: np.ndarray, sizes: np.ndarray, index_name: str) -> None:
+    """A complete index (records back to back from byte 0, what create_index and the tools
+    write) must end where the file ends; if not, the file changed since it was indexed, and
+    len() and every position in the index are wrong. A partial index is not checked here (each
+    read still checks its record against the file)."""
+    if len(offsets) == 0 or offsets[0] != 0 or \
+            not np.array_equal(offsets[1:], offsets[:-1] + sizes[:-1]):
+        return
+    size = os.path.getsize(path)
+    ends = offsets + sizes
+    end = int(ends[-1])
+    if end == size:
+        return
+    if end < size:  # name the first byte the index does not know
+        record, offset = len(offsets), end
+        detail = (f"the index {index_name} of {len(offsets)} records ends at byte {end} but "
+                  f"the file has {size} bytes (records appended since it was written?)")
+    else:  # name the first record the file no longer holds whole
+        record = int(np.argmax(ends > size))
+        offset = int(offsets[record])
+        detail = (f"the index {index_name} says record {record} at offset {offset} takes "
+                  f"{int(sizes[record])} bytes but the file has {size} bytes (the file was cut "
+                  "or rewritten since the index was written?)")
+    raise DataLossError(detail + "; make a new index with create_index()", path=path,
+                        record_index=record, offset=offset, reason="index_mismatch")
+
+
 class IndexedTFRecordReader:
     """Random access to the records of an uncompressed TFRecord file through its index.
 
@@ -134,7 +178,8 @@ class IndexedTFRecordReader:
     length field agrees with the index. An index that does not match the file (stale after the
     file changed, or made for another file) raises :class:`~tfrec_fast.DataLossError` with
     ``reason == "index_mismatch"`` naming the file, the record and its offset; it never yields
-    wrong data.
+    wrong data. A complete index (records back to back from byte 0) that does not end where the
+    file ends is refused when the reader is opened, so ``len()`` never counts a stale index.
 
     Reads use ``pread``, so one reader can serve many threads at once. It pickles by path and
     index, and opens the file again in a new process (after unpickling, or in a forked child).
@@ -142,9 +187,12 @@ class IndexedTFRecordReader:
 
     def __init__(self, path: PathLike, index: Union[None, PathLike, Index] = None, *,
                  verify: bool = True):
-        self._path = os.fspath(path)
+        self._path = _one_path(path)
         _check_uncompressed(self._path, None)
         self._offsets, self._sizes = _as_index(self._path, index)
+        # What an index that does not fit the file is called in the error (None: built now).
+        self._index_name = None if index is None else (
+            os.fspath(index) if isinstance(index, (str, os.PathLike)) else "(offsets, sizes)")
         self._verify = bool(verify)
         self.skipped: list = []  # DataLossErrors of records left out by get_batch(skip_corrupt=True)
         self._closed = False
@@ -156,8 +204,11 @@ class IndexedTFRecordReader:
         if self._closed:
             raise ValueError("I/O operation on a closed IndexedTFRecordReader")
         if self._reader is None or self._generation != _process_generation:
-            self._reader = _core.IndexedReader(self._path, self._offsets, self._sizes,
-                                               self._verify, MAX_GAP, MAX_READ)
+            reader = _core.IndexedReader(self._path, self._offsets, self._sizes, self._verify,
+                                         MAX_GAP, MAX_READ)
+            if self._index_name is not None:
+                _check_covers(self._path, self._offsets, self._sizes, self._index_name)
+            self._reader = reader
             self._generation = _process_generation
         return self._reader
 
@@ -239,7 +290,7 @@ class IndexedTFRecordReader:
 
     def __getstate__(self):
         return {"path": self._path, "offsets": self._offsets, "sizes": self._sizes,
-                "verify": self._verify, "closed": self._closed}
+                "verify": self._verify, "closed": self._closed, "index_name": self._index_name}
 
     def __setstate__(self, state):
         self._path = state["path"]
@@ -247,6 +298,7 @@ class IndexedTFRecordReader:
         self._sizes = state["sizes"]
         self._verify = state["verify"]
         self._closed = state["closed"]
+        self._index_name = state.get("index_name")
         self.skipped = []
         self._reader = None  # opened on first use in this process
         self._generation = None

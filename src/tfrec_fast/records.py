@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
+import glob
+import io
 import itertools
 import os
+import stat
 import warnings
 from typing import Callable, Iterable, Iterator, Optional, Union
 
@@ -12,7 +16,7 @@ from ._core import RecordBatch, masked_crc32c
 from .errors import DataLossError
 
 __all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "count_records",
-           "detect_compression"]
+           "detect_compression", "expand_pattern", "COMPRESSIONS"]
 
 # Records and payload bytes per batch when iterating, and by default for read_batch(): enough to
 # amortise the GIL hand-off, small enough that a batch buffer freed by Python comes back warm in
@@ -25,29 +29,115 @@ _UNLIMITED = (1 << 62)
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase"]
 
 
-def normalize_compression(compression: Optional[str]) -> str:
-    """None / "" / "gzip" / "zlib" (any case, TensorFlow's "GZIP"/"ZLIB" included) -> "", "gzip", "zlib"."""
-    if compression is None or compression == "none":
+# What the ``compression`` arguments accept (any case; None is "none"). "auto" is for reading only.
+COMPRESSIONS = ("none", "gzip", "zlib", "auto")
+_HEAD = 12  # bytes looked at to tell the compression: one record header
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def normalize_compression(compression: Optional[str], *, auto: bool = True) -> str:
+    """None / "none" / "" / "gzip" / "zlib" / "auto" (any case, TensorFlow's "GZIP"/"ZLIB"
+    included) -> "", "gzip", "zlib" or "auto" ("auto": detect from the first bytes, readers only)."""
+    choices = COMPRESSIONS if auto else COMPRESSIONS[:-1]
+    if compression is None:
         return ""
     if not isinstance(compression, str):
-        raise TypeError(f"compression must be None, 'gzip' or 'zlib', not {compression!r}")
+        raise TypeError(f"compression must be None or one of {_listed(choices)}, "
+                        f"not {type(compression).__name__}")
     name = compression.lower()
-    if name not in ("", "gzip", "zlib"):
-        raise ValueError(f"unknown compression {compression!r}: use None, 'gzip' or 'zlib'")
+    if name in ("", "none"):
+        return ""
+    if name == "auto" and not auto:
+        raise ValueError(f"compression={compression!r} is for reading (it detects how an "
+                         f"existing file is compressed); to write, use None or one of "
+                         f"{_listed(choices)}")
+    if name not in choices:
+        raise ValueError(f"unknown compression {compression!r}: use None or one of "
+                         f"{_listed(choices)}")
     return name
 
 
-def detect_compression(path) -> str:
-    """Guesses "", "gzip" or "zlib" from a file's first bytes (a valid record header wins)."""
-    with open(path, "rb") as f:
-        head = f.read(12)
-    if len(head) == 12 and masked_crc32c(head[:8]) == int.from_bytes(head[8:], "little"):
+def _listed(names) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def sniff_compression(head: bytes) -> str:
+    """Guesses "", "gzip" or "zlib" from a stream's first 12 bytes (a valid record header wins)."""
+    if len(head) >= _HEAD and \
+            masked_crc32c(head[:8]) == int.from_bytes(head[8:_HEAD], "little"):
         return ""
     if head[:2] == b"\x1f\x8b":
         return "gzip"
     if len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
         return "zlib"
     return ""
+
+
+def detect_compression(path) -> str:
+    """Guesses "", "gzip" or "zlib" from a file's first bytes (a valid record header wins)."""
+    with open(path, "rb") as f:
+        return sniff_compression(_read_head(f))
+
+
+def _read_head(stream) -> bytes:
+    """The first 12 bytes of a stream (fewer at its end), however short its reads are."""
+    head = b""
+    while len(head) < _HEAD:
+        got = stream.read(_HEAD - len(head))
+        if not got:  # the end, or None from a non-blocking stream with nothing ready
+            break
+        head += got
+    return head
+
+
+class _Replay(io.RawIOBase):
+    """A stream whose first bytes were read already (to tell its compression): hands them out
+    again, then the rest of the stream. How a pipe is sniffed without losing data."""
+
+    def __init__(self, head: bytes, stream, name: str):
+        super().__init__()
+        self._head = head
+        self._stream = stream
+        self.name = name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> Optional[int]:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        if hasattr(self._stream, "readinto"):
+            return self._stream.readinto(buffer)
+        data = self._stream.read(len(buffer))
+        if data is None:
+            return None
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _head_of(source) -> bytes:
+    """The first bytes of a regular file (nothing of a pipe, which cannot be read again) or of
+    a buffer."""
+    try:
+        if isinstance(source, str):
+            if not os.path.isfile(source):
+                return b""
+            with open(source, "rb") as f:
+                return f.read(_HEAD)
+        return bytes(memoryview(source).cast("B")[:_HEAD])
+    except (OSError, TypeError):
+        return b""
+
+
+def _compressed_hint(head: bytes) -> Optional[str]:
+    """For a stream read as uncompressed: a note when it looks compressed, else None."""
+    guess = sniff_compression(head)
+    if not guess:
+        return None
+    return (f"the file starts like a {guess} stream: pass compression='{guess}' or 'auto'")
 
 
 def _is_path(source) -> bool:
@@ -58,6 +148,37 @@ def _is_file_like(source) -> bool:
     return hasattr(source, "readinto") or hasattr(source, "read")
 
 
+def _check_binary(file) -> None:
+    """A text-mode file would hand out str: say so, not fail somewhere in the reader."""
+    mode = getattr(file, "mode", None)  # an open() mode without "b", as tempfile's are
+    text_mode = isinstance(mode, str) and mode != "" and set(mode) <= set("rwaxt+")
+    if isinstance(file, io.TextIOBase) or text_mode:
+        raise TypeError(f"{_file_name(file)} is a text-mode file: open it in binary mode "
+                        "(open(path, 'rb') / open(path, 'wb'))")
+
+
+def expand_pattern(path) -> list:
+    """A path or a glob pattern -> the paths it names: [path] for a path that exists (a literal
+    name wins over glob characters) or has no glob characters, else the files the pattern
+    matches, sorted. A pattern matching nothing raises FileNotFoundError naming it."""
+    text = os.fsdecode(os.fspath(path))
+    if not glob.has_magic(text) or os.path.lexists(text):
+        return [text]
+    matched = sorted(glob.glob(text, recursive=True))
+    if not matched:
+        raise FileNotFoundError(errno.ENOENT, "no file matches this pattern", text)
+    return matched
+
+
+def _one_path(path) -> str:
+    """A path, or a pattern matching exactly one file, for what reads one file."""
+    paths = expand_pattern(path)
+    if len(paths) > 1:
+        raise ValueError(f"{os.fspath(path)!r} matches {len(paths)} files ({paths[0]}, ...); "
+                         "this reads one file: use read_records() or read_examples() for several")
+    return paths[0]
+
+
 def _file_name(file) -> str:
     name = getattr(file, "name", None)
     return str(name) if isinstance(name, (str, os.PathLike)) else f"<{type(file).__name__}>"
@@ -66,9 +187,11 @@ def _file_name(file) -> str:
 class TFRecordReader:
     """Reads the records of one TFRecord source, checking both CRCs (unless ``verify=False``).
 
-    ``source`` is a path, a bytes-like object holding a whole file, or a binary file-like object.
-    Iterating yields read-only ``memoryview``s that share memory with the batch they were read
-    in and keep it alive (``copy=True`` yields ``bytes``). A damaged file raises
+    ``source`` is a path (or a glob pattern matching one file), a bytes-like object holding a
+    whole file, or a binary file-like object. ``compression`` is None (uncompressed), "gzip",
+    "zlib" or "auto" (told from the first bytes; a pipe loses nothing to it). Iterating yields
+    read-only ``memoryview``s that share memory with the batch they were read in and keep it
+    alive (``copy=True`` yields ``bytes``). A damaged file raises
     :class:`~tfrec_fast.DataLossError` after every record before the damage has been delivered.
     """
 
@@ -76,25 +199,120 @@ class TFRecordReader:
                  copy: bool = False, buffer_size: int = DEFAULT_BUFFER_SIZE,
                  skip_corrupt: bool = False):
         compression = normalize_compression(compression)
-        self.compressed = bool(compression)
         self._skipped: list = []
-        args = (compression, bool(verify), bool(copy), int(buffer_size),
-                ITER_BATCH_RECORDS, ITER_BATCH_BYTES, bool(skip_corrupt))
+        self._unsure = None  # an uncompressed path or buffer, that might be compressed after all
+        self._owned = None  # a file this reader opened and must close
+        args = (bool(verify), bool(copy), int(buffer_size), ITER_BATCH_RECORDS, ITER_BATCH_BYTES,
+                bool(skip_corrupt))
         if _is_path(source):
-            self._reader = _core.RecordReader.open_path(os.fspath(source), *args)
+            source = _one_path(source)
+            name = source
         elif _is_file_like(source):
-            self._reader = _core.RecordReader.open_file(source, _file_name(source), *args)
+            _check_binary(source)
+            name = _file_name(source)
         elif _is_bytes_like(source):
-            self._reader = _core.RecordReader.open_memory(source, "<memory>", *args)
+            name = "<memory>"
         else:
-            raise TypeError("source must be a path, a bytes-like object or a binary file-like "
-                            f"object, not {type(source).__name__}")
+            raise TypeError("source must be a path (str or os.PathLike), a bytes-like object or "
+                            f"a binary file-like object, not {type(source).__name__}" +
+                            (": for several files use read_records()"
+                             if isinstance(source, (list, tuple)) else ""))
+        try:
+            if compression == "auto":  # look at the first bytes (not consuming them)
+                source, head = self._peek(source)
+                compression = sniff_compression(head)
+            elif not compression and not _is_file_like(source):
+                self._unsure = source  # on damage at its start, looked at for a hint
+            self.compression = compression  # as read: "", "gzip" or "zlib" ("auto" resolved)
+            self.compressed = bool(compression)
+            if isinstance(source, str):
+                self._reader = _core.RecordReader.open_path(source, compression, *args)
+            elif _is_file_like(source):
+                self._reader = _core.RecordReader.open_file(source, name, compression, *args)
+            else:
+                self._reader = _core.RecordReader.open_memory(source, name, compression, *args)
+        except BaseException:
+            self._close_owned()
+            raise
+
+    def _peek(self, source):
+        """(source to read, its first bytes) without losing them: a regular file is read again
+        from the start; a pipe or other stream is replayed; memory is just looked at."""
+        if isinstance(source, str):
+            fd = os.open(source, _OPEN_FLAGS)  # os calls, not a file object: faster per file
+            try:
+                mode = os.fstat(fd).st_mode
+                if stat.S_ISDIR(mode):
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), source)
+                head = os.read(fd, _HEAD) if stat.S_ISREG(mode) else b""
+            except BaseException:
+                os.close(fd)
+                raise
+            if stat.S_ISREG(mode):
+                os.close(fd)
+                return source, head
+            # A FIFO, /dev/stdin, ...: it can be read only once, so read on from here.
+            self._owned = io.FileIO(fd, "rb")
+            head = _read_head(self._owned)
+            return _Replay(head, self._owned, source), head
+        if _is_file_like(source):
+            seekable = getattr(source, "seekable", None)
+            if seekable is not None and seekable():
+                start = source.tell()
+                head = _read_head(source)
+                source.seek(start)
+                return source, head
+            head = _read_head(source)
+            return _Replay(head, source, _file_name(source)), head
+        return source, _head_of(source)
+
+    def _close_owned(self) -> None:
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+    def _with_hint(self, error: DataLossError) -> DataLossError:
+        """Damage at the very start of a source read as uncompressed that starts like a gzip or
+        zlib stream: the error with a note saying so (looked at only now, when it matters)."""
+        if self._unsure is None or error.offset != 0:
+            return error
+        hint = _compressed_hint(_head_of(self._unsure))
+        if hint is None:
+            return error
+        return type(error)(f"{error.detail}; {hint}", path=error.path,
+                           record_index=error.record_index, offset=error.offset,
+                           reason=error.reason)
+
+    def _hinted(self, call, *args):
+        try:
+            return call(*args)
+        except DataLossError as error:
+            hinted = self._with_hint(error)
+            if hinted is error:
+                raise
+            raise hinted from None
+
+    def _records(self) -> Iterator[memoryview]:
+        """The records. Damage at the start of the source can only surface on the first one,
+        so only that one goes through Python; the rest come from the C++ iterator itself."""
+        if self._unsure is None:
+            return self._reader
+        return itertools.chain(self._first_record(), self._reader)
+
+    def _first_record(self) -> Iterator[memoryview]:
+        try:
+            record = next(self._reader)
+        except StopIteration:
+            return
+        except DataLossError as error:
+            raise self._with_hint(error) from None
+        yield record
 
     def __iter__(self) -> Iterator[memoryview]:
-        return self._reader
+        return self._records()
 
     def __next__(self) -> memoryview:
-        return next(self._reader)
+        return self._hinted(next, self._reader)
 
     def read_batch(self, max_records: Optional[int] = None,
                    max_bytes: Optional[int] = None) -> RecordBatch:
@@ -107,7 +325,7 @@ class TFRecordReader:
         """
         if max_records is None and max_bytes is None:
             max_bytes = ITER_BATCH_BYTES
-        return self._reader.read_batch(_limit(max_records), _limit(max_bytes))
+        return self._hinted(self._reader.read_batch, _limit(max_records), _limit(max_bytes))
 
     def iter_batches(self, max_records: Optional[int] = None,
                      max_bytes: Optional[int] = None) -> Iterator[RecordBatch]:
@@ -123,12 +341,12 @@ class TFRecordReader:
         """With ``skip_corrupt=True``: a :class:`~tfrec_fast.DataLossError` (not raised) for each
         damaged stretch skipped so far, with its path, record index, offset and reason."""
         if not self._reader.closed:
-            self._skipped.extend(self._reader.skipped())
+            self._skipped.extend(self._with_hint(e) for e in self._reader.skipped())
         return list(self._skipped)
 
     def count(self) -> int:
         """Counts the remaining records, reading only their headers."""
-        return self._reader.count()
+        return self._hinted(self._reader.count)
 
     def tell(self) -> int:
         """Offset of the next record's header (in the decompressed stream when compressed)."""
@@ -149,8 +367,9 @@ class TFRecordReader:
 
     def close(self) -> None:
         if not self._reader.closed:
-            self._skipped.extend(self._reader.skipped())
+            self._skipped.extend(self._with_hint(e) for e in self._reader.skipped())
         self._reader.close()
+        self._close_owned()
 
     def __enter__(self) -> "TFRecordReader":
         return self
@@ -176,10 +395,23 @@ def _is_bytes_like(source) -> bool:
 
 
 def _as_sources(paths) -> list:
-    """One source (path, file-like, bytes-like) or an iterable of them -> a list of sources."""
-    if _is_path(paths) or _is_file_like(paths) or _is_bytes_like(paths):
+    """One source (path or glob pattern, file-like, bytes-like) or an iterable of them -> a list
+    of sources, each pattern replaced by the files it matches (sorted)."""
+    if _is_path(paths):
+        return expand_pattern(paths)
+    if _is_file_like(paths) or _is_bytes_like(paths):
         return [paths]
-    return list(paths)
+    if paths is None or not hasattr(paths, "__iter__"):
+        raise TypeError("paths must be a path or glob pattern (str or os.PathLike), a bytes-like "
+                        "object, a binary file-like object, or a list of them, not "
+                        f"{type(paths).__name__}")
+    sources = []
+    for source in paths:
+        if source is None:
+            raise TypeError("None in the list of paths: each must be a path or glob pattern, "
+                            "a bytes-like object or a binary file-like object")
+        sources.extend(expand_pattern(source) if _is_path(source) else [source])
+    return sources
 
 
 def read_records(paths, compression: Optional[str] = None, *, verify: bool = True,
@@ -187,7 +419,8 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
                  on_skip: Optional[Callable[[DataLossError], None]] = None) -> Iterator[memoryview]:
     """Yields every record of one source or of a list of them, in order.
 
-    Each file is opened only when reached and closed when done. With ``skip_corrupt=True``
+    Paths may be glob patterns (``"train-*.tfrecord"``, matches sorted); ``compression="auto"``
+    tells each file's compression from its first bytes. Each file is opened only when reached and closed when done. With ``skip_corrupt=True``
     damaged records are skipped and ``on_skip`` (default: a warning) gets a DataLossError for
     each. See :class:`TFRecordReader`.
     """
@@ -206,7 +439,7 @@ def _open_each(sources, compression, verify, copy, skip_corrupt, on_skip):
         reader = TFRecordReader(source, compression, verify=verify, copy=copy,
                                 skip_corrupt=skip_corrupt)
         try:
-            yield reader._reader
+            yield reader._records()
         finally:
             reader.close()
             for error in reader.skipped:
@@ -214,7 +447,9 @@ def _open_each(sources, compression, verify, copy, skip_corrupt, on_skip):
 
 
 def count_records(paths, compression: Optional[str] = None, *, verify: bool = True) -> int:
-    """Counts the records of one source or of a list of them, reading only record headers."""
+    """Counts the records of one source or of a list of them (paths may be glob patterns),
+    reading only record headers."""
+    compression = normalize_compression(compression)  # fail before the first file
     total = 0
     for source in _as_sources(paths):
         with TFRecordReader(source, compression, verify=verify) as reader:
@@ -232,8 +467,10 @@ class TFRecordWriter:
 
     def __init__(self, destination, compression: Optional[str] = None, *,
                  level: Optional[int] = None, buffer_size: int = DEFAULT_BUFFER_SIZE):
-        compression = normalize_compression(compression)
+        compression = normalize_compression(compression, auto=False)
         level = -1 if level is None else int(level)
+        if _is_file_like(destination):
+            _check_binary(destination)
         if _is_path(destination):
             self._writer = _core.RecordWriter.create_path(os.fspath(destination), compression,
                                                           level, int(buffer_size))
@@ -241,8 +478,8 @@ class TFRecordWriter:
             self._writer = _core.RecordWriter.create_file(destination, _file_name(destination),
                                                           compression, level, int(buffer_size))
         else:
-            raise TypeError("destination must be a path or a binary file-like object, "
-                            f"not {type(destination).__name__}")
+            raise TypeError("destination must be a path (str or os.PathLike) or a binary "
+                            f"file-like object, not {type(destination).__name__}")
         self._closed = False
 
     def write(self, record) -> None:

@@ -267,6 +267,13 @@ def _write_json(path: str, data, token: str, sync: bool) -> None:
         raise
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
 def _remove_quietly(path: str) -> None:
     try:
         os.remove(path)
@@ -349,7 +356,10 @@ class ShardedWriter:
     Existing output: with ``overwrite=False`` a shard of the same naming (any total), its index
     or the manifest already there raises ``FileExistsError`` at construction; with
     ``overwrite=True`` a successful close removes those not part of the new output. Temporary
-    files of other runs are never touched.
+    files of other runs are never touched. ``protect``: files the output must never replace or
+    remove, whatever ``overwrite`` says (the data being converted, say): one that is an
+    existing shard of this naming, its index or the manifest raises ``ValueError`` at
+    construction, before anything is written.
 
     Use it as a context manager. A clean exit calls :meth:`close`, which fsyncs (``sync=True``),
     writes the indexes, renames the shards to their final names and writes the manifest. An
@@ -363,9 +373,9 @@ class ShardedWriter:
                  records_per_shard: Optional[int] = None, compression: Optional[str] = None,
                  level: Optional[int] = None, suffix: str = ".tfrecord", index: bool = False,
                  manifest: Union[bool, PathLike] = True, spec=None, overwrite: bool = False,
-                 sync: bool = True):
+                 sync: bool = True, protect: Iterable[PathLike] = ()):
         self._naming = _Naming.from_args(path, prefix, suffix)
-        self._compression = normalize_compression(compression)
+        self._compression = normalize_compression(compression, auto=False)
         self._level = level
         self._num_shards = _positive("num_shards", num_shards)
         max_bytes = _positive("max_bytes_per_shard", max_bytes_per_shard)
@@ -390,6 +400,7 @@ class ShardedWriter:
             self._manifest = os.path.abspath(os.fspath(manifest))
         self._overwrite = bool(overwrite)
         self._sync = bool(sync)
+        self._check_protected(protect)
         if not self._overwrite:
             self._check_free()
         os.makedirs(self._naming.directory, exist_ok=True)
@@ -616,6 +627,16 @@ class ShardedWriter:
         if taken:
             raise FileExistsError(f"{taken[0]} already exists ({len(taken)} file(s) of this "
                                   "output); pass overwrite=True to replace them")
+
+    def _check_protected(self, protect: Iterable[PathLike]) -> None:
+        """Refuses an output whose files could replace one of ``protect``."""
+        outputs = self._naming.family() + [m for m in (self._manifest,) if m is not None]
+        for keep in protect:
+            for output in outputs:
+                if _same_file(os.fspath(keep), output):
+                    raise ValueError(f"{output} is the input {os.fspath(keep)}: writing this "
+                                     "output would replace it; choose another directory or "
+                                     "prefix")
 
     def _remove_stale(self) -> None:
         """Removes shards, indexes and a default manifest of an earlier output by this name."""

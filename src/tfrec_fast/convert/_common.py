@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Tuple, Union
 
 __all__ = ["BadInputError", "ConvertSummary", "WriteOptions", "parse_size", "write_text_file"]
@@ -31,8 +31,9 @@ class ConvertSummary:
 
     ``skipped`` lists ``(path, reason)`` of each bad input left out; ``shards`` the final shard
     paths; ``manifest`` the manifest path; ``bytes`` the shards' size on disk; ``ignored`` the
-    files passed over as not being inputs (e.g. non-image extensions); ``label_map`` the label
-    map file written beside the shards, if any.
+    number of files passed over as not being inputs (e.g. non-image extensions) and
+    ``ignored_files`` their paths (relative to the input directory); ``label_map`` the label map
+    file written beside the shards, if any.
     """
 
     records: int
@@ -43,6 +44,7 @@ class ConvertSummary:
     seconds: float
     ignored: int = 0
     label_map: Optional[str] = None
+    ignored_files: List[str] = field(default_factory=list)
 
     @property
     def records_per_second(self) -> float:
@@ -56,11 +58,19 @@ class ConvertSummary:
         if self.ignored:
             parts.append(f"{self.ignored} ignored")
         lines = ["; ".join(parts)]
+        if self.ignored_files:
+            lines.append("ignored files: " + _some(self.ignored_files))
         if self.manifest:
             lines.append(f"manifest: {self.manifest}")
         if self.label_map:
             lines.append(f"label map: {self.label_map}")
         return "\n".join(lines)
+
+
+def _some(names: List[str], shown: int = 10) -> str:
+    """The first names, and how many more there are."""
+    text = ", ".join(names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _human_bytes(n: int) -> str:

@@ -149,13 +149,16 @@ def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, p
                spec: Mapping[str, Any], options: WriteOptions, *, total: Optional[int] = None,
                threads: bool = False, desc: str = "convert", unit: str = "rec",
                started: Optional[float] = None,
-               inspect: Optional[Callable[[Any], Any]] = None) -> ConvertSummary:
+               inspect: Optional[Callable[[Any], Any]] = None,
+               inputs: Sequence[str] = ()) -> ConvertSummary:
     """Builds every job (in ``options.worker_count`` processes, or threads) and writes the
     records in job order to shards ``{out_dir}/{prefix}-*`` with a manifest describing ``spec``.
 
     ``build`` must be picklable for processes (a module-level function or a partial of one);
     so must ``inspect``, which then runs in the processes instead (see the module docstring).
     ``total`` is the number of records expected, for the progress bar (default: one per job).
+    ``inputs``: files read whole, which the output must not replace (see ShardedWriter's
+    ``protect``).
     With ``options.strict`` the first bad input raises :class:`BadInputError` and no shard is
     left under a final name; otherwise bad inputs are listed in the summary.
     """
@@ -163,7 +166,8 @@ def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, p
 
     started = time.perf_counter() if started is None else started
     skipped: List[Tuple[str, str]] = []
-    writer = ShardedWriter(out_dir, prefix, spec=dict(spec), **options.writer_kwargs())
+    writer = ShardedWriter(out_dir, prefix, spec=dict(spec), protect=inputs,
+                           **options.writer_kwargs())
     progress = _Progress(len(jobs) if total is None else total, options.progress, desc, unit)
     try:
         # closing(): a failure stops the workers at once (pending tasks cancelled).

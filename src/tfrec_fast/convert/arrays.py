@@ -184,5 +184,7 @@ def convert_numpy(arrays: Union[PathLike, Mapping[str, np.ndarray]], out_dir: Pa
     else:
         jobs = [slice(i, min(i + step, n)) for i in range(0, n, step)]
     build = functools.partial(_encode_rows, columns)
+    inputs = () if isinstance(arrays, Mapping) else (os.fspath(arrays),)
     return write_jobs(jobs, build, os.fspath(out_dir), prefix, _spec(columns), options,
-                      total=n, threads=True, desc="rows", unit="row", started=started)
+                      total=n, threads=True, desc="rows", unit="row", started=started,
+                      inputs=inputs)

@@ -70,6 +70,16 @@ def _common_kwargs(args) -> dict:
             "overwrite": args.overwrite}
 
 
+# The library's messages name keyword arguments; here they are options.
+_OPTION_NAMES = {"overwrite=True": "--overwrite", "strict=True": "--strict"}
+
+
+def _in_cli_words(message: str) -> str:
+    for keyword, option in _OPTION_NAMES.items():
+        message = message.replace(keyword, option)
+    return message
+
+
 def _run(convert: Callable, *positional, **kwargs) -> int:
     """Runs a converter: skipped inputs and the summary are reported; a failure is one ERROR
     line on stderr and exit status 1."""
@@ -82,7 +92,7 @@ def _run(convert: Callable, *positional, **kwargs) -> int:
         return 1
     except (OSError, ValueError, KeyError, OverflowError, ImportError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"ERROR {message}", file=sys.stderr, flush=True)
+        print(f"ERROR {_in_cli_words(str(message))}", file=sys.stderr, flush=True)
         return 1
     for path, reason in summary.skipped:
         print(f"SKIPPED {path}: {reason}", file=sys.stderr)
@@ -110,7 +120,22 @@ def _cmd_voc(args) -> int:
 def _cmd_numpy(args) -> int:
     from .arrays import convert_numpy
 
-    return _run(convert_numpy, args.src, args.out, keys=args.keys, **_common_kwargs(args))
+    src = args.src
+    if src == "-":  # np.load needs to seek: read stdin whole
+        import io
+
+        import numpy as np
+
+        try:
+            data = np.load(io.BytesIO(sys.stdin.buffer.read()), allow_pickle=False)
+        except (OSError, ValueError) as error:
+            data = error
+        if not hasattr(data, "files"):
+            print(f"ERROR <stdin>: not an .npz file ({data})", file=sys.stderr, flush=True)
+            return 1
+        with data:
+            src = {name: data[name] for name in data.files}
+    return _run(convert_numpy, src, args.out, keys=args.keys, **_common_kwargs(args))
 
 
 def add_convert_parser(subparsers) -> argparse.ArgumentParser:
@@ -152,7 +177,7 @@ def add_convert_parser(subparsers) -> argparse.ArgumentParser:
             "plus KEY/shape and KEY/dtype")
     numpy = kinds.add_parser("numpy", help="arrays of an .npz file, one Example per row",
                              description=text)
-    numpy.add_argument("src", metavar="FILE.npz", help="the .npz file")
+    numpy.add_argument("src", metavar="FILE.npz", help="the .npz file (- for stdin)")
     _add_common(numpy, "shard name prefix (default: the file's name without .npz)")
     numpy.add_argument("--key", dest="keys", action="append", metavar="NAME",
                        help="an array to convert, repeatable (default: all)")

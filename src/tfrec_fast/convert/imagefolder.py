@@ -66,8 +66,9 @@ def _visible(names: Iterable[str]) -> List[str]:
 
 
 def find_images(src_dir: PathLike, extensions: Sequence[str] = IMAGE_EXTENSIONS
-                ) -> Tuple[List[str], List[Job], int]:
-    """(class names, [(relative path, label)], number of files passed over) of an image folder."""
+                ) -> Tuple[List[str], List[Job], List[str]]:
+    """(class names, [(relative path, label)], files passed over) of an image folder; paths are
+    relative to ``src_dir``, with "/" separators."""
     src_dir = os.fspath(src_dir)
     if not os.path.isdir(src_dir):
         raise FileNotFoundError(f"not a directory: {src_dir}")
@@ -76,7 +77,7 @@ def find_images(src_dir: PathLike, extensions: Sequence[str] = IMAGE_EXTENSIONS
     classes = [n for n in entries if os.path.isdir(os.path.join(src_dir, n))]
     if not classes:
         raise ValueError(f"no class subdirectories in {src_dir}")
-    ignored = len(entries) - len(classes)
+    ignored = [n for n in entries if n not in classes]
     jobs: List[Job] = []
     for label, name in enumerate(classes):
         for root, dirs, files in os.walk(os.path.join(src_dir, name), followlinks=True):
@@ -86,7 +87,7 @@ def find_images(src_dir: PathLike, extensions: Sequence[str] = IMAGE_EXTENSIONS
                 if file.lower().endswith(wanted):
                     jobs.append((f"{rel_root}/{file}", label))
                 else:
-                    ignored += 1
+                    ignored.append(f"{rel_root}/{file}")
     return classes, jobs, ignored
 
 
@@ -154,7 +155,8 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
     summary = write_jobs(shuffled(jobs, options), build, out_dir, prefix, imagefolder_spec(),
                          options, desc="images", unit="img", started=started,
                          inspect=functools.partial(inspect_image, src_dir))
-    summary.ignored = ignored
+    summary.ignored = len(ignored)
+    summary.ignored_files = ignored
     summary.label_map = os.path.abspath(os.path.join(out_dir, f"{prefix}.labels.txt"))
     write_text_file(summary.label_map, "".join(name + "\n" for name in classes))
     return summary

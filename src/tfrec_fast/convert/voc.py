@@ -275,5 +275,16 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
                          unit="img", started=started,
                          inspect=functools.partial(inspect_voc, voc_dir, label_of))
     summary.label_map = os.path.abspath(os.path.join(out_dir, f"{prefix}.labels.txt"))
-    write_text_file(summary.label_map, "".join(name + "\n" for name in names))
+    if not _is_file(labels, summary.label_map):  # else it is the label map already: keep it
+        write_text_file(summary.label_map, "".join(name + "\n" for name in names))
     return summary
+
+
+def _is_file(labels, path: str) -> bool:
+    """Whether ``labels`` names the file at ``path`` (the label map of an earlier run, say)."""
+    if not isinstance(labels, (str, os.PathLike)):
+        return False
+    try:
+        return os.path.samefile(labels, path)
+    except OSError:
+        return False

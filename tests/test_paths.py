@@ -1,0 +1,231 @@
+"""Paths, glob patterns, compression="auto" and typed errors for bad sources (issue #10, C, D)."""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import threading
+import zlib
+
+import pytest
+
+import tfrec_fast
+from tfrec_fast import _loader
+from tfrec_fast.example import FixedLen
+
+import _oracle
+
+
+def example(i):
+    return tfrec_fast.encode_example({"i": i})
+
+
+@pytest.fixture
+def shards(tmp_path):
+    """train-0..2 written out of name order; their records are 10*k .. 10*k+2."""
+    for k in (2, 0, 1):
+        (tmp_path / f"train-{k}.tfrecord").write_bytes(
+            _oracle.build_file([example(10 * k + j) for j in range(3)]))
+    (tmp_path / "other.tfrecord").write_bytes(_oracle.build_file([example(99)]))
+    return tmp_path
+
+
+def ids(records):
+    return [int(tfrec_fast.parse_example(r, {"i": FixedLen((), "int64")})["i"])
+            for r in records]
+
+
+EXPECTED = [0, 1, 2, 10, 11, 12, 20, 21, 22]
+
+
+# ---- globs ---------------------------------------------------------------------------------------
+
+def test_read_records_glob_sorted(shards):
+    assert ids(tfrec_fast.read_records(str(shards / "train-*.tfrecord"))) == EXPECTED
+    # a pattern in a list, and a pathlib pattern
+    assert ids(tfrec_fast.read_records([shards / "train-?.tfrecord",
+                                        str(shards / "other.tfrecord")])) == EXPECTED + [99]
+
+
+def test_read_examples_glob(shards):
+    batches = list(tfrec_fast.read_examples(str(shards / "train-*"),
+                                            {"i": FixedLen((), "int64")}, batch_size=4))
+    assert [int(v) for b in batches for v in b["i"]] == EXPECTED
+
+
+def test_count_records_glob(shards):
+    assert tfrec_fast.count_records(str(shards / "train-*.tfrecord")) == 9
+    assert tfrec_fast.count_records([str(shards / "*.tfrecord")]) == 10
+
+
+def test_single_file_readers_take_a_pattern_matching_one(shards):
+    with tfrec_fast.TFRecordReader(str(shards / "train-1*")) as reader:
+        assert ids(reader) == [10, 11, 12]
+        assert reader.name == str(shards / "train-1.tfrecord")
+    offsets, _ = tfrec_fast.create_index(str(shards / "train-1*"))
+    assert len(offsets) == 3
+    assert len(tfrec_fast.IndexedTFRecordReader(str(shards / "oth*"))) == 1
+
+
+def test_single_file_readers_refuse_a_pattern_matching_several(shards):
+    pattern = str(shards / "train-*")
+    for open_one in (tfrec_fast.TFRecordReader, tfrec_fast.create_index,
+                     tfrec_fast.IndexedTFRecordReader):
+        with pytest.raises(ValueError, match=r"matches 3 files.*read_records"):
+            open_one(pattern)
+    with pytest.raises(TypeError, match="read_records"):
+        tfrec_fast.TFRecordReader([str(shards / "train-0.tfrecord")])
+
+
+@pytest.mark.parametrize("call", [
+    lambda p: list(tfrec_fast.read_records(p)),
+    lambda p: list(tfrec_fast.read_records([p])),
+    lambda p: list(tfrec_fast.read_examples(p, ["i"])),
+    lambda p: tfrec_fast.count_records(p),
+    lambda p: tfrec_fast.TFRecordReader(p),
+    lambda p: tfrec_fast.create_index(p),
+    lambda p: tfrec_fast.IndexedTFRecordReader(p),
+    lambda p: _loader.expand_paths(p),
+], ids=["read_records", "list", "read_examples", "count_records", "TFRecordReader",
+        "create_index", "IndexedTFRecordReader", "expand_paths"])
+def test_pattern_matching_nothing(shards, call):
+    pattern = str(shards / "valid-*.tfrecord")
+    with pytest.raises(FileNotFoundError) as info:
+        call(pattern)
+    assert info.value.filename == pattern
+    assert pattern in str(info.value) and "no file matches" in str(info.value)
+
+
+def test_a_literal_path_wins_over_glob_characters(tmp_path):
+    literal = tmp_path / "data[1].tfrecord"  # as a pattern it would match data1.tfrecord
+    literal.write_bytes(_oracle.build_file([b"literal"]))
+    (tmp_path / "data1.tfrecord").write_bytes(_oracle.build_file([b"glob"]))
+    assert [bytes(r) for r in tfrec_fast.read_records(str(literal))] == [b"literal"]
+    assert [bytes(r) for r in tfrec_fast.TFRecordReader(literal)] == [b"literal"]
+    assert _loader.expand_paths(str(literal)) == [str(literal)]
+    assert tfrec_fast.count_records(str(tmp_path / "data?.tfrecord")) == 1
+
+
+# ---- compression="auto" --------------------------------------------------------------------------
+
+def compressed(kind, data):
+    return {"none": data, "gzip": gzip.compress(data), "zlib": zlib.compress(data)}[kind]
+
+
+@pytest.mark.parametrize("kind", ["none", "gzip", "zlib"])
+def test_auto_detects_paths_memory_and_files(tmp_path, kind):
+    raw = compressed(kind, _oracle.build_file([example(i) for i in range(5)]))
+    path = tmp_path / f"f.{kind}"
+    path.write_bytes(raw)
+    assert ids(tfrec_fast.read_records(path, "auto")) == list(range(5))
+    assert ids(tfrec_fast.read_records(raw, "AUTO")) == list(range(5))
+    assert tfrec_fast.count_records(str(path), compression="auto") == 5
+    with open(path, "rb") as f:
+        f.read(0)
+        with tfrec_fast.TFRecordReader(f, "auto") as reader:
+            assert ids(reader) == list(range(5))
+            assert reader.compression == ("" if kind == "none" else kind)
+    batches = list(tfrec_fast.read_examples(path, {"i": FixedLen((), "int64")},
+                                            compression="auto"))
+    assert batches[0]["i"].tolist() == list(range(5))
+
+
+def test_auto_per_file_in_a_list(tmp_path):
+    data = _oracle.build_file([example(1)])
+    for kind in ("none", "gzip", "zlib"):
+        (tmp_path / f"{kind}.tfrecord").write_bytes(compressed(kind, data))
+    assert ids(tfrec_fast.read_records(str(tmp_path / "*.tfrecord"), "auto")) == [1, 1, 1]
+
+
+@pytest.mark.parametrize("kind", ["none", "gzip", "zlib"])
+def test_auto_on_a_pipe_loses_nothing(kind):
+    """A non-seekable stream: its first bytes are read to tell the compression, then replayed."""
+    raw = compressed(kind, _oracle.build_file([example(i) for i in range(200)]))
+    read_fd, write_fd = os.pipe()
+
+    def feed():
+        try:
+            with os.fdopen(write_fd, "wb") as w:
+                for i in range(0, len(raw), 5):  # tiny writes: short reads on the other side
+                    w.write(raw[i:i + 5])
+                    w.flush()
+        except BrokenPipeError:  # the reader failed and closed its end: the assert says how
+            pass
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    with os.fdopen(read_fd, "rb", buffering=0) as r:
+        got = ids(tfrec_fast.read_records(r, "auto"))
+    feeder.join()
+    assert got == list(range(200))
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zlib"])
+def test_compressed_file_read_as_plain_says_so(tmp_path, kind):
+    path = tmp_path / "f.tfrecord"
+    path.write_bytes(compressed(kind, _oracle.build_file([example(i) for i in range(5)])))
+    hint = f"the file starts like a {kind} stream: pass compression='{kind}' or 'auto'"
+    attempts = [lambda: list(tfrec_fast.read_records(path)),
+                lambda: tfrec_fast.count_records(path),
+                lambda: tfrec_fast.TFRecordReader(path).read_batch(),
+                lambda: next(tfrec_fast.TFRecordReader(path)),
+                lambda: list(tfrec_fast.TFRecordReader(path.read_bytes()))]
+    for attempt in attempts:
+        with pytest.raises(tfrec_fast.DataLossError) as info:
+            attempt()
+        assert hint in str(info.value)
+        assert info.value.path in (str(path), "<memory>") and info.value.offset == 0
+
+
+def test_plain_file_errors_carry_no_compression_hint(tmp_path):
+    path = tmp_path / "f.tfrecord"
+    path.write_bytes(_oracle.build_file([b"x" * 50])[:-3])
+    with pytest.raises(tfrec_fast.DataLossError) as info:
+        list(tfrec_fast.read_records(path))
+    assert "starts like" not in str(info.value)
+
+
+# ---- typed errors --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda s: list(tfrec_fast.read_records(s)),
+    lambda s: tfrec_fast.count_records(s),
+    lambda s: list(tfrec_fast.read_examples(s, ["i"])),
+    lambda s: tfrec_fast.TFRecordReader(s),
+    lambda s: list(tfrec_fast.read_records([s])),
+], ids=["read_records", "count_records", "read_examples", "TFRecordReader", "list"])
+def test_none_as_a_path(call):
+    with pytest.raises(TypeError, match=r"path.*(bytes-like|file-like)"):
+        call(None)
+
+
+def test_text_mode_files(tmp_path):
+    path = tmp_path / "f.tfrecord"
+    path.write_bytes(_oracle.build_file([b"x"]))
+    with open(path) as text:
+        for call in (tfrec_fast.TFRecordReader, lambda s: list(tfrec_fast.read_records(s)),
+                     tfrec_fast.count_records):
+            with pytest.raises(TypeError, match="open it in binary mode"):
+                call(text)
+    with open(tmp_path / "out", "w") as text:
+        with pytest.raises(TypeError, match="open it in binary mode"):
+            tfrec_fast.TFRecordWriter(text)
+    with pytest.raises(TypeError, match="binary mode"):
+        tfrec_fast.TFRecordReader(io.StringIO("text"))
+
+
+def test_unknown_compression_lists_the_choices(tmp_path):
+    for call in (lambda: tfrec_fast.TFRecordReader(b"", "bz2"),
+                 lambda: list(tfrec_fast.read_records(b"", "bz2")),
+                 lambda: tfrec_fast.count_records(b"", "bz2")):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert all(name in str(info.value) for name in ("'bz2'", "'gzip'", "'zlib'", "'auto'"))
+    with pytest.raises(ValueError, match="for reading") as info:
+        tfrec_fast.TFRecordWriter(tmp_path / "out", "auto")
+    assert "'gzip'" in str(info.value)
+    with pytest.raises(ValueError, match="for reading"):
+        tfrec_fast.ShardedWriter(tmp_path / "shards", "x", compression="auto")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "shards").exists()
+    with pytest.raises(TypeError, match="'gzip'"):
+        tfrec_fast.TFRecordReader(b"", 1)
