@@ -69,10 +69,10 @@ class PyWriter {
 
   void write(py::handle record) {
     PyBytesView view(record);
-    if (!python_sink_ && writer_->fits_in_buffer(view.size())) {
-      return writer_->write(view.data(), view.size());  // a copy into the buffer: keep the GIL
-    }
-    py::gil_scoped_release release;  // I/O or a large copy ahead
+    // A copy into the buffer keeps the GIL (cheaper than releasing it); anything that could
+    // wait (I/O, or another thread's flush holding the writer) runs without it.
+    if (!python_sink_ && writer_->try_write_buffered(view.data(), view.size())) return;
+    py::gil_scoped_release release;
     writer_->write(view.data(), view.size());
   }
 
@@ -84,46 +84,20 @@ class PyWriter {
       return;
     }
     // Any iterable of bytes-like objects, taken in chunks so a long generator is never held
-    // whole. Immutable bytes are written from where they are; anything else (a bytearray a
-    // generator refills, say) is copied when it is taken, so each record keeps its contents.
+    // whole. Each view holds immutable bytes where they are and copies anything else (a
+    // bytearray a generator refills, say) when it is taken, so each record keeps its contents.
     constexpr size_t kChunk = 4096;
     std::vector<std::unique_ptr<PyBytesView>> views;
-    ByteBuffer copies;
-    std::vector<std::pair<const uint8_t*, size_t>> spans;     // bytes objects
-    std::vector<std::pair<size_t, size_t>> copied;            // (offset in copies, size)
-    std::vector<bool> is_copy;
     auto write_chunk = [&] {
       {
         py::gil_scoped_release release;
-        size_t next_span = 0, next_copy = 0;
-        for (bool c : is_copy) {
-          if (c) {
-            const auto& [offset, size] = copied[next_copy++];
-            writer_->write(copies.data() + offset, size);
-          } else {
-            const auto& [data, size] = spans[next_span++];
-            writer_->write(data, size);
-          }
-        }
+        for (const auto& view : views) writer_->write(view->data(), view->size());
       }
       views.clear();
-      copies.clear();
-      spans.clear();
-      copied.clear();
-      is_copy.clear();
     };
     for (py::handle record : py::iter(records)) {
-      auto view = std::make_unique<PyBytesView>(record);
-      if (PyBytes_CheckExact(record.ptr())) {
-        spans.emplace_back(view->data(), view->size());
-        views.push_back(std::move(view));
-        is_copy.push_back(false);
-      } else {
-        copied.emplace_back(copies.size(), view->size());
-        copies.append(view->data(), view->size());
-        is_copy.push_back(true);
-      }
-      if (is_copy.size() == kChunk) write_chunk();
+      views.push_back(std::make_unique<PyBytesView>(record));
+      if (views.size() == kChunk) write_chunk();
     }
     write_chunk();
   }
@@ -138,10 +112,7 @@ class PyWriter {
     writer_->close();
   }
 
-  uint64_t records_written() {
-    py::gil_scoped_release release;
-    return writer_->records_written();
-  }
+  uint64_t records_written() const { return writer_->records_written(); }
 
  private:
   std::unique_ptr<RecordWriter> writer_;

@@ -25,9 +25,14 @@ void RecordWriter::check_usable() {
   if (failed_) throw IoError(EIO, "TFRecordWriter for '" + sink_->name() + "' failed earlier");
 }
 
-bool RecordWriter::fits_in_buffer(size_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return buffer_.size() + n + kFramingSize <= capacity_;
+bool RecordWriter::try_write_buffered(const uint8_t* data, size_t n) {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock() || closed_ || failed_) return false;  // write() waits or says why
+  if (n + kFramingSize > capacity_ / 2 || buffer_.size() + n + kFramingSize > capacity_) {
+    return false;
+  }
+  write_locked(data, n);
+  return true;
 }
 
 void RecordWriter::drain() {
@@ -48,8 +53,8 @@ void RecordWriter::write_locked(const uint8_t* data, size_t n) {
   uint8_t footer[kFooterSize];
   store_le32(footer, crc32c_mask(crc32c(data, n)));
 
-  if (buffer_.size() + n + kFramingSize > capacity_) drain();
   if (n + kFramingSize > capacity_ / 2) {  // big: no copy into the buffer
+    drain();  // the records already buffered go first: order is the callers' order
     try {
       sink_->write(header, kHeaderSize);
       sink_->write(data, n);
@@ -59,6 +64,7 @@ void RecordWriter::write_locked(const uint8_t* data, size_t n) {
       throw;
     }
   } else {
+    if (buffer_.size() + n + kFramingSize > capacity_) drain();
     buffer_.append(header, kHeaderSize);
     buffer_.append(data, n);
     buffer_.append(footer, kFooterSize);
@@ -107,9 +113,6 @@ void RecordWriter::close() {
   if (first) std::rethrow_exception(first);
 }
 
-uint64_t RecordWriter::records_written() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return records_;
-}
+uint64_t RecordWriter::records_written() const { return records_.load(); }
 
 }  // namespace tfr

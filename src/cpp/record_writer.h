@@ -1,6 +1,7 @@
 // Frames records (length, CRCs) into a buffered sink.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -21,11 +22,13 @@ class RecordWriter {
   void write(const uint8_t* data, size_t n);
   // Writes records data[offsets[i], offsets[i+1]) for i < count.
   void write_batch(const uint8_t* data, const int64_t* offsets, size_t count);
-  // Whether write(n bytes) would only copy into the buffer (no I/O): callers keep locks cheap.
-  bool fits_in_buffer(size_t n);
+  // Writes the record only if that is a copy into the buffer (no I/O) and nobody holds the
+  // writer (a flush may be in an fsync): never waits, so callers may hold the GIL. Returns
+  // whether it wrote; if not, call write() (without the GIL).
+  bool try_write_buffered(const uint8_t* data, size_t n);
   void flush(bool sync);
   void close();
-  uint64_t records_written();
+  uint64_t records_written() const;
 
  private:
   void write_locked(const uint8_t* data, size_t n);
@@ -36,7 +39,7 @@ class RecordWriter {
   std::unique_ptr<Sink> sink_;
   ByteBuffer buffer_;
   size_t capacity_;
-  uint64_t records_ = 0;
+  std::atomic<uint64_t> records_{0};
   bool closed_ = false;
   bool failed_ = false;
 };
