@@ -127,7 +127,9 @@ def valid_prefix(data: bytes):
 
 def inflate_prefix(data: bytes, compression):
     """What zlib inflates of `data` before any error (members one after another, as gzip -d
-    reads them), and whether the stream is complete."""
+    reads them), and whether it inflated without an error. A stream that just stops (no end
+    marker, as a writer that flushed and is still open leaves it) is not an error: its data ends
+    there, as in TensorFlow, and the framing of what it inflated decides."""
     if not compression:
         return data, True
     wbits = 16 + zlib.MAX_WBITS if compression == "gzip" else zlib.MAX_WBITS
@@ -142,7 +144,7 @@ def inflate_prefix(data: bytes, compression):
             if d.eof:
                 break
         if not d.eof:
-            return b"".join(out), False
+            return b"".join(out), True
         rest = d.unused_data
     return b"".join(out), True
 

@@ -41,10 +41,14 @@ class BufferedInput {
       size_t want = std::max(n - end_, std::min(readahead_, capacity_ - end_));
       size_t got = source_.read(buf_.get() + end_, want);
       if (got == 0) break;
+      if (offset_ == 0 && pos_ == 0 && end_ == 0) std::memcpy(head_, buf_.get(), std::min<size_t>(got, 2));
       end_ += got;
     }
     return end_;
   }
+
+  // The stream's first two bytes (zero if it has fewer, or was first read past the buffer).
+  const uint8_t* head() const { return head_; }
 
   // Copies up to n bytes to dst; fewer only at the end of the stream.
   size_t read(uint8_t* dst, size_t n) {
@@ -85,6 +89,15 @@ class BufferedInput {
 
   Source& source() { return source_; }
 
+  // Drops what is buffered and goes back to stream offset `offset` (<= offset()), when the source
+  // can; false otherwise (nothing changes then).
+  bool rewind(uint64_t offset) {
+    if (offset > offset_ || !source_.rewind_to(offset)) return false;
+    pos_ = end_ = 0;
+    offset_ = offset;
+    return true;
+  }
+
   // How much fill() may read beyond what it was asked for (at most the capacity).
   void set_readahead(size_t bytes) { readahead_ = std::max<size_t>(bytes, 1); }
   size_t capacity() const { return capacity_; }
@@ -107,6 +120,7 @@ class BufferedInput {
   size_t pos_ = 0;
   size_t end_ = 0;
   uint64_t offset_ = 0;
+  uint8_t head_[2] = {0, 0};
 };
 
 }  // namespace tfr

@@ -20,8 +20,8 @@ class InflateSource final : public Source {
       : Source(inner->name()), inner_(std::move(inner)), input_(kInputChunk) {
     // 16 + MAX_WBITS accepts only a gzip header, MAX_WBITS only a zlib one, as in TensorFlow:
     // reading one as the other fails with "incorrect header check".
-    window_bits_ = compression == Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS;
-    if (inflateInit2(&z_, window_bits_) != Z_OK) throw std::bad_alloc();
+    const int window_bits = compression == Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS;
+    if (inflateInit2(&z_, window_bits) != Z_OK) throw std::bad_alloc();
   }
   ~InflateSource() override { inflateEnd(&z_); }
   InflateSource(const InflateSource&) = delete;
@@ -35,7 +35,8 @@ class InflateSource final : public Source {
     z_.avail_out = uInt(std::min<size_t>(n, 1u << 30));
     const uInt asked = z_.avail_out;
     while (z_.avail_out > 0) {
-      if (z_.avail_in == 0 && !input_done_) {
+      // Also after the input ran dry once: a file still being written may have grown since.
+      if (z_.avail_in == 0) {
         try {
           refill();
         } catch (...) {
@@ -55,8 +56,10 @@ class InflateSource final : public Source {
       if (rc == Z_STREAM_END) {
         member_done_ = true;
       } else if (rc == Z_BUF_ERROR && z_.avail_in == 0 && input_done_) {
-        if (z_.avail_out < asked) break;  // hand out what we have; the next call reports it
-        throw StreamError(true, "compressed stream ends before its end marker (EOF reached)");
+        // The input ends inside a member without its end marker: a writer that flushed and is
+        // still open (or was cut). Like TensorFlow, this is the end of the data; the record
+        // reader reports a record cut by it as truncated, and reads on if the file grows.
+        break;
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         damage_ = "inflate() failed with error " + std::to_string(rc) + ": " +
                   (z_.msg ? z_.msg : "unknown zlib error");
@@ -71,7 +74,7 @@ class InflateSource final : public Source {
  private:
   void refill() {
     size_t got = inner_->read(input_.data(), input_.size());
-    if (got == 0) input_done_ = true;
+    input_done_ = got == 0;
     if (got > 0) saw_input_ = true;
     z_.next_in = input_.data();
     z_.avail_in = uInt(got);
@@ -80,8 +83,7 @@ class InflateSource final : public Source {
   std::unique_ptr<Source> inner_;
   std::vector<uint8_t> input_;
   z_stream z_{};
-  int window_bits_ = 0;
-  bool input_done_ = false;
+  bool input_done_ = false;  // the last refill found no more input (for now)
   bool member_done_ = false;
   bool saw_input_ = false;  // an empty file is an empty stream, as for gzip -d
   std::string damage_;      // the stream is damaged here: every later read() throws it

@@ -266,6 +266,7 @@ PyReader::Options make_options(const std::string& compression, bool verify, bool
   PyReader::Options o;
   o.reader.verify = verify;
   o.reader.skip_corrupt = skip_corrupt;
+  o.reader.hint_compression = parse_compression(compression) == Compression::kNone;
   o.reader.buffer_size = buffer_size;
   o.copy = copy;
   o.batch_records = std::max<size_t>(batch_records, 1);

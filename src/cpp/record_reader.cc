@@ -31,8 +31,21 @@ RecordReader::RecordReader(std::unique_ptr<Source> source, ReaderOptions options
       options_(options),
       size_known_(source_->total_size().has_value()) {}
 
+// What a stream read as uncompressed looks like when it was compressed after all, or "".
+std::string RecordReader::compression_hint(LossReason reason, uint64_t start) const {
+  if (!options_.hint_compression || start != 0 || reason == LossReason::kDataChecksum) return "";
+  const uint8_t* h = in_.head();
+  const char* kind = h[0] == 0x1f && h[1] == 0x8b                                  ? "gzip"
+                     : (h[0] & 0x0f) == 8 && ((unsigned(h[0]) << 8) | h[1]) % 31 == 0 ? "zlib"
+                                                                                      : nullptr;
+  if (kind == nullptr) return "";
+  return std::string("; the file starts like a ") + kind + " stream: pass compression='" + kind +
+         "' or 'auto'";
+}
+
 void RecordReader::fail(LossReason reason, uint64_t start, const std::string& detail) {
-  throw DataLoss(reason, source_->name(), records_ + skipped_total_, start, detail);
+  throw DataLoss(reason, source_->name(), records_ + skipped_total_, start,
+                 detail + compression_hint(reason, start));
 }
 
 std::vector<DataLoss> RecordReader::take_skipped() {
@@ -81,6 +94,18 @@ bool RecordReader::recover(const DataLoss& loss) {
 
 void RecordReader::rethrow_pending() {
   if (pending_) std::rethrow_exception(pending_);
+}
+
+void RecordReader::keep_or_retry(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const DataLoss& loss) {
+    // A record cut by the end of a file that is still being written: the next call reads it
+    // again from its header, as TensorFlow retries (sources that cannot go back keep the error).
+    if (loss.reason == LossReason::kTruncated && in_.rewind(loss.offset)) return;
+  } catch (...) {
+  }
+  pending_ = error;
 }
 
 uint64_t RecordReader::tell() {
@@ -264,7 +289,7 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
       if (step != Step::kRecord) break;
     }
   } catch (...) {
-    pending_ = std::current_exception();
+    keep_or_retry(std::current_exception());
     if (batch->size() == 0) throw;
   }
   return batch;
@@ -277,7 +302,7 @@ uint64_t RecordReader::count() {
   try {
     while (skip_record()) ++counted;
   } catch (...) {
-    pending_ = std::current_exception();
+    keep_or_retry(std::current_exception());
     throw;
   }
   return counted;
@@ -292,7 +317,7 @@ void RecordReader::scan(std::vector<int64_t>* offsets, std::vector<int64_t>* siz
       sizes->push_back(int64_t(in_.offset() - start));
     }
   } catch (...) {
-    pending_ = std::current_exception();
+    keep_or_retry(std::current_exception());
     throw;
   }
 }

@@ -33,6 +33,9 @@ struct ReaderOptions {
   // after a damaged header the reader searches for the next header whose length checksum holds;
   // a truncated tail or a broken compressed stream ends the stream. Each skip is reported.
   bool skip_corrupt = false;
+  // The stream is read as uncompressed: damage at its very start says so when its first bytes
+  // look like a gzip or zlib header (the usual mistake).
+  bool hint_compression = false;
 };
 
 // Thread safety: calls are serialised by an internal mutex, so a reader may be shared between
@@ -45,7 +48,9 @@ class RecordReader {
   // record may be larger: a batch always holds at least one). An empty batch means the clean end
   // of the stream.
   // Records before a damaged one are returned first; the DataLoss is thrown by the next call, and
-  // again by every call after it (the reader does not guess where the next good record starts).
+  // again by every call after it (the reader does not guess where the next good record starts),
+  // except for a record cut by the end of an uncompressed file: later calls read it again from
+  // its header, so a file that is still being written is read on once the record is complete.
   std::unique_ptr<RecordBatch> read_batch(size_t max_records, size_t max_bytes);
 
   // Counts the remaining records reading only their headers (payloads are skipped, so their
@@ -76,10 +81,14 @@ class RecordReader {
   void check_length(uint64_t start, uint64_t length);
   void read_payload(uint64_t start, uint64_t length, ByteBuffer& out);
   [[noreturn]] void fail(LossReason reason, uint64_t start, const std::string& detail);
+  std::string compression_hint(LossReason reason, uint64_t start) const;
   // skip_corrupt: notes the damage and moves past it. False when nothing more can be read.
   bool recover(const DataLoss& loss);
   bool plausible_header(const uint8_t* header);
   void rethrow_pending();
+  // Keeps `error` for every later call, unless it is a truncated record the source can go back
+  // to (a growing file): then the next call tries that record again.
+  void keep_or_retry(std::exception_ptr error);
 
   std::mutex mu_;
   std::unique_ptr<Source> source_;

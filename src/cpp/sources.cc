@@ -95,6 +95,12 @@ uint64_t FileSource::skip(uint64_t n) {
   return step;
 }
 
+bool FileSource::rewind_to(uint64_t offset) {
+  if (!regular_ || offset > pos_) return false;
+  pos_ = offset;
+  return true;
+}
+
 size_t MemorySource::read(uint8_t* dst, size_t n) {
   size_t step = std::min(n, size_ - pos_);
   std::memcpy(dst, data_ + pos_, step);

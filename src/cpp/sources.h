@@ -26,6 +26,10 @@ class Source {
   // Skips up to n bytes, returning how many were skipped (fewer only at the end).
   virtual uint64_t skip(uint64_t n);
 
+  // Moves back to `offset` (one already read past), so a record cut by the end of a file that
+  // is still being written can be read again once it is complete. False when the source cannot.
+  virtual bool rewind_to(uint64_t /*offset*/) { return false; }
+
   // A name for messages: a path, "<memory>", "<file-like>".
   const std::string& name() const { return name_; }
 
@@ -49,6 +53,7 @@ class FileSource final : public Source {
   std::optional<uint64_t> remaining() override;
   std::optional<uint64_t> total_size() override;
   uint64_t skip(uint64_t n) override;
+  bool rewind_to(uint64_t offset) override;
 
  private:
   void refresh_size();

@@ -132,14 +132,6 @@ def _head_of(source) -> bytes:
         return b""
 
 
-def _compressed_hint(head: bytes) -> Optional[str]:
-    """For a stream read as uncompressed: a note when it looks compressed, else None."""
-    guess = sniff_compression(head)
-    if not guess:
-        return None
-    return (f"the file starts like a {guess} stream: pass compression='{guess}' or 'auto'")
-
-
 def _is_path(source) -> bool:
     return isinstance(source, (str, os.PathLike))
 
@@ -200,7 +192,6 @@ class TFRecordReader:
                  skip_corrupt: bool = False):
         compression = normalize_compression(compression)
         self._skipped: list = []
-        self._unsure = None  # an uncompressed path or buffer, that might be compressed after all
         self._owned = None  # a file this reader opened and must close
         args = (bool(verify), bool(copy), int(buffer_size), ITER_BATCH_RECORDS, ITER_BATCH_BYTES,
                 bool(skip_corrupt))
@@ -221,8 +212,6 @@ class TFRecordReader:
             if compression == "auto":  # look at the first bytes (not consuming them)
                 source, head = self._peek(source)
                 compression = sniff_compression(head)
-            elif not compression and not _is_file_like(source):
-                self._unsure = source  # on damage at its start, looked at for a hint
             self.compression = compression  # as read: "", "gzip" or "zlib" ("auto" resolved)
             self.compressed = bool(compression)
             if isinstance(source, str):
@@ -271,48 +260,11 @@ class TFRecordReader:
             self._owned.close()
             self._owned = None
 
-    def _with_hint(self, error: DataLossError) -> DataLossError:
-        """Damage at the very start of a source read as uncompressed that starts like a gzip or
-        zlib stream: the error with a note saying so (looked at only now, when it matters)."""
-        if self._unsure is None or error.offset != 0:
-            return error
-        hint = _compressed_hint(_head_of(self._unsure))
-        if hint is None:
-            return error
-        return type(error)(f"{error.detail}; {hint}", path=error.path,
-                           record_index=error.record_index, offset=error.offset,
-                           reason=error.reason)
-
-    def _hinted(self, call, *args):
-        try:
-            return call(*args)
-        except DataLossError as error:
-            hinted = self._with_hint(error)
-            if hinted is error:
-                raise
-            raise hinted from None
-
-    def _records(self) -> Iterator[memoryview]:
-        """The records. Damage at the start of the source can only surface on the first one,
-        so only that one goes through Python; the rest come from the C++ iterator itself."""
-        if self._unsure is None:
-            return self._reader
-        return itertools.chain(self._first_record(), self._reader)
-
-    def _first_record(self) -> Iterator[memoryview]:
-        try:
-            record = next(self._reader)
-        except StopIteration:
-            return
-        except DataLossError as error:
-            raise self._with_hint(error) from None
-        yield record
-
     def __iter__(self) -> Iterator[memoryview]:
-        return self._records()
+        return self._reader
 
     def __next__(self) -> memoryview:
-        return self._hinted(next, self._reader)
+        return next(self._reader)
 
     def read_batch(self, max_records: Optional[int] = None,
                    max_bytes: Optional[int] = None) -> RecordBatch:
@@ -325,7 +277,7 @@ class TFRecordReader:
         """
         if max_records is None and max_bytes is None:
             max_bytes = ITER_BATCH_BYTES
-        return self._hinted(self._reader.read_batch, _limit(max_records), _limit(max_bytes))
+        return self._reader.read_batch(_limit(max_records), _limit(max_bytes))
 
     def iter_batches(self, max_records: Optional[int] = None,
                      max_bytes: Optional[int] = None) -> Iterator[RecordBatch]:
@@ -341,12 +293,12 @@ class TFRecordReader:
         """With ``skip_corrupt=True``: a :class:`~tfrec_fast.DataLossError` (not raised) for each
         damaged stretch skipped so far, with its path, record index, offset and reason."""
         if not self._reader.closed:
-            self._skipped.extend(self._with_hint(e) for e in self._reader.skipped())
+            self._skipped.extend(self._reader.skipped())
         return list(self._skipped)
 
     def count(self) -> int:
         """Counts the remaining records, reading only their headers."""
-        return self._hinted(self._reader.count)
+        return self._reader.count()
 
     def tell(self) -> int:
         """Offset of the next record's header (in the decompressed stream when compressed)."""
@@ -367,7 +319,7 @@ class TFRecordReader:
 
     def close(self) -> None:
         if not self._reader.closed:
-            self._skipped.extend(self._with_hint(e) for e in self._reader.skipped())
+            self._skipped.extend(self._reader.skipped())
         self._reader.close()
         self._close_owned()
 
@@ -439,7 +391,7 @@ def _open_each(sources, compression, verify, copy, skip_corrupt, on_skip):
         reader = TFRecordReader(source, compression, verify=verify, copy=copy,
                                 skip_corrupt=skip_corrupt)
         try:
-            yield reader._records()
+            yield reader._reader
         finally:
             reader.close()
             for error in reader.skipped:
