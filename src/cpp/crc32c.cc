@@ -120,10 +120,12 @@ bool agrees_with_portable(ExtendFn fn) {
 }
 
 // TFREC_FAST_CRC32C=<name> restricts the choice to that backend; if it is unavailable (or fails the
-// self-check) the portable one is used.
+// self-check) the portable one is used ("auto" or empty: the fastest that checks out). The Python
+// package warns about a value that names no backend.
 Backend choose_backend() {
   const char* requested = std::getenv("TFREC_FAST_CRC32C");
-  const bool forced = requested != nullptr && *requested != '\0';
+  const bool forced =
+      requested != nullptr && *requested != '\0' && std::strcmp(requested, "auto") != 0;
   for (const Backend& b : runnable_backends()) {
     if (forced && std::strcmp(requested, b.name) != 0) continue;
     if (b.fn == kPortable.fn || agrees_with_portable(b.fn)) return b;

@@ -378,6 +378,115 @@ class Decoder {
 
 }  // namespace
 
+namespace {
+
+class KindScanner {
+ public:
+  explicit KindScanner(bool sequence_examples) : sequences_(sequence_examples) {}
+
+  void record(size_t index, Cursor message) {
+    index_ = index;
+    uint32_t field, wire_type;
+    while (!message.done()) {
+      if (!message.tag(&field, &wire_type)) malformed("a bad field tag");
+      Cursor features;
+      // Example.features and SequenceExample.context are both field 1.
+      if (field == wire::kExampleFeatures && wire_type == wire::kLengthDelimited) {
+        if (!message.sub(&features)) malformed("a truncated Features message");
+        scan(features);
+      } else if (!message.skip(wire_type)) {
+        malformed("a truncated or unsupported field");
+      }
+    }
+  }
+
+  std::vector<FeatureKind> take() { return std::move(found_); }
+
+ private:
+  [[noreturn]] void malformed(const std::string& what) const {
+    throw ParseError(index_, false, "", std::string("not a valid tf.train.") +
+                                     (sequences_ ? "SequenceExample: " : "Example: ") + what);
+  }
+
+  void scan(Cursor features) {
+    uint32_t field, wire_type;
+    while (!features.done()) {
+      if (!features.tag(&field, &wire_type)) malformed("a bad field tag in Features");
+      Cursor entry;
+      if (field != wire::kFeaturesEntry || wire_type != wire::kLengthDelimited) {
+        if (!features.skip(wire_type)) malformed("a truncated field in Features");
+        continue;
+      }
+      if (!features.sub(&entry)) malformed("a truncated feature entry");
+      std::string name;
+      int kind = FeatureKind::kNoList;
+      while (!entry.done()) {
+        Cursor value;
+        if (!entry.tag(&field, &wire_type)) malformed("a bad field tag in a feature entry");
+        if (wire_type != wire::kLengthDelimited) {
+          if (!entry.skip(wire_type)) malformed("a truncated field in a feature entry");
+          continue;
+        }
+        if (!entry.sub(&value)) malformed("a truncated feature entry");
+        if (field == wire::kMapKey) {
+          name.assign(reinterpret_cast<const char*>(value.p), size_t(value.end - value.p));
+        } else if (field == wire::kMapValue) {
+          kind = list_kind(value);
+        }
+      }
+      note(name, kind);
+    }
+  }
+
+  // The kind of a Feature message: its last list field wins, as protobuf's oneof does.
+  int list_kind(Cursor feature) {
+    int kind = FeatureKind::kNoList;
+    uint32_t field, wire_type;
+    while (!feature.done()) {
+      if (!feature.tag(&field, &wire_type)) malformed("a bad field tag in a Feature");
+      if (wire_type == wire::kLengthDelimited && field >= wire::kBytesList &&
+          field <= wire::kInt64List) {
+        kind = int(field == wire::kBytesList   ? ValueKind::kBytes
+                   : field == wire::kFloatList ? ValueKind::kFloat
+                                               : ValueKind::kInt64);
+      }
+      if (!feature.skip(wire_type)) malformed("a truncated field in a Feature");
+    }
+    return kind;
+  }
+
+  void note(const std::string& name, int kind) {
+    for (FeatureKind& f : found_) {
+      if (f.name == name) {
+        if (f.kind == FeatureKind::kNoList) f.kind = kind;
+        return;
+      }
+    }
+    found_.push_back(FeatureKind{name, kind, index_});
+  }
+
+  bool sequences_;
+  size_t index_ = 0;
+  std::vector<FeatureKind> found_;
+};
+
+}  // namespace
+
+std::vector<FeatureKind> feature_kinds(const uint8_t* data, const int64_t* offsets, size_t n,
+                                       bool sequence_examples, bool strict) {
+  KindScanner scanner(sequence_examples);
+  for (size_t i = 0; i < n; ++i) {
+    KindScanner before = scanner;  // a damaged record adds nothing, not even in part
+    try {
+      scanner.record(i, Cursor{data + offsets[i], data + offsets[i + 1]});
+    } catch (const ParseError&) {
+      if (strict) throw;
+      return before.take();
+    }
+  }
+  return scanner.take();
+}
+
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
                                     const std::vector<FieldSpec>& specs, bool sequence_examples) {
   Decoder decoder(data, specs, n, sequence_examples);

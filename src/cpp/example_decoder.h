@@ -62,4 +62,21 @@ class ParseError : public std::runtime_error {
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
                                     const std::vector<FieldSpec>& specs, bool sequence_examples);
 
+// One feature a record holds: its name and the kind of its list (kNone for a Feature that holds
+// no list at all).
+struct FeatureKind {
+  std::string name;
+  int kind;             // a ValueKind, or kNoList
+  size_t first_record;  // the first record that holds it
+  static constexpr int kNoList = -1;
+};
+
+// The features the records data[offsets[i], offsets[i+1]) hold (their Example features, or their
+// SequenceExample context), without a spec: every name once, in the order first seen, with the
+// first list kind any record shows for it. A record that is not a valid message throws
+// ParseError when `strict`; otherwise the scan stops before it (decode_examples then reports the
+// first damaged record). What lets a spec-free reader use decode_examples.
+std::vector<FeatureKind> feature_kinds(const uint8_t* data, const int64_t* offsets, size_t n,
+                                       bool sequence_examples, bool strict);
+
 }  // namespace tfr

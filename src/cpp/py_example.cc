@@ -31,9 +31,42 @@ FieldSpec to_spec(const py::tuple& t) {
   return s;
 }
 
+// ParseError -> tfrec_fast.errors.ExampleParseError naming the records' source.
+[[noreturn]] void raise_parse_error(const ParseError& e, const std::string& name) {
+  py::object cls = py::module_::import("tfrec_fast.errors").attr("ExampleParseError");
+  py::object err = cls(e.what(), py::arg("path") = name, py::arg("record_index") = e.record_index,
+                       py::arg("feature") = e.has_feature ? py::object(py::str(e.feature))
+                                                          : py::object(py::none()));
+  PyErr_SetObject(cls.ptr(), err.ptr());
+  throw py::error_already_set();
+}
+
 }  // namespace
 
 void register_example(py::module_& m) {
+  m.def(
+      "feature_kinds",
+      [](const py::object& batch_obj, const std::string& name, bool sequence_examples,
+         bool strict) {
+        const auto& batch = batch_obj.cast<const RecordBatch&>();
+        std::vector<FeatureKind> kinds;
+        try {
+          py::gil_scoped_release release;
+          kinds = feature_kinds(batch.data.data(), batch.offsets.data(), batch.size(),
+                                sequence_examples, strict);
+        } catch (const ParseError& e) {
+          raise_parse_error(e, name);
+        }
+        py::list out;
+        for (const FeatureKind& k : kinds) {
+          out.append(py::make_tuple(py::bytes(k.name), k.kind, k.first_record));
+        }
+        return out;
+      },
+      py::arg("batch"), py::arg("name"), py::arg("sequence_examples") = false,
+      py::arg("strict") = true,
+      "[(name as bytes, kind, first record)] of the features the records hold (kind -1: a\n"
+      "Feature with no list); strict=False stops before the first damaged record.");
   m.def(
       "decode_examples",
       [](const py::object& batch_obj, const py::list& spec_tuples, const std::string& name,
@@ -47,13 +80,7 @@ void register_example(py::module_& m) {
           columns = decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
                                     sequence_examples);
         } catch (const ParseError& e) {
-          py::object cls = py::module_::import("tfrec_fast.errors").attr("ExampleParseError");
-          py::object err = cls(e.what(), py::arg("path") = name,
-                               py::arg("record_index") = e.record_index,
-                               py::arg("feature") = e.has_feature ? py::object(py::str(e.feature))
-                                                                  : py::object(py::none()));
-          PyErr_SetObject(cls.ptr(), err.ptr());
-          throw py::error_already_set();
+          raise_parse_error(e, name);
         }
         py::list out;
         for (Column& c : columns) {

@@ -13,8 +13,8 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, 
 import numpy as np
 
 from .errors import DataLossError
-from .records import (RecordBatch, TFRecordReader, count_records, expand_pattern,
-                      normalize_compression)
+from .records import (RecordBatch, TFRecordReader, count_records, detect_compression,
+                      expand_pattern, normalize_compression)
 
 # Records parsed at a time after a shuffle buffer (the buffer hands out single records).
 SHUFFLE_CHUNK = 256
@@ -76,6 +76,8 @@ def file_index(path: str, index_path: Optional[str] = None,
     range is read by skipping records). Cached per process.
     """
     compression = normalize_compression(compression)
+    if compression == "auto":
+        compression = detect_compression(path)
     st = os.stat(path)
     key = (path, index_path, compression, st.st_size, st.st_mtime_ns)
     hit = _INDEX_CACHE.get(key)
@@ -83,22 +85,15 @@ def file_index(path: str, index_path: Optional[str] = None,
         return hit
     offsets = None
     if index_path is not None:
-        from .index import load_index
+        from .index import _check_covers, load_index
         offsets, sizes = load_index(index_path)
-        end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
-        if not compression and end != st.st_size:
-            raise DataLossError(f"index {index_path} covers {end} bytes but the file has "
-                                f"{st.st_size}: the index is stale or belongs to another file",
-                                path=path, reason="index_mismatch")
+        if not compression:
+            _check_covers(path, offsets, sizes, index_path)
         count = len(offsets)
     elif not compression:
-        try:
-            from .index import create_index
-        except ImportError:  # pragma: no cover - index module not built
-            count = count_records(path)
-        else:
-            offsets, _ = create_index(path)
-            count = len(offsets)
+        from .index import create_index
+        offsets, _ = create_index(path)
+        count = len(offsets)
     else:
         count = count_records(path, compression)
     if offsets is not None:
@@ -163,6 +158,7 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
             dropped = len(reader.read_batch(max_records=skip))
             if not dropped:
                 raise DataLossError(f"expected at least {start} records", path=path,
+                                    record_index=start - skip, offset=reader.tell(),
                                     reason="index_mismatch")
             skip -= dropped
     try:
@@ -174,7 +170,8 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
                 if remaining is not None:
                     raise DataLossError(f"the file ended {remaining} records before record "
                                         f"{stop} the index promised: is the index stale?",
-                                        path=path, reason="index_mismatch")
+                                        path=path, record_index=stop - remaining,
+                                        offset=reader.tell(), reason="index_mismatch")
                 return
             if remaining is not None:
                 remaining -= len(batch)

@@ -1,5 +1,27 @@
 """CRC32C (Castagnoli) with a hardware backend chosen at import."""
 
-from ._core import crc32c, crc32c_backend, masked_crc32c
+import os
+import warnings
+
+from ._core import crc32c, crc32c_backend, crc32c_backends, masked_crc32c
 
 __all__ = ["crc32c", "masked_crc32c", "crc32c_backend"]
+
+BACKENDS = ("auto", "avx512", "sse42", "arm64", "portable")
+
+
+def _check_requested_backend() -> None:
+    """TFREC_FAST_CRC32C names a backend (read once, by the C++ dispatcher): say so when it
+    names none, or one this CPU cannot run, instead of falling back silently."""
+    requested = os.environ.get("TFREC_FAST_CRC32C", "")
+    if requested in ("", "auto", crc32c_backend()):
+        return
+    if requested not in BACKENDS:
+        why = f"is not a CRC32C backend (use one of {', '.join(BACKENDS)})"
+    else:
+        why = f"cannot run on this CPU (it has {', '.join(crc32c_backends())})"
+    warnings.warn(f"TFREC_FAST_CRC32C={requested!r} {why}: using {crc32c_backend()!r}",
+                  RuntimeWarning, stacklevel=2)
+
+
+_check_requested_backend()

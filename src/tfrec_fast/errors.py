@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import re
+
 __all__ = ["DataLossError", "ExampleParseError"]
 
 _REASONS = {
@@ -14,6 +17,9 @@ _REASONS = {
 }
 
 
+_NO_TF_FILE = " (Is this even a TFRecord file?)"
+
+
 class DataLossError(OSError):
     """A TFRecord stream is damaged: truncated, failing a checksum, or badly compressed.
 
@@ -23,25 +29,64 @@ class DataLossError(OSError):
     ``length_checksum``, ``data_checksum``, ``length_too_large``, ``compressed_stream``, or
     ``index_mismatch`` when an index file points at bytes that are not its record) and
     ``detail`` (what exactly was found, in TensorFlow's words where it has them).
+
+    It survives pickling, and the one-string rebuild PyTorch's DataLoader does for exceptions
+    raised in its workers: the attributes are read back from the message.
     """
 
     def __init__(self, detail, *, path=None, record_index=None, offset=None, reason=None):
+        message = None
+        if path is None and record_index is None and offset is None and reason is None:
+            parsed = _parse_data_loss(str(detail))
+            if parsed:  # rebuilt from a message (torch): keep that message, traceback and all
+                message = str(detail)
+                detail, path, record_index, offset, reason = parsed
         self.detail = detail
         self.path = path
         self.record_index = record_index
         self.offset = offset
         self.reason = reason
-        message = (
-            f"{path}: record {record_index} at offset {offset}: "
-            f"{_REASONS.get(reason, reason)} ({detail})"
-        )
-        if offset == 0 and reason not in ("compressed_stream", "index_mismatch"):
-            message += " (Is this even a TFRecord file?)"
+        if message is None:
+            message = _data_loss_message(detail, path, record_index, offset, reason)
         super().__init__(message)
 
     def __reduce__(self):
         return _rebuild, (type(self), self.detail, self.path, self.record_index, self.offset,
                           self.reason)
+
+
+def _data_loss_message(detail, path, record_index, offset, reason) -> str:
+    where = [str(path)] if path is not None else []
+    if record_index is not None:
+        where.append(f"record {record_index}" + (f" at offset {offset}" if offset is not None
+                                                 else ""))
+    what = _REASONS.get(reason, reason)
+    text = f"{what} ({detail})" if what else str(detail)
+    message = ": ".join(where + [text])
+    if offset == 0 and reason not in ("compressed_stream", "index_mismatch"):
+        message += _NO_TF_FILE
+    return message
+
+
+_DATA_LOSS_LINE = re.compile(r"DataLossError: (?P<path>.*?): record (?P<index>\d+) at offset "
+                             r"(?P<offset>\d+): (?P<rest>.*)$", re.MULTILINE)
+
+
+def _parse_data_loss(message: str):
+    """(detail, path, record_index, offset, reason) from a message that ends with this class's
+    own, as PyTorch's worker re-raise passes it (the traceback text); None if there is none."""
+    found = list(_DATA_LOSS_LINE.finditer(message))
+    if not found:
+        return None
+    m = found[-1]
+    rest = m.group("rest")
+    if rest.endswith(_NO_TF_FILE):
+        rest = rest[:-len(_NO_TF_FILE)]
+    for reason, text in _REASONS.items():
+        if rest.startswith(text + " (") and rest.endswith(")"):
+            return (rest[len(text) + 2:-1], m.group("path"), int(m.group("index")),
+                    int(m.group("offset")), reason)
+    return None
 
 
 def _rebuild(cls, detail, path, record_index, offset, reason):
@@ -53,23 +98,48 @@ class ExampleParseError(ValueError):
 
     Attributes: ``path`` (file or description of the records), ``record_index`` (0-based, within
     the file when known), ``feature`` (the feature's name, or None when the record as a whole is
-    malformed) and ``detail``.
+    malformed) and ``detail``. Survives pickling and PyTorch's worker re-raise, as
+    :class:`DataLossError` does.
     """
 
     def __init__(self, detail, *, path=None, record_index=None, feature=None):
+        message = None
+        if path is None and record_index is None and feature is None:
+            parsed = _parse_example_error(str(detail))
+            if parsed:
+                message = str(detail)
+                detail, path, record_index, feature = parsed
         self.detail = detail
         self.path = path
         self.record_index = record_index
         self.feature = feature
         self.message = detail  # the name TensorFlow users look for
-        where = f"{path}: record {record_index}"
-        if feature is not None:
-            where += f", feature {feature!r}"
-        super().__init__(f"{where}: {detail}")
+        if message is None:
+            where = ": ".join(str(x) for x in (path, record_index is not None and
+                                               f"record {record_index}") if x)
+            if feature is not None:
+                where += (", " if where else "") + f"feature {feature!r}"
+            message = f"{where}: {detail}" if where else str(detail)
+        super().__init__(message)
 
     def __reduce__(self):
         return _rebuild_parse_error, (type(self), self.detail, self.path, self.record_index,
                                       self.feature)
+
+
+_PARSE_LINE = re.compile(r"ExampleParseError: (?P<path>.*?): record (?P<index>\d+)"
+                         r"(?:, feature (?P<feature>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))?"
+                         r": (?P<detail>.*)$", re.MULTILINE)
+
+
+def _parse_example_error(message: str):
+    found = list(_PARSE_LINE.finditer(message))
+    if not found:
+        return None
+    m = found[-1]
+    feature = m.group("feature")
+    return (m.group("detail"), m.group("path"), int(m.group("index")),
+            ast.literal_eval(feature) if feature else None)
 
 
 def _rebuild_parse_error(cls, detail, path, record_index, feature):

@@ -27,6 +27,7 @@ __all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged",
 _INT64, _FLOAT, _BYTES = 0, 1, 2
 _FIXED, _VAR, _RAW_BYTES = 0, 1, 2
 _NUMPY = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
+_KIND_DTYPE = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
 
 _KIND_NAMES = {
     "int64": _INT64, "int": _INT64,
@@ -44,7 +45,13 @@ def _kind_of(dtype) -> Optional[int]:
     name = getattr(dtype, "name", None)  # a TensorFlow DType, duck-typed
     if isinstance(name, str) and not isinstance(dtype, np.dtype) and name in _KIND_NAMES:
         return _KIND_NAMES[name]
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(
+            f"unknown dtype {dtype!r}: a feature holds 'int64' (or 'int'), 'float32' ('float') "
+            "or 'bytes' ('byte', 'string', 'str'); FixedLen also takes any other numpy dtype "
+            "('uint8', 'float16', ...) to read a bytes feature as a raw array") from None
     if dt == np.int64:
         return _INT64
     if dt == np.float32:
@@ -84,15 +91,27 @@ class FixedLen:
 
 
 class VarLen:
-    """Any number of values per record: a :class:`Ragged` (numeric) or a :class:`BytesColumn`."""
+    """Any number of values per record: a :class:`Ragged` (numeric) or a :class:`BytesColumn`.
 
-    def __init__(self, dtype="int64"):
+    A record without the feature reads as no values, as TensorFlow's VarLenFeature does
+    (``default=[]``). ``default=None`` makes the feature required: a batch in which no record
+    holds it is an :class:`~tfrec_fast.ExampleParseError` (a misspelled name, usually). The
+    ``tfrecord`` package's descriptions (``{"name": "int"}``) are required, as there.
+    """
+
+    def __init__(self, dtype="int64", default=()):
         self.kind = _kind_of(dtype)
         if self.kind is None:
-            raise ValueError(f"VarLen takes int64, float32 or bytes, not {dtype!r}")
+            raise ValueError(f"VarLen takes int64, float32 or bytes, not {dtype!r} (other "
+                             "numpy dtypes mean a raw bytes array: use FixedLen)")
+        if default is not None and len(default) != 0:
+            raise ValueError("a VarLen default can only be empty ([]): a missing feature has "
+                             "no values; default=None makes the feature required")
+        self.default = None if default is None else []
 
     def __repr__(self):
-        return f"VarLen({['int64', 'float32', 'bytes'][self.kind]!r})"
+        extra = ", default=None" if self.default is None else ""
+        return f"VarLen({_KIND_DTYPE[self.kind]!r}{extra})"
 
 
 class FixedLenSequence:
@@ -242,12 +261,15 @@ def normalize_spec(spec) -> Dict[str, Spec]:
     list of names (kinds then come from the data). Returns {name: spec or None}."""
     if isinstance(spec, (list, tuple)):
         return {str(name): None for name in spec}
+    if not isinstance(spec, Mapping):
+        raise TypeError("spec must be a dict {name: FixedLen | VarLen | 'int' | 'float' | "
+                        "'byte'} or a list of feature names, not " + type(spec).__name__)
     out = {}
     for name, s in spec.items():
         if isinstance(s, (FixedLen, VarLen)) or s is None:
             out[name] = s
-        elif isinstance(s, str):
-            out[name] = VarLen(s)
+        elif isinstance(s, str):  # the tfrecord package's description: required, as there
+            out[name] = VarLen(s, default=None)
         elif type(s).__name__ in ("FixedLenFeature", "VarLenFeature"):
             out[name] = _from_tensorflow(s)
         else:
@@ -255,36 +277,44 @@ def normalize_spec(spec) -> Dict[str, Spec]:
     return out
 
 
-def _infer(batch: RecordBatch, names) -> Dict[str, Spec]:
-    """VarLen specs for features given by name only, typed from the first record holding each.
-    Names no record holds come back as None (still unknown)."""
-    from google.protobuf.message import DecodeError
-
-    from .proto import Example
-
+def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples: bool = False,
+                  strict: bool = True) -> Dict[str, Optional[int]]:
+    """{feature name: its list kind (_INT64, _FLOAT, _BYTES), or None for a Feature holding no
+    list} over a batch, in the order first seen: the C++ decoder's own wire scan. A malformed
+    record raises ExampleParseError (``strict``) or ends the scan before it. A name that is not
+    UTF-8 (which protobuf refuses) is an ExampleParseError naming its record (``strict``) or is
+    kept with its bad bytes escaped."""
     kinds = {}
-    for record in batch:
+    for raw, kind, record in _core.feature_kinds(batch, name, sequence_examples, strict):
         try:
-            example = Example.FromString(bytes(record))
-        except DecodeError:
-            continue  # the decoder reports this record properly
-        for name in names:
-            if name not in kinds and name in example.features.feature:
-                which = example.features.feature[name].WhichOneof("kind")
-                if which:
-                    kinds[name] = {"int64_list": "int64", "float_list": "float32",
-                                   "bytes_list": "bytes"}[which]
-        if len(kinds) == len(names):
-            break
-    return {name: VarLen(kinds[name]) if name in kinds else None for name in names}
+            key = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            if strict:
+                raise ExampleParseError(f"a feature name that is not valid UTF-8: {raw!r}",
+                                        path=name, record_index=record) from None
+            key = raw.decode("utf-8", "surrogateescape")
+        kinds[key] = None if kind < 0 else kind
+    return kinds
 
 
-def _typed(batch: RecordBatch, spec: Dict[str, Spec]) -> Dict[str, Spec]:
+def _infer(batch: RecordBatch, names, name: str = "<records>",
+           sequence_examples: bool = False) -> Dict[str, Spec]:
+    """VarLen specs for features given by name only, typed from the first record holding each
+    (up to the first damaged record, which the decoder then reports). Names no record holds come
+    back as None (still unknown)."""
+    kinds = feature_kinds(batch, name, sequence_examples, strict=False)
+    return {key: VarLen(_KIND_DTYPE[kinds[key]]) if kinds.get(key) is not None else None
+            for key in names}
+
+
+def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
+           sequence_examples: bool = False) -> Dict[str, Spec]:
     """Resolves by-name specs from this batch (learning their kinds into `spec` once seen); a
     name no record has shown yet reads as an empty float32 VarLen for this batch only."""
     untyped = [k for k, s in spec.items() if s is None]
     if untyped:
-        spec.update({k: s for k, s in _infer(batch, untyped).items() if s is not None})
+        spec.update({k: s for k, s in _infer(batch, untyped, name, sequence_examples).items()
+                     if s is not None})
     return {k: VarLen("float32") if s is None else s for k, s in spec.items()}
 
 
@@ -346,9 +376,51 @@ def parse_examples(records, spec, *, name: Optional[str] = None) -> Dict[str, An
     decoded. Raises :class:`~tfrec_fast.ExampleParseError` naming the record and feature.
     """
     batch = _as_batch(records)
-    spec = _typed(batch, normalize_spec(spec))
-    raw = _core.decode_examples(batch, _compile(spec), name or "<records>")
-    return _columns(batch, spec, raw)
+    spec = _typed(batch, normalize_spec(spec), name or "<records>")
+    return _columns(batch, spec, _decode(batch, spec, name or "<records>"))
+
+
+def _decode(batch: RecordBatch, spec: Mapping[str, Spec], name: str,
+            sequence: Optional[Mapping[str, Any]] = None) -> list:
+    """The decoder's raw columns for `spec` (then `sequence`), with errors that say what to do."""
+    try:
+        raw = _core.decode_examples(batch, _compile(spec, sequence), name, sequence is not None)
+    except ExampleParseError as error:
+        raise _explained(error, spec) from None
+    _check_present(batch, spec, raw, name, sequence is not None)
+    return raw
+
+
+def _explained(error: ExampleParseError, spec: Mapping[str, Spec]) -> ExampleParseError:
+    """A kind mismatch on a FixedLen of another numpy dtype: say that it reads raw bytes."""
+    s = spec.get(error.feature) if error.feature is not None else None
+    if not (isinstance(s, FixedLen) and s.from_bytes and "the spec asks for a bytes_list"
+            in str(error.detail)):
+        return error
+    return ExampleParseError(
+        f"{error.detail}; FixedLen dtype {s.dtype} reads a bytes feature holding the raw array "
+        "(np.frombuffer): only 'int64' and 'float32' read int64_list and float_list values, so "
+        "use one of those (and cast) or write the array as bytes", path=error.path,
+        record_index=error.record_index, feature=error.feature)
+
+
+def _check_present(batch: RecordBatch, spec: Mapping[str, Spec], raw: list, name: str,
+                   sequence_examples: bool) -> None:
+    """A VarLen feature that no record of the batch holds is a misspelled name, usually: an
+    error, unless its spec says it may be absent (default=[]). Looked into only when a column
+    came back empty, so the common case costs nothing."""
+    present = None
+    for (key, s), column in zip(spec.items(), raw):
+        if not isinstance(s, VarLen) or s.default is not None or not len(batch) or \
+                column[3][-1] != 0:
+            continue
+        if present is None:
+            present = feature_kinds(batch, name, sequence_examples, strict=False)
+        if key not in present:
+            raise ExampleParseError(
+                f"no record of these {len(batch)} holds it (misspelled? a feature that may be "
+                f"absent takes VarLen(kind)); the records hold {sorted(present)}",
+                path=name, record_index=0, feature=key)
 
 
 def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
@@ -362,12 +434,12 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     """
     batch = _as_batch(records)
     # Context and Example features share field 1, so names-only context specs are typed alike.
-    context = _typed(batch, normalize_spec(context_spec or {}))
+    context = _typed(batch, normalize_spec(context_spec or {}), name or "<records>", True)
     sequence = dict(sequence_spec or {})
     for key, s in sequence.items():
         if not isinstance(s, (FixedLenSequence, VarLenSequence)):
             raise TypeError(f"feature list {key!r}: use FixedLenSequence or VarLenSequence")
-    raw = _core.decode_examples(batch, _compile(context, sequence), name or "<records>", True)
+    raw = _decode(batch, context, name or "<records>", sequence)
     out = _columns(batch, context, raw[:len(context)])
     data = batch.data
     seqs = {}
@@ -396,9 +468,13 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
     if not isinstance(record, (bytes, bytearray, memoryview, np.ndarray)):
         from .proto import as_serialized
         record = as_serialized(record)
-    if spec is None:
-        from .proto import example_to_dict
-        return example_to_dict(record)
+    if spec is None:  # every feature, typed by the decoder's own scan
+        batch = RecordBatch.from_records([record])
+        kinds = feature_kinds(batch)
+        columns = parse_examples(batch, {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
+                                         for k, kind in kinds.items()})
+        return {k: (col.to_list()[0] if isinstance(col, BytesColumn) else col[0].tolist())
+                for k, col in sorted(columns.items())}
     columns = parse_examples([record], spec)
     row = {}
     for key, col in columns.items():
@@ -428,7 +504,7 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
             itertools.chain.from_iterable(pending))
         try:
             typed = _typed(batch, spec)
-            columns = _columns(batch, typed, _core.decode_examples(batch, _compile(typed), ""))
+            columns = _columns(batch, typed, _decode(batch, typed, ""))
         except ExampleParseError as error:
             raise _locate(error, segments) from None
         pending.clear()

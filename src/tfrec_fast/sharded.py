@@ -181,7 +181,10 @@ def _feature_to_json(s) -> Optional[Dict[str, Any]]:
                 "from_bytes": s.from_bytes, "default": _default_to_json(s)}
     if isinstance(s, FixedLenSequence):
         return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_NAMES[s.kind]}
-    return {"kind": type(s).__name__, "dtype": _KIND_NAMES[s.kind]}  # VarLen(Sequence)
+    out = {"kind": type(s).__name__, "dtype": _KIND_NAMES[s.kind]}  # VarLen(Sequence)
+    if isinstance(s, VarLen) and s.default is None:
+        out["default"] = None  # required: absent from a whole batch is an error
+    return out
 
 
 def _default_to_json(s: FixedLen):
@@ -208,7 +211,7 @@ def _feature_from_json(name: str, f: Mapping[str, Any]):
             default = base64.b64decode(default["base64"])
         return FixedLen(tuple(f["shape"]), f["dtype"], default, from_bytes=f.get("from_bytes"))
     if kind == "VarLen":
-        return VarLen(f["dtype"])
+        return VarLen(f["dtype"], default=f.get("default", []))
     if kind == "FixedLenSequence":
         return FixedLenSequence(tuple(f["shape"]), f["dtype"])
     if kind == "VarLenSequence":
