@@ -85,13 +85,24 @@ def ids_per_slot(monkeypatch, make, world, workers):
 @pytest.mark.parametrize("sizes", [[40] * 8, [5, 0, 17, 1, 30, 9, 2, 11, 3, 8, 6, 4, 20, 13, 7, 1],
                                    [101], [0, 50], [7, 3]])
 @pytest.mark.parametrize("shuffle", [0, 16])
-def test_every_record_exactly_once(tmp_path, monkeypatch, sizes, world, workers, shuffle):
+@pytest.mark.parametrize("uneven", ["pad", "drop"])
+def test_every_record_once_and_ranks_equal(tmp_path, monkeypatch, sizes, world, workers, shuffle,
+                                           uneven):
     files, total = write_files(tmp_path, sizes)
     per_slot = ids_per_slot(monkeypatch, lambda r, w: TFRecordDataset(
-        files, spec=SPEC, shuffle_buffer=shuffle, rank=r, world_size=w), world, workers)
+        files, spec=SPEC, shuffle_buffer=shuffle, rank=r, world_size=w, uneven=uneven),
+        world, workers)
     everything = sorted(itertools.chain.from_iterable(per_slot.values()))
-    assert everything == list(range(total))
-    if len(files) < world * workers:  # index ranges: slots differ by at most one record
+    per_rank = [sum(len(per_slot[r, w]) for w in range(workers)) for r in range(world)]
+    assert len(set(per_rank)) == 1, per_rank  # every rank takes the same number of steps
+    if world == 1 or total % world == 0:
+        assert everything == list(range(total))
+    elif uneven == "drop":  # N mod world records left out, none twice
+        assert len(everything) == total - total % world == len(set(everything))
+    else:  # padded as DistributedSampler: every record, ceil(N / world) per rank
+        assert sorted(set(everything)) == list(range(total))
+        assert per_rank[0] == -(-total // world)
+    if len(files) < world * workers or world > 1:  # record ranges: slots differ by at most one
         counts = [len(v) for v in per_slot.values()]
         assert max(counts) - min(counts) <= 1
 
@@ -117,7 +128,8 @@ few_cpus = pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWa
 def test_two_ranks_three_workers_shards(tmp_path):
     files, total = write_files(tmp_path, [30, 25, 40, 10, 33, 12, 21, 9])  # 8 files >= 6 slots
     seen = run_ranks(files, shuffle_buffer=8)
-    assert sorted(seen[0] + seen[1]) == list(range(total))
+    assert total % 2 == 0 and sorted(seen[0] + seen[1]) == list(range(total))
+    assert len(seen[0]) == len(seen[1])
 
 
 @few_cpus
@@ -125,14 +137,14 @@ def test_two_ranks_three_workers_single_file(tmp_path):
     files, total = write_files(tmp_path, [1000])  # 1 file < 6 slots: index ranges
     seen = run_ranks(files)
     assert sorted(seen[0] + seen[1]) == list(range(total))
-    assert abs(len(seen[0]) - len(seen[1])) <= 1
+    assert len(seen[0]) == len(seen[1])
 
 
 def test_single_file_gzip_ranges(tmp_path, monkeypatch):
     files, total = write_files(tmp_path, [97], compression="gzip")  # no index: skip-reading
     per_slot = ids_per_slot(monkeypatch, lambda r, w: TFRecordDataset(
-        files, spec=SPEC, compression="gzip", rank=r, world_size=w), 2, 3)
-    assert sorted(itertools.chain.from_iterable(per_slot.values())) == list(range(total))
+        files, spec=SPEC, compression="gzip", rank=r, world_size=w, uneven="drop"), 2, 3)
+    assert sorted(itertools.chain.from_iterable(per_slot.values())) == list(range(total - 1))
 
 
 def write_index(path, ids_count):

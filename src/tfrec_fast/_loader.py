@@ -133,6 +133,49 @@ def plan_slot(n_files: int, order: Sequence[int], slot: int, n_slots: int,
     return "ranges", segments
 
 
+def plan_ranks(order: Sequence[int], count, rank: int, world: int, worker: int, workers: int,
+               uneven: str = "pad") -> List[Segment]:
+    """The records worker ``worker`` (of ``workers``) of rank ``rank`` (of ``world``) reads, so
+    that every rank reads the same number of records, as DistributedSampler does: a rank that
+    ran out first would leave the others waiting in a collective (a hang on NCCL).
+
+    The records of all files, concatenated in ``order`` (``count(i)``: file i's records), are cut
+    into ``world`` equal contiguous parts. When they do not divide evenly, ``uneven="pad"``
+    gives each rank ceil(N / world), the last ones wrapping around to the first records, and
+    ``"drop"`` gives each floor(N / world), leaving out the last N mod world. Each rank's part is
+    then cut among its workers into contiguous ranges of sizes differing by at most one.
+    """
+    if uneven not in ("pad", "drop"):
+        raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
+    if not (0 <= rank < world and 0 <= worker < workers):
+        raise ValueError(f"rank {rank}/{world}, worker {worker}/{workers} out of range")
+    counts = [count(i) for i in order]
+    total = sum(counts)
+    if total == 0:
+        return []
+    per_rank = -(-total // world) if uneven == "pad" else total // world
+    first = rank * per_rank
+    return _segments_between(order, counts, first + per_rank * worker // workers,
+                             first + per_rank * (worker + 1) // workers)
+
+
+def _segments_between(order, counts, lo: int, hi: int) -> List[Segment]:
+    """(file, start, stop) of global record positions [lo, hi), wrapping past the last record."""
+    total = sum(counts)
+    segments: List[Segment] = []
+    while lo < hi:
+        lap_start = lo - lo % total
+        a_lap, b_lap = lo - lap_start, min(hi, lap_start + total) - lap_start
+        base = 0
+        for i, n in zip(order, counts):
+            a, b = max(a_lap, base), min(b_lap, base + n)
+            if a < b:
+                segments.append((i, a - base, b - base))
+            base += n
+        lo = lap_start + b_lap
+    return segments
+
+
 # ---- reading ------------------------------------------------------------------------------
 
 def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,

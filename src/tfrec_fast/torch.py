@@ -34,7 +34,7 @@ from __future__ import annotations
 import collections.abc
 import os
 import warnings
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 import torch
@@ -201,11 +201,27 @@ def _is_spec(value) -> bool:
     return False
 
 
+class _Slot(NamedTuple):
+    rank: int
+    world: int
+    worker: int
+    workers: int
+    seed: int
+
+    @property
+    def index(self) -> int:  # this (rank, worker) among all of the job's
+        return self.rank * self.workers + self.worker
+
+    @property
+    def count(self) -> int:
+        return self.world * self.workers
+
+
 class _Streaming(torch.utils.data.IterableDataset):
     """What TFRecordDataset and MultiTFRecordDataset share: the split, the epoch, the output."""
 
     def _setup(self, spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed,
-               rank, world_size, compression, verify, shuffle_files, worker_ring):
+               rank, world_size, compression, verify, shuffle_files, worker_ring, uneven):
         if seed is None and world_size not in (None, 1):
             raise ValueError("seed=None gives each rank its own file order: pass an int seed")
         if ragged not in ("list", "splits"):
@@ -226,6 +242,9 @@ class _Streaming(torch.utils.data.IterableDataset):
         self.compression = normalize_compression(compression)
         self.verify = verify
         self.worker_ring = bool(worker_ring)
+        if uneven not in ("pad", "drop"):
+            raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
+        self.uneven = uneven
         self.epoch = 0
         self._given_rank = (rank, world_size)
         self._rank = _resolve_rank(rank, world_size)
@@ -244,8 +263,8 @@ class _Streaming(torch.utils.data.IterableDataset):
             state["_rank"] = _distributed()
         return state
 
-    def _slot(self):
-        """(slot, slots, rank, worker id, base seed) of this iteration."""
+    def _slot(self) -> "_Slot":
+        """Who reads in this iteration: rank, worker and the base seed."""
         rank, world = self._rank or _distributed() or (0, 1)
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
@@ -255,18 +274,22 @@ class _Streaming(torch.utils.data.IterableDataset):
             seed = info.seed - info.id  # DataLoader's base seed: fresh each epoch, same per worker
         else:
             seed = int(torch.empty((), dtype=torch.int64).random_().item())
-        return rank * workers + worker, world * workers, seed
+        return _Slot(rank, world, worker, workers, seed)
 
-    def _segments(self, files, index_paths, slot, slots, seed, *words):
+    def _segments(self, files, index_paths, slot: "_Slot", *words):
         """Batches of this slot's share of ``files`` for this epoch."""
         order = list(range(len(files)))
         if self.shuffle_files:
-            _loader.epoch_rng(seed, self.epoch, 0x66696C65, *words).shuffle(order)
+            _loader.epoch_rng(slot.seed, self.epoch, 0x66696C65, *words).shuffle(order)
 
         def count(i):
             return _loader.file_index(files[i], index_paths[i], self.compression)[1]
 
-        mode, segments = _loader.plan_slot(len(files), order, slot, slots, count)
+        if slot.world > 1:  # every rank the same number of records: cut by record ranges
+            mode, segments = "ranges", _loader.plan_ranks(order, count, slot.rank, slot.world,
+                                                          slot.worker, slot.workers, self.uneven)
+        else:
+            mode, segments = _loader.plan_slot(len(files), order, slot.index, slot.count, count)
         limit = self.batch_size if self.batch_size and not self.shuffle_buffer else None
         for i, start, stop in segments:
             offsets = None
@@ -317,10 +340,16 @@ class TFRecordDataset(_Streaming):
     use ``DataLoader(dataset, batch_size=None)``).
 
     Work split: each DataLoader worker of each rank is a slot (rank and world size come from
-    ``rank``/``world_size``, else from an initialised ``torch.distributed``). With at least as
-    many files as slots, slots take whole files (``files[slot::slots]``, so counts per slot
-    differ with file sizes); otherwise the concatenated records are cut into equal contiguous
-    ranges, which needs each file's index. Files are opened only inside the iterating process.
+    ``rank``/``world_size``, else from an initialised ``torch.distributed``). With several ranks,
+    every rank reads the same number of records per epoch, as DistributedSampler gives (a rank
+    that runs out first would leave the others waiting in a collective): the records of all
+    files, in the epoch's file order, are cut into equal contiguous ranges (a header-only scan
+    or the index gives each file's count); when they do not divide evenly, ``uneven="pad"``
+    (default) repeats records from the start of the epoch's order so each rank gets
+    ceil(N / ranks), ``uneven="drop"`` leaves out the last N mod ranks. Each rank's range is
+    cut among its workers. On one rank, with at least as many files as workers, workers take
+    whole files (``files[worker::workers]``); otherwise equal record ranges. Files are opened
+    only inside the iterating process.
 
     Shuffling: ``shuffle_buffer=n`` shuffles the file order (the same on every rank: a function of
     ``seed`` and the epoch) and streams records through an n-record buffer seeded by (seed,
@@ -341,6 +370,7 @@ class TFRecordDataset(_Streaming):
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  compression: Optional[str] = None, verify: bool = True,
                  shuffle_files: Optional[bool] = None, worker_ring: bool = True,
+                 uneven: str = "pad",
                  # the tfrecord package's names:
                  data_path=None, index_path=None, description=None, shuffle_queue_size=None,
                  compression_type=None, sequence_description=None):
@@ -362,12 +392,12 @@ class TFRecordDataset(_Streaming):
         self.index = index
         self._index_paths = _loader.index_paths(self.files, index)
         self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
-                    world_size, compression, verify, shuffle_files, worker_ring)
+                    world_size, compression, verify, shuffle_files, worker_ring, uneven)
 
     def __iter__(self):
-        slot, slots, seed = self._slot()
-        rng = _loader.epoch_rng(seed, self.epoch, slot)
-        return self._output(self._segments(self.files, self._index_paths, slot, slots, seed), rng)
+        slot = self._slot()
+        rng = _loader.epoch_rng(slot.seed, self.epoch, slot.index)
+        return self._output(self._segments(self.files, self._index_paths, slot), rng)
 
     def __repr__(self):
         return (f"TFRecordDataset({len(self.files)} files, shuffle_buffer={self.shuffle_buffer}, "
@@ -392,7 +422,7 @@ class MultiTFRecordDataset(_Streaming):
                  ragged: str = "list", seed: Optional[int] = 0, rank: Optional[int] = None,
                  world_size: Optional[int] = None, compression: Optional[str] = None,
                  verify: bool = True, shuffle_files: Optional[bool] = None,
-                 worker_ring: bool = True, data_pattern=None, index_pattern=None, description=None,
+                 worker_ring: bool = True, uneven: str = "pad", data_pattern=None, index_pattern=None, description=None,
                  shuffle_queue_size=None, compression_type=None, sequence_description=None):
         super().__init__()
         if sequence_description is not None:
@@ -430,23 +460,23 @@ class MultiTFRecordDataset(_Streaming):
             self._index_paths[name] = _loader.index_paths(self.files[name], ix)
         self.infinite = bool(infinite)
         self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
-                    world_size, compression, verify, shuffle_files, worker_ring)
+                    world_size, compression, verify, shuffle_files, worker_ring, uneven)
 
-    def _split_records(self, k, name, slot, slots, seed):
+    def _split_records(self, k, name, slot):
         cycle = 0
         while True:
             got = 0
-            for batch in self._segments(self.files[name], self._index_paths[name], slot, slots,
-                                        seed, k, cycle):
+            for batch in self._segments(self.files[name], self._index_paths[name], slot, k,
+                                        cycle):
                 got += len(batch)
                 yield from batch
             if not self.infinite or not got:
                 return
             cycle += 1
 
-    def _mixed(self, slot, slots, seed, rng):
+    def _mixed(self, slot, rng):
         names = [n for n, w in self.splits.items() if w > 0]
-        streams = [self._split_records(k, n, slot, slots, seed) for k, n in enumerate(names)]
+        streams = [self._split_records(k, n, slot) for k, n in enumerate(names)]
         weights = np.array([self.splits[n] for n in names])
         while streams:
             p = weights / weights.sum()
@@ -459,9 +489,9 @@ class MultiTFRecordDataset(_Streaming):
                     break
 
     def __iter__(self):
-        slot, slots, seed = self._slot()
-        rng = _loader.epoch_rng(seed, self.epoch, slot)
-        records = self._mixed(slot, slots, seed, _loader.epoch_rng(seed, self.epoch, slot, 1))
+        slot = self._slot()
+        rng = _loader.epoch_rng(slot.seed, self.epoch, slot.index)
+        records = self._mixed(slot, _loader.epoch_rng(slot.seed, self.epoch, slot.index, 1))
         if self.shuffle_buffer:
             batches = _loader.shuffle_records(records, self.shuffle_buffer, rng,
                                               self.batch_size or _loader.SHUFFLE_CHUNK)
