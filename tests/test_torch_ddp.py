@@ -110,3 +110,22 @@ def test_two_rank_gloo_job_over_uneven_shards(tmp_path):
     ids = results[0]["ids"] + results[1]["ids"]
     assert len(results[0]["ids"]) == len(results[1]["ids"]) == 1253  # ceil(2505 / 2)
     assert set(ids) == set(range(sum(sizes)))  # every record; one repeated as padding
+
+
+def test_streaming_parse_errors_name_the_file(tmp_path):
+    from tfrec_fast.torch import TFRecordDataset
+    files = []
+    for k in range(2):
+        path = tmp_path / f"s{k}.tfrecord"
+        with tfr.TFRecordWriter(path) as w:
+            for i in range(10):
+                w.write_example({"x": i} if (k, i) != (1, 6) else {"y": 1})
+        files.append(str(path))
+    spec = {"x": tfr.FixedLen((), "int64")}
+    with pytest.raises(tfr.ExampleParseError) as info:
+        list(TFRecordDataset(files, spec=spec))
+    assert (info.value.path, info.value.record_index, info.value.feature) == (files[1], 6, "x")
+    for kw in ({"batch_size": 4}, {"batch_size": 4, "shuffle_buffer": 8}):
+        with pytest.raises(tfr.ExampleParseError) as info:
+            list(TFRecordDataset(files, spec=spec, **kw))
+        assert files[1] in info.value.path and "<records>" not in str(info.value)

@@ -41,6 +41,7 @@ import torch
 import torch.utils.data
 
 from . import _loader
+from .errors import ExampleParseError
 from .example import BytesColumn, FixedLen, Ragged, VarLen, _KIND_NAMES, normalize_spec, parse_examples
 from .records import RecordBatch, normalize_compression
 
@@ -246,6 +247,9 @@ class _Streaming(torch.utils.data.IterableDataset):
             raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.uneven = uneven
         self.epoch = 0
+        # The last batches read, with their file and first record's index in it: what parse
+        # errors name (a batch is parsed right after it is read, or mixed from the last reads).
+        self._read_log: collections.deque = collections.deque(maxlen=2)
         self._given_rank = (rank, world_size)
         self._rank = _resolve_rank(rank, world_size)
 
@@ -259,6 +263,7 @@ class _Streaming(torch.utils.data.IterableDataset):
         # Pickled for spawned DataLoader workers: pin the rank now, while the process group
         # of the main process is visible.
         state = self.__dict__.copy()
+        state["_read_log"] = collections.deque(maxlen=2)
         if state["_rank"] is None:
             state["_rank"] = _distributed()
         return state
@@ -295,9 +300,30 @@ class _Streaming(torch.utils.data.IterableDataset):
             offsets = None
             if mode == "ranges" and start > 0:
                 offsets = _loader.file_index(files[i], index_paths[i], self.compression)[0]
-            yield from _loader.read_range(files[i], start, stop, offsets=offsets,
-                                          compression=self.compression, verify=self.verify,
-                                          max_records=limit)
+            first = start
+            for batch in _loader.read_range(files[i], start, stop, offsets=offsets,
+                                            compression=self.compression, verify=self.verify,
+                                            max_records=limit):
+                self._read_log.append((batch, files[i], first))
+                first += len(batch)
+                yield batch
+
+    def _parse(self, batch: RecordBatch):
+        """parse_examples, with errors naming the file and the record's index in it (or, for a
+        batch mixed from several reads by shuffling or re-batching, the files it may come from)."""
+        try:
+            return parse_examples(batch, self._spec)
+        except ExampleParseError as error:
+            for read, path, first in self._read_log:
+                if read is batch:
+                    raise ExampleParseError(error.detail, path=path,
+                                            record_index=first + error.record_index,
+                                            feature=error.feature) from None
+            paths = list(dict.fromkeys(path for _, path, _ in self._read_log))
+            raise ExampleParseError(
+                f"{error.detail} (record {error.record_index} of a batch mixed by shuffling or "
+                "re-batching)", path="one of " + ", ".join(paths) if paths else None,
+                feature=error.feature) from None
 
     def _output(self, batches: Iterator[RecordBatch], rng, shuffled_already=False):
         """Shuffles, batches, parses, converts, transforms."""
@@ -315,7 +341,7 @@ class _Streaming(torch.utils.data.IterableDataset):
                     yield transform(rows) if transform else rows
                     continue
             else:
-                columns = parse_examples(batch, self._spec)
+                columns = self._parse(batch)
                 if self.batch_size:
                     out = _batch(columns, self._compat, self.ragged)
                     out = transform(out) if transform else out
