@@ -139,3 +139,44 @@ def test_immutable_inputs_are_not_copied():
     for source in (file_a, memoryview(file_a), view):
         assert [bytes(r) for r in tfr.read_records(source)] == recs_a
     assert frame(b"") == build_file([b""])
+
+
+def test_encode_examples_while_the_input_list_is_cleared():
+    """Bytes values were borrowed without a reference: clearing the list freed them while the
+    encoder read them (wrong output, or a crash)."""
+    expected = [b"v%d-" % i * 5000 for i in range(64)]
+    want = tfr.encode_examples({"b": list(expected)}).to_list()
+    stop = threading.Event()
+    holder = {"rows": [bytes(v) for v in expected]}
+
+    def churn():
+        while not stop.is_set():
+            rows = holder["rows"]
+            holder["rows"] = [bytes(v) for v in expected]
+            rows.clear()
+
+    t = threading.Thread(target=churn, daemon=True)
+    t.start()
+    try:
+        for _ in range(ROUNDS):
+            try:
+                got = tfr.encode_examples({"b": holder["rows"]}).to_list()
+            except ValueError:  # emptied before it was read: no kind (a clean error)
+                continue
+            assert got == want[:len(got)]  # whole records of the values, never freed memory
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_encode_examples_of_a_changing_numeric_array():
+    """Values are read twice (sizes, then bytes): an array changed in between overflowed."""
+    small = np.zeros((64, 512), np.int64)                 # 1-byte varints
+    large = np.full((64, 512), (1 << 62) + 7, np.int64)   # 9-byte varints
+    column = small.copy()
+    wants = [tfr.encode_examples({"x": s}).to_list() for s in (small, large)]
+    with Flipper(column, [small, large]):
+        for _ in range(ROUNDS):
+            got = tfr.encode_examples({"x": column}).to_list()
+            for i, record in enumerate(got):
+                assert record in (wants[0][i], wants[1][i])

@@ -122,17 +122,22 @@ char dtype_kind(py::handle v) {  // numpy scalar or array
   return py::str(v.attr("dtype").attr("kind")).cast<std::string>()[0];
 }
 
+// The bytes of a value, valid while `p` lives: bytes and str objects are held by a reference
+// (the container they came from may drop them while the encoder runs without the GIL).
 BytesRef bytes_of(Pools& p, py::handle v, const Where& w) {
   if (PyBytes_Check(v.ptr())) {
+    p.keep.push_back(py::reinterpret_borrow<py::object>(v));
     return {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(v.ptr())), size_t(PyBytes_GET_SIZE(v.ptr()))};
   }
   if (PyUnicode_Check(v.ptr())) {
     py::ssize_t n = 0;
     const char* s = PyUnicode_AsUTF8AndSize(v.ptr(), &n);  // cached in the str object
     if (s == nullptr) raise(PyExc_ValueError, w, "str is not encodable as UTF-8");
+    p.keep.push_back(py::reinterpret_borrow<py::object>(v));
     return {reinterpret_cast<const uint8_t*>(s), size_t(n)};
   }
-  p.views.push_back(std::make_unique<PyBytesView>(v));  // bytearray / memoryview: held, so not resized
+  // bytearray / memoryview / numpy: an owning view (copied unless immutable)
+  p.views.push_back(std::make_unique<PyBytesView>(v));
   return {p.views.back()->data(), p.views.back()->size()};
 }
 
@@ -192,12 +197,16 @@ bool compatible(Kind have, Kind want, bool forced) {
   return have == want || (forced && have == Kind::kInt64 && want == Kind::kFloat);
 }
 
-// A C-contiguous, aligned, native-order array of T with the values of `arr` (numpy casts).
+// A C-contiguous, aligned, native-order array of T with the values of `arr` (numpy casts),
+// owned: encoding reads every value twice (sizes, then bytes) with the GIL released, so the
+// caller's memory is copied here unless nothing can change it (a view of bytes, say).
 template <typename T>
 py::array_t<T> as_contiguous(py::handle arr) {
   auto out = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(arr);
   if (!out) throw py::error_already_set();
-  if (reinterpret_cast<uintptr_t>(out.data()) % alignof(T) != 0) {
+  const bool borrowed = out.ptr() == arr.ptr() || out.base().ptr() == arr.ptr();
+  if ((borrowed && !immutable_buffer(out)) ||
+      reinterpret_cast<uintptr_t>(out.data()) % alignof(T) != 0) {
     out = py::array_t<T, py::array::c_style | py::array::forcecast>(
         numpy().attr("array")(out, py::arg("copy") = true));
   }
@@ -220,9 +229,18 @@ py::array int64_array(py::handle arr, const Where& w) {
   return as_contiguous<int64_t>(arr);
 }
 
+// `arr` in C order, owned (copied unless its memory cannot change; see as_contiguous).
+py::array owned_contiguous(py::handle arr) {
+  py::array a = numpy().attr("ascontiguousarray")(arr);
+  if ((a.ptr() == arr.ptr() || a.base().ptr() == arr.ptr()) && !immutable_buffer(a)) {
+    a = numpy().attr("array")(a, py::arg("copy") = true);
+  }
+  return a;
+}
+
 // Raw bytes of `arr` (C order) as one value per `chunk` bytes.
 void append_raw_chunks(Pools& p, py::handle arr, size_t num_chunks) {
-  py::array a = numpy().attr("ascontiguousarray")(arr);
+  py::array a = owned_contiguous(arr);
   const auto* base = static_cast<const uint8_t*>(a.data());
   const size_t nbytes = size_t(a.nbytes());
   const size_t chunk = num_chunks ? nbytes / num_chunks : 0;
@@ -232,7 +250,7 @@ void append_raw_chunks(Pools& p, py::handle arr, size_t num_chunks) {
 
 // Elements of a fixed-width bytes ('S') array, trailing NULs stripped as numpy does.
 void append_fixed_bytes(Pools& p, py::handle arr) {
-  py::array a = numpy().attr("ascontiguousarray")(arr);
+  py::array a = owned_contiguous(arr);
   const auto* base = static_cast<const uint8_t*>(a.data());
   const size_t width = size_t(a.itemsize());
   for (py::ssize_t k = 0; k < a.size(); ++k) {
