@@ -329,6 +329,7 @@ class Decoder {
     const size_t count = f.present ? feature_values(k, f.feature, &has_list) : 0;
     switch (spec.layout) {
       case Layout::kVar:
+        if (!f.present && spec.required) wrong(k, "is missing (the spec requires it)");
         col.row_splits.push_back(int64_t(values_in(col, spec.kind)));
         return;
       case Layout::kFixed:

@@ -29,6 +29,8 @@ struct FieldSpec {
   std::vector<uint8_t> default_value;  // raw values (kFixed numeric) or bytes (kRawBytes)
   // A SequenceExample feature list: the layout then applies to each step (kFixed or kVar).
   bool sequence = false;
+  // kVar: a record without the feature is an error (otherwise it has no values).
+  bool required = false;
 };
 
 // Output of one FieldSpec over a batch of records.

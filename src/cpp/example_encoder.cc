@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "protobuf_wire.h"
+#include "record_format.h"
 
 namespace tfr::example {
 namespace {
@@ -15,6 +16,8 @@ constexpr uint8_t kEntryTag = tag(wire::kFeaturesEntry);
 constexpr uint8_t kKeyTag = tag(wire::kMapKey);
 constexpr uint8_t kValueTag = tag(wire::kMapValue);
 constexpr uint8_t kListValueTag = tag(wire::kListValue);
+constexpr uint8_t kFeatureListsTag = tag(wire::kSequenceFeatureLists);
+constexpr uint8_t kStepTag = tag(wire::kFeatureListFeature);
 static_assert(uint32_t(Kind::kBytes) == wire::kBytesList && uint32_t(Kind::kFloat) == wire::kFloatList &&
                   uint32_t(Kind::kInt64) == wire::kInt64List,
               "Kind values are the Feature.kind field numbers");
@@ -186,6 +189,104 @@ void write_example(const std::vector<Column>& columns, size_t row,
   put_example(columns, row, scratch.data(), dst);
 }
 
+namespace {
+
+// The Feature message of row `row` of `c` (a Feature's bytes as they are, else tag + list).
+uint64_t step_feature_size(const Column& c, size_t row) {
+  return feature_size(c.row_kind(row), payload_size(c, row));
+}
+
+uint8_t* put_feature(const Column& c, size_t row, uint8_t* p) {
+  const Kind kind = c.row_kind(row);
+  const uint64_t payload = payload_size(c, row);
+  if (kind == Kind::kFeature) {
+    const BytesRef& v = c.bytes[c.begin(row)];
+    if (v.size) std::memcpy(p, v.data, v.size);
+    return p + v.size;
+  }
+  p = put_header(p, tag(uint32_t(kind)), list_size(kind, payload));
+  return put_list(c, row, kind, payload, p);
+}
+
+// The FeatureList message of record `row` of list `l`.
+uint64_t feature_list_size(const FeatureListColumn& l, size_t row) {
+  uint64_t n = 0;
+  for (int64_t s = l.splits[row]; s < l.splits[row + 1]; ++s) {
+    n += field_size(step_feature_size(l.steps, size_t(s)));
+  }
+  return n;
+}
+
+uint64_t list_entry_size(const FeatureListColumn& l, uint64_t list) {
+  return field_size(l.steps.name.size()) + field_size(list);
+}
+
+// The FeatureLists message of one record.
+uint64_t feature_lists_size(const std::vector<FeatureListColumn>& lists, size_t row) {
+  uint64_t n = 0;
+  for (const FeatureListColumn& l : lists) n += field_size(list_entry_size(l, feature_list_size(l, row)));
+  return n;
+}
+
+uint8_t* put_feature_lists(const std::vector<FeatureListColumn>& lists, size_t row, uint8_t* p) {
+  p = put_header(p, kFeatureListsTag, feature_lists_size(lists, row));
+  for (const FeatureListColumn& l : lists) {
+    const uint64_t list = feature_list_size(l, row);
+    p = put_header(p, kEntryTag, list_entry_size(l, list));
+    p = put_header(p, kKeyTag, l.steps.name.size());
+    if (!l.steps.name.empty()) std::memcpy(p, l.steps.name.data(), l.steps.name.size());
+    p += l.steps.name.size();
+    p = put_header(p, kValueTag, list);
+    for (int64_t s = l.splits[row]; s < l.splits[row + 1]; ++s) {
+      p = put_header(p, kStepTag, step_feature_size(l.steps, size_t(s)));
+      p = put_feature(l.steps, size_t(s), p);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+void encode_sequence_examples(const std::vector<Column>& context,
+                              const std::vector<FeatureListColumn>& lists, size_t num_rows,
+                              RecordBatch& out) {
+  validate(context, num_rows);
+  for (const FeatureListColumn& l : lists) {
+    validate({l.steps}, l.num_steps);
+    for (size_t i = 0; i < num_rows; ++i) {
+      if (l.splits[i] < 0 || l.splits[i + 1] < l.splits[i] ||
+          size_t(l.splits[i + 1]) > l.num_steps) {
+        fail(l.steps, i, "bad step splits");
+      }
+    }
+  }
+  std::vector<uint64_t> payloads(context.size());
+  std::vector<size_t> sizes(num_rows);
+  size_t total = out.data.size();
+  for (size_t i = 0; i < num_rows; ++i) {
+    for (size_t f = 0; f < context.size(); ++f) payloads[f] = payload_size(context[f], i);
+    sizes[i] = size_t(field_size(features_size(context, i, payloads.data())) +
+                      field_size(feature_lists_size(lists, i)));
+    total += sizes[i];
+  }
+  const size_t base = out.data.size();
+  out.data.reserve(total);
+  uint8_t* p = out.data.data() + base;
+  int64_t position = out.positions.empty()
+                         ? 0
+                         : out.positions.back() + int64_t(kFramingSize) +
+                               (out.offsets.back() - out.offsets[out.offsets.size() - 2]);
+  for (size_t i = 0; i < num_rows; ++i) {
+    for (size_t f = 0; f < context.size(); ++f) payloads[f] = payload_size(context[f], i);
+    p = put_example(context, i, payloads.data(), p);  // Example.features and context: field 1
+    p = put_feature_lists(lists, i, p);
+    out.offsets.push_back(out.offsets.back() + int64_t(sizes[i]));
+    out.positions.push_back(position);
+    position += int64_t(sizes[i] + kFramingSize);
+  }
+  out.data.resize(total);
+}
+
 void encode_examples(const std::vector<Column>& columns, size_t num_rows, RecordBatch& out) {
   validate(columns, num_rows);
   const size_t nf = columns.size();
@@ -198,7 +299,7 @@ void encode_examples(const std::vector<Column>& columns, size_t num_rows, Record
   const size_t base = out.data.size();
   const int64_t position_base = out.positions.empty()
                                     ? 0
-                                    : out.positions.back() + 16 + (out.offsets.back() -
+                                    : out.positions.back() + int64_t(kFramingSize) + (out.offsets.back() -
                                                                    out.offsets[out.offsets.size() - 2]);
   out.offsets.reserve(out.offsets.size() + num_rows);
   out.positions.reserve(out.positions.size() + num_rows);
@@ -207,7 +308,7 @@ void encode_examples(const std::vector<Column>& columns, size_t num_rows, Record
   for (size_t i = 0; i < num_rows; ++i) {
     const size_t size = size_t(field_size(features_size(columns, i, payloads.data() + i * nf)));
     out.positions.push_back(position);
-    position += int64_t(size) + 16;
+    position += int64_t(size + kFramingSize);
     total += size;
     out.offsets.push_back(int64_t(total));
   }

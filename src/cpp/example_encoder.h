@@ -71,6 +71,24 @@ void validate(const std::vector<Column>& columns, size_t num_rows);
 // TFRecord file written from this batch alone). Pure computation: call without the GIL.
 void encode_examples(const std::vector<Column>& columns, size_t num_rows, RecordBatch& out);
 
+// One feature list of a SequenceExample over N records: `steps` has one row per step (all
+// records' steps back to back); record i's steps are rows [splits[i], splits[i + 1]).
+struct FeatureListColumn {
+  Column steps;
+  const int64_t* splits = nullptr;  // N + 1 entries, non-decreasing, within the steps' rows
+  size_t num_steps = 0;
+};
+
+// Encodes one tf.train.SequenceExample per record:
+//   SequenceExample { Features context = 1; FeatureLists feature_lists = 2 }   (both written)
+//   FeatureLists    { map<string, FeatureList> feature_list = 1 }
+//   FeatureList     { repeated Feature feature = 1 }
+// context row i as in encode_examples, then the lists in the order given. Throws
+// std::invalid_argument for bad bounds. Pure computation: call without the GIL.
+void encode_sequence_examples(const std::vector<Column>& context,
+                              const std::vector<FeatureListColumn>& lists, size_t num_rows,
+                              RecordBatch& out);
+
 // Single-example path, in two steps so the caller can allocate the destination (e.g. a Python
 // bytes object) exactly: example_size() fills `scratch` which write_example() then reuses.
 // write_example writes exactly the returned number of bytes at `dst`.

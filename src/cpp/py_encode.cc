@@ -668,12 +668,12 @@ void convert_column(ColumnData& d, py::handle col, const Kind* forced) {
             " (use a numpy array [N, ...], a list of N row values, a Ragged or a BytesColumn)");
 }
 
-py::object encode_examples(py::handle columns, py::object n_obj) {
+// Converts every column of a mapping (name -> column); all must have n rows (n < 0: the first
+// column's count, written back).
+std::vector<std::unique_ptr<ColumnData>> convert_columns(py::handle columns, py::ssize_t& n) {
   auto items = items_of(columns, "columns");
   std::vector<std::unique_ptr<ColumnData>> data;
   data.reserve(items.size());
-  py::ssize_t n = n_obj.is_none() ? -1 : n_obj.cast<py::ssize_t>();
-  if (n < -1) throw py::value_error("n must be >= 0");
   std::string first_name;
   for (auto& [key, value] : items) {
     auto d = std::make_unique<ColumnData>();
@@ -690,14 +690,57 @@ py::object encode_examples(py::handle columns, py::object n_obj) {
     }
     data.push_back(std::move(d));
   }
-  if (n < 0) throw py::value_error("encode_examples needs n when there are no columns");
+  return data;
+}
+
+std::vector<Column> columns_of(const std::vector<std::unique_ptr<ColumnData>>& data) {
   std::vector<Column> cols;
   cols.reserve(data.size());
   for (auto& d : data) cols.push_back(d->col);
+  return cols;
+}
+
+py::object encode_examples(py::handle columns, py::object n_obj) {
+  py::ssize_t n = n_obj.is_none() ? -1 : n_obj.cast<py::ssize_t>();
+  if (n < -1) throw py::value_error("n must be >= 0");
+  auto data = convert_columns(columns, n);
+  if (n < 0) throw py::value_error("encode_examples needs n when there are no columns");
+  const std::vector<Column> cols = columns_of(data);
   auto batch = std::make_shared<RecordBatch>();
   {
     py::gil_scoped_release release;
     example::encode_examples(cols, size_t(n), *batch);
+  }
+  return wrap_batch(std::move(batch));
+}
+
+// context: name -> column of N rows; lists: name -> (steps column of S rows, int64 splits [N + 1]).
+py::object encode_sequence_examples(py::handle context, py::handle lists, py::ssize_t n) {
+  if (n < 0) throw py::value_error("n must be >= 0");
+  auto context_data = convert_columns(context, n);
+  std::vector<std::unique_ptr<ColumnData>> step_data;
+  std::vector<py::array_t<int64_t>> splits;  // owned copies (as_contiguous)
+  for (auto& [key, value] : items_of(lists, "feature lists")) {
+    auto pair = py::reinterpret_borrow<py::tuple>(value);
+    auto d = std::make_unique<ColumnData>();
+    d->col.name = key_of(key);
+    convert_column(*d, pair[0], nullptr);
+    auto rs = as_contiguous<int64_t>(pair[1]);
+    if (rs.ndim() != 1 || rs.size() != n + 1) {
+      raise(PyExc_ValueError, Where{d->col.name}, "step splits need N + 1 entries");
+    }
+    step_data.push_back(std::move(d));
+    splits.push_back(std::move(rs));
+  }
+  const std::vector<Column> cols = columns_of(context_data);
+  std::vector<example::FeatureListColumn> feature_lists;
+  for (size_t j = 0; j < step_data.size(); ++j) {
+    feature_lists.push_back({step_data[j]->col, splits[j].data(), size_t(step_data[j]->rows)});
+  }
+  auto batch = std::make_shared<RecordBatch>();
+  {
+    py::gil_scoped_release release;
+    example::encode_sequence_examples(cols, feature_lists, size_t(n), *batch);
   }
   return wrap_batch(std::move(batch));
 }
@@ -707,6 +750,10 @@ py::object encode_examples(py::handle columns, py::object n_obj) {
 void register_encode(py::module_& m) {
   m.def("encode_example", &encode_example, py::arg("features"),
         "Encodes a mapping of feature name -> value as one serialized tf.train.Example.");
+  m.def("encode_sequence_examples", &encode_sequence_examples, py::arg("context"),
+        py::arg("feature_lists"), py::arg("n"),
+        "Encodes N SequenceExamples: context columns of N rows, and per feature list a column\n"
+        "of steps plus N + 1 step splits.");
   m.def("encode_examples", &encode_examples, py::arg("columns"), py::arg("n") = py::none(),
         "Encodes columns (name -> column of N rows) as N serialized Examples in a RecordBatch.");
 }

@@ -28,6 +28,7 @@ FieldSpec to_spec(const py::tuple& t) {
     s.default_value.assign(view.data(), view.data() + view.size());
   }
   s.sequence = t[5].cast<bool>();
+  s.required = t[6].cast<bool>();
   return s;
 }
 

@@ -2,7 +2,8 @@
 
 from . import proto
 from .crc import crc32c, crc32c_backend, masked_crc32c
-from .encode import Bytes, Floats, Int64s, encode_example, encode_examples
+from .encode import (Bytes, Floats, Int64s, encode_example, encode_examples, encode_sequence_example,
+                     encode_sequence_examples)
 from .errors import DataLossError, ExampleParseError
 from .example import (BytesColumn, FixedLen, FixedLenSequence, Ragged, VarLen, VarLenSequence,
                       parse_example, parse_examples, parse_sequence_examples, read_examples)
@@ -36,6 +37,8 @@ __all__ = [
     "crc32c_backend",
     "encode_example",
     "encode_examples",
+    "encode_sequence_example",
+    "encode_sequence_examples",
     "load_index",
     "masked_crc32c",
     "parse_example",

@@ -56,10 +56,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+import numpy as np
+
 from . import _core
 from ._core import RecordBatch
 
-__all__ = ["encode_example", "encode_examples", "Int64s", "Floats", "Bytes"]
+__all__ = ["encode_example", "encode_examples", "encode_sequence_example",
+           "encode_sequence_examples", "Int64s", "Floats", "Bytes"]
 
 
 class _Typed:
@@ -113,3 +116,60 @@ def encode_examples(columns: Mapping[str, Any], n: Optional[int] = None) -> Reco
     when there are no columns; given, every column must have n rows (``ValueError`` otherwise).
     """
     return _core.encode_examples(columns, n)
+
+
+def encode_sequence_example(context: Mapping[str, Any],
+                            feature_lists: Mapping[str, Any]) -> bytes:
+    """Serializes one tf.train.SequenceExample: ``context`` maps names to values as in
+    :func:`encode_example`; ``feature_lists`` maps names to a sequence of steps, each step a
+    value as in :func:`encode_example` (one Feature per step)."""
+    lists = {k: type(steps)([steps.values]) if isinstance(steps, _Typed) else [steps]
+             for k, steps in feature_lists.items()}
+    batch = encode_sequence_examples({k: [v] for k, v in context.items()}, lists, 1)
+    return batch[0].tobytes()
+
+
+def encode_sequence_examples(context: Mapping[str, Any], feature_lists: Mapping[str, Any],
+                             n: Optional[int] = None) -> RecordBatch:
+    """Serializes N SequenceExamples into one RecordBatch, in C++.
+
+    ``context``: columns of N rows, as for :func:`encode_examples`. ``feature_lists``: for each
+    name, N records, each a sequence of step values; or a :class:`~tfrec_fast.example.Ragged`
+    over steps as :func:`~tfrec_fast.parse_sequence_examples` returns it (``values``: a column
+    with one row per step, ``row_splits``: each record's steps). Wrap a feature list in
+    :class:`Int64s`/:class:`Floats`/:class:`Bytes` to force the kind of its steps.
+    """
+    lists = {}
+    for name, column in feature_lists.items():
+        wrapper = type(column) if isinstance(column, _Typed) else None
+        if wrapper is not None:
+            column = column.values
+        if hasattr(column, "values") and hasattr(column, "row_splits"):
+            steps, splits = column.values, np.asarray(column.row_splits, np.int64)
+        else:
+            records = [list(r) for r in column]
+            steps = [step for r in records for step in r]
+            splits = np.cumsum([0] + [len(r) for r in records], dtype=np.int64)
+        if wrapper is not None:
+            steps = wrapper(steps)
+        elif not len(steps):  # no step anywhere: no kind to infer, and none is written
+            steps = Int64s([])
+        lists[name] = (steps, splits)
+    if n is None:
+        rows = [len(s) - 1 for _, s in lists.values()]
+        if not context and not rows:
+            raise ValueError("encode_sequence_examples needs n when there is no column")
+        n = rows[0] if rows else None
+    if n is None:
+        return _core.encode_sequence_examples(context, lists, _rows_of(context))
+    return _core.encode_sequence_examples(context, lists, int(n))
+
+
+def _rows_of(context: Mapping[str, Any]) -> int:
+    """The row count of the first context column (the encoder checks the rest)."""
+    first = next(iter(context.values()))
+    if hasattr(first, "row_splits"):
+        return len(first.row_splits) - 1
+    if isinstance(first, _Typed):
+        return _rows_of({"": first.values})
+    return len(first)

@@ -94,9 +94,9 @@ class VarLen:
     """Any number of values per record: a :class:`Ragged` (numeric) or a :class:`BytesColumn`.
 
     A record without the feature reads as no values, as TensorFlow's VarLenFeature does
-    (``default=[]``). ``default=None`` makes the feature required: a batch in which no record
-    holds it is an :class:`~tfrec_fast.ExampleParseError` (a misspelled name, usually). The
-    ``tfrecord`` package's descriptions (``{"name": "int"}``) are required, as there.
+    (``default=[]``). ``default=None`` makes the feature required: a record without it is an
+    :class:`~tfrec_fast.ExampleParseError` naming the feature (a misspelled name is caught at
+    once). The ``tfrecord`` package's descriptions (``{"name": "int"}``) are required, as there.
     """
 
     def __init__(self, dtype="int64", default=()):
@@ -112,6 +112,16 @@ class VarLen:
     def __repr__(self):
         extra = ", default=None" if self.default is None else ""
         return f"VarLen({_KIND_DTYPE[self.kind]!r}{extra})"
+
+
+class _Described(VarLen):
+    """A feature named in a ``tfrecord``-package description (``{"name": "int"}``): a record may
+    lack it (it has no values there), but a batch in which no record holds it is an error, for
+    that is a misspelled name (the ``tfrecord`` package raises KeyError)."""
+
+    def __repr__(self):
+        return repr(_KIND_DTYPE[self.kind].replace("int64", "int").replace("float32", "float")
+                    .replace("bytes", "byte"))
 
 
 class FixedLenSequence:
@@ -268,8 +278,8 @@ def normalize_spec(spec) -> Dict[str, Spec]:
     for name, s in spec.items():
         if isinstance(s, (FixedLen, VarLen)) or s is None:
             out[name] = s
-        elif isinstance(s, str):  # the tfrecord package's description: required, as there
-            out[name] = VarLen(s, default=None)
+        elif isinstance(s, str):  # the tfrecord package's description
+            out[name] = _Described(s)
         elif type(s).__name__ in ("FixedLenFeature", "VarLenFeature"):
             out[name] = _from_tensorflow(s)
         else:
@@ -320,11 +330,11 @@ def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
 
 def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> list:
     """Specs -> the tuples the C++ decoder takes:
-    (name, kind, layout, count, default bytes, is a feature list)."""
+    (name, kind, layout, count, default bytes, is a feature list, required (VarLen))."""
     compiled = []
     for name, s in spec.items():
         if isinstance(s, VarLen):
-            compiled.append((name, s.kind, _VAR, 0, None, False))
+            compiled.append((name, s.kind, _VAR, 0, None, False, s.default is None))
             continue
         count = math.prod(s.shape)
         default = None
@@ -332,16 +342,16 @@ def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> li
             count *= s.dtype.itemsize
             if s.default is not None:
                 default = np.broadcast_to(np.asarray(s.default, s.dtype), s.shape).tobytes()
-            compiled.append((name, _BYTES, _RAW_BYTES, count, default, False))
+            compiled.append((name, _BYTES, _RAW_BYTES, count, default, False, False))
             continue
         if s.default is not None:
             default = (bytes(s.default) if s.kind == _BYTES else
                        np.broadcast_to(np.asarray(s.default, _NUMPY[s.kind]), s.shape).tobytes())
-        compiled.append((name, s.kind, _FIXED, count, default, False))
+        compiled.append((name, s.kind, _FIXED, count, default, False, False))
     for name, s in (sequence or {}).items():
         layout = _VAR if isinstance(s, VarLenSequence) else _FIXED
         count = 0 if layout == _VAR else math.prod(s.shape)
-        compiled.append((name, s.kind, layout, count, None, True))
+        compiled.append((name, s.kind, layout, count, None, True, False))
     return compiled
 
 
@@ -391,6 +401,22 @@ def _decode(batch: RecordBatch, spec: Mapping[str, Spec], name: str,
     return raw
 
 
+def _check_present(batch: RecordBatch, spec: Mapping[str, Spec], raw: list, name: str,
+                   sequence_examples: bool) -> None:
+    """A described feature that no record of the batch holds is a misspelled name, usually: an
+    error. Looked into only when its column came back empty, so the common case costs nothing."""
+    present = None
+    for (key, s), column in zip(spec.items(), raw):
+        if not isinstance(s, _Described) or not len(batch) or column[3][-1] != 0:
+            continue
+        if present is None:
+            present = feature_kinds(batch, name, sequence_examples, strict=False)
+        if key not in present:
+            raise ExampleParseError(
+                f"no record of these {len(batch)} holds it (misspelled?); the records hold "
+                f"{sorted(present)}", path=name, record_index=0, feature=key)
+
+
 def _explained(error: ExampleParseError, spec: Mapping[str, Spec]) -> ExampleParseError:
     """A kind mismatch on a FixedLen of another numpy dtype: say that it reads raw bytes."""
     s = spec.get(error.feature) if error.feature is not None else None
@@ -402,25 +428,6 @@ def _explained(error: ExampleParseError, spec: Mapping[str, Spec]) -> ExamplePar
         "(np.frombuffer): only 'int64' and 'float32' read int64_list and float_list values, so "
         "use one of those (and cast) or write the array as bytes", path=error.path,
         record_index=error.record_index, feature=error.feature)
-
-
-def _check_present(batch: RecordBatch, spec: Mapping[str, Spec], raw: list, name: str,
-                   sequence_examples: bool) -> None:
-    """A VarLen feature that no record of the batch holds is a misspelled name, usually: an
-    error, unless its spec says it may be absent (default=[]). Looked into only when a column
-    came back empty, so the common case costs nothing."""
-    present = None
-    for (key, s), column in zip(spec.items(), raw):
-        if not isinstance(s, VarLen) or s.default is not None or not len(batch) or \
-                column[3][-1] != 0:
-            continue
-        if present is None:
-            present = feature_kinds(batch, name, sequence_examples, strict=False)
-        if key not in present:
-            raise ExampleParseError(
-                f"no record of these {len(batch)} holds it (misspelled? a feature that may be "
-                f"absent takes VarLen(kind)); the records hold {sorted(present)}",
-                path=name, record_index=0, feature=key)
 
 
 def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,

@@ -181,9 +181,11 @@ def _feature_to_json(s) -> Optional[Dict[str, Any]]:
                 "from_bytes": s.from_bytes, "default": _default_to_json(s)}
     if isinstance(s, FixedLenSequence):
         return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_NAMES[s.kind]}
-    out = {"kind": type(s).__name__, "dtype": _KIND_NAMES[s.kind]}  # VarLen(Sequence)
-    if isinstance(s, VarLen) and s.default is None:
-        out["default"] = None  # required: absent from a whole batch is an error
+    if isinstance(s, VarLenSequence):
+        return {"kind": "VarLenSequence", "dtype": _KIND_NAMES[s.kind]}
+    out = {"kind": "VarLen", "dtype": _KIND_NAMES[s.kind]}
+    if s.default is None:
+        out["default"] = None  # required in every record
     return out
 
 
