@@ -77,11 +77,28 @@ def _byte_rows(column: BytesColumn, compat: bool) -> list:
     return rows
 
 
+def _numpy_rows(col, n: int) -> list:
+    """The ``tfrecord`` package's per-record values: int64/float32 arrays, ``bytes`` for one
+    bytes value and an ``|S`` array for several (what its transforms are written for)."""
+    if isinstance(col, BytesColumn):
+        rows = col.to_list()
+        if col.row_splits is None:
+            return rows
+        return [r[0] if len(r) == 1 else np.array(r, dtype=bytes) for r in rows]
+    if isinstance(col, Ragged):
+        splits = col.row_splits
+        return [np.array(col.values[splits[i]:splits[i + 1]]) for i in range(n)]
+    return [np.array(col[i]) for i in range(n)]
+
+
 def _rows(columns: Mapping[str, Any], n: int, compat: set) -> List[dict]:
-    """Parsed columns of n records -> n dicts of per-record values (tensor views)."""
+    """Parsed columns of n records -> n dicts of per-record values: tensor views, or for features
+    named the ``tfrecord`` package's way its numpy values (tensors come from the collate)."""
     per_feature = []
     for name, col in columns.items():
-        if isinstance(col, np.ndarray):
+        if name in compat:
+            per_feature.append(_numpy_rows(col, n))
+        elif isinstance(col, np.ndarray):
             per_feature.append(_tensor(col).unbind(0) if n else ())
         elif isinstance(col, Ragged):
             values = _tensor(col.values)

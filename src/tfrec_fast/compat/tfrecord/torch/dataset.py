@@ -1,0 +1,93 @@
+"""The ``tfrecord`` package's ``TFRecordDataset`` and ``MultiTFRecordDataset``: same arguments,
+same values (each record a dict of numpy arrays / ``bytes``, handed to ``transform`` as they are;
+tensors come from the DataLoader's collate). Examples are read by tfrec_fast's datasets (CRCs
+checked, parsed in C++, split among workers with or without an index); SequenceExamples
+(``sequence_description``) by the package-compatible loaders, sharded among workers."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional
+
+import numpy as np
+import torch.utils.data
+
+
+from ....records import TFRecordReader, normalize_compression
+from ....torch import MultiTFRecordDataset as _Multi
+from ....torch import TFRecordDataset as _Single
+from .. import iterator_utils, reader
+
+__all__ = ["TFRecordDataset", "MultiTFRecordDataset"]
+
+
+def _all_keys(path: str, compression_type) -> list:
+    """Every feature name of the file's first record: the package's description=None."""
+    from ....example import feature_kinds
+    with TFRecordReader(path, normalize_compression(compression_type)) as r:
+        batch = r.read_batch(max_records=1)
+    return list(feature_kinds(batch, path)) if len(batch) else []
+
+
+def _shard():
+    info = torch.utils.data.get_worker_info()
+    if info is None:
+        return None
+    np.random.seed(info.seed % np.iinfo(np.uint32).max)
+    return info.id, info.num_workers
+
+
+class TFRecordDataset(_Single):
+    """``TFRecordDataset(data_path, index_path, description=None, shuffle_queue_size=None,
+    transform=None, sequence_description=None, compression_type=None)``, as in the package."""
+
+    def __init__(self, data_path: str, index_path: Optional[str], description=None,
+                 shuffle_queue_size: Optional[int] = None,
+                 transform: Optional[Callable] = None, sequence_description=None,
+                 compression_type: Optional[str] = None) -> None:
+        self.data_path, self.index_path = data_path, index_path
+        self.description, self.sequence_description = description, sequence_description
+        self.shuffle_queue_size, self.compression_type = shuffle_queue_size, compression_type
+        spec = description or _all_keys(data_path, compression_type)
+        super().__init__(data_path, index_path, spec=list(spec) if not isinstance(
+            spec, dict) else spec, shuffle_buffer=shuffle_queue_size or 0, transform=transform,
+            compression=compression_type)
+
+    def __iter__(self):
+        if self.sequence_description is None:
+            return super().__iter__()
+        it = reader.sequence_loader(self.data_path, self.index_path, self.description,
+                                    self.sequence_description, _shard(), self.compression_type)
+        if self.shuffle_queue_size:
+            it = iterator_utils.shuffle_iterator(it, self.shuffle_queue_size)
+        return map(self.transform, it) if self.transform else it
+
+
+class MultiTFRecordDataset(_Multi):
+    """``MultiTFRecordDataset(data_pattern, index_pattern, splits, description=None,
+    shuffle_queue_size=None, transform=None, sequence_description=None, compression_type=None,
+    infinite=True)``, as in the package."""
+
+    def __init__(self, data_pattern: str, index_pattern: Optional[str],
+                 splits: Dict[str, float], description=None,
+                 shuffle_queue_size: Optional[int] = None,
+                 transform: Optional[Callable] = None, sequence_description=None,
+                 compression_type: Optional[str] = None, infinite: bool = True) -> None:
+        self.data_pattern, self.index_pattern = data_pattern, index_pattern
+        self.description, self.sequence_description = description, sequence_description
+        self.shuffle_queue_size, self.compression_type = shuffle_queue_size, compression_type
+        spec = description or _all_keys(data_pattern.format(next(iter(splits))),
+                                        compression_type)
+        super().__init__(data_pattern, index_pattern, splits,
+                         spec=list(spec) if not isinstance(spec, dict) else spec,
+                         shuffle_buffer=shuffle_queue_size or 0, transform=transform,
+                         infinite=infinite, compression=compression_type)
+
+    def __iter__(self):
+        if self.sequence_description is None:
+            return super().__iter__()
+        it = reader.multi_tfrecord_loader(self.data_pattern, self.index_pattern, self.splits,
+                                          self.description, self.sequence_description,
+                                          self.compression_type, self.infinite, _shard())
+        if self.shuffle_queue_size:
+            it = iterator_utils.shuffle_iterator(it, self.shuffle_queue_size)
+        return map(self.transform, it) if self.transform else it
