@@ -7,7 +7,10 @@ Tracebacks point at README.md's own line numbers.
 """
 from __future__ import annotations
 
+import importlib.util
 import re
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -59,3 +62,35 @@ def test_readme_example(title, first, code, tmp_path, monkeypatch):
     assert "tfr" in namespace, "the example should import tfrec_fast as tfr"
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert written, "the example should write its records into a temporary directory"
+
+
+def all_blocks():
+    """[(first line number, code)] of every ```python block of README.md."""
+    found, block, first = [], None, 0
+    for number, line in enumerate(README.read_text(encoding="utf-8").splitlines(), 1):
+        if block is None and line.strip() == "```python":
+            block, first = [], number + 1
+        elif block is not None and line.strip() == "```":
+            found.append((first, "\n".join(block) + "\n"))
+            block = None
+        elif block is not None:
+            block.append(line)
+    return found
+
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+NEEDS_TORCH = pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch not installed (the torch extra)")
+OTHER_BLOCKS = [pytest.param(first, code, id=f"line{first}",
+                             marks=[NEEDS_TORCH] if "import torch" in code else [])
+                for first, code in all_blocks() if first not in {f for _, f, _ in EXAMPLES}]
+
+
+@pytest.mark.parametrize("first, code", OTHER_BLOCKS)
+def test_every_readme_snippet_runs_as_written(first, code, tmp_path):
+    """Each snippet is self-contained (it writes its own input) and runs as a script, so code
+    under `if __name__ == "__main__":` runs too (DataLoader workers may import it again)."""
+    script = tmp_path / "snippet.py"
+    script.write_text("\n" * (first - 1) + code)  # README.md's line numbers in tracebacks
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, f"README.md line {first}:\n{out.stderr[-3000:]}"
