@@ -9,6 +9,7 @@
 //   list/tuple of one of those kinds                -> that kind (mixing kinds or nesting is an error)
 //   Int64s/Floats/Bytes(x) (attribute _tfrec_kind)   -> x forced to that kind
 //   an object of a class named "Feature" with SerializeToString -> embedded as is
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -197,6 +198,19 @@ bool compatible(Kind have, Kind want, bool forced) {
   return have == want || (forced && have == Kind::kInt64 && want == Kind::kFloat);
 }
 
+// A copy of a C-contiguous array made with one memcpy while the GIL is held, so no Python thread
+// changes it halfway (numpy's own copy may release the GIL).
+py::array copied(const py::array& a) {
+  py::array out(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  if (a.nbytes()) std::memcpy(out.mutable_data(), a.data(), size_t(a.nbytes()));
+  return out;
+}
+
+// Whether `out` (from numpy's conversion of `arr`) still uses the caller's memory.
+bool borrows(const py::array& out, py::handle arr) {
+  return out.ptr() == arr.ptr() || out.base().ptr() == arr.ptr();
+}
+
 // A C-contiguous, aligned, native-order array of T with the values of `arr` (numpy casts),
 // owned: encoding reads every value twice (sizes, then bytes) with the GIL released, so the
 // caller's memory is copied here unless nothing can change it (a view of bytes, say).
@@ -204,11 +218,11 @@ template <typename T>
 py::array_t<T> as_contiguous(py::handle arr) {
   auto out = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(arr);
   if (!out) throw py::error_already_set();
-  const bool borrowed = out.ptr() == arr.ptr() || out.base().ptr() == arr.ptr();
-  if ((borrowed && !immutable_buffer(out)) ||
-      reinterpret_cast<uintptr_t>(out.data()) % alignof(T) != 0) {
+  if (reinterpret_cast<uintptr_t>(out.data()) % alignof(T) != 0) {
     out = py::array_t<T, py::array::c_style | py::array::forcecast>(
         numpy().attr("array")(out, py::arg("copy") = true));
+  } else if (borrows(out, arr) && !immutable_buffer(out)) {
+    out = py::array_t<T, py::array::c_style | py::array::forcecast>(copied(out));
   }
   return out;
 }
@@ -232,10 +246,7 @@ py::array int64_array(py::handle arr, const Where& w) {
 // `arr` in C order, owned (copied unless its memory cannot change; see as_contiguous).
 py::array owned_contiguous(py::handle arr) {
   py::array a = numpy().attr("ascontiguousarray")(arr);
-  if ((a.ptr() == arr.ptr() || a.base().ptr() == arr.ptr()) && !immutable_buffer(a)) {
-    a = numpy().attr("array")(a, py::arg("copy") = true);
-  }
-  return a;
+  return borrows(a, arr) && !immutable_buffer(a) ? copied(a) : a;
 }
 
 // Raw bytes of `arr` (C order) as one value per `chunk` bytes.

@@ -122,15 +122,8 @@ def plan_slot(n_files: int, order: Sequence[int], slot: int, n_slots: int,
         return "files", [(i, 0, None) for i in order[slot::n_slots]]
     counts = [count(i) for i in order]
     total = sum(counts)
-    lo, hi = total * slot // n_slots, total * (slot + 1) // n_slots
-    segments: List[Segment] = []
-    base = 0
-    for i, n in zip(order, counts):
-        a, b = max(lo, base), min(hi, base + n)
-        if a < b:
-            segments.append((i, a - base, b - base))
-        base += n
-    return "ranges", segments
+    return "ranges", _segments_between(order, counts, total * slot // n_slots,
+                                       total * (slot + 1) // n_slots)
 
 
 def plan_ranks(order: Sequence[int], count, rank: int, world: int, worker: int, workers: int,
@@ -163,7 +156,7 @@ def _segments_between(order, counts, lo: int, hi: int) -> List[Segment]:
     """(file, start, stop) of global record positions [lo, hi), wrapping past the last record."""
     total = sum(counts)
     segments: List[Segment] = []
-    while lo < hi:
+    while lo < hi:  # (total > 0 whenever lo < hi)
         lap_start = lo - lo % total
         a_lap, b_lap = lo - lap_start, min(hi, lap_start + total) - lap_start
         base = 0

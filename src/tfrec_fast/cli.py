@@ -17,7 +17,7 @@ from typing import Iterator, List, Optional, Sequence
 from . import __version__
 from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
-from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter, expand_pattern
+from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter, expand_pattern, same_file
 
 STDIN = "-"
 
@@ -147,13 +147,6 @@ def _replacing(path: str) -> Iterator[str]:
         raise
 
 
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist
-        return False
-
-
 # ---- commands ------------------------------------------------------------------------------------
 
 def cmd_count(args) -> int:
@@ -189,7 +182,7 @@ def cmd_repair(args) -> int:
         print(f"ERROR --repair takes exactly one input file, not {len(files)}", file=sys.stderr)
         return 2
     path, out = files[0], args.repair
-    if path != STDIN and _same_file(path, out):
+    if path != STDIN and same_file(path, out):
         print(f"ERROR {out}: is the input file {path} itself; --repair writes a new file, give "
               "it another path (nothing was written)", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 
 import numpy as np
 

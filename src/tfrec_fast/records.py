@@ -132,6 +132,14 @@ def _head_of(source) -> bytes:
         return b""
 
 
+def same_file(a, b) -> bool:
+    """Whether paths a and b name one file (a link, `./a`, ...); False if either is missing."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _is_path(source) -> bool:
     return isinstance(source, (str, os.PathLike))
 

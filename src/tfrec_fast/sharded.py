@@ -43,7 +43,7 @@ from .encode import encode_example, encode_examples
 from .example import (_BYTES, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
                       normalize_spec)
 from .index import create_index
-from .records import DEFAULT_BUFFER_SIZE, TFRecordWriter, normalize_compression
+from .records import DEFAULT_BUFFER_SIZE, TFRecordWriter, normalize_compression, same_file
 
 __all__ = ["ShardedWriter", "read_manifest", "spec_to_json", "spec_from_json",
            "DEFAULT_SHARD_BYTES", "MANIFEST_FORMAT", "MANIFEST_VERSION"]
@@ -270,13 +270,6 @@ def _write_json(path: str, data, token: str, sync: bool) -> None:
     except BaseException:
         _remove_quietly(tmp)
         raise
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist
-        return False
 
 
 def _remove_quietly(path: str) -> None:
@@ -638,7 +631,7 @@ class ShardedWriter:
         outputs = self._naming.family() + [m for m in (self._manifest,) if m is not None]
         for keep in protect:
             for output in outputs:
-                if _same_file(os.fspath(keep), output):
+                if same_file(os.fspath(keep), output):
                     raise ValueError(f"{output} is the input {os.fspath(keep)}: writing this "
                                      "output would replace it; choose another directory or "
                                      "prefix")

@@ -46,6 +46,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..encode import Bytes, Floats, Int64s, encode_example
 from ..example import FixedLen, VarLen
+from ..records import same_file
 from ._common import BadInputError, ConvertSummary, WriteOptions, write_text_file
 from ._images import ImageHeader, read_file, read_image_header
 from ._pipeline import shuffled, write_jobs
@@ -282,9 +283,4 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
 
 def _is_file(labels, path: str) -> bool:
     """Whether ``labels`` names the file at ``path`` (the label map of an earlier run, say)."""
-    if not isinstance(labels, (str, os.PathLike)):
-        return False
-    try:
-        return os.path.samefile(labels, path)
-    except OSError:
-        return False
+    return isinstance(labels, (str, os.PathLike)) and same_file(labels, path)
