@@ -189,3 +189,12 @@ def test_crc_backend_variable_is_checked(value, warns):
         assert "TFREC_FAST_CRC32C" not in out.stderr
     if value == "auto":
         assert out.stdout.strip() in ("avx512", "sse42", "arm64", "portable")
+
+
+def test_cat_decodes_with_the_c_decoder_and_names_the_record():
+    from tfrec_fast.describe import record_to_json
+    record = tfr.encode_example({"b": b"hi", "i": [1, 2], "f": 0.5})
+    assert record_to_json(record) == '{"b": ["hi"], "f": [0.5], "i": [1, 2]}'
+    with pytest.raises(ExampleParseError) as info:
+        record_to_json(b"\x0a\x05garbage", 3, "f.tfrecord")
+    assert (info.value.path, info.value.record_index) == ("f.tfrecord", 3)

@@ -275,7 +275,7 @@ def _broken_pipe() -> int:
 
 
 def cmd_cat(args) -> int:
-    from .describe import JsonFormatter, iter_records, parse_message
+    from .describe import JsonFormatter, iter_records, parse_record
 
     formatter = JsonFormatter(args.max_bytes, args.base64, ensure_ascii=not _stdout_is_utf8())
     path = args.file
@@ -283,7 +283,7 @@ def cmd_cat(args) -> int:
         path = _one_file(args.file)
         with _open(path, args.compression) as reader:
             for index, record in iter_records(reader, args.skip, args.limit or None):
-                message = parse_message(record, index, _display(path), args.sequence)
+                message = parse_record(record, index, _display(path), args.sequence)
                 sys.stdout.write(formatter.message(message) + "\n")
         sys.stdout.flush()
     except BrokenPipeError:

@@ -1,8 +1,10 @@
 """Looking into Example files: records as JSON lines (``tfrec-fast cat``) and a feature spec
 inferred from the data, written out as Python code (``tfrec-fast schema``).
 
-Records are decoded with the protobuf classes of :mod:`tfrec_fast.proto`, one at a time, so a
-malformed record is reported by its index and nothing is assumed about the features.
+``cat`` decodes Examples with the C++ decoder (as every reader does); SequenceExamples and the
+schema's statistics (which need the kind of an empty list) use the protobuf classes of
+:mod:`tfrec_fast.proto`. Records are decoded one at a time, so a malformed record is reported by
+its index and nothing is assumed about the features.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from .errors import ExampleParseError
 from .proto import Example, SequenceExample, example_to_dict, sequence_example_to_dict
 from .records import TFRecordReader
 
-__all__ = ["iter_records", "parse_message", "JsonFormatter", "record_to_json", "SchemaBuilder"]
+__all__ = ["iter_records", "parse_message", "parse_record", "JsonFormatter", "record_to_json",
+           "SchemaBuilder"]
 
 _BATCH_RECORDS = 64
 _BATCH_BYTES = 1 << 20
@@ -50,6 +53,20 @@ def iter_records(reader: TFRecordReader, skip: int = 0,
         for record in batch:
             yield index, record
             index += 1
+
+
+def parse_record(record, index: int, path: str, sequence: bool = False):
+    """What ``cat`` prints of one record: an Example as {name: values}, decoded by the C++
+    decoder (the one every reader uses), or a SequenceExample message; ExampleParseError naming
+    the record when it is not a valid one."""
+    if sequence:
+        return parse_message(record, index, path, True)
+    from .example import parse_example
+    try:
+        return parse_example(record)
+    except ExampleParseError as error:
+        raise ExampleParseError(error.detail, path=path, record_index=index,
+                                feature=error.feature) from None
 
 
 def parse_message(record, index: int, path: str, sequence: bool = False):
@@ -125,7 +142,10 @@ class JsonFormatter:
                                for k, v in features.items()) + "}"
 
     def message(self, message) -> str:
-        """An Example or SequenceExample message as one line of JSON."""
+        """An Example (a message, or {name: values}) or SequenceExample message as one line of
+        JSON."""
+        if isinstance(message, dict):
+            return self.features(message)
         if isinstance(message, Example):
             return self.features(example_to_dict(message))
         context, lists = sequence_example_to_dict(message)
@@ -138,7 +158,7 @@ def record_to_json(record, index: int = 0, path: str = "<records>", *, sequence:
                    max_bytes: int = 32, full_base64: bool = False) -> str:
     """One record as a JSON line (see :class:`JsonFormatter`)."""
     return JsonFormatter(max_bytes, full_base64).message(
-        parse_message(record, index, path, sequence))
+        parse_record(record, index, path, sequence))
 
 
 # ---- schema ------------------------------------------------------------------------------------
