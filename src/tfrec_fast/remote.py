@@ -37,13 +37,16 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 __all__ = ["RemotePath", "ReadAheadFile", "is_url", "resolve", "expand", "open_input",
-           "read_records_at", "redact", "DEFAULT_BLOCK_SIZE", "DEFAULT_READ_AHEAD",
+           "read_records_at", "redact", "DEFAULT_READ_AHEAD",
            "DEFAULT_CONCURRENCY", "RETRIES"]
 
-# Sequential reads: bytes per range request, and requests in flight ahead of the reader. A
-# request costs a round trip (~10-100 ms on a cloud store), so blocks are large.
-DEFAULT_BLOCK_SIZE = 8 << 20
-DEFAULT_READ_AHEAD = 4
+# Sequential reads: range requests of an eighth of the object, between these sizes, this many
+# in flight ahead of the reader. A request costs a round trip (~10-100 ms on a cloud store) and
+# some servers (moto) copy the whole object for each, so blocks are large; several in flight
+# overlap the round trips and exceed what one connection carries.
+MIN_BLOCK_SIZE = 8 << 20
+MAX_BLOCK_SIZE = 32 << 20
+DEFAULT_READ_AHEAD = 3
 # Random access: range requests in flight at once, and how records are coalesced into them.
 DEFAULT_CONCURRENCY = 64
 MAX_GAP = 256 << 10
@@ -464,14 +467,15 @@ def open_input(rp: RemotePath, *, block_size: Optional[int] = None,
     if info.get("type") == "directory":
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), rp.name)
     if info.get("size") is None:
-        return rp.fs.open(rp.path, "rb", block_size=block_size or DEFAULT_BLOCK_SIZE)
+        return rp.fs.open(rp.path, "rb", block_size=block_size or MIN_BLOCK_SIZE)
     return ReadAheadFile(rp, int(info["size"]), block_size=block_size, read_ahead=read_ahead)
 
 
 class ReadAheadFile(io.RawIOBase):
-    """A remote object of known size, read front to back: blocks of ``block_size`` bytes are
-    requested ``read_ahead`` at a time, ahead of the reader, on worker threads (which wait for
-    the network without the GIL). ``readinto`` hands out the block in hand and waits only when
+    """A remote object of known size, read front to back: blocks of ``block_size`` bytes
+    (default: an eighth of the object, 8 to 32 MiB) are requested ``read_ahead`` (default 3) at
+    a time, ahead of the reader, on worker threads (which wait for the network without the
+    GIL). ``readinto`` hands out the block in hand and waits only when
     the next one has not arrived. Seeking is allowed (the blocks then start again there).
 
     Not thread-safe: one reader at a time, as for any file object.
@@ -483,7 +487,8 @@ class ReadAheadFile(io.RawIOBase):
         self.name = rp.name
         self._rp = rp
         self._size = size
-        self._block_size = int(block_size or DEFAULT_BLOCK_SIZE)
+        self._block_size = int(block_size or
+                               min(MAX_BLOCK_SIZE, max(MIN_BLOCK_SIZE, size // 8)))
         self._depth = max(1, int(read_ahead or DEFAULT_READ_AHEAD))
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._pending: collections.deque = collections.deque()  # (start, end, future), in order
