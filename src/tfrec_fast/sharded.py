@@ -847,14 +847,16 @@ class ShardedWriter:
             pass
 
     def remove_partial(self) -> None:
-        """Removes the temporary files of an unfinished output (:attr:`partial_paths`): for a
-        run that will be started again, not resumed."""
+        """Removes what an unfinished output left (:attr:`partial_paths`, and their indexes):
+        for a run that will be started again, not resumed."""
         if self._state == "closed":
             return
         self._abort()
         for part in self._parts:
-            if part is not None and part.final is None:
-                self._remove_quietly(part.temp)
+            if part is not None:
+                self._remove_quietly(part.path)
+                if self._index:
+                    self._remove_quietly(part.path + ".idx")
 
     def __enter__(self) -> "ShardedWriter":
         return self
