@@ -13,8 +13,8 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, 
 import numpy as np
 
 from .errors import DataLossError
-from .records import (RecordBatch, TFRecordReader, count_records, expand_pattern,
-                      normalize_compression)
+from .records import (RecordBatch, TFRecordReader, count_records, expand_pattern, file_version,
+                      normalize_compression, open_binary, path_exists)
 
 # Records parsed at a time after a shuffle buffer (the buffer hands out single records).
 SHUFFLE_CHUNK = 256
@@ -47,7 +47,7 @@ def index_paths(files: Sequence[str], index) -> List[Optional[str]]:
     """
     def auto(path):
         candidate = path + ".idx"
-        return candidate if os.path.exists(candidate) else None
+        return candidate if path_exists(candidate) else None
 
     if index is None or index == "auto":
         return [auto(f) for f in files]
@@ -76,8 +76,8 @@ def file_index(path: str, index_path: Optional[str] = None,
     range is read by skipping records). Cached per process.
     """
     compression = normalize_compression(compression)
-    st = os.stat(path)
-    key = (path, index_path, compression, st.st_size, st.st_mtime_ns)
+    size, version = file_version(path)  # URLs too
+    key = (path, index_path, compression, size, version)
     hit = _INDEX_CACHE.get(key)
     if hit is not None:
         return hit
@@ -86,9 +86,9 @@ def file_index(path: str, index_path: Optional[str] = None,
         from .index import load_index
         offsets, sizes = load_index(index_path)
         end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
-        if not compression and end != st.st_size:
+        if not compression and end != size:
             raise DataLossError(f"index {index_path} covers {end} bytes but the file has "
-                                f"{st.st_size}: the index is stale or belongs to another file",
+                                f"{size}: the index is stale or belongs to another file",
                                 path=path, reason="index_mismatch")
         count = len(offsets)
     elif not compression:
@@ -152,7 +152,7 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
     if stop is not None and stop <= start:
         return
     if offsets is not None and start > 0:
-        handle = open(path, "rb")
+        handle = open_binary(path)
         handle.seek(int(offsets[start]))
         reader = TFRecordReader(handle, compression, verify=verify)
     else:

@@ -206,6 +206,33 @@ def _expand(path, storage_options=None, filesystem=None) -> list:
     return matched
 
 
+def path_exists(path) -> bool:
+    """os.path.exists, for URLs too."""
+    resolved = _resolve(path)
+    return resolved.exists() if isinstance(resolved, RemotePath) else os.path.exists(resolved)
+
+
+def file_version(path) -> tuple:
+    """(size, a value that changes when the file is rewritten: mtime or ETag), for URLs too."""
+    resolved = _resolve(path)
+    if not isinstance(resolved, RemotePath):
+        st = os.stat(resolved)
+        return st.st_size, st.st_mtime_ns
+    info = resolved.info()
+    if info.get("type") == "directory":
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), resolved.name)
+    return info.get("size"), str(info.get("ETag") or info.get("LastModified") or info.get("mtime"))
+
+
+def open_binary(path):
+    """open(path, "rb"), for URLs too (a read-ahead file: see tfrec_fast.remote)."""
+    resolved = _resolve(path)
+    if isinstance(resolved, RemotePath):
+        from .remote import open_input
+        return open_input(resolved)
+    return open(resolved, "rb")
+
+
 def _one_path(path, storage_options=None, filesystem=None):
     """A path, or a pattern matching exactly one file, for what reads one file (a str, or a
     RemotePath for a remote file)."""

@@ -29,6 +29,7 @@ import os
 import pickle
 import posixpath
 import re
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -117,7 +118,8 @@ def _as_fsspec(filesystem):
 
 class _FileSystem:
     """An fsspec filesystem that each process makes for itself (from its pickle, which fsspec
-    filesystems and pyarrow's support): what a parent made must not be used in a forked child."""
+    filesystems and pyarrow's support): what a parent made must not be used in a forked child,
+    nor finalised there (see _hold_for_child)."""
 
     def __init__(self, fs):
         self._fs = fs
@@ -125,6 +127,7 @@ class _FileSystem:
 
     def get(self):
         if self._pid != os.getpid():
+            _inherited.append(self._fs)
             self._fs = pickle.loads(pickle.dumps(self._fs))
             self._pid = os.getpid()
         return self._fs
@@ -135,6 +138,43 @@ class _FileSystem:
     def __setstate__(self, state):
         self._fs = state["fs"]
         self._pid = os.getpid()
+
+
+# A forked child shares the kernel object behind the parent's event loop (epoll). fsspec drops its
+# instance cache in a new process; if the child then finalised the parent's filesystems or loop,
+# closing their connections and self-pipe would unregister them from that shared epoll, and the
+# parent's requests on those connections would hang. So a child keeps what it inherited, unused.
+_inherited: list = []
+_held: Optional[list] = None
+
+
+def _hold_for_child() -> None:
+    global _held
+    asyn = sys.modules.get("fsspec.asyn")
+    if asyn is None:
+        return
+    held = [asyn.loop[0], asyn.iothread[0]]
+    classes = [sys.modules["fsspec.spec"].AbstractFileSystem]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        held.extend(vars(cls).get("_cache", {}).values())
+    _held = held
+
+
+def _release_in_parent() -> None:
+    global _held
+    _held = None
+
+
+def _keep_in_child() -> None:
+    if _held is not None:
+        _inherited.append(_held)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_hold_for_child, after_in_parent=_release_in_parent,
+                        after_in_child=_keep_in_child)
 
 
 def _with_defaults(protocol: str, options: Mapping[str, Any]) -> dict:
@@ -255,9 +295,11 @@ class RemotePath:
         if start is None:
             return _retrying(lambda: fs.cat_file(self.path), "reading", self.name, 0)
         want = end - start
+        if want <= 0:
+            return b""
 
         def fetch():
-            data = fs.cat_file(self.path, start=start, end=end)
+            data = _cat(fs, self.path, start, end)
             if len(data) != want:
                 raise _ShortRead(f"asked for {want} bytes, got {len(data)}")
             return data
@@ -322,6 +364,14 @@ class RemotePath:
         _retrying(lambda: fs.makedirs(self.path, exist_ok=True), "creating", self.name, 0)
 
 
+def _cat(fs, path: str, start: int, end: int) -> bytes:
+    """fs.cat_file(path, start, end); pyarrow's, through fsspec's wrapper, as a seekable file
+    (the wrapper opens a stream for start=0, which cannot tell() where it is)."""
+    if type(fs).__name__ == "ArrowFSWrapper":
+        return fs.cat_file(path, start=start, end=end, seekable=True)
+    return fs.cat_file(path, start=start, end=end)
+
+
 def _cat_ranges(fs, path: str, starts: List[int], ends: List[int]) -> list:
     """fsspec cat_ranges (concurrent on async filesystems), exceptions returned in place; a pool
     of threads for the others (pyarrow's, which block)."""
@@ -333,7 +383,7 @@ def _cat_ranges(fs, path: str, starts: List[int], ends: List[int]) -> list:
 
     def one(k):
         try:
-            return fs.cat_file(path, start=starts[k], end=ends[k])
+            return _cat(fs, path, starts[k], ends[k])
         except Exception as error:  # returned, as cat_ranges does
             return error
     if len(starts) == 1:
