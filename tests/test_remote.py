@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import importlib
 import importlib.util
 import multiprocessing
 import os
@@ -17,8 +18,18 @@ import _corpus
 from _servers import RangeHTTPServer, S3Server
 from _util import check_error, read_all
 
-MISSING = [m for m in ("fsspec", "s3fs", "moto", "aiohttp")
-           if importlib.util.find_spec(m) is None]
+
+def _missing(*modules):
+    missing = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    return missing
+
+
+MISSING = _missing("fsspec", "s3fs", "moto.server", "aiohttp")
 pytestmark = [pytest.mark.remote,
               pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (pip install "
                                                        "'.[test]')")]
@@ -37,14 +48,17 @@ HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 
 @pytest.fixture(scope="module")
 def s3():
-    server = S3Server().start()
-    yield server
-    server.stop()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a cloud's metadata service
+        server = S3Server().start()
+        yield server
+        server.stop()
 
 
 @pytest.fixture(scope="module")
 def s3_options(s3):
-    return {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
+    return {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing",
+            "client_kwargs": {"region_name": "us-east-1"}}
 
 
 @pytest.fixture(scope="module")
@@ -568,6 +582,7 @@ def test_dataloader_workers_over_s3(start, s3, s3fs_, bucket, monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3.endpoint)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     s3fs.S3FileSystem.clear_instance_cache()
     total = 0
     for k, n in enumerate([30, 50, 20]):

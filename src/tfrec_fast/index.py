@@ -231,6 +231,13 @@ class IndexedTFRecordReader:
 
     Reads use ``pread``, so one reader can serve many threads at once. It pickles by path and
     index, and opens the file again in a new process (after unpickling, or in a forked child).
+
+    ``path`` (and an index path) may be a URL, with ``storage_options`` or ``filesystem`` (see
+    :mod:`tfrec_fast.remote`). The object's size is taken when the reader opens; ``get_batch``
+    then fetches the distinct records with range requests, records within
+    :data:`tfrec_fast.remote.MAX_GAP` of each other sharing one, all sent at once (up to
+    :data:`tfrec_fast.remote.DEFAULT_CONCURRENCY` in flight), and checks them in C++ as it
+    checks local reads; ``r[i]`` is one request.
     """
 
     def __init__(self, path: PathLike, index: Union[None, PathLike, Index] = None, *,

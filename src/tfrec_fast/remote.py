@@ -41,13 +41,14 @@ __all__ = ["RemotePath", "ReadAheadFile", "is_url", "resolve", "expand", "open_i
            "read_records_at", "redact", "DEFAULT_READ_AHEAD",
            "DEFAULT_CONCURRENCY", "RETRIES"]
 
-# Sequential reads: range requests of an eighth of the object, between these sizes, this many
-# in flight ahead of the reader. A request costs a round trip (~10-100 ms on a cloud store) and
-# some servers (moto) copy the whole object for each, so blocks are large; several in flight
-# overlap the round trips and exceed what one connection carries.
+# Sequential reads: range requests of a quarter of the object, between these sizes, this many in
+# flight ahead of the reader (so up to (1 + DEFAULT_READ_AHEAD) * MAX_BLOCK_SIZE bytes held). A
+# request costs a round trip (~10-100 ms on a cloud store) and some servers (moto) copy the
+# whole object for each, so blocks are large; two in flight overlap the round trips and exceed
+# what one connection carries.
 MIN_BLOCK_SIZE = 8 << 20
 MAX_BLOCK_SIZE = 32 << 20
-DEFAULT_READ_AHEAD = 3
+DEFAULT_READ_AHEAD = 2
 # Random access: range requests in flight at once, and how records are coalesced into them.
 DEFAULT_CONCURRENCY = 64
 MAX_GAP = 256 << 10
@@ -523,7 +524,7 @@ def open_input(rp: RemotePath, *, block_size: Optional[int] = None,
 
 class ReadAheadFile(io.RawIOBase):
     """A remote object of known size, read front to back: blocks of ``block_size`` bytes
-    (default: an eighth of the object, 8 to 32 MiB) are requested ``read_ahead`` (default 3) at
+    (default: a quarter of the object, 8 to 32 MiB) are requested ``read_ahead`` (default 2) at
     a time, ahead of the reader, on worker threads (which wait for the network without the
     GIL). ``readinto`` hands out the block in hand and waits only when
     the next one has not arrived. Seeking is allowed (the blocks then start again there).
@@ -538,7 +539,7 @@ class ReadAheadFile(io.RawIOBase):
         self._rp = rp
         self._size = size
         self._block_size = int(block_size or
-                               min(MAX_BLOCK_SIZE, max(MIN_BLOCK_SIZE, size // 8)))
+                               min(MAX_BLOCK_SIZE, max(MIN_BLOCK_SIZE, size // 4)))
         self._depth = max(1, int(read_ahead or DEFAULT_READ_AHEAD))
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._pending: collections.deque = collections.deque()  # (start, end, future), in order
