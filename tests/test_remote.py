@@ -50,6 +50,7 @@ HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 def s3():
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a cloud's metadata service
+        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
         server = S3Server().start()
         yield server
         server.stop()
@@ -57,8 +58,7 @@ def s3():
 
 @pytest.fixture(scope="module")
 def s3_options(s3):
-    return {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing",
-            "client_kwargs": {"region_name": "us-east-1"}}
+    return {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
 
 
 @pytest.fixture(scope="module")
@@ -582,7 +582,6 @@ def test_dataloader_workers_over_s3(start, s3, s3fs_, bucket, monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3.endpoint)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     s3fs.S3FileSystem.clear_instance_cache()
     total = 0
     for k, n in enumerate([30, 50, 20]):
