@@ -9,7 +9,9 @@ next body reads (GETs of a byte range):
 
 ``gate(n)`` makes range reads wait until ``n`` of them are in flight at once: a client that sent
 them one after another would find the gate broken (after a timeout), so a batch that passes it
-was requested concurrently. No clock is read by the tests themselves.
+was requested concurrently. ``hold()`` makes range reads wait until ``release()``: a client that
+held the GIL while waiting for the network would keep the test from calling release() (the
+hold then times out and says so). No clock is read by the tests themselves.
 """
 from __future__ import annotations
 
@@ -40,6 +42,18 @@ class _Faults:
         self.requests: list = []  # (method, path, Range header or None)
         self._gate: "threading.Barrier | None" = None
         self.gate_broken = False
+        self._hold: "threading.Event | None" = None
+        self.held = 0  # range reads waiting in hold()
+        self.hold_timed_out = False
+
+    def hold(self) -> None:
+        self._hold = threading.Event()
+        self.hold_timed_out = False
+
+    def release(self) -> None:
+        if self._hold is not None:
+            self._hold.set()
+            self._hold = None
 
     def gate(self, n: int, timeout: float = 20.0) -> None:
         """The next range reads wait until n of them are in flight (None: no gate)."""
@@ -71,6 +85,12 @@ class _Faults:
                     int(start.group(1)) >= self._queue[0][1]:
                 fault = self._queue.popleft()[0]
             gate = self._gate if method == "GET" and ranged else None
+            hold = self._hold if method == "GET" and ranged else None
+        if hold is not None:
+            with self._lock:
+                self.held += 1
+            if not hold.wait(60):
+                self.hold_timed_out = True
         if gate is not None:
             try:
                 gate.wait()

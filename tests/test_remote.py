@@ -9,6 +9,8 @@ import importlib
 import importlib.util
 import multiprocessing
 import os
+import threading
+import time
 import uuid
 
 import numpy as np
@@ -435,7 +437,7 @@ def test_convert_numpy_to_s3(s3fs_, s3_options, bucket):
 
 # ---- the command line --------------------------------------------------------------------------
 
-def test_cli_over_s3(s3, s3fs_, bucket, capsys):
+def test_cli_over_s3(s3, s3fs_, bucket, capsys, tmp_path):
     options = ["--storage-option", f"endpoint_url={s3.endpoint}",
                "--storage-option", "key=testing", "--storage-option", "secret=testing"]
     records = sized_records(20, seed=5)
@@ -450,6 +452,21 @@ def test_cli_over_s3(s3, s3fs_, bucket, capsys):
     out = f"s3://{bucket}/repaired.tfrecord"
     assert main(["verify", *options, f"s3://{bucket}/c-0.tfrecord", "--repair", out]) == 0
     assert s3fs_.cat_file(out[5:]) == frame_file(records)
+    examples = f"s3://{bucket}/examples.tfrecord"
+    with tfr.TFRecordWriter(examples, storage_options=dict(
+            endpoint_url=s3.endpoint, key="testing", secret="testing")) as writer:
+        writer.write_example({"label": 7})
+    capsys.readouterr()
+    assert main(["cat", *options, examples]) == 0
+    assert capsys.readouterr().out == '{"label": [7]}\n'
+    assert main(["schema", *options, examples]) == 0
+    assert 'FixedLen((), "int64")' in capsys.readouterr().out
+    np.savez(tmp_path / "arrays.npz", x=np.arange(12))
+    assert main(["convert", "numpy", str(tmp_path / "arrays.npz"), f"s3://{bucket}/converted",
+                 "--num-shards", "2", *options]) == 0
+    assert tfr.count_records(f"s3://{bucket}/converted/arrays-*-of-00002.tfrecord",
+                             storage_options=dict(endpoint_url=s3.endpoint, key="testing",
+                                                  secret="testing")) == 12
     capsys.readouterr()
     assert main(["count", *options[:4], "--storage-option", "secret=s3cr3t-value",
                  f"s3://{bucket}/missing.tfrecord"]) == 1
@@ -504,6 +521,36 @@ def test_persistent_fault_is_an_oserror_naming_url_and_offset(fault, http, monke
     assert f"at byte offset {64 << 10} after {1 + remote.RETRIES} attempts" in str(error.value)
     assert http.pending() == 0
     reader.close()
+
+
+@pytest.mark.parametrize("access", ["sequential", "random"])
+def test_network_waits_release_the_gil(http, access):
+    """While a read waits for the server, other Python threads run: the server holds the
+    request until this thread, running Python, releases it."""
+    records = sized_records(50, seed=11)
+    http.files["/gil/a.tfrecord"] = frame_file(records)
+    url = http.url("/gil/a.tfrecord")
+    reader = tfr.IndexedTFRecordReader(url) if access == "random" else None
+    http.held = 0
+    http.hold()
+    result = []
+
+    def read():
+        try:
+            if reader is not None:
+                result.append(reader.get_batch([40, 2]).to_list())
+            else:
+                result.append(list(tfr.read_records(url, copy=True)))
+        except BaseException as error:
+            result.append(error)
+    thread = threading.Thread(target=read)
+    thread.start()
+    while http.held == 0 and thread.is_alive():  # Python runs here while the read waits
+        time.sleep(0.005)
+    http.release()
+    thread.join()
+    assert not http.hold_timed_out
+    assert result == [[records[40], records[2]] if reader is not None else records]
 
 
 def test_credentials_never_in_messages(http, monkeypatch):
