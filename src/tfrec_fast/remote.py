@@ -38,8 +38,9 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 __all__ = ["RemotePath", "ReadAheadFile", "is_url", "resolve", "expand", "open_input",
-           "read_records_at", "redact", "DEFAULT_READ_AHEAD",
-           "DEFAULT_CONCURRENCY", "RETRIES"]
+           "read_records_at", "coalesce", "redact", "MIN_BLOCK_SIZE", "MAX_BLOCK_SIZE",
+           "DEFAULT_READ_AHEAD", "DEFAULT_CONCURRENCY", "MAX_GAP", "MAX_RANGE",
+           "WRITE_BLOCK_SIZE", "RETRIES", "RETRY_DELAY"]
 
 # Sequential reads: range requests of a quarter of the object, between these sizes, this many in
 # flight ahead of the reader (so up to (1 + DEFAULT_READ_AHEAD) * MAX_BLOCK_SIZE bytes held). A
@@ -318,8 +319,8 @@ class RemotePath:
             failed = []
             for k, data in zip(todo, got):
                 if isinstance(data, BaseException):
-                    if isinstance(data, _FINAL):
-                        raise _final_error(data, self.name)
+                    if not _retryable(data):
+                        raise _final_error(data, self.name) from None
                     failed.append((k, data))
                 elif len(data) != ends[k] - starts[k]:
                     failed.append((k, _ShortRead(f"asked for {ends[k] - starts[k]} bytes, "
