@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import tfrec_fast
 from tfrec_fast import sharded
+from tfrec_fast.index import write_index
 from tfrec_fast.sharded import (DEFAULT_SHARD_BYTES, ShardedWriter, read_manifest,
                                 spec_from_json, spec_to_json)
 
@@ -480,13 +481,13 @@ def test_failed_write_inside_with(tmp_path, monkeypatch):
 def test_failure_while_indexing_leaves_only_temporaries(tmp_path, monkeypatch):
     calls = []
 
-    def failing_create_index(path, index_path, **kwargs):
-        calls.append(path)
+    def failing_write_index(index_path, offsets, sizes, **kwargs):
+        calls.append(index_path)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        return tfrec_fast.create_index(path, index_path, **kwargs)
+        return write_index(index_path, offsets, sizes, **kwargs)
 
-    monkeypatch.setattr(sharded, "create_index", failing_create_index)
+    monkeypatch.setattr(sharded, "write_index", failing_write_index)
     data = payloads(9)
     with pytest.raises(OSError, match="No space"):
         with ShardedWriter(tmp_path, "i", num_shards=3, index=True) as w:

@@ -140,6 +140,38 @@ void register_index(py::module_& m) {
       },
       py::arg("data"), py::arg("name"), "(offsets, sizes) from the text of an index file.");
 
+  m.def(
+      "check_fetched",
+      [](const py::bytes& data, const std::string& name, const Int64Array& starts,
+         const Int64Array& indices, const Int64Array& offsets, const Int64Array& sizes,
+         bool verify) {
+        const size_t n = size_t(starts.size());
+        if (starts.ndim() != 1 || indices.ndim() != 1 || offsets.ndim() != 1 ||
+            sizes.ndim() != 1 || size_t(indices.size()) != n || size_t(offsets.size()) != n ||
+            size_t(sizes.size()) != n) {
+          throw py::value_error("starts, indices, offsets and sizes must be one-dimensional "
+                                "and of equal length");
+        }
+        // Copied while the GIL is held; `data` is an immutable bytes object we hold.
+        std::vector<FetchedRecord> records(n);
+        for (size_t k = 0; k < n; ++k) {
+          if (indices.data()[k] < 0) throw py::value_error("negative record index");
+          records[k] = FetchedRecord{starts.data()[k], size_t(indices.data()[k]),
+                                     offsets.data()[k], sizes.data()[k]};
+        }
+        PyBytesView view(data);
+        std::shared_ptr<RecordBatch> batch;
+        {
+          py::gil_scoped_release release;
+          batch = check_fetched(name, view.data(), view.size(), records.data(), n, verify);
+        }
+        return wrap_batch(std::move(batch));
+      },
+      py::arg("data"), py::arg("name"), py::arg("starts"), py::arg("indices"), py::arg("offsets"),
+      py::arg("sizes"), py::arg("verify"),
+      "Checks records fetched by range requests (framed record k at data[starts[k]:]) as "
+      "IndexedReader.read does; returns their payloads as one batch, positions = offsets.");
+
   py::class_<PyIndexedReader>(m, "IndexedReader",
                               "Random access by index; see tfrec_fast.IndexedTFRecordReader.")
       .def(py::init([](const std::string& path, const Int64Array& offsets, const Int64Array& sizes,

@@ -34,6 +34,41 @@ constexpr const char* kHint =
 
 std::string at(int64_t offset) { return " at offset " + std::to_string(offset); }
 
+[[noreturn]] void throw_mismatch(const std::string& path, size_t index, int64_t offset,
+                                 const std::string& detail) {
+  throw DataLoss(LossReason::kIndexMismatch, path, index, uint64_t(offset),
+                 "record " + std::to_string(index) + at(offset) + ": " + detail + kHint);
+}
+
+// The checks of one record read at its index entry (`offset`, framed `size`): `frame` holds its
+// 12-byte header then its 4-byte footer, `got_end` is how far (absolute offset) the read reached.
+void check_framed(const std::string& path, size_t index, int64_t entry_offset, int64_t entry_size,
+                  const uint8_t* frame, const uint8_t* payload, uint64_t got_end, bool verify) {
+  const uint64_t offset = uint64_t(entry_offset);
+  const uint64_t size = uint64_t(entry_size);
+  if (got_end < offset + size) {
+    throw_mismatch(path, index, entry_offset, "the index says it takes " + std::to_string(size) +
+                                             " bytes but the file ends at " +
+                                             std::to_string(got_end));
+  }
+  if (verify && crc32c_mask(crc32c(frame, 8)) != load_le32(frame + 8)) {
+    throw_mismatch(path, index, entry_offset,
+                   "there is no valid record header there (its length checksum fails)");
+  }
+  const uint64_t length = load_le64(frame);
+  if (length != size - kFramingSize) {
+    throw_mismatch(path, index, entry_offset,
+                   "the index says it takes " + std::to_string(size) +
+                       " bytes but its header says " + std::to_string(length) +
+                       " bytes of data (" + std::to_string(length + kFramingSize) + " framed)");
+  }
+  if (verify && crc32c_mask(crc32c(payload, size_t(length))) != load_le32(frame + kHeaderSize)) {
+    throw DataLoss(LossReason::kDataChecksum, path, index, offset,
+                   "corrupted record at " + std::to_string(offset + kHeaderSize) +
+                       ": the data does not match its checksum");
+  }
+}
+
 // preadv until every iovec is full or the file ends; returns the bytes read. Advances `iov`.
 size_t preadv_full(int fd, iovec* iov, size_t count, uint64_t offset, const std::string& path) {
   size_t total = 0;
@@ -195,8 +230,7 @@ RandomAccessReader::~RandomAccessReader() {
 }
 
 void RandomAccessReader::mismatch(size_t index, const std::string& detail) const {
-  throw DataLoss(LossReason::kIndexMismatch, path_, index, uint64_t(offsets_[index]),
-                 "record " + std::to_string(index) + at(offsets_[index]) + ": " + detail + kHint);
+  throw_mismatch(path_, index, offsets_[index], detail);
 }
 
 void RandomAccessReader::check_stale() const {
@@ -324,27 +358,42 @@ void RandomAccessReader::read_run(const Wanted* first, size_t count, RecordBatch
 
 void RandomAccessReader::check_record(size_t index, const uint8_t* frame, const uint8_t* payload,
                                       uint64_t got_end) const {
-  const uint64_t offset = uint64_t(offsets_[index]);
-  const uint64_t size = uint64_t(sizes_[index]);
-  if (got_end < offset + size) {
-    mismatch(index, "the index says it takes " + std::to_string(size) +
-                        " bytes but the file ends at " + std::to_string(got_end));
+  check_framed(path_, index, offsets_[index], sizes_[index], frame, payload, got_end,
+               options_.verify);
+}
+
+std::unique_ptr<RecordBatch> check_fetched(const std::string& name, const uint8_t* data,
+                                           size_t data_size, const FetchedRecord* records,
+                                           size_t n, bool verify) {
+  auto batch = std::make_unique<RecordBatch>();
+  batch->offsets.resize(n + 1);
+  batch->positions.resize(n);
+  batch->offsets[0] = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const FetchedRecord& r = records[k];
+    if (r.size < int64_t(kFramingSize) || r.start < 0 || uint64_t(r.start) > data_size ||
+        uint64_t(r.size) > data_size - uint64_t(r.start)) {
+      throw std::invalid_argument("fetched record " + std::to_string(k) +
+                                  " lies outside the fetched bytes");
+    }
+    batch->offsets[k + 1] = batch->offsets[k] + r.size - int64_t(kFramingSize);
+    batch->positions[k] = r.offset;
   }
-  if (options_.verify && crc32c_mask(crc32c(frame, 8)) != load_le32(frame + 8)) {
-    mismatch(index, "there is no valid record header there (its length checksum fails)");
+  batch->data.reserve(size_t(batch->offsets[n]) + 1);  // resize() stays within the capacity
+  batch->data.resize(size_t(batch->offsets[n]));
+  for (size_t k = 0; k < n; ++k) {
+    const FetchedRecord& r = records[k];
+    const uint8_t* record = data + r.start;
+    const size_t length = size_t(r.size) - kFramingSize;
+    uint8_t frame[kFramingSize];
+    std::memcpy(frame, record, kHeaderSize);
+    std::memcpy(frame + kHeaderSize, record + kHeaderSize + length, kFooterSize);
+    uint8_t* payload = batch->data.data() + batch->offsets[k];
+    std::memcpy(payload, record + kHeaderSize, length);
+    check_framed(name, r.index, r.offset, r.size, frame, payload,
+                 uint64_t(r.offset) + uint64_t(r.size), verify);
   }
-  const uint64_t length = load_le64(frame);
-  if (length != size - kFramingSize) {
-    mismatch(index, "the index says it takes " + std::to_string(size) +
-                        " bytes but its header says " + std::to_string(length) +
-                        " bytes of data (" + std::to_string(length + kFramingSize) + " framed)");
-  }
-  if (options_.verify &&
-      crc32c_mask(crc32c(payload, size_t(length))) != load_le32(frame + kHeaderSize)) {
-    throw DataLoss(LossReason::kDataChecksum, path_, index, offset,
-                   "corrupted record at " + std::to_string(offset + kHeaderSize) +
-                       ": the data does not match its checksum");
-  }
+  return batch;
 }
 
 void RandomAccessReader::read_one(size_t index, uint8_t* payload) const {

@@ -29,6 +29,23 @@ std::string format_index(const int64_t* offsets, const int64_t* sizes, size_t n)
 void parse_index(const char* text, size_t n, const std::string& name, std::vector<int64_t>* offsets,
                  std::vector<int64_t>* sizes);
 
+// One record fetched elsewhere (a range request to an object store): its framed bytes are at
+// `start` in the fetched buffer; it is entry `index` of the index, at `offset` with framed `size`.
+struct FetchedRecord {
+  int64_t start;
+  size_t index;
+  int64_t offset;
+  int64_t size;
+};
+
+// Checks fetched records exactly as RandomAccessReader::read() checks what it reads (the same
+// DataLoss errors, named by `name`, the entry's index and offset) and returns their payloads as
+// one batch in the given order, positions[k] = records[k].offset. std::invalid_argument if a
+// record lies outside [data, data + data_size).
+std::unique_ptr<RecordBatch> check_fetched(const std::string& name, const uint8_t* data,
+                                           size_t data_size, const FetchedRecord* records,
+                                           size_t n, bool verify);
+
 struct RandomAccessOptions {
   bool verify = true;                // check both CRCs (the length field is always checked)
   uint64_t max_gap = 64 << 10;       // records at most this far apart share one read...

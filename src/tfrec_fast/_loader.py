@@ -14,7 +14,8 @@ import numpy as np
 
 from .errors import DataLossError
 from .records import (RecordBatch, TFRecordReader, count_records, detect_compression,
-                      expand_pattern, normalize_compression)
+                      expand_pattern, file_version, normalize_compression, open_binary,
+                      path_exists)
 
 # Records parsed at a time after a shuffle buffer (the buffer hands out single records).
 SHUFFLE_CHUNK = 256
@@ -47,7 +48,7 @@ def index_paths(files: Sequence[str], index) -> List[Optional[str]]:
     """
     def auto(path):
         candidate = path + ".idx"
-        return candidate if os.path.exists(candidate) else None
+        return candidate if path_exists(candidate) else None
 
     if index is None or index == "auto":
         return [auto(f) for f in files]
@@ -78,8 +79,8 @@ def file_index(path: str, index_path: Optional[str] = None,
     compression = normalize_compression(compression)
     if compression == "auto":
         compression = detect_compression(path)
-    st = os.stat(path)
-    key = (path, index_path, compression, st.st_size, st.st_mtime_ns)
+    size, version = file_version(path)  # URLs too
+    key = (path, index_path, compression, size, version)
     hit = _INDEX_CACHE.get(key)
     if hit is not None:
         return hit
@@ -88,7 +89,7 @@ def file_index(path: str, index_path: Optional[str] = None,
         from .index import _check_covers, load_index
         offsets, sizes = load_index(index_path)
         if not compression:
-            _check_covers(path, offsets, sizes, index_path)
+            _check_covers(path, offsets, sizes, index_path, size)
         count = len(offsets)
     elif not compression:
         from .index import create_index
@@ -183,7 +184,7 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
     if stop is not None and stop <= start:
         return
     if offsets is not None and start > 0:
-        handle = open(path, "rb")
+        handle = open_binary(path)
         handle.seek(int(offsets[start]))
         reader = TFRecordReader(handle, compression, verify=verify)
     else:

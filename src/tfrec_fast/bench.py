@@ -15,6 +15,7 @@ import sys
 import time
 
 from .records import TFRecordReader, read_records
+from .remote import is_url
 
 # Each peer script gets argv = [compression or "", repeat, *files] and prints
 # {"records": n, "seconds": [t, ...]} as JSON.
@@ -61,21 +62,21 @@ def _time(repeat, func):
     return count, statistics.median(seconds)
 
 
-def _batched(files, compression):
+def _batched(files, compression, storage_options):
     def run():
         n = 0
         for path in files:
-            with TFRecordReader(path, compression) as reader:
+            with TFRecordReader(path, compression, storage_options=storage_options) as reader:
                 for batch in reader.iter_batches():
                     n += len(batch)
         return n
     return run
 
 
-def _per_record(files, compression):
+def _per_record(files, compression, storage_options):
     def run():
         n = 0
-        for _record in read_records(files, compression):
+        for _record in read_records(files, compression, storage_options=storage_options):
             n += 1
         return n
     return run
@@ -90,15 +91,21 @@ def _peer(script, files, compression, repeat):
     return result["records"], statistics.median(result["seconds"])
 
 
-def run_bench(files, compression=None, repeat=3, peers=True) -> int:
+def run_bench(files, compression=None, repeat=3, peers=True, storage_options=None) -> int:
+    """URLs are read through fsspec (``storage_options``); the peers then are not run (they
+    read local files only)."""
     files = [os.fspath(f) for f in files]
     payload = 0
     for path in files:
-        with TFRecordReader(path, compression) as reader:
+        with TFRecordReader(path, compression, storage_options=storage_options) as reader:
             payload += sum(batch.nbytes for batch in reader.iter_batches())
-    rows = [("tfrec_fast batched (both CRCs)", *_time(repeat, _batched(files, compression))),
-            ("tfrec_fast per record (both CRCs)", *_time(repeat, _per_record(files, compression)))]
-    if peers:
+    rows = [("tfrec_fast batched (both CRCs)",
+             *_time(repeat, _batched(files, compression, storage_options))),
+            ("tfrec_fast per record (both CRCs)",
+             *_time(repeat, _per_record(files, compression, storage_options)))]
+    if peers and any(is_url(f) for f in files):
+        print("(peers: they read local files only, skipped for URLs)")
+    elif peers:
         for name, module, script in PEERS:
             if importlib.util.find_spec(module) is None:
                 print(f"({name}: not installed, skipped)")

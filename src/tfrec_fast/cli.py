@@ -1,6 +1,8 @@
 """The tfrec-fast command line: count, verify, index, benchmark and look into TFRecord files.
 
-Every FILE may be a glob pattern (quoted, "train-*.tfrecord": matches sorted) or - for stdin.
+Every FILE may be a glob pattern (quoted, "train-*.tfrecord": matches sorted), - for stdin, or a
+URL (s3://bucket/train-*.tfrecord, https://..., any fsspec protocol), configured by fsspec's
+environment or --storage-option KEY=VALUE.
 """
 
 from __future__ import annotations
@@ -8,18 +10,47 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
-from typing import Iterator, List, Optional, Sequence
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
 from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter, expand_pattern, same_file
+from .remote import is_url, redact
 
 STDIN = "-"
+
+
+def storage_option(text: str) -> Tuple[str, Any]:
+    """--storage-option KEY=VALUE: VALUE is read as JSON when it is JSON (true, 3, {"a": 1}),
+    else taken as a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError("expected KEY=VALUE, e.g. "
+                                         "endpoint_url=http://127.0.0.1:9000")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def add_storage_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--storage-option", dest="storage_options", type=storage_option,
+                        action="append", default=[], metavar="KEY=VALUE",
+                        help="an fsspec option for URLs (repeatable), e.g. "
+                             "endpoint_url=http://127.0.0.1:9000 or anon=true; fsspec's "
+                             "environment variables (FSSPEC_S3_ENDPOINT_URL, ...) apply too")
+
+
+def _options(args, path) -> Optional[dict]:
+    """The --storage-option values, for a URL (local paths take none)."""
+    return dict(args.storage_options) or None if is_url(path) else None
 
 
 def _count_arg(value: str) -> int:
@@ -32,32 +63,35 @@ def _count_arg(value: str) -> int:
 # ---- inputs and errors ---------------------------------------------------------------------------
 
 def _display(path: str) -> str:
-    return "<stdin>" if path == STDIN else path
+    return "<stdin>" if path == STDIN else redact(path)
 
 
-def _expand(arg: str) -> List[str]:
+def _expand(args, arg: str) -> List[str]:
     """A FILE argument -> the files it names (- stays stdin)."""
-    return [STDIN] if arg == STDIN else expand_pattern(arg)
+    return [STDIN] if arg == STDIN else expand_pattern(arg,
+                                                       storage_options=_options(args, arg))
 
 
-def _one_file(arg: str) -> str:
-    files = _expand(arg)
+def _one_file(args, arg: str) -> str:
+    files = _expand(args, arg)
     if len(files) > 1:
-        raise ValueError(f"matches {len(files)} files ({files[0]}, ...): give one file")
+        raise ValueError(f"matches {len(files)} files ({_display(files[0])}, ...): give one "
+                         "file")
     return files[0]
 
 
 def _size(path: str) -> int:
-    """Bytes of a regular file, for the progress bar (0 for stdin, pipes and the missing)."""
+    """Bytes of a regular local file, for the progress bar (0 for stdin, pipes, URLs and the
+    missing)."""
     try:
         return os.path.getsize(path) if path != STDIN and os.path.isfile(path) else 0
     except OSError:
         return 0
 
 
-def _open(path, compression, **options) -> TFRecordReader:
+def _open(args, path, compression, **options) -> TFRecordReader:
     source = sys.stdin.buffer if path == STDIN else path
-    return TFRecordReader(source, compression, **options)
+    return TFRecordReader(source, compression, storage_options=_options(args, path), **options)
 
 
 def _reason(error: BaseException) -> str:
@@ -80,7 +114,7 @@ def _report(path, error) -> int:
         print(f"ERROR {error}", file=sys.stderr, flush=True)
     else:
         name = getattr(error, "filename", None) or path
-        print(f"ERROR {_display(os.fsdecode(name))}: {_reason(error)}", file=sys.stderr,
+        print(f"ERROR {_display(os.fsdecode(name))}: {redact(_reason(error))}", file=sys.stderr,
               flush=True)
     return 1
 
@@ -113,9 +147,9 @@ def _for_each_file(args, desc, action) -> int:
     nothing, damage or an unreadable file is reported and makes the status 1."""
     status = 0
     files = []
-    for arg in args:
+    for arg in args.files:
         try:
-            files.extend(_expand(arg))
+            files.extend(_expand(args, arg))
         except OSError as error:
             status = _report(arg, error)
     progress = _Progress(sum(_size(f) for f in files), desc)
@@ -129,9 +163,14 @@ def _for_each_file(args, desc, action) -> int:
 
 
 @contextlib.contextmanager
-def _replacing(path: str) -> Iterator[str]:
+def _replacing(path: str, storage_options) -> Iterator[Any]:
     """A temporary file beside ``path``, renamed to it only when the block succeeds: a failed
-    or interrupted write leaves ``path`` as it was."""
+    or interrupted write leaves ``path`` as it was (a URL too: the temporary object is copied
+    to its name, then removed)."""
+    if is_url(path):
+        with _replacing_remote(path, storage_options) as temp:
+            yield temp
+        return
     directory, name = os.path.split(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     os.close(fd)
@@ -147,6 +186,28 @@ def _replacing(path: str) -> Iterator[str]:
         raise
 
 
+@contextlib.contextmanager
+def _replacing_remote(url: str, storage_options) -> Iterator[Any]:
+    from .remote import resolve
+    target = resolve(url, storage_options)
+    temp = target.parent.join(f".{target.basename}.tmp-{secrets.token_hex(4)}")
+    try:
+        yield temp
+        temp.rename(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.remove()
+        raise
+
+
+def _same_file(args, a: str, b: str) -> bool:
+    if is_url(a) or is_url(b):
+        from .remote import resolve
+        return is_url(a) and is_url(b) and \
+            resolve(a, _options(args, a)) == resolve(b, _options(args, b))
+    return same_file(a, b)
+
+
 # ---- commands ------------------------------------------------------------------------------------
 
 def cmd_count(args) -> int:
@@ -155,14 +216,14 @@ def cmd_count(args) -> int:
 
     def count(path, progress):
         nonlocal total, counted
-        with _open(path, args.compression) as reader:
+        with _open(args, path, args.compression) as reader:
             n = reader.count()
         total += n
         counted += 1
         progress.advance(_size(path))
         print(f"{n}\t{_display(path)}")
 
-    status = _for_each_file(args.files, "count", count)
+    status = _for_each_file(args, "count", count)
     if counted > 1 or len(args.files) > 1:
         print(f"{total}\ttotal")
     return status
@@ -175,21 +236,21 @@ def cmd_repair(args) -> int:
     OUT is written under a temporary name and renamed at the end, so it is never half written;
     OUT being the input itself is refused."""
     try:
-        files = [f for arg in args.files for f in _expand(arg)]
+        files = [f for arg in args.files for f in _expand(args, arg)]
     except OSError as error:
         return _report(error.filename, error)
     if len(files) != 1:
         print(f"ERROR --repair takes exactly one input file, not {len(files)}", file=sys.stderr)
         return 2
     path, out = files[0], args.repair
-    if path != STDIN and same_file(path, out):
-        print(f"ERROR {out}: is the input file {path} itself; --repair writes a new file, give "
-              "it another path (nothing was written)", file=sys.stderr)
+    if path != STDIN and _same_file(args, path, out):
+        print(f"ERROR {_display(out)}: is the input file {_display(path)} itself; --repair "
+              "writes a new file, give it another path (nothing was written)", file=sys.stderr)
         return 2
     records = 0
     try:
-        with _open(path, args.compression, skip_corrupt=True) as reader, \
-                _replacing(out) as temp, \
+        with _open(args, path, args.compression, skip_corrupt=True) as reader, \
+                _replacing(out, _options(args, out)) as temp, \
                 TFRecordWriter(temp, reader.compression or None) as writer:
             for batch in reader.iter_batches(max_bytes=4 << 20):
                 writer.write_batch(batch)
@@ -199,7 +260,7 @@ def cmd_repair(args) -> int:
     for error in reader.skipped:
         print(f"SKIPPED {error}", file=sys.stderr, flush=True)
     print(f"{'REPAIRED' if reader.skipped else 'OK'} {_display(path)}: {records} intact records "
-          f"written to {out}, {len(reader.skipped)} damaged stretches skipped")
+          f"written to {_display(out)}, {len(reader.skipped)} damaged stretches skipped")
     return 1 if reader.skipped else 0
 
 
@@ -209,7 +270,7 @@ def cmd_verify(args) -> int:
 
     def verify(path, progress):
         records = nbytes = position = 0
-        with _open(path, args.compression) as reader:
+        with _open(args, path, args.compression) as reader:
             for batch in reader.iter_batches(max_bytes=4 << 20):
                 records += len(batch)
                 nbytes += batch.nbytes
@@ -219,7 +280,7 @@ def cmd_verify(args) -> int:
         progress.advance(max(0, _size(path) - position))
         print(f"OK {_display(path)}: {records} records, {nbytes} payload bytes")
 
-    return _for_each_file(args.files, "verify", verify)
+    return _for_each_file(args, "verify", verify)
 
 
 def cmd_index(args) -> int:
@@ -229,18 +290,19 @@ def cmd_index(args) -> int:
         if path == STDIN:
             raise ValueError("an index needs a file to point into, not a stream: save it to a "
                              "file first")
-        offsets, _ = create_index(path, path + args.suffix, compression=args.compression)
+        offsets, _ = create_index(path, path + args.suffix, compression=args.compression,
+                                  storage_options=_options(args, path))
         progress.advance(_size(path))
-        print(f"{len(offsets)}\t{path + args.suffix}")
+        print(f"{len(offsets)}\t{_display(path + args.suffix)}")
 
-    return _for_each_file(args.files, "index", index)
+    return _for_each_file(args, "index", index)
 
 
 def cmd_bench(args) -> int:
     from .bench import run_bench
 
     try:
-        files = [f for arg in args.files for f in _expand(arg)]
+        files = [f for arg in args.files for f in _expand(args, arg)]
     except OSError as error:
         return _report(error.filename, error)
     with contextlib.ExitStack() as stack:
@@ -253,9 +315,10 @@ def cmd_bench(args) -> int:
         try:
             compression = args.compression
             if compression == "auto":  # the peers need it spelled out: the first file's
-                with TFRecordReader(path, "auto") as reader:
+                with _open(args, path, "auto") as reader:
                     compression = reader.compression
-            return run_bench(files, compression, repeat=args.repeat, peers=not args.no_peers)
+            return run_bench(files, compression, repeat=args.repeat, peers=not args.no_peers,
+                             storage_options=dict(args.storage_options) or None)
         except (OSError, ValueError) as error:
             return _report(getattr(error, "path", None) or path, error)
 
@@ -280,8 +343,8 @@ def cmd_cat(args) -> int:
     formatter = JsonFormatter(args.max_bytes, args.base64, ensure_ascii=not _stdout_is_utf8())
     path = args.file
     try:
-        path = _one_file(args.file)
-        with _open(path, args.compression) as reader:
+        path = _one_file(args, args.file)
+        with _open(args, path, args.compression) as reader:
             for index, record in iter_records(reader, args.skip, args.limit or None):
                 message = parse_record(record, index, _display(path), args.sequence)
                 sys.stdout.write(formatter.message(message) + "\n")
@@ -300,8 +363,8 @@ def cmd_schema(args) -> int:
     limit = args.records or None
     path = args.file
     try:
-        path = _one_file(args.file)
-        with _open(path, args.compression) as reader:
+        path = _one_file(args, args.file)
+        with _open(args, path, args.compression) as reader:
             for index, record in iter_records(reader, 0, limit):
                 builder.add(parse_message(record, index, _display(path), args.sequence))
     except (OSError, ValueError) as error:  # ExampleParseError is a ValueError
@@ -334,6 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--compression", type=str.lower, choices=COMPRESSIONS, default="auto",
                        help="how the files are compressed (default: auto, told from each "
                             "file's first bytes)")
+        add_storage_option(p)
         p.set_defaults(func=func)
         return p
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 
 import numpy as np
 
 from . import _core
 from .errors import ExampleParseError
-from .records import (RecordBatch, TFRecordReader, _as_sources, _is_path,
+from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_path,
                       normalize_compression)
 
 __all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged", "BytesColumn",
@@ -496,9 +495,11 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
 
 
 def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str] = None, *,
-                  verify: bool = True) -> Iterator[Dict[str, Any]]:
+                  verify: bool = True, storage_options=None,
+                  filesystem=None) -> Iterator[Dict[str, Any]]:
     """Reads and parses Examples in batches of ``batch_size`` records (the last may be smaller),
-    across file boundaries. Errors name the file and the record's index in it."""
+    across file boundaries. Errors name the file and the record's index in it. Paths may be
+    globs and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`)."""
     if batch_size < 1:
         raise ValueError("batch_size must be positive")
     compression = normalize_compression(compression)
@@ -518,8 +519,8 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
         segments.clear()
         return columns
 
-    for source in _as_sources(paths):
-        name = os.fspath(source) if _is_path(source) else "<records>"
+    for source in _as_sources(paths, storage_options, filesystem):
+        name = _display(source) if _is_path(source) else "<records>"
         with TFRecordReader(source, compression, verify=verify) as reader:
             while True:
                 have = sum(len(b) for b in pending)

@@ -17,7 +17,9 @@ import numpy as np
 from . import _core
 from ._core import RecordBatch
 from .errors import DataLossError
-from .records import _one_path, detect_compression, normalize_compression
+from .records import (ITER_BATCH_BYTES, TFRecordReader, _display, _one_path, _resolve,
+                      detect_compression, normalize_compression)
+from .remote import RemotePath
 
 __all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
 
@@ -47,12 +49,13 @@ def _check_uncompressed(path, compression: Optional[str]) -> None:
     if compression == "auto":
         compression = detect_compression(path)
     if compression:
-        raise ValueError(f"{os.fspath(path)} cannot be indexed: compressed ({compression}); "
+        raise ValueError(f"{_display(path)} cannot be indexed: compressed ({compression}); "
                          "random access needs an uncompressed TFRecord file")
 
 
 def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None, *,
-                 compression: Optional[str] = None) -> Index:
+                 compression: Optional[str] = None, storage_options=None,
+                 filesystem=None) -> Index:
     """Indexes an uncompressed TFRecord file: returns ``(offsets, sizes)`` as int64 arrays.
 
     Only the 12-byte record headers are read (their length checksums checked, payloads skipped),
@@ -62,18 +65,52 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
     ``compression`` given) ``ValueError``. ``tfrecord_path`` may be a glob pattern matching one
     file. An ``index_path`` that is the data file itself (the same name, a link to it) is
     refused with ``ValueError``: the index would replace the data.
+
+    Either path may be a URL (``storage_options`` / ``filesystem`` as for readers): a remote
+    file is streamed once (headers cannot be skipped without a request each), its records'
+    checksums checked on the way.
     """
-    tfrecord_path = _one_path(tfrecord_path)
+    tfrecord_path = _one_path(tfrecord_path, storage_options, filesystem)
     if index_path is not None:
+        index_path = _related(index_path, storage_options, filesystem)
         _refuse_same_file(tfrecord_path, index_path)
     _check_uncompressed(tfrecord_path, compression)
-    offsets, sizes = _core.scan_index(tfrecord_path)
+    if isinstance(tfrecord_path, RemotePath):
+        offsets, sizes = _scan_stream(tfrecord_path)
+    else:
+        offsets, sizes = _core.scan_index(tfrecord_path)
     if index_path is not None:
         write_index(index_path, offsets, sizes)
     return offsets, sizes
 
 
-def _refuse_same_file(data_path: str, index_path: PathLike) -> None:
+def _related(path, storage_options, filesystem):
+    """An index path next to data that may be remote: on ``filesystem`` when given, remote when a
+    URL (with ``storage_options``), else local."""
+    if isinstance(path, RemotePath):
+        return path
+    from .remote import is_url
+    return _resolve(path, storage_options if is_url(os.fspath(path)) else None, filesystem)
+
+
+def _scan_stream(rp: RemotePath) -> Index:
+    """(offsets, sizes) of a remote file, read front to back (both checksums checked)."""
+    offsets, sizes = [], []
+    with TFRecordReader(rp) as reader:
+        for batch in reader.iter_batches(max_bytes=ITER_BATCH_BYTES):
+            offsets.append(np.array(batch.positions))
+            sizes.append(np.diff(batch.offsets) + 16)
+    if not offsets:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(offsets), np.concatenate(sizes)
+
+
+def _refuse_same_file(data_path, index_path) -> None:
+    if isinstance(data_path, RemotePath) or isinstance(index_path, RemotePath):
+        if data_path == index_path:
+            raise ValueError(f"the index path {_display(index_path)} is the data file itself: "
+                             "writing the index would destroy the data")
+        return
     try:
         same = os.path.samefile(data_path, index_path)
     except OSError:  # the index does not exist yet (or the data file does not: reported later)
@@ -83,11 +120,16 @@ def _refuse_same_file(data_path: str, index_path: PathLike) -> None:
                          f"{data_path} itself: writing the index would destroy the data")
 
 
-def write_index(index_path: PathLike, offsets, sizes) -> None:
-    """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one."""
+def write_index(index_path: PathLike, offsets, sizes, *, storage_options=None,
+                filesystem=None) -> None:
+    """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one
+    (a remote index is put in one request)."""
     text = _core.format_index(np.asarray(offsets, dtype=np.int64),
                               np.asarray(sizes, dtype=np.int64))
-    index_path = os.fspath(index_path)
+    index_path = _resolve(index_path, storage_options, filesystem)
+    if isinstance(index_path, RemotePath):
+        index_path.write_bytes(text)
+        return
     directory = os.path.dirname(os.path.abspath(index_path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".idx", dir=directory)
     try:
@@ -109,21 +151,25 @@ def _umask() -> int:
     return mask
 
 
-def load_index(index_path: PathLike) -> Index:
+def load_index(index_path: PathLike, *, storage_options=None, filesystem=None) -> Index:
     """Reads an index file (ours, the ``tfrecord`` package's or DALI's): ``(offsets, sizes)``.
+    It may be a URL (``storage_options`` / ``filesystem`` as for readers).
 
     A file that is not an index raises ``ValueError`` naming the line.
     """
-    index_path = os.fspath(index_path)
+    index_path = _resolve(index_path, storage_options, filesystem)
+    if isinstance(index_path, RemotePath):
+        return _core.parse_index(index_path.read(), index_path.name)
     with open(index_path, "rb") as f:
         data = f.read()
     return _core.parse_index(data, index_path)
 
 
-def _as_index(path, index) -> Index:
+def _as_index(path, index, storage_options=None, filesystem=None) -> Index:
     if index is None:
         return create_index(path)
-    if isinstance(index, (str, os.PathLike)):
+    if isinstance(index, (str, os.PathLike, RemotePath)):
+        index = _related(index, storage_options, filesystem)
         return load_index(index)
     try:
         offsets, sizes = index
@@ -137,7 +183,8 @@ def _as_index(path, index) -> Index:
     return offsets, sizes
 
 
-def _check_covers(path: str, offsets: np.ndarray, sizes: np.ndarray, index_name: str) -> None:
+def _check_covers(path, offsets: np.ndarray, sizes: np.ndarray, index_name: str,
+                  size: Optional[int] = None) -> None:
     """A complete index (records back to back from byte 0, what create_index and the tools
     write) must end where the file ends; if not, the file changed since it was indexed, and
     len() and every position in the index are wrong. A partial index is not checked here (each
@@ -145,7 +192,8 @@ def _check_covers(path: str, offsets: np.ndarray, sizes: np.ndarray, index_name:
     if len(offsets) == 0 or offsets[0] != 0 or \
             not np.array_equal(offsets[1:], offsets[:-1] + sizes[:-1]):
         return
-    size = os.path.getsize(path)
+    if size is None:
+        size = os.path.getsize(path)
     ends = offsets + sizes
     end = int(ends[-1])
     if end == size:
@@ -160,7 +208,7 @@ def _check_covers(path: str, offsets: np.ndarray, sizes: np.ndarray, index_name:
         detail = (f"the index {index_name} says record {record} at offset {offset} takes "
                   f"{int(sizes[record])} bytes but the file has {size} bytes (the file was cut "
                   "or rewritten since the index was written?)")
-    raise DataLossError(detail + "; make a new index with create_index()", path=path,
+    raise DataLossError(detail + "; make a new index with create_index()", path=_display(path),
                         record_index=record, offset=offset, reason="index_mismatch")
 
 
@@ -183,16 +231,24 @@ class IndexedTFRecordReader:
 
     Reads use ``pread``, so one reader can serve many threads at once. It pickles by path and
     index, and opens the file again in a new process (after unpickling, or in a forked child).
+
+    ``path`` (and an index path) may be a URL, with ``storage_options`` or ``filesystem`` (see
+    :mod:`tfrec_fast.remote`). The object's size is taken when the reader opens; ``get_batch``
+    then fetches the distinct records with range requests, records within
+    :data:`tfrec_fast.remote.MAX_GAP` of each other sharing one, all sent at once (up to
+    :data:`tfrec_fast.remote.DEFAULT_CONCURRENCY` in flight), and checks them in C++ as it
+    checks local reads; ``r[i]`` is one request.
     """
 
     def __init__(self, path: PathLike, index: Union[None, PathLike, Index] = None, *,
-                 verify: bool = True):
-        self._path = _one_path(path)
+                 verify: bool = True, storage_options=None, filesystem=None):
+        self._path = _one_path(path, storage_options, filesystem)
         _check_uncompressed(self._path, None)
-        self._offsets, self._sizes = _as_index(self._path, index)
+        self._offsets, self._sizes = _as_index(self._path, index, storage_options, filesystem)
         # What an index that does not fit the file is called in the error (None: built now).
         self._index_name = None if index is None else (
-            os.fspath(index) if isinstance(index, (str, os.PathLike)) else "(offsets, sizes)")
+            _display(index) if isinstance(index, (str, os.PathLike, RemotePath))
+            else "(offsets, sizes)")
         self._verify = bool(verify)
         self.skipped: list = []  # DataLossErrors of records left out by get_batch(skip_corrupt=True)
         self._closed = False
@@ -204,10 +260,16 @@ class IndexedTFRecordReader:
         if self._closed:
             raise ValueError("I/O operation on a closed IndexedTFRecordReader")
         if self._reader is None or self._generation != _process_generation:
-            reader = _core.IndexedReader(self._path, self._offsets, self._sizes, self._verify,
-                                         MAX_GAP, MAX_READ)
+            if isinstance(self._path, RemotePath):
+                reader = _RemoteIndexedReader(self._path, self._offsets, self._sizes,
+                                              self._verify)
+                size = reader.size
+            else:
+                reader = _core.IndexedReader(self._path, self._offsets, self._sizes,
+                                             self._verify, MAX_GAP, MAX_READ)
+                size = None
             if self._index_name is not None:
-                _check_covers(self._path, self._offsets, self._sizes, self._index_name)
+                _check_covers(self._path, self._offsets, self._sizes, self._index_name, size)
             self._reader = reader
             self._generation = _process_generation
         return self._reader
@@ -222,7 +284,8 @@ class IndexedTFRecordReader:
             i = int(i)
         n = len(self._offsets)
         if not -n <= i < n:
-            raise IndexError(f"record index {i} out of range for {self._path} ({n} records)")
+            raise IndexError(f"record index {i} out of range for {_display(self._path)} "
+                             f"({n} records)")
         return memoryview(self._live().read_one(i % n))
 
     def get_batch(self, indices: Sequence[int], *, skip_corrupt: bool = False) -> RecordBatch:
@@ -259,7 +322,8 @@ class IndexedTFRecordReader:
 
     @property
     def path(self) -> str:
-        return self._path
+        """The file's path (or URL)."""
+        return self._path.url if isinstance(self._path, RemotePath) else self._path
 
     @property
     def offsets(self) -> np.ndarray:
@@ -305,7 +369,41 @@ class IndexedTFRecordReader:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self)} records"
-        return f"<IndexedTFRecordReader {self._path!r} ({state})>"
+        return f"<IndexedTFRecordReader {_display(self._path)!r} ({state})>"
+
+
+class _RemoteIndexedReader:
+    """What _core.IndexedReader does for a local file, for a remote one: the records of a
+    batch fetched by concurrent, coalesced range requests (see remote.read_records_at) and
+    checked in C++ the same way. The object's size is taken when it is opened."""
+
+    def __init__(self, rp: RemotePath, offsets: np.ndarray, sizes: np.ndarray, verify: bool):
+        bad = np.flatnonzero((offsets < 0) | (sizes < 16))
+        if len(bad):
+            i = int(bad[0])
+            raise ValueError(f"index of '{rp.name}': entry {i} (offset {int(offsets[i])}, size "
+                             f"{int(sizes[i])}) is impossible: a record takes at least 16 bytes")
+        self._rp = rp
+        self._offsets = offsets
+        self._sizes = sizes
+        self._verify = verify
+        self.size = rp.size()
+
+    def read(self, indices: np.ndarray) -> RecordBatch:
+        from .remote import read_records_at
+        n = len(self._offsets)
+        out = np.flatnonzero((indices < 0) | (indices >= n))
+        if len(out):
+            raise IndexError(f"record index {int(indices[out[0]])} out of range for "
+                             f"{self._rp.name} ({n} records)")
+        return read_records_at(self._rp, indices, self._offsets, self._sizes, self.size,
+                               self._verify)
+
+    def read_one(self, index: int) -> memoryview:
+        return self.read(np.array([index], np.int64))[0]
+
+    def close(self) -> None:
+        pass
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

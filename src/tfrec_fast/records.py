@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Iterator, Optional, Union
 from . import _core
 from ._core import RecordBatch, masked_crc32c
 from .errors import DataLossError
+from .remote import RemotePath, is_url
 
 __all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "count_records",
            "detect_compression", "expand_pattern", "COMPRESSIONS"]
@@ -73,10 +74,18 @@ def sniff_compression(head: bytes) -> str:
     return ""
 
 
-def detect_compression(path) -> str:
-    """Guesses "", "gzip" or "zlib" from a file's first bytes (a valid record header wins)."""
+def detect_compression(path, *, storage_options=None, filesystem=None) -> str:
+    """Guesses "", "gzip" or "zlib" from a file's first bytes (a valid record header wins).
+    ``path`` may be a URL (see :mod:`tfrec_fast.remote`)."""
+    path = _resolve(path, storage_options, filesystem)
+    if isinstance(path, RemotePath):
+        return sniff_compression(_remote_head(path))
     with open(path, "rb") as f:
         return sniff_compression(_read_head(f))
+
+
+def _remote_head(rp: RemotePath) -> bytes:
+    return rp.read(0, min(_HEAD, rp.size()))
 
 
 def _read_head(stream) -> bytes:
@@ -122,6 +131,8 @@ def _head_of(source) -> bytes:
     """The first bytes of a regular file (nothing of a pipe, which cannot be read again) or of
     a buffer."""
     try:
+        if isinstance(source, RemotePath):
+            return _remote_head(source)
         if isinstance(source, str):
             if not os.path.isfile(source):
                 return b""
@@ -141,7 +152,19 @@ def same_file(a, b) -> bool:
 
 
 def _is_path(source) -> bool:
-    return isinstance(source, (str, os.PathLike))
+    return isinstance(source, (str, os.PathLike, RemotePath))
+
+
+def _is_remote(path, filesystem=None) -> bool:
+    return filesystem is not None or isinstance(path, RemotePath) or is_url(path)
+
+
+def _resolve(path, storage_options=None, filesystem=None):
+    """A local path (str) or a RemotePath (URLs, and any path with ``filesystem``)."""
+    if not _is_remote(path, filesystem) and not storage_options:
+        return os.fspath(path)
+    from .remote import resolve
+    return resolve(path, storage_options, filesystem)
 
 
 def _is_file_like(source) -> bool:
@@ -157,10 +180,23 @@ def _check_binary(file) -> None:
                         "(open(path, 'rb') / open(path, 'wb'))")
 
 
-def expand_pattern(path) -> list:
+def expand_pattern(path, *, storage_options=None, filesystem=None) -> list:
     """A path or a glob pattern -> the paths it names: [path] for a path that exists (a literal
     name wins over glob characters) or has no glob characters, else the files the pattern
-    matches, sorted. A pattern matching nothing raises FileNotFoundError naming it."""
+    matches, sorted. A pattern matching nothing raises FileNotFoundError naming it. URLs (and
+    paths on ``filesystem``) expand on their store, to URLs (see :mod:`tfrec_fast.remote`)."""
+    return [p.url if isinstance(p, RemotePath) else p
+            for p in _expand(path, storage_options, filesystem)]
+
+
+def _expand(path, storage_options=None, filesystem=None) -> list:
+    """expand_pattern, remote files as RemotePaths (which carry their filesystem)."""
+    if isinstance(path, RemotePath):
+        return [path]
+    if _is_remote(path, filesystem) or storage_options:
+        from .remote import expand
+        resolved = _resolve(path, storage_options, filesystem)
+        return expand(resolved) if isinstance(resolved, RemotePath) else _expand(resolved)
     text = os.fsdecode(os.fspath(path))
     if not glob.has_magic(text) or os.path.lexists(text):
         return [text]
@@ -170,13 +206,48 @@ def expand_pattern(path) -> list:
     return matched
 
 
-def _one_path(path) -> str:
-    """A path, or a pattern matching exactly one file, for what reads one file."""
-    paths = expand_pattern(path)
+def path_exists(path) -> bool:
+    """os.path.exists, for URLs too."""
+    resolved = _resolve(path)
+    return resolved.exists() if isinstance(resolved, RemotePath) else os.path.exists(resolved)
+
+
+def file_version(path) -> tuple:
+    """(size, a value that changes when the file is rewritten: mtime or ETag), for URLs too."""
+    resolved = _resolve(path)
+    if not isinstance(resolved, RemotePath):
+        st = os.stat(resolved)
+        return st.st_size, st.st_mtime_ns
+    info = resolved.info()
+    if info.get("type") == "directory":
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), resolved.name)
+    return info.get("size"), str(info.get("ETag") or info.get("LastModified") or info.get("mtime"))
+
+
+def open_binary(path):
+    """open(path, "rb"), for URLs too (a read-ahead file: see tfrec_fast.remote)."""
+    resolved = _resolve(path)
+    if isinstance(resolved, RemotePath):
+        from .remote import open_input
+        return open_input(resolved)
+    return open(resolved, "rb")
+
+
+def _one_path(path, storage_options=None, filesystem=None):
+    """A path, or a pattern matching exactly one file, for what reads one file (a str, or a
+    RemotePath for a remote file)."""
+    paths = _expand(path, storage_options, filesystem)
     if len(paths) > 1:
-        raise ValueError(f"{os.fspath(path)!r} matches {len(paths)} files ({paths[0]}, ...); "
+        raise ValueError(f"{_display(path)!r} matches {len(paths)} files ({paths[0]}, ...); "
                          "this reads one file: use read_records() or read_examples() for several")
     return paths[0]
+
+
+def _display(path) -> str:
+    if isinstance(path, RemotePath):
+        return path.name
+    from .remote import redact
+    return redact(os.fsdecode(os.fspath(path)))
 
 
 def _file_name(file) -> str:
@@ -187,8 +258,10 @@ def _file_name(file) -> str:
 class TFRecordReader:
     """Reads the records of one TFRecord source, checking both CRCs (unless ``verify=False``).
 
-    ``source`` is a path (or a glob pattern matching one file), a bytes-like object holding a
-    whole file, or a binary file-like object. ``compression`` is None (uncompressed), "gzip",
+    ``source`` is a path (or a glob pattern matching one file), a URL (``s3://``, ``gs://``,
+    ``https://``, ... with ``storage_options`` for fsspec, or a path on ``filesystem``, an fsspec
+    or pyarrow filesystem; see :mod:`tfrec_fast.remote`), a bytes-like object holding a whole
+    file, or a binary file-like object. ``compression`` is None (uncompressed), "gzip",
     "zlib" or "auto" (told from the first bytes; a pipe loses nothing to it). Iterating yields
     read-only ``memoryview``s that share memory with the batch they were read in and keep it
     alive (``copy=True`` yields ``bytes``). A damaged file raises
@@ -197,15 +270,15 @@ class TFRecordReader:
 
     def __init__(self, source: Source, compression: Optional[str] = None, *, verify: bool = True,
                  copy: bool = False, buffer_size: int = DEFAULT_BUFFER_SIZE,
-                 skip_corrupt: bool = False):
+                 skip_corrupt: bool = False, storage_options=None, filesystem=None):
         compression = normalize_compression(compression)
         self._skipped: list = []
         self._owned = None  # a file this reader opened and must close
         args = (bool(verify), bool(copy), int(buffer_size), ITER_BATCH_RECORDS, ITER_BATCH_BYTES,
                 bool(skip_corrupt))
         if _is_path(source):
-            source = _one_path(source)
-            name = source
+            source = _one_path(source, storage_options, filesystem)
+            name = _display(source)
         elif _is_file_like(source):
             _check_binary(source)
             name = _file_name(source)
@@ -217,6 +290,10 @@ class TFRecordReader:
                             (": for several files use read_records()"
                              if isinstance(source, (list, tuple)) else ""))
         try:
+            if isinstance(source, RemotePath):  # read through a read-ahead file object
+                from .remote import open_input
+                self._unsure = None if compression else source  # for the hint, as for paths
+                self._owned = source = open_input(source)
             if compression == "auto":  # look at the first bytes (not consuming them)
                 source, head = self._peek(source)
                 compression = sniff_compression(head)
@@ -354,11 +431,12 @@ def _is_bytes_like(source) -> bool:
     return True
 
 
-def _as_sources(paths) -> list:
+def _as_sources(paths, storage_options=None, filesystem=None) -> list:
     """One source (path or glob pattern, file-like, bytes-like) or an iterable of them -> a list
-    of sources, each pattern replaced by the files it matches (sorted)."""
+    of sources, each pattern replaced by the files it matches (sorted; remote ones as
+    RemotePaths)."""
     if _is_path(paths):
-        return expand_pattern(paths)
+        return _expand(paths, storage_options, filesystem)
     if _is_file_like(paths) or _is_bytes_like(paths):
         return [paths]
     if paths is None or not hasattr(paths, "__iter__"):
@@ -370,23 +448,27 @@ def _as_sources(paths) -> list:
         if source is None:
             raise TypeError("None in the list of paths: each must be a path or glob pattern, "
                             "a bytes-like object or a binary file-like object")
-        sources.extend(expand_pattern(source) if _is_path(source) else [source])
+        sources.extend(_expand(source, storage_options, filesystem) if _is_path(source)
+                       else [source])
     return sources
 
 
 def read_records(paths, compression: Optional[str] = None, *, verify: bool = True,
                  copy: bool = False, skip_corrupt: bool = False,
-                 on_skip: Optional[Callable[[DataLossError], None]] = None) -> Iterator[memoryview]:
+                 on_skip: Optional[Callable[[DataLossError], None]] = None,
+                 storage_options=None, filesystem=None) -> Iterator[memoryview]:
     """Yields every record of one source or of a list of them, in order.
 
-    Paths may be glob patterns (``"train-*.tfrecord"``, matches sorted); ``compression="auto"``
-    tells each file's compression from its first bytes. Each file is opened only when reached and closed when done. With ``skip_corrupt=True``
-    damaged records are skipped and ``on_skip`` (default: a warning) gets a DataLossError for
-    each. See :class:`TFRecordReader`.
+    Paths may be glob patterns (``"train-*.tfrecord"``, matches sorted) and URLs
+    (``"s3://bucket/train-*.tfrecord"``, with ``storage_options`` or ``filesystem``: see
+    :mod:`tfrec_fast.remote`); ``compression="auto"`` tells each file's compression from its
+    first bytes. Each file is opened only when reached and closed when done. With
+    ``skip_corrupt=True`` damaged records are skipped and ``on_skip`` (default: a warning) gets a
+    DataLossError for each. See :class:`TFRecordReader`.
     """
     compression = normalize_compression(compression)  # fail before the first file
-    readers = _open_each(_as_sources(paths), compression, verify, copy, skip_corrupt,
-                         on_skip or _warn_skip)
+    readers = _open_each(_as_sources(paths, storage_options, filesystem), compression, verify,
+                         copy, skip_corrupt, on_skip or _warn_skip)
     return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
 
 
@@ -406,19 +488,21 @@ def _open_each(sources, compression, verify, copy, skip_corrupt, on_skip):
                 on_skip(error)
 
 
-def count_records(paths, compression: Optional[str] = None, *, verify: bool = True) -> int:
-    """Counts the records of one source or of a list of them (paths may be glob patterns),
-    reading only record headers."""
+def count_records(paths, compression: Optional[str] = None, *, verify: bool = True,
+                  storage_options=None, filesystem=None) -> int:
+    """Counts the records of one source or of a list of them (paths may be glob patterns or
+    URLs), reading only record headers (a remote file is streamed: skipping costs requests)."""
     compression = normalize_compression(compression)  # fail before the first file
     total = 0
-    for source in _as_sources(paths):
+    for source in _as_sources(paths, storage_options, filesystem):
         with TFRecordReader(source, compression, verify=verify) as reader:
             total += reader.count()
     return total
 
 
 class TFRecordWriter:
-    """Writes TFRecord records to a path or a binary file-like object.
+    """Writes TFRecord records to a path, a URL (``s3://bucket/train.tfrecord``, with
+    ``storage_options`` or ``filesystem`` as for readers) or a binary file-like object.
 
     Uncompressed output is byte-identical to TensorFlow's ``tf.io.TFRecordWriter``. Use it as a
     context manager: on leaving the block, even by an exception, it is closed and every record
@@ -426,12 +510,24 @@ class TFRecordWriter:
     """
 
     def __init__(self, destination, compression: Optional[str] = None, *,
-                 level: Optional[int] = None, buffer_size: int = DEFAULT_BUFFER_SIZE):
+                 level: Optional[int] = None, buffer_size: int = DEFAULT_BUFFER_SIZE,
+                 storage_options=None, filesystem=None):
         compression = normalize_compression(compression, auto=False)
         level = -1 if level is None else int(level)
+        self._owned = None  # a remote file this writer opened: closed (published) by close()
         if _is_file_like(destination):
             _check_binary(destination)
         if _is_path(destination):
+            destination = _resolve(destination, storage_options, filesystem)
+        if isinstance(destination, RemotePath):
+            self._owned = destination.open_output()
+            try:
+                self._writer = _core.RecordWriter.create_file(
+                    self._owned, destination.name, compression, level, int(buffer_size))
+            except BaseException:
+                self._owned.close()
+                raise
+        elif _is_path(destination):
             self._writer = _core.RecordWriter.create_path(os.fspath(destination), compression,
                                                           level, int(buffer_size))
         elif hasattr(destination, "write"):
@@ -465,10 +561,19 @@ class TFRecordWriter:
         self._writer.flush(sync)
 
     def close(self) -> None:
-        """Writes what is buffered, finishes the compressed stream and closes. Idempotent."""
+        """Writes what is buffered, finishes the compressed stream and closes. Idempotent. A
+        remote object appears (whole) only now, and only if everything could be written."""
         if not self._closed:
             self._closed = True
-            self._writer.close()
+            if self._owned is None:
+                self._writer.close()
+                return
+            try:
+                self._writer.close()
+            except BaseException:
+                _abandon(self._owned)  # a failed upload is not published
+                raise
+            self._owned.close()
 
     @property
     def closed(self) -> bool:
@@ -483,3 +588,15 @@ class TFRecordWriter:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _abandon(file) -> None:
+    """Closes a remote file after a failed write without publishing it (fsspec's discard() aborts
+    a multipart upload; what close() then attempts fails and is ignored)."""
+    try:
+        discard = getattr(file, "discard", None)
+        if discard is not None:
+            discard()
+        file.close()
+    except Exception:
+        pass

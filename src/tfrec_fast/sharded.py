@@ -11,6 +11,10 @@ writes the manifest (atomically too). A run that fails or is interrupted leaves 
 final name; its completed records stay readable in the temporary files
 (:attr:`ShardedWriter.partial_paths`).
 
+Remote output (a URL such as ``s3://bucket/out``, see :mod:`tfrec_fast.remote`) follows the same
+rule: each shard is uploaded (multipart, streaming) under its temporary name, and renamed by a
+server-side copy at close; the manifest, one PUT, comes last and is the commit marker.
+
 Manifest (``{prefix}.manifest.json`` next to the shards by default)::
 
     {"format": "tfrec_fast.shards", "version": 1, "created_by": "tfrec_fast 0.1.0",
@@ -26,11 +30,13 @@ paths resolved.
 
 from __future__ import annotations
 
+import array
 import base64
 import contextlib
 import json
 import operator
 import os
+import posixpath
 import re
 import secrets
 from itertools import islice
@@ -42,8 +48,10 @@ from ._core import RecordBatch
 from .encode import encode_example, encode_examples
 from .example import (_BYTES, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
                       normalize_spec)
-from .index import create_index
-from .records import DEFAULT_BUFFER_SIZE, TFRecordWriter, normalize_compression, same_file
+from .index import write_index
+from .records import (DEFAULT_BUFFER_SIZE, TFRecordWriter, _resolve, normalize_compression,
+                      same_file)
+from .remote import RemotePath, is_url
 
 __all__ = ["ShardedWriter", "read_manifest", "spec_to_json", "spec_from_json",
            "DEFAULT_SHARD_BYTES", "MANIFEST_FORMAT", "MANIFEST_VERSION"]
@@ -78,7 +86,7 @@ class _Naming:
     """Final, temporary and family names of one output's shards, from a file name pattern with
     two integer fields (shard number, total)."""
 
-    def __init__(self, directory: str, pattern: str, stem: Optional[str] = None):
+    def __init__(self, store, directory: str, pattern: str, stem: Optional[str] = None):
         fields = [m for m in _FIELD.finditer(pattern) if m.group() != "%%"]
         if len(fields) != 2 or "%" in _FIELD.sub("", pattern):
             raise ValueError(
@@ -86,6 +94,7 @@ class _Naming:
                 "total) and no other % field (%% is a literal %), e.g. "
                 f"'out/train-%05d-of-%05d.tfrecord'; got {pattern!r}")
         first, second = fields
+        self.store = store
         self.directory = directory
         self.pattern = pattern
         self._head = _unescape(pattern[:first.start()])
@@ -99,16 +108,13 @@ class _Naming:
         self.stem = stem if stem is not None else self._head.rstrip("-_. ") or "shards"
 
     @classmethod
-    def from_args(cls, path: PathLike, prefix: Optional[str], suffix: str) -> "_Naming":
-        path = os.fspath(path)
-        if not isinstance(path, str):
-            raise TypeError(f"path must be a str or os.PathLike of str, not {type(path).__name__}")
+    def from_args(cls, store, path: str, prefix: Optional[str], suffix: str) -> "_Naming":
         if prefix is not None:
             _check_plain_name("prefix", prefix, allow_empty=False)
             _check_plain_name("suffix", suffix, allow_empty=True)
             pattern = prefix.replace("%", "%%") + "-%05d-of-%05d" + suffix.replace("%", "%%")
-            return cls(os.path.abspath(path), pattern, prefix)
-        directory, base = os.path.split(path)
+            return cls(store, store.abspath(path), pattern, prefix)
+        directory, base = store.split(path)
         if any(m.group() != "%%" for m in _FIELD.finditer(directory)):
             raise ValueError(f"the shard number fields must be in the file name, not in the "
                              f"directory: {path!r}")
@@ -117,26 +123,23 @@ class _Naming:
                 "without prefix=, path must be a file name pattern with two integer fields, "
                 f"e.g. 'out/train-%05d-of-%05d.tfrecord'; got {path!r} (to name shards in a "
                 "directory, pass prefix=)")
-        return cls(os.path.abspath(_unescape(directory) or "."), base)
+        return cls(store, store.abspath(_unescape(directory) or "."), base)
 
     def final(self, i: int, n: int) -> str:
-        return os.path.join(self.directory, self.pattern % (i, n))
+        return self.store.join(self.directory, self.pattern % (i, n))
 
     def temp(self, i: int, token: str) -> str:
         # Hidden, and without the total (unknown yet); same directory, so os.replace is atomic.
-        return os.path.join(self.directory,
-                            f".{self._head}{self._number % i}{self._tail}.tmp-{token}")
+        return self.store.join(self.directory,
+                               f".{self._head}{self._number % i}{self._tail}.tmp-{token}")
 
     def default_manifest(self) -> str:
-        return os.path.join(self.directory, f"{self.stem}.manifest.json")
+        return self.store.join(self.directory, f"{self.stem}.manifest.json")
 
     def family(self) -> List[str]:
         """Existing shard files (and their .idx files) of this naming, by any total."""
-        try:
-            names = os.listdir(self.directory)
-        except FileNotFoundError:
-            return []
-        return sorted(os.path.join(self.directory, name) for name in names
+        return sorted(self.store.join(self.directory, name)
+                      for name in self.store.listdir(self.directory)
                       if self._family.fullmatch(name))
 
 
@@ -223,26 +226,37 @@ def _feature_from_json(name: str, f: Mapping[str, Any]):
 
 # ---- the manifest ------------------------------------------------------------------------------
 
-def read_manifest(path: PathLike) -> Dict[str, Any]:
+def read_manifest(path: PathLike, *, storage_options=None, filesystem=None) -> Dict[str, Any]:
     """Reads a manifest written by :class:`ShardedWriter`.
 
     Returns its fields (see the module docstring) with ``"spec"`` rebuilt into spec objects (or
-    ``None``) and ``"paths"``: the absolute path of each shard, in order. Anything else than a
-    manifest of a version this release knows raises ``ValueError``.
+    ``None``) and ``"paths"``: the absolute path (or URL) of each shard, in order. Anything else
+    than a manifest of a version this release knows raises ``ValueError``. ``path`` may be a URL
+    (``storage_options`` / ``filesystem`` as for readers).
     """
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        try:
-            data = json.load(f)
-        except ValueError:
-            raise ValueError(f"{path} is not a tfrec_fast shard manifest (not JSON)") from None
+    resolved = _resolve(path, storage_options, filesystem)
+    if isinstance(resolved, RemotePath):
+        text, path = resolved.read(), resolved.name
+    else:
+        path = resolved
+        with open(path, "rb") as f:
+            text = f.read()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError(f"{path} is not a tfrec_fast shard manifest (not JSON)") from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         raise ValueError(f"{path} is not a tfrec_fast shard manifest")
     if not isinstance(data.get("version"), int) or data["version"] > MANIFEST_VERSION:
         raise ValueError(f"{path}: manifest version {data.get('version')!r} is not supported "
                          f"(this tfrec_fast reads up to version {MANIFEST_VERSION})")
-    base = os.path.dirname(os.path.abspath(path))
     data["spec"] = spec_from_json(data.get("spec"))
+    if isinstance(resolved, RemotePath):
+        base = resolved.parent.path
+        data["paths"] = [resolved.sibling(posixpath.normpath(posixpath.join(base, s["file"]))).url
+                         for s in data["shards"]]
+        return data
+    base = os.path.dirname(os.path.abspath(path))
     data["paths"] = [os.path.normpath(os.path.join(base, s["file"])) for s in data["shards"]]
     return data
 
@@ -298,13 +312,146 @@ def _fsync_directory(path: str) -> None:
         os.close(fd)
 
 
+# ---- where the output goes ---------------------------------------------------------------------
+
+class _LocalStore:
+    """The local file system: atomic renames, fsync for durability."""
+
+    abspath = staticmethod(os.path.abspath)
+    join = staticmethod(os.path.join)
+    split = staticmethod(os.path.split)
+    dirname = staticmethod(os.path.dirname)
+    relative = staticmethod(_relative)
+    exists = staticmethod(os.path.exists)
+    replace = staticmethod(os.replace)
+    remove = staticmethod(os.remove)
+    size = staticmethod(os.path.getsize)
+
+    @staticmethod
+    def fsync_file(path: str) -> None:
+        _fsync_file(path)
+
+    @staticmethod
+    def fsync_directory(path: str) -> None:
+        _fsync_directory(path)
+
+    @staticmethod
+    def write_json(path: str, data, token: str, sync: bool) -> None:
+        _write_json(path, data, token, sync)
+
+    @staticmethod
+    def makedirs(path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    @staticmethod
+    def listdir(path: str) -> List[str]:
+        try:
+            return os.listdir(path)
+        except FileNotFoundError:
+            return []
+
+    @staticmethod
+    def same(keep, path: str) -> bool:
+        return not _is_remote_path(keep) and same_file(os.fspath(keep), path)
+
+    @staticmethod
+    def url(path: str) -> str:
+        return path
+
+    @staticmethod
+    def writer(path: str, compression: str, level, buffer_size: int) -> TFRecordWriter:
+        return TFRecordWriter(path, compression, level=level, buffer_size=buffer_size)
+
+    @staticmethod
+    def write_index(path: str, offsets, sizes) -> None:
+        write_index(path, offsets, sizes)
+
+
+class _RemoteStore:
+    """An fsspec filesystem (see tfrec_fast.remote), by filesystem paths: a rename is a copy and
+    a delete, a small file one PUT (atomic on object stores), durability the store's."""
+
+    def __init__(self, base: RemotePath):
+        self._base = base
+
+    def _at(self, path: str) -> RemotePath:
+        return self._base.sibling(path)
+
+    def abspath(self, path: str) -> str:
+        return path.rstrip("/") or "/"
+
+    join = staticmethod(posixpath.join)
+    split = staticmethod(posixpath.split)
+    dirname = staticmethod(posixpath.dirname)
+
+    @staticmethod
+    def relative(path: str, start: str) -> str:
+        return posixpath.relpath(path, start)
+
+    def exists(self, path: str) -> bool:
+        return self._at(path).exists()
+
+    def replace(self, source: str, target: str) -> None:
+        self._at(source).rename(self._at(target))
+
+    def remove(self, path: str) -> None:
+        self._at(path).remove()
+
+    def size(self, path: str) -> int:
+        return self._at(path).size()
+
+    def fsync_file(self, path: str) -> None:
+        pass  # an upload is durable once it completes
+
+    def fsync_directory(self, path: str) -> None:
+        pass
+
+    def makedirs(self, path: str) -> None:
+        self._at(path).makedirs()
+
+    def listdir(self, path: str) -> List[str]:
+        return self._at(path).listdir()
+
+    def same(self, keep, path: str) -> bool:
+        return _is_remote_path(keep) and _resolve(keep, None, None) == self._at(path)
+
+    def url(self, path: str) -> str:
+        return self._at(path).url
+
+    def write_json(self, path: str, data, token: str, sync: bool) -> None:
+        self._at(path).write_bytes((json.dumps(data, indent=2) + "\n").encode("utf-8"))
+
+    def writer(self, path: str, compression: str, level, buffer_size: int) -> TFRecordWriter:
+        return TFRecordWriter(self._at(path), compression, level=level, buffer_size=buffer_size)
+
+    def write_index(self, path: str, offsets, sizes) -> None:
+        write_index(self._at(path), offsets, sizes)
+
+
+def _is_remote_path(path) -> bool:
+    return isinstance(path, RemotePath) or is_url(os.fspath(path))
+
+
+def _store_for(path, storage_options, filesystem):
+    """(store, path in it) for an output directory or shard name pattern."""
+    if isinstance(path, RemotePath):
+        return _RemoteStore(path), path.path
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(f"path must be a str or os.PathLike of str, not {type(text).__name__}")
+    resolved = _resolve(text, storage_options, filesystem)
+    if isinstance(resolved, RemotePath):
+        return _RemoteStore(resolved), resolved.path
+    return _LocalStore(), resolved
+
+
 # ---- the writer --------------------------------------------------------------------------------
 
 class _Shard:
     """One shard: its temporary path, final path once renamed, writer (None once finished) and
     counts."""
 
-    __slots__ = ("temp", "final", "writer", "records", "bytes")
+    __slots__ = ("temp", "final", "writer", "records", "bytes", "sizes")
 
     def __init__(self, temp: str, writer: TFRecordWriter):
         self.temp = temp
@@ -312,6 +459,7 @@ class _Shard:
         self.writer: Optional[TFRecordWriter] = writer
         self.records = 0
         self.bytes = 0
+        self.sizes = array.array("q")  # framed size of each record, when an index is written
 
     @property
     def path(self) -> str:
@@ -371,8 +519,10 @@ class ShardedWriter:
                  records_per_shard: Optional[int] = None, compression: Optional[str] = None,
                  level: Optional[int] = None, suffix: str = ".tfrecord", index: bool = False,
                  manifest: Union[bool, PathLike] = True, spec=None, overwrite: bool = False,
-                 sync: bool = True, protect: Iterable[PathLike] = ()):
-        self._naming = _Naming.from_args(path, prefix, suffix)
+                 sync: bool = True, protect: Iterable[PathLike] = (), storage_options=None,
+                 filesystem=None):
+        self._store, path = _store_for(path, storage_options, filesystem)
+        self._naming = _Naming.from_args(self._store, path, prefix, suffix)
         self._compression = normalize_compression(compression, auto=False)
         self._level = level
         self._num_shards = _positive("num_shards", num_shards)
@@ -395,13 +545,13 @@ class ShardedWriter:
         elif manifest is False or manifest is None:
             self._manifest = None
         else:
-            self._manifest = os.path.abspath(os.fspath(manifest))
+            self._manifest = self._manifest_path(manifest, storage_options, filesystem)
         self._overwrite = bool(overwrite)
         self._sync = bool(sync)
         self._check_protected(protect)
         if not self._overwrite:
             self._check_free()
-        os.makedirs(self._naming.directory, exist_ok=True)
+        self._store.makedirs(self._naming.directory)
 
         self._token = secrets.token_hex(4)
         self._buffer_size = DEFAULT_BUFFER_SIZE
@@ -415,6 +565,7 @@ class ShardedWriter:
         self._error: Optional[BaseException] = None  # the failure of a write, if any
         self._state = "open"  # -> "closed" (shards final) or "aborted" (left as temporaries)
         self._shards: List[str] = []
+        self._shard_bytes: List[int] = []
         # Shard 0 exists in every output: opening it now reports a bad level or an unwritable
         # directory here rather than at the first write.
         if self._num_shards is not None:
@@ -431,7 +582,7 @@ class ShardedWriter:
         part = self._part_for(size)
         with self._failing():
             part.writer.write(record)
-        self._count(part, 1, size)
+        self._count(part, size)
 
     def write_batch(self, records: Union[RecordBatch, Iterable]) -> None:
         """Writes many records: a RecordBatch, or any iterable of bytes-like objects."""
@@ -464,7 +615,7 @@ class ShardedWriter:
                 part = self._round_robin_part((first + j) % n)
                 with self._failing():
                     part.writer.write_batch(records[j::n])
-                self._count(part, len(records[j::n]), int(sizes[j::n].sum()))
+                self._count(part, sizes[j::n])
             return
         # Size cutting, one write_batch per run of records that fits in the current shard.
         ends = np.cumsum(sizes)  # ends[j]: framed bytes of records 0..j
@@ -483,7 +634,7 @@ class ShardedWriter:
             with self._failing():
                 # The whole batch as it is when it fits: the writer's fast path for a RecordBatch.
                 part.writer.write_batch(batch if take == len(batch) else islice(records, take))
-            self._count(part, take, int(ends[p + take - 1]) - before)
+            self._count(part, sizes[p:p + take])
             p += take
 
     def _part_for(self, size: int) -> _Shard:
@@ -514,18 +665,33 @@ class ShardedWriter:
             part.writer.close()  # one open file at a time when cutting by size
         part.writer = None
 
+    def _manifest_path(self, manifest, storage_options, filesystem) -> str:
+        """A manifest path given by the caller, in the output's store."""
+        store, path = _store_for(manifest, storage_options if _is_remote_path(manifest) else None,
+                                 filesystem)
+        if type(store) is not type(self._store):
+            raise ValueError("the manifest must be in the same storage as the shards "
+                             "(both local, or both remote)")
+        return store.abspath(path)
+
     def _open(self, i: int) -> _Shard:
         temp = self._naming.temp(i, self._token)
         with self._failing():
-            writer = TFRecordWriter(temp, self._compression, level=self._level,
-                                    buffer_size=self._buffer_size)
+            writer = self._store.writer(temp, self._compression, self._level, self._buffer_size)
         return _Shard(temp, writer)
 
-    def _count(self, part: _Shard, records: int, size: int) -> None:
+    def _count(self, part: _Shard, sizes) -> None:
+        """Counts records written to ``part``: ``sizes`` is one framed size or an array of them."""
+        records, size = (1, sizes) if isinstance(sizes, int) else (len(sizes), int(sizes.sum()))
         part.records += records
         part.bytes += size
         self._records += records
         self._bytes += size
+        if self._index:  # the index is made from these, not by reading the shard again
+            if isinstance(sizes, int):
+                part.sizes.append(sizes)
+            else:
+                part.sizes.frombytes(np.ascontiguousarray(sizes, dtype=np.int64).tobytes())
 
     @contextlib.contextmanager
     def _failing(self) -> Iterator[None]:
@@ -553,7 +719,7 @@ class ShardedWriter:
         temporary files (see :attr:`partial_paths`) and raises ``RuntimeError``.
         """
         if self._state == "closed":
-            return list(self._shards)
+            return self.shards
         if self._state == "aborted" or self._error is not None:
             self._abort()
             raise RuntimeError("ShardedWriter not finished (a write failed, or it was left by "
@@ -566,7 +732,7 @@ class ShardedWriter:
             if self._state != "closed":  # else only the clean-up after the output failed
                 self._abort()
             raise
-        return list(self._shards)
+        return self.shards
 
     def _finish(self) -> None:
         if self._num_shards is not None:
@@ -578,38 +744,42 @@ class ShardedWriter:
         finals = [self._naming.final(i, n) for i in range(n)]
         if not self._overwrite:
             self._check_free()  # something may have appeared while we wrote
+        store = self._store
         for part in self._parts:
             if self._sync:
-                _fsync_file(part.temp)
+                store.fsync_file(part.temp)
             if self._index:  # under a temporary name too, renamed with its shard
-                create_index(part.temp, part.temp + ".idx", compression="")
+                sizes = np.frombuffer(part.sizes, dtype=np.int64)
+                offsets = np.cumsum(sizes) - sizes
+                store.write_index(part.temp + ".idx", offsets, sizes)
                 if self._sync:
-                    _fsync_file(part.temp + ".idx")
+                    store.fsync_file(part.temp + ".idx")
         for part, final in zip(self._parts, finals):
             if self._index:
-                os.replace(part.temp + ".idx", final + ".idx")
-            os.replace(part.temp, final)
+                store.replace(part.temp + ".idx", final + ".idx")
+            store.replace(part.temp, final)
             part.final = final
+        self._shard_bytes = [store.size(final) for final in finals]
         if self._manifest is not None:
-            _write_json(self._manifest, self._manifest_data(), self._token, self._sync)
+            store.write_json(self._manifest, self._manifest_data(), self._token, self._sync)
         self._shards = finals
         self._state = "closed"  # the output is complete from here on
         if self._overwrite:
             self._remove_stale()
         if self._sync:
-            _fsync_directory(self._naming.directory)
+            store.fsync_directory(self._naming.directory)
             if self._manifest is not None and \
-                    os.path.dirname(self._manifest) != self._naming.directory:
-                _fsync_directory(os.path.dirname(self._manifest))
+                    store.dirname(self._manifest) != self._naming.directory:
+                store.fsync_directory(store.dirname(self._manifest))
 
     def _manifest_data(self) -> Dict[str, Any]:
         from . import __version__  # here: the package imports this module before setting it
 
-        base = os.path.dirname(self._manifest)
-        shards = [{"file": _relative(part.final, base), "records": part.records,
-                   "bytes": os.path.getsize(part.final),
-                   "index": _relative(part.final + ".idx", base) if self._index else None}
-                  for part in self._parts]
+        base = self._store.dirname(self._manifest)
+        relative = self._store.relative
+        shards = [{"file": relative(part.final, base), "records": part.records, "bytes": size,
+                   "index": relative(part.final + ".idx", base) if self._index else None}
+                  for part, size in zip(self._parts, self._shard_bytes)]
         return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
                 "created_by": f"tfrec_fast {__version__}",
                 "compression": _TF_COMPRESSION[self._compression],
@@ -620,18 +790,18 @@ class ShardedWriter:
     def _check_free(self) -> None:
         taken = self._naming.family()
         for manifest in {self._manifest, self._naming.default_manifest()} - {None}:
-            if os.path.exists(manifest):
+            if self._store.exists(manifest):
                 taken.append(manifest)
         if taken:
-            raise FileExistsError(f"{taken[0]} already exists ({len(taken)} file(s) of this "
-                                  "output); pass overwrite=True to replace them")
+            raise FileExistsError(f"{self._store.url(taken[0])} already exists ({len(taken)} "
+                                  "file(s) of this output); pass overwrite=True to replace them")
 
     def _check_protected(self, protect: Iterable[PathLike]) -> None:
         """Refuses an output whose files could replace one of ``protect``."""
         outputs = self._naming.family() + [m for m in (self._manifest,) if m is not None]
         for keep in protect:
             for output in outputs:
-                if same_file(os.fspath(keep), output):
+                if self._store.same(keep, output):
                     raise ValueError(f"{output} is the input {os.fspath(keep)}: writing this "
                                      "output would replace it; choose another directory or "
                                      "prefix")
@@ -643,10 +813,10 @@ class ShardedWriter:
             keep.update(path + ".idx" for path in self._shards)
         stale = [path for path in self._naming.family() if path not in keep]
         default = self._naming.default_manifest()
-        if default != self._manifest and os.path.exists(default):
+        if default != self._manifest and self._store.exists(default):
             stale.append(default)  # it would describe the old shards
         for path in stale:
-            os.remove(path)
+            self._store.remove(path)
 
     def _close_writers(self, quiet: bool) -> None:
         """Closes every open shard writer (completing its records), even if one fails."""
@@ -666,8 +836,26 @@ class ShardedWriter:
         self._close_writers(quiet=True)
         for part in self._parts:
             if part is not None and part.final is None:
-                _remove_quietly(part.temp + ".idx")  # if made: derived data, not worth keeping
+                self._remove_quietly(part.temp + ".idx")  # if made: derived, not worth keeping
         self._state = "aborted"
+
+    def _remove_quietly(self, path: str) -> None:
+        try:
+            self._store.remove(path)
+        except OSError:
+            pass
+
+    def remove_partial(self) -> None:
+        """Removes what an unfinished output left (:attr:`partial_paths`, and their indexes):
+        for a run that will be started again, not resumed."""
+        if self._state == "closed":
+            return
+        self._abort()
+        for part in self._parts:
+            if part is not None:
+                self._remove_quietly(part.path)
+                if self._index:
+                    self._remove_quietly(part.path + ".idx")
 
     def __enter__(self) -> "ShardedWriter":
         return self
@@ -692,13 +880,19 @@ class ShardedWriter:
 
     @property
     def shards(self) -> List[str]:
-        """The final shard paths, in order: empty until a successful :meth:`close`."""
-        return list(self._shards)
+        """The final shard paths (URLs for remote output), in order: empty until a successful
+        :meth:`close`."""
+        return [self._store.url(path) for path in self._shards]
+
+    @property
+    def shard_bytes(self) -> List[int]:
+        """The stored size of each final shard (compressed, if it is), after :meth:`close`."""
+        return list(self._shard_bytes) if self._state == "closed" else []
 
     @property
     def manifest_path(self) -> Optional[str]:
         """Where the manifest is (or will be) written; None with ``manifest=False``."""
-        return self._manifest
+        return None if self._manifest is None else self._store.url(self._manifest)
 
     @property
     def partial_paths(self) -> List[str]:
@@ -707,10 +901,10 @@ class ShardedWriter:
         Empty once the output is complete."""
         if self._state == "closed":
             return []
-        return [part.path for part in self._parts if part is not None]
+        return [self._store.url(part.path) for part in self._parts if part is not None]
 
     def __repr__(self) -> str:
-        where = os.path.join(self._naming.directory, self._naming.pattern)
+        where = self._store.url(self._store.join(self._naming.directory, self._naming.pattern))
         return (f"<ShardedWriter {where!r} ({self._state}, {self._records} records, "
                 f"{sum(p is not None for p in self._parts)} shards)>")
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple, Union
+from typing import Any, List, Mapping, Optional, Tuple, Union
+
+from ..remote import is_url
 
 __all__ = ["BadInputError", "ConvertSummary", "WriteOptions", "parse_size", "write_text_file"]
 
@@ -116,6 +119,7 @@ class WriteOptions:
     progress: Optional[bool] = None
     strict: bool = False
     overwrite: bool = False
+    storage_options: Optional[Mapping[str, Any]] = None  # for an output URL (fsspec)
 
     def __post_init__(self):
         limits = [n for n in ("num_shards", "shard_size", "records_per_shard")
@@ -140,11 +144,25 @@ class WriteOptions:
             "compression": None if self.compression in (None, "none") else self.compression,
             "index": self.index,
             "overwrite": self.overwrite,
+            "storage_options": self.storage_options,
         }
 
 
-def write_text_file(path: str, text: str) -> None:
-    """Writes text whole or not at all: a hidden temporary file renamed into place."""
+def output_path(out_dir: str, name: str) -> str:
+    """The path (or URL) of a file beside the shards."""
+    if is_url(out_dir):
+        return posixpath.join(out_dir, name)
+    return os.path.abspath(os.path.join(out_dir, name))
+
+
+def write_text_file(path: str, text: str,
+                    storage_options: Optional[Mapping[str, Any]] = None) -> None:
+    """Writes text whole or not at all: a hidden temporary file renamed into place (a URL: one
+    PUT, atomic on object stores)."""
+    if is_url(path):
+        from ..remote import resolve
+        resolve(path, storage_options).write_bytes(text.encode("utf-8", "surrogateescape"))
+        return
     directory, name = os.path.split(path)
     temp = os.path.join(directory, f".{name}.tmp{os.getpid()}")
     try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import os
 import sys
 import threading
 import time
@@ -188,20 +187,12 @@ def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, p
     except BaseException:
         # The writer left the records so far under hidden temporary names; a conversion that
         # failed is run again, not resumed, so they are only litter.
-        _remove_all(writer.partial_paths)
+        writer.remove_partial()
         raise
     finally:
         progress.close()
     shards = writer.shards
     return ConvertSummary(
         records=writer.records_written, skipped=skipped, shards=shards,
-        manifest=writer.manifest_path, bytes=sum(os.path.getsize(p) for p in shards),
+        manifest=writer.manifest_path, bytes=sum(writer.shard_bytes),
         seconds=time.perf_counter() - started)
-
-
-def _remove_all(paths: Sequence[str]) -> None:
-    for path in paths:
-        try:
-            os.remove(path)
-        except OSError:
-            pass

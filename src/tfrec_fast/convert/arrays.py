@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -158,7 +158,8 @@ def convert_numpy(arrays: Union[PathLike, Mapping[str, np.ndarray]], out_dir: Pa
                   compression: Optional[str] = None, index: bool = False,
                   shuffle: bool = False, seed: int = 0, workers: int = 1,
                   progress: Optional[bool] = None, strict: bool = False,
-                  overwrite: bool = False) -> ConvertSummary:
+                  overwrite: bool = False,
+                  storage_options: Optional[Mapping[str, Any]] = None) -> ConvertSummary:
     """Converts the arrays of an ``.npz`` file (or a mapping name -> array) into shards
     ``{out_dir}/{prefix}-*``, one Example per row (see the module docstring for the features).
 
@@ -170,7 +171,8 @@ def convert_numpy(arrays: Union[PathLike, Mapping[str, np.ndarray]], out_dir: Pa
     """
     started = time.perf_counter()
     options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
-                           shuffle, seed, workers, progress, strict, overwrite)
+                           shuffle, seed, workers, progress, strict, overwrite,
+                           storage_options)
     loaded, source = _load(arrays, keys)
     if prefix is None:
         prefix = ("data" if isinstance(arrays, Mapping)

@@ -33,7 +33,11 @@ def _size(value: str) -> int:
 
 
 def _add_common(parser: argparse.ArgumentParser, prefix_help: str) -> None:
-    parser.add_argument("out", metavar="OUT", help="directory for the shards (created if needed)")
+    from ..cli import add_storage_option  # here: that module imports this one
+
+    parser.add_argument("out", metavar="OUT",
+                        help="directory for the shards (created if needed), or a URL "
+                             "(s3://bucket/out, ...)")
     parser.add_argument("--prefix", help=prefix_help)
     shards = parser.add_mutually_exclusive_group()
     shards.add_argument("--num-shards", type=_positive, metavar="N",
@@ -60,6 +64,7 @@ def _add_common(parser: argparse.ArgumentParser, prefix_help: str) -> None:
                         help="replace existing shards of the same prefix")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                         help="a progress bar (default: when stderr is a terminal)")
+    add_storage_option(parser)
 
 
 def _common_kwargs(args) -> dict:
@@ -67,7 +72,8 @@ def _common_kwargs(args) -> dict:
             "records_per_shard": args.records_per_shard, "compression": args.compression,
             "index": args.index, "shuffle": args.shuffle, "seed": args.seed,
             "workers": args.workers, "progress": args.progress, "strict": args.strict,
-            "overwrite": args.overwrite}
+            "overwrite": args.overwrite,
+            "storage_options": dict(args.storage_options) or None}
 
 
 # The library's messages name keyword arguments; here they are options.

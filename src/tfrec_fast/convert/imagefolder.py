@@ -31,11 +31,11 @@ from __future__ import annotations
 import functools
 import os
 import time
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..encode import encode_example
 from ..example import FixedLen
-from ._common import ConvertSummary, WriteOptions, write_text_file
+from ._common import ConvertSummary, WriteOptions, output_path, write_text_file
 from ._images import ImageHeader, read_file, read_image_header
 from ._pipeline import shuffled, write_jobs
 
@@ -128,7 +128,8 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
                         compression: Optional[str] = None, index: bool = False,
                         shuffle: bool = False, seed: int = 0, workers: int = 1,
                         progress: Optional[bool] = None, strict: bool = False,
-                        overwrite: bool = False) -> ConvertSummary:
+                        overwrite: bool = False,
+                        storage_options: Optional[Mapping[str, Any]] = None) -> ConvertSummary:
     """Converts a class-per-subdirectory image folder into shards ``{out_dir}/{prefix}-*``.
 
     See the module docstring for the layout, the features and the label map file. Shards: at most
@@ -142,11 +143,13 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
     workers > 1 should do so under ``if __name__ == "__main__":``. ``progress``: a tqdm bar (default:
     when stderr is a terminal). A bad image (missing, unreadable, not an image) is skipped and
     listed in the summary, or with ``strict`` raises :class:`BadInputError` leaving no shard
-    under a final name. ``overwrite`` replaces existing shards of the same prefix.
+    under a final name. ``overwrite`` replaces existing shards of the same prefix. ``out_dir``
+    may be a URL (``s3://bucket/out``), with fsspec's ``storage_options``.
     """
     started = time.perf_counter()
     options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
-                           shuffle, seed, workers, progress, strict, overwrite)
+                           shuffle, seed, workers, progress, strict, overwrite,
+                           storage_options)
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
     classes, jobs, ignored = find_images(src_dir, extensions)
     if any("\n" in name or "\r" in name for name in classes):
@@ -157,6 +160,7 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
                          inspect=functools.partial(inspect_image, src_dir))
     summary.ignored = len(ignored)
     summary.ignored_files = ignored
-    summary.label_map = os.path.abspath(os.path.join(out_dir, f"{prefix}.labels.txt"))
-    write_text_file(summary.label_map, "".join(name + "\n" for name in classes))
+    summary.label_map = output_path(out_dir, f"{prefix}.labels.txt")
+    write_text_file(summary.label_map, "".join(name + "\n" for name in classes),
+                    storage_options)
     return summary

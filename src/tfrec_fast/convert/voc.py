@@ -42,12 +42,13 @@ import functools
 import os
 import time
 import xml.etree.ElementTree as ET
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..encode import Bytes, Floats, Int64s, encode_example
 from ..example import FixedLen, VarLen
 from ..records import same_file
-from ._common import BadInputError, ConvertSummary, WriteOptions, write_text_file
+from ._common import (BadInputError, ConvertSummary, WriteOptions, output_path,
+                      write_text_file)
 from ._images import ImageHeader, read_file, read_image_header
 from ._pipeline import shuffled, write_jobs
 
@@ -251,7 +252,8 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
                 compression: Optional[str] = None, index: bool = False,
                 shuffle: bool = False, seed: int = 0, workers: int = 1,
                 progress: Optional[bool] = None, strict: bool = False,
-                overwrite: bool = False) -> ConvertSummary:
+                overwrite: bool = False,
+                storage_options: Optional[Mapping[str, Any]] = None) -> ConvertSummary:
     """Converts the images of one split of a PASCAL VOC tree into shards
     ``{out_dir}/{prefix}-*`` (``prefix`` defaults to the split's name).
 
@@ -261,7 +263,8 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
     """
     started = time.perf_counter()
     options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
-                           shuffle, seed, workers, progress, strict, overwrite)
+                           shuffle, seed, workers, progress, strict, overwrite,
+                           storage_options)
     voc_dir, out_dir = os.fspath(voc_dir), os.fspath(out_dir)
     prefix = split if prefix is None else prefix
     ids, _ = read_split(voc_dir, split)
@@ -275,9 +278,10 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
                          out_dir, prefix, voc_spec(segmentation), options, desc="images",
                          unit="img", started=started,
                          inspect=functools.partial(inspect_voc, voc_dir, label_of))
-    summary.label_map = os.path.abspath(os.path.join(out_dir, f"{prefix}.labels.txt"))
+    summary.label_map = output_path(out_dir, f"{prefix}.labels.txt")
     if not _is_file(labels, summary.label_map):  # else it is the label map already: keep it
-        write_text_file(summary.label_map, "".join(name + "\n" for name in names))
+        write_text_file(summary.label_map, "".join(name + "\n" for name in names),
+                        storage_options)
     return summary
 
 
