@@ -251,7 +251,7 @@ def test_shared_writer_to_file_like_does_not_deadlock(compression):
     rc, out, err = run_child(SHARED_WRITER_FILE_LIKE, compression, timeout=90)
     assert rc == 0 and "ok" in (out or ""), (
         "BUG: deadlock (rc=%s) with one TFRecordWriter on a Python file-like (io.BytesIO, "
-        "compression=%r) shared by 8 threads. PyWriter::write (src/cpp/py_writer.cc) must never "
+        "compression=%r) shared by 8 threads. PyWriter::write (src/cpp/python/py_writer.cc) must never "
         "wait for RecordWriter::mu_ while holding the GIL (RecordWriter::try_write_buffered only "
         "tries the lock): a thread that holds mu_ with the GIL released (a draining write / "
         "write_batch / flush / close) needs the GIL in PySink::write: ABBA deadlock.\n"

@@ -1,5 +1,5 @@
 """Tests of the tf.train.Example decoder: tfrec_fast.example (parse_examples, parse_example,
-read_examples, FixedLen / VarLen / Ragged / BytesColumn) over src/cpp/example_decoder.cc.
+read_examples, FixedLen / VarLen / Ragged / BytesColumn) over src/cpp/core/example_decoder.cc.
 
 Oracles: the conformance corpus' .expected.json sidecars (written by TensorFlow + protobuf), a tiny
 hand-written protobuf wire encoder (below) for the malformed / unusual wire shapes, and protobuf

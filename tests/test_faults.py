@@ -224,7 +224,7 @@ def test_reading_again_after_a_file_like_raised_does_not_crash(kind):
     assert proc.returncode == 0 and "done" in proc.stdout, (
         "BUG: after a file-like source raised (%s), calling the reader again failed with "
         "SystemError('Exception escaped from default exception translator!') or aborted the "
-        "process (std::terminate inside pytest; rc=%d here). RecordReader::read_batch (src/cpp/record_reader.cc) stores the "
+        "process (std::terminate inside pytest; rc=%d here). RecordReader::read_batch (src/cpp/core/record_reader.cc) stores the "
         "pybind11 error_already_set in pending_ and rethrow_pending() rethrows it; pybind11 "
         "then restores the same Python error a second time and std::terminate()s.\n"
         "stdout: %s\nstderr: %s" % (kind, proc.returncode, proc.stdout, proc.stderr[-1500:]))
@@ -249,7 +249,7 @@ def test_compressed_source_raising_mid_read(compression, kind):
     assert len(got) == complete, (
         "BUG: %d records were fully decodable from the %d compressed bytes before the source "
         "raised, but only %d were delivered before the exception. InflateSource::read "
-        "(src/cpp/inflate_source.cc) loops to fill the whole request (the 1 MiB read-ahead); "
+        "(src/cpp/core/inflate_source.cc) loops to fill the whole request (the 1 MiB read-ahead); "
         "when inner_->read() throws, the bytes already inflated into dst are discarded. It "
         "should return what it has (z_.avail_out < asked) and re-raise on the next call."
         % (complete, cut, len(got)))
@@ -428,7 +428,7 @@ def test_eintr_while_opening_a_fifo(tmp_path):
     assert ticker.delivered > 0
     assert error is None, (
         "BUG: TFRecordReader(path) raised %r when SIGALRM interrupted open(2) of a FIFO; "
-        "FileSource::FileSource (src/cpp/sources.cc) must retry ::open on EINTR as its read() "
+        "FileSource::FileSource (src/cpp/core/sources.cc) must retry ::open on EINTR as its read() "
         "loop does" % (error,))
     assert got == records
 
@@ -557,7 +557,7 @@ def test_disk_full_mid_write(compression, mode, buffer_size):
     assert good and not damaged, (
         "BUG: after the sink failed with ENOSPC (mode %r), close() still wrote more compressed "
         "bytes after the lost chunk: the %s stream now holds a hole and decodes to wrong bytes "
-        "or fails (%d bytes decodable) instead of cleanly cut. DeflateSink::close (src/cpp/sinks.cc) "
+        "or fails (%d bytes decodable) instead of cleanly cut. DeflateSink::close (src/cpp/core/sinks.cc) "
         "pumps Z_FINISH even though an earlier inner write threw; it should only close the "
         "inner sink once a write failed (and must not touch z_.next_in, which may point at "
         "caller memory released after the failed write)." % (mode, compression, len(plain)))

@@ -22,7 +22,7 @@ from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_pa
 __all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged", "BytesColumn",
            "parse_examples", "parse_example", "parse_sequence_examples", "read_examples"]
 
-# Must match tfr::ValueKind and tfr::Layout in src/cpp/example_decoder.h.
+# Must match tfr::ValueKind and tfr::Layout in src/cpp/core/example_decoder.h.
 _INT64, _FLOAT, _BYTES = 0, 1, 2
 _FIXED, _VAR, _RAW_BYTES = 0, 1, 2
 _NUMPY = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
