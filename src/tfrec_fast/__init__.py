@@ -9,7 +9,7 @@ from .example import (BytesColumn, FixedLen, FixedLenSequence, Ragged, VarLen, V
                       parse_example, parse_examples, parse_sequence_examples, read_examples)
 from .index import IndexedTFRecordReader, create_index, load_index
 from .records import (RecordBatch, TFRecordReader, TFRecordWriter, count_records,
-                      read_records)
+                      read_batches, read_records)
 from .sharded import ShardedWriter, read_manifest
 
 __version__ = "0.1.0"
@@ -45,6 +45,7 @@ __all__ = [
     "parse_examples",
     "parse_sequence_examples",
     "proto",
+    "read_batches",
     "read_examples",
     "read_manifest",
     "read_records",

@@ -14,8 +14,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 
 import numpy as np
 
-from . import _core
-from .errors import ExampleParseError
+from . import _core, _pipeline
+from .errors import DataLossError, ExampleParseError
 from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_path,
                       normalize_compression)
 
@@ -495,45 +495,78 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
 
 
 def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str] = None, *,
-                  verify: bool = True, storage_options=None,
+                  verify: bool = True, num_threads: Optional[int] = None,
+                  deterministic: bool = True, storage_options=None,
                   filesystem=None) -> Iterator[Dict[str, Any]]:
     """Reads and parses Examples in batches of ``batch_size`` records (the last may be smaller),
-    across file boundaries. Errors name the file and the record's index in it. Paths may be
-    globs and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`)."""
+    across file boundaries. Errors name the file and the record's index in it; a damaged file
+    first yields the records before the damage (a short batch), then raises. Paths may be globs
+    and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`).
+
+    ``num_threads`` (default: from the number of cores, at most 4): with more than one, the next
+    batches are read on an I/O thread while up to ``num_threads`` batches are parsed at once on a
+    pool (at most ``num_threads + 1`` batches read or parsed ahead of the one you hold). Batches
+    come in file order; ``deterministic=False`` yields each as soon as it is parsed (errors still
+    come after every batch before them). ``num_threads=1`` does everything in the calling thread.
+    """
     if batch_size < 1:
         raise ValueError("batch_size must be positive")
     compression = normalize_compression(compression)
     spec = normalize_spec(spec)
+    num_threads = _pipeline.check_threads(num_threads)
+    sources = _as_sources(paths, storage_options, filesystem)
+    # The buffers of batches you have let go of hold the next ones: a batch of 1024 large records
+    # is never fresh memory (whose page faults would cost more than reading it).
+    pool = _core.BufferPool(num_threads + 3)
+    groups = _groups(sources, spec, batch_size, compression, verify, pool)
+    return _pipeline.ordered(_parse_group, groups, num_threads, deterministic=deterministic,
+                             name="tfrec_fast-examples")
+
+
+def _groups(sources, spec, batch_size: int, compression: str, verify: bool, pool):
+    """(batch of batch_size records, its spec, where its records come from) across the sources,
+    in order; on the I/O thread when there are threads. Names-only specs are typed here, batch
+    after batch, so what one batch teaches holds for the next."""
     pending: List[RecordBatch] = []
     segments: list = []  # (path, index of the pending batch's first record in its file, count)
 
-    def flush():
+    def group():
         batch = pending[0] if len(pending) == 1 else RecordBatch.from_records(
             itertools.chain.from_iterable(pending))
-        try:
-            typed = _typed(batch, spec)
-            columns = _columns(batch, typed, _decode(batch, typed, ""))
-        except ExampleParseError as error:
-            raise _locate(error, segments) from None
+        out = (batch, _typed(batch, spec), list(segments))
         pending.clear()
         segments.clear()
-        return columns
+        return out
 
-    for source in _as_sources(paths, storage_options, filesystem):
+    for source in sources:
         name = _display(source) if _is_path(source) else "<records>"
         with TFRecordReader(source, compression, verify=verify) as reader:
+            reader._reader.set_pool(pool)
             while True:
                 have = sum(len(b) for b in pending)
                 first = reader.records_read
-                batch = reader.read_batch(max_records=batch_size - have)
+                try:
+                    batch = reader.read_batch(max_records=batch_size - have)
+                except DataLossError:
+                    if pending:  # the records before the damage first
+                        yield group()
+                    raise
                 if not len(batch):
                     break
                 pending.append(batch)
                 segments.append((name, first, len(batch)))
                 if have + len(batch) == batch_size:
-                    yield flush()
+                    yield group()
     if pending:
-        yield flush()
+        yield group()
+
+
+def _parse_group(group) -> Dict[str, Any]:
+    batch, typed, segments = group
+    try:
+        return _columns(batch, typed, _decode(batch, typed, ""))
+    except ExampleParseError as error:
+        raise _locate(error, segments) from None
 
 
 def _locate(error: ExampleParseError, segments) -> ExampleParseError:

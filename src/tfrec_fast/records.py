@@ -11,13 +11,13 @@ import stat
 import warnings
 from typing import Callable, Iterable, Iterator, Optional, Union
 
-from . import _core
+from . import _core, _pipeline
 from ._core import RecordBatch, masked_crc32c
 from .errors import DataLossError
 from .remote import RemotePath, is_url
 
-__all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "count_records",
-           "detect_compression", "expand_pattern", "COMPRESSIONS"]
+__all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "read_batches",
+           "count_records", "detect_compression", "expand_pattern", "COMPRESSIONS"]
 
 # Records and payload bytes per batch when iterating, and by default for read_batch(): enough to
 # amortise the GIL hand-off, small enough that a batch buffer freed by Python comes back warm in
@@ -364,9 +364,21 @@ class TFRecordReader:
             max_bytes = ITER_BATCH_BYTES
         return self._reader.read_batch(_limit(max_records), _limit(max_bytes))
 
-    def iter_batches(self, max_records: Optional[int] = None,
-                     max_bytes: Optional[int] = None) -> Iterator[RecordBatch]:
-        """Yields batches from :meth:`read_batch` until the end of the file."""
+    def iter_batches(self, max_records: Optional[int] = None, max_bytes: Optional[int] = None,
+                     *, num_threads: Optional[int] = None) -> Iterator[RecordBatch]:
+        """Yields batches from :meth:`read_batch` until the end of the file.
+
+        With ``num_threads`` > 1 (default: from the number of cores) the next batch is read on an
+        I/O thread while the caller works on the current one; then :meth:`tell` and
+        :attr:`records_read` run one batch ahead of what was yielded. ``num_threads=1`` reads
+        in the calling thread only.
+        """
+        batches = self._batches(max_records, max_bytes)
+        if _pipeline.check_threads(num_threads) == 1:
+            return batches
+        return _pipeline.read_ahead(batches)
+
+    def _batches(self, max_records, max_bytes) -> Iterator[RecordBatch]:
         while True:
             batch = self.read_batch(max_records, max_bytes)
             if not len(batch):
@@ -456,6 +468,7 @@ def _as_sources(paths, storage_options=None, filesystem=None) -> list:
 def read_records(paths, compression: Optional[str] = None, *, verify: bool = True,
                  copy: bool = False, skip_corrupt: bool = False,
                  on_skip: Optional[Callable[[DataLossError], None]] = None,
+                 num_threads: Optional[int] = None,
                  storage_options=None, filesystem=None) -> Iterator[memoryview]:
     """Yields every record of one source or of a list of them, in order.
 
@@ -465,11 +478,68 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
     first bytes. Each file is opened only when reached and closed when done. With
     ``skip_corrupt=True`` damaged records are skipped and ``on_skip`` (default: a warning) gets a
     DataLossError for each. See :class:`TFRecordReader`.
+
+    ``num_threads`` (default: from the number of cores, at most 4): with more than one, batches
+    of records are read ahead on an I/O thread, and with several files up to ``num_threads``
+    files are read at once, each on its own thread (the records still come in file order; then
+    ``on_skip`` is called on those threads). ``num_threads=1`` reads in the calling thread only.
     """
     compression = normalize_compression(compression)  # fail before the first file
-    readers = _open_each(_as_sources(paths, storage_options, filesystem), compression, verify,
-                         copy, skip_corrupt, on_skip or _warn_skip)
-    return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
+    num_threads = _pipeline.check_threads(num_threads)
+    sources = _as_sources(paths, storage_options, filesystem)
+    on_skip = on_skip or _warn_skip
+    if num_threads == 1:
+        readers = _open_each(sources, compression, verify, copy, skip_corrupt, on_skip)
+        return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
+    batches = _parallel_batches(sources, compression, verify, skip_corrupt, on_skip, None,
+                                ITER_BATCH_BYTES, num_threads, None)
+    return itertools.chain.from_iterable(batch.__iter__(copy) for batch in batches)
+
+
+def read_batches(paths, compression: Optional[str] = None, *, max_records: Optional[int] = None,
+                 max_bytes: Optional[int] = None, verify: bool = True,
+                 skip_corrupt: bool = False,
+                 on_skip: Optional[Callable[[DataLossError], None]] = None,
+                 num_threads: Optional[int] = None,
+                 storage_options=None, filesystem=None) -> Iterator[RecordBatch]:
+    """Yields the records of one source or of a list of them as RecordBatches, in order (no
+    batch spans two files): :meth:`TFRecordReader.iter_batches` over several files, with
+    ``max_records`` / ``max_bytes`` as for :meth:`~TFRecordReader.read_batch` and the other
+    arguments as for :func:`read_records` (``num_threads`` > 1: read ahead on an I/O thread, and
+    up to ``num_threads`` files at once)."""
+    compression = normalize_compression(compression)
+    if max_records is None and max_bytes is None:
+        max_bytes = ITER_BATCH_BYTES
+    return _parallel_batches(_as_sources(paths, storage_options, filesystem), compression,
+                             verify, skip_corrupt, on_skip or _warn_skip, max_records, max_bytes,
+                             _pipeline.check_threads(num_threads), None)
+
+
+def _file_batches(source, compression, verify, skip_corrupt, on_skip, max_records, max_bytes,
+                  pool=None) -> Iterator[RecordBatch]:
+    """The batches of one source, opened on the first next() (in the thread reading it)."""
+    reader = TFRecordReader(source, compression, verify=verify, skip_corrupt=skip_corrupt)
+    try:
+        if pool is not None:
+            reader._reader.set_pool(pool)
+        yield from reader._batches(max_records, max_bytes)
+    finally:
+        reader.close()
+        for error in reader.skipped:
+            on_skip(error)
+
+
+def _parallel_batches(sources, compression, verify, skip_corrupt, on_skip, max_records,
+                      max_bytes, num_threads, pool) -> Iterator[RecordBatch]:
+    """The batches of every source in order: with num_threads > 1 several files at once (each on
+    its own thread), or one file read ahead on an I/O thread."""
+    def read(source):
+        return _file_batches(source, compression, verify, skip_corrupt, on_skip, max_records,
+                             max_bytes, pool)
+    if num_threads > 1 and len(sources) > 1:
+        return _pipeline.files_in_parallel(read, sources, min(num_threads, len(sources)))
+    batches = _pipeline.files_in_parallel(read, sources, 1)
+    return batches if num_threads == 1 else _pipeline.read_ahead(batches)
 
 
 def _warn_skip(error: DataLossError) -> None:

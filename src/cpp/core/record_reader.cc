@@ -18,6 +18,8 @@ constexpr uint64_t kImplausibleLength = uint64_t(1) << 32;
 // Streams of unknown size grow a large payload step by step, so a lying length field can never
 // make us allocate more than the data that actually arrives (times two).
 constexpr size_t kFirstChunk = 1 << 20;
+// Buffers a reader keeps for itself by default: the batch being read and the one just dropped.
+constexpr size_t kOwnPoolBuffers = 2;
 // read_header's answer at the clean end of the stream (no real length is this large).
 constexpr uint64_t kEnd = UINT64_MAX;
 
@@ -26,7 +28,8 @@ std::string at(uint64_t offset) { return " at " + std::to_string(offset); }
 }  // namespace
 
 RecordReader::RecordReader(std::unique_ptr<Source> source, ReaderOptions options)
-    : source_(std::move(source)),
+    : pool_(std::make_shared<BufferPool>(kOwnPoolBuffers)),
+      source_(std::move(source)),
       in_(*source_, std::max<size_t>(options.buffer_size, 4096)),
       options_(options),
       size_known_(source_->total_size().has_value()) {}
@@ -106,6 +109,11 @@ void RecordReader::keep_or_retry(std::exception_ptr error) {
   } catch (...) {
   }
   pending_ = error;
+}
+
+void RecordReader::set_pool(std::shared_ptr<BufferPool> pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pool_ = std::move(pool);
 }
 
 uint64_t RecordReader::tell() {
@@ -272,6 +280,10 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
   rethrow_pending();
   auto batch = std::make_unique<RecordBatch>();
   if (ended_) return batch;
+  if (pool_) {
+    batch->data = pool_->take();
+    batch->pool = pool_;
+  }
   batch->data.reserve(std::min<size_t>(max_bytes, size_t(4) << 20) + 4096);
   try {
     // Whole records already in the buffer go in a tight loop; the careful path handles the

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer_pool.h"
 #include "buffered_input.h"
 #include "byte_buffer.h"
 #include "errors.h"
@@ -22,6 +23,14 @@ struct RecordBatch {
   ByteBuffer data;
   std::vector<int64_t> offsets{0};
   std::vector<int64_t> positions;
+  std::shared_ptr<BufferPool> pool;  // gets `data` back when the batch dies (may be null)
+
+  RecordBatch() = default;
+  RecordBatch(const RecordBatch&) = delete;
+  RecordBatch& operator=(const RecordBatch&) = delete;
+  ~RecordBatch() {
+    if (pool) pool->give(std::move(data));
+  }
 
   size_t size() const { return positions.size(); }
 };
@@ -64,6 +73,10 @@ class RecordReader {
   // The damage skipped so far (skip_corrupt), oldest first; taking them empties the list.
   std::vector<DataLoss> take_skipped();
 
+  // Batches take their byte buffers from `pool` and give them back when they die (null: plain
+  // allocations). Readers of one job may share a pool.
+  void set_pool(std::shared_ptr<BufferPool> pool);
+
   uint64_t tell();             // offset of the next record's header
   uint64_t records_read();     // records delivered (or counted) so far
   const std::string& name() const { return source_->name(); }
@@ -91,6 +104,7 @@ class RecordReader {
   void keep_or_retry(std::exception_ptr error);
 
   std::mutex mu_;
+  std::shared_ptr<BufferPool> pool_;
   std::unique_ptr<Source> source_;
   BufferedInput in_;
   ReaderOptions options_;

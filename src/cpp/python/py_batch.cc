@@ -36,6 +36,25 @@ struct BatchIterator {
   size_t next = 0;
 };
 
+// The next record, or a null object at the end.
+py::object next_record(BatchIterator& it) {
+  if (it.next >= it.batch->size()) return py::object();
+  const size_t i = it.next++;
+  return it.copy ? record_bytes(*it.batch, i) : record_view(it.base_view, *it.batch, i);
+}
+
+// tp_iternext without pybind11's dispatch, as the reader's: iterating a batch's records costs
+// about what iterating the reader does. Only installed on _BatchIterator.
+PyObject* batch_iternext(PyObject* self) {
+  try {
+    auto* instance = reinterpret_cast<py::detail::instance*>(self);
+    return next_record(*instance->get_value_and_holder().value_ptr<BatchIterator>()).release().ptr();
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 py::object wrap_batch(std::shared_ptr<RecordBatch> batch) { return py::cast(std::move(batch)); }
@@ -120,13 +139,16 @@ void register_batch(py::module_& m) {
                std::to_string(b.data.size()) + " bytes>";
       });
 
-  py::class_<BatchIterator>(m, "_BatchIterator")
+  auto iterator = py::class_<BatchIterator>(m, "_BatchIterator")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", [](BatchIterator& it) {
-        if (it.next >= it.batch->size()) throw py::stop_iteration();
-        const size_t i = it.next++;
-        return it.copy ? record_bytes(*it.batch, i) : record_view(it.base_view, *it.batch, i);
+        py::object record = next_record(it);
+        if (!record) throw py::stop_iteration();
+        return record;
       });
+  auto* type = reinterpret_cast<PyTypeObject*>(iterator.ptr());
+  type->tp_iternext = batch_iternext;
+  PyType_Modified(type);
 }
 
 }  // namespace tfr::py_bind

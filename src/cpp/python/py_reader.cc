@@ -181,6 +181,8 @@ class PyReader {
     return out;
   }
 
+  void set_pool(std::shared_ptr<BufferPool> pool) { live()->set_pool(std::move(pool)); }
+
   bool closed() const { return reader_ == nullptr; }
   const std::string& name() const { return name_; }
 
@@ -290,6 +292,10 @@ PyObject* reader_iternext(PyObject* self) {
 }  // namespace
 
 void register_reader(py::module_& m) {
+  py::class_<BufferPool, std::shared_ptr<BufferPool>>(
+      m, "BufferPool", "Byte buffers of dead batches, kept for the next batches of the readers sharing it.")
+      .def(py::init<size_t>(), py::arg("max_buffers"))
+      .def_property_readonly("max_buffers", &BufferPool::max_buffers);
   auto cls = py::class_<PyReader>(m, "RecordReader", "Reads TFRecord records; see tfrec_fast.TFRecordReader.")
       .def_static(
           "open_path",
@@ -347,6 +353,8 @@ void register_reader(py::module_& m) {
       .def("tell", &PyReader::tell)
       .def_property_readonly("records_read", &PyReader::records_read)
       .def("close", &PyReader::close)
+      .def("set_pool", &PyReader::set_pool, py::arg("pool"),
+           "Batches take their buffers from (and give them back to) this BufferPool.")
       .def("skipped", &PyReader::skipped,
            "DataLossErrors for the damage skipped since the last call (skip_corrupt=True).")
       .def_property_readonly("closed", &PyReader::closed)

@@ -1,0 +1,47 @@
+// Recycles the byte buffers of RecordBatches that died, for the next batches of the same readers.
+// A batch much larger than the CPU caches (1024 records of 100 KB) is otherwise a fresh allocation
+// every time: the allocator maps new pages, and faulting them in costs more than reading the
+// records into them. A buffer comes back only when its batch is destroyed, that is when nothing
+// (no numpy array, memoryview or column) views it any more.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "byte_buffer.h"
+
+namespace tfr {
+
+class BufferPool {
+ public:
+  // Keeps at most max_buffers buffers; more batches than that alive at once simply allocate.
+  explicit BufferPool(size_t max_buffers) : max_buffers_(max_buffers) {}
+
+  // The buffer returned last (still warm in the caches), emptied; or a new one if none is kept.
+  ByteBuffer take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.empty()) return ByteBuffer();
+    ByteBuffer out = std::move(kept_.back());
+    kept_.pop_back();
+    out.clear();
+    return out;
+  }
+
+  // Keeps `buffer` for a later take(), unless the pool is full (then it is freed).
+  void give(ByteBuffer&& buffer) {
+    if (buffer.capacity() == 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.size() < max_buffers_) kept_.push_back(std::move(buffer));
+  }
+
+  size_t max_buffers() const { return max_buffers_; }
+
+ private:
+  std::mutex mu_;
+  std::vector<ByteBuffer> kept_;
+  const size_t max_buffers_;
+};
+
+}  // namespace tfr

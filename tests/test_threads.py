@@ -1,0 +1,345 @@
+"""num_threads / deterministic on the readers (tfrec_fast._pipeline): every record exactly once and
+in file order, errors in order with their file, record index and offset, bounded work in
+flight, no thread left behind by a consumer that stops early, none inherited by a fork, and
+the recycled batch buffers (BufferPool) never overwriting memory that is still viewed."""
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import tfrec_fast as tfr
+from tfrec_fast import _core, _pipeline
+
+SIZES = {"small": 16, "medium": 5000, "large": 150_000}
+SPEC = {"i": tfr.FixedLen((), "int64"), "pad": tfr.FixedLen((), "bytes")}
+
+
+def _pad(i: int, size: int) -> bytes:
+    return bytes([i % 251]) * size
+
+
+def _write(path, first: int, n: int, size: int, compression=None, examples=True) -> list:
+    """n records numbered first.. (Examples {i, pad} or raw payloads); returns the payloads."""
+    records = []
+    with tfr.TFRecordWriter(str(path), compression) as w:
+        for i in range(first, first + n):
+            rec = (tfr.encode_example({"i": i, "pad": _pad(i, size)}) if examples
+                   else i.to_bytes(8, "little") + _pad(i, size))
+            w.write(rec)
+            records.append(rec)
+    return records
+
+
+def _files(tmp_path, counts, size, compression=None, examples=True):
+    paths, records, first = [], [], 0
+    for k, n in enumerate(counts):
+        p = tmp_path / f"part-{k}.tfrecord"
+        records += _write(p, first, n, size, compression, examples)
+        paths.append(str(p))
+        first += n
+    return paths, records
+
+
+def _ours() -> list:
+    return [t for t in threading.enumerate() if t.name.startswith("tfrec_fast")]
+
+
+@pytest.fixture(autouse=True)
+def no_threads_left():
+    """Every test ends with none of the readers' threads alive."""
+    yield
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while _ours() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _ours(), f"threads left behind: {_ours()}"
+
+
+# ---- every record once, in file order ------------------------------------------------------
+
+@pytest.mark.parametrize("num_threads", [1, 2, 4])
+@pytest.mark.parametrize("compression", [None, "gzip"])
+@pytest.mark.parametrize("size", sorted(SIZES))
+def test_read_records_in_file_order(tmp_path, num_threads, compression, size):
+    paths, records = _files(tmp_path, [300, 0, 57, 211], SIZES[size], compression, False)
+    got = [bytes(r) for r in tfr.read_records(paths, compression, num_threads=num_threads)]
+    assert got == records
+
+
+@pytest.mark.parametrize("num_threads", [1, 2, 4])
+@pytest.mark.parametrize("compression", [None, "zlib"])
+@pytest.mark.parametrize("size", sorted(SIZES))
+def test_read_examples_in_file_order(tmp_path, num_threads, compression, size):
+    counts = [300, 0, 57, 211]
+    paths, _ = _files(tmp_path, counts, SIZES[size], compression)
+    batches = list(tfr.read_examples(paths, SPEC, batch_size=100, compression=compression,
+                                     num_threads=num_threads))
+    assert [len(b["i"]) for b in batches] == [100] * 5 + [68]
+    ids = np.concatenate([b["i"] for b in batches])
+    assert ids.tolist() == list(range(sum(counts)))
+    for b in batches:  # the bytes column views the right records' bytes
+        assert b["pad"].to_list() == [_pad(i, SIZES[size]) for i in b["i"].tolist()]
+
+
+@pytest.mark.parametrize("num_threads", [1, 2, 4])
+def test_read_batches_and_iter_batches_in_order(tmp_path, num_threads):
+    paths, records = _files(tmp_path, [500, 3, 200], 100, examples=False)
+    batches = list(tfr.read_batches(paths, max_records=64, num_threads=num_threads))
+    assert all(0 < len(b) <= 64 for b in batches)
+    assert [bytes(r) for b in batches for r in b] == records
+    with tfr.TFRecordReader(paths[0]) as reader:
+        got = [bytes(r) for b in reader.iter_batches(max_records=7, num_threads=num_threads)
+               for r in b]
+    assert got == records[:500]
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(counts=st.lists(st.integers(0, 120), min_size=1, max_size=4),
+       batch_size=st.integers(1, 150), num_threads=st.integers(1, 5),
+       deterministic=st.booleans())
+def test_read_examples_any_batching(tmp_path_factory, counts, batch_size, num_threads,
+                                    deterministic):
+    paths, _ = _files(tmp_path_factory.mktemp("h"), counts, 30)
+    batches = list(tfr.read_examples(paths, SPEC, batch_size=batch_size,
+                                     num_threads=num_threads, deterministic=deterministic))
+    ids = [b["i"].tolist() for b in batches]
+    flat = sorted(i for part in ids for i in part)
+    assert flat == list(range(sum(counts)))  # every record exactly once
+    assert all(len(part) == batch_size for part in ids[:-1])
+    if deterministic:
+        assert [i for part in ids for i in part] == list(range(sum(counts)))
+    else:  # each batch is still a run of consecutive records
+        assert all(part == list(range(part[0], part[0] + len(part))) for part in ids)
+
+
+def test_not_deterministic_yields_every_batch(tmp_path):
+    paths, _ = _files(tmp_path, [2000], 200)
+    batches = list(tfr.read_examples(paths, SPEC, batch_size=50, num_threads=3,
+                                     deterministic=False))
+    assert sorted(np.concatenate([b["i"] for b in batches]).tolist()) == list(range(2000))
+
+
+# ---- errors, in order ------------------------------------------------------------------------
+
+def _damage(path, record: int):
+    """Flips a payload byte of record `record` (a data checksum error); returns its offset."""
+    offsets, _ = tfr.create_index(str(path))
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    data[int(offsets[record]) + 12 + 3] ^= 0xFF
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    return int(offsets[record])
+
+
+@pytest.mark.parametrize("num_threads", [1, 2, 4])
+def test_read_records_damage_after_the_records_before_it(tmp_path, num_threads):
+    paths, records = _files(tmp_path, [100, 100, 100], 2000, examples=False)
+    offset = _damage(paths[1], 37)
+    got = []
+    with pytest.raises(tfr.DataLossError) as info:
+        for r in tfr.read_records(paths, num_threads=num_threads):
+            got.append(bytes(r))
+    assert got == records[:137]
+    e = info.value
+    assert (e.path, e.record_index, e.offset, e.reason) == (paths[1], 37, offset,
+                                                            "data_checksum")
+
+
+@pytest.mark.parametrize("num_threads", [1, 2, 4])
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_read_examples_damage_after_the_records_before_it(tmp_path, num_threads,
+                                                          deterministic):
+    paths, _ = _files(tmp_path, [100, 100], 500)
+    offset = _damage(paths[1], 40)
+    got = []
+    with pytest.raises(tfr.DataLossError) as info:
+        for b in tfr.read_examples(paths, SPEC, batch_size=32, num_threads=num_threads,
+                                   deterministic=deterministic):
+            got.extend(b["i"].tolist())
+    assert sorted(got) == list(range(140))  # the short batch before the damage too
+    e = info.value
+    assert (e.path, e.record_index, e.offset) == (paths[1], 40, offset)
+
+
+@pytest.mark.parametrize("num_threads", [1, 2, 4])
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_read_examples_parse_error_in_order(tmp_path, num_threads, deterministic):
+    paths, _ = _files(tmp_path, [100], 100)
+    with tfr.TFRecordWriter(str(tmp_path / "bad.tfrecord")) as w:  # record 5 lacks "i"
+        for i in range(100, 110):
+            w.write(tfr.encode_example({"pad": b"x"} if i == 105 else
+                                       {"i": i, "pad": _pad(i, 100)}))
+    paths.append(str(tmp_path / "bad.tfrecord"))
+    got = []
+    with pytest.raises(tfr.ExampleParseError) as info:
+        for b in tfr.read_examples(paths, SPEC, batch_size=10, num_threads=num_threads,
+                                   deterministic=deterministic):
+            got.extend(b["i"].tolist())
+    assert sorted(got) == list(range(100))
+    assert (info.value.path, info.value.record_index, info.value.feature) == (paths[1], 5, "i")
+
+
+def test_error_of_a_later_file_waits_for_the_earlier_files(tmp_path):
+    paths, records = _files(tmp_path, [50, 50, 50, 50], 100, examples=False)
+    _damage(paths[3], 0)
+    got = []
+    with pytest.raises(tfr.DataLossError) as info:
+        for r in tfr.read_records(paths, num_threads=4):
+            got.append(bytes(r))
+    assert got == records[:150] and info.value.path == paths[3]
+
+
+def test_work_error_of_a_later_item_waits_for_the_earlier_ones():
+    def work(i):
+        if i == 7:
+            raise KeyError("seven")
+        time.sleep(0.02 if i < 7 else 0)  # the later items finish first
+        return i
+    for deterministic in (True, False):
+        got = []
+        with pytest.raises(KeyError):
+            for x in _pipeline.ordered(work, range(20), 4, deterministic=deterministic):
+                got.append(x)
+        assert sorted(got) == list(range(7))
+
+
+# ---- bounded, and no thread left behind ----------------------------------------------------
+
+def test_at_most_num_threads_plus_one_in_flight():
+    lock = threading.Lock()
+    state = {"read": 0, "consumed": 0, "most": 0}
+
+    def items():
+        for i in range(200):
+            with lock:
+                state["read"] += 1
+                state["most"] = max(state["most"], state["read"] - state["consumed"])
+            yield i
+
+    for x in _pipeline.ordered(lambda i: i, items(), 3):
+        time.sleep(0.001)
+        with lock:
+            state["consumed"] += 1
+    assert state["most"] <= 3 + 1 + 1  # in flight, plus the one the consumer holds
+
+
+@pytest.mark.parametrize("how", ["close", "drop", "raise", "break"])
+def test_early_stop_leaves_no_thread(tmp_path, how):
+    paths, _ = _files(tmp_path, [3000, 3000], 1000)
+    it = tfr.read_examples(paths, SPEC, batch_size=16, num_threads=3)
+    next(it)
+    assert _ours()
+    if how == "close":
+        it.close()
+    elif how == "drop":
+        del it
+    elif how == "raise":
+        with pytest.raises(ZeroDivisionError):
+            for _ in it:
+                1 / 0
+        it.close()
+    else:
+        for _ in it:
+            break
+        del it
+    gc.collect()
+    assert not _ours()
+
+
+@pytest.mark.parametrize("fn", ["read_records", "read_batches"])
+def test_early_stop_of_several_files_leaves_no_thread(tmp_path, fn):
+    paths, _ = _files(tmp_path, [2000] * 4, 1000, examples=False)
+    it = iter(getattr(tfr, fn)(paths, num_threads=4))
+    next(it)
+    assert len(_ours()) >= 2
+    del it
+    gc.collect()
+    assert not _ours()
+
+
+def test_no_thread_before_the_first_next(tmp_path):
+    paths, _ = _files(tmp_path, [10], 10)
+    it = tfr.read_examples(paths, SPEC, num_threads=4)
+    assert not _ours()
+    assert len(list(it)) == 1
+
+
+def _child_iterates(it, queue):
+    try:
+        next(it)
+        queue.put("no error")
+    except RuntimeError as e:
+        queue.put(str(e))
+
+
+def _child_reads(paths, queue):
+    n = sum(len(b["i"]) for b in tfr.read_examples(paths, SPEC, batch_size=10, num_threads=2))
+    queue.put(n)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_safe(tmp_path):
+    paths, _ = _files(tmp_path, [500], 100)
+    it = tfr.read_examples(paths, SPEC, batch_size=10, num_threads=2)
+    next(it)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    for target, args in ((_child_iterates, (it, queue)), (_child_reads, (paths, queue))):
+        child = ctx.Process(target=target, args=args)
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0
+    assert "another process" in queue.get(timeout=5)
+    assert queue.get(timeout=5) == 500
+    assert sum(len(b["i"]) for b in it) == 490  # the parent goes on
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+def test_num_threads_checked(bad):
+    with pytest.raises(ValueError):
+        tfr.read_examples(b"", SPEC, num_threads=bad)
+    with pytest.raises(ValueError):
+        tfr.read_records(b"", num_threads=bad)
+
+
+def test_default_threads():
+    assert 1 <= _pipeline.default_threads() <= 4
+
+
+# ---- recycled buffers ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("num_threads", [1, 3])
+def test_recycled_buffers_never_overwrite_what_is_viewed(tmp_path, num_threads):
+    paths, _ = _files(tmp_path, [400], 60_000)
+    kept = []
+    for k, b in enumerate(tfr.read_examples(paths, SPEC, batch_size=8, num_threads=num_threads)):
+        if k % 3 == 0:  # keep some batches' views alive, let the others go back to the pool
+            kept.append((b["i"].copy(), b["pad"][0], np.asarray(b["pad"].values)))
+    for ids, first, values in kept:
+        assert bytes(first) == _pad(int(ids[0]), 60_000)
+        assert values[:10].tolist() == list(values[:10])  # still readable
+
+
+def test_buffer_pool_keeps_at_most_its_size(tmp_path):
+    paths, records = _files(tmp_path, [300], 50_000, examples=False)
+    pool = _core.BufferPool(2)
+    with tfr.TFRecordReader(paths[0]) as reader:
+        reader._reader.set_pool(pool)
+        batches = [reader.read_batch(max_records=10) for _ in range(30)]
+    assert [bytes(r) for b in batches for r in b] == records
+    assert pool.max_buffers == 2
+    addresses = set()
+    with tfr.TFRecordReader(paths[0]) as reader:  # dropped at once: two buffers take turns
+        reader._reader.set_pool(pool)
+        for _ in range(10):
+            addresses.add(reader.read_batch(max_records=10).data.ctypes.data)
+    assert len(addresses) <= 2
