@@ -40,12 +40,15 @@ import numpy as np
 import torch
 import torch.utils.data
 
-from . import _loader
+from . import _loader, _pipeline
 from .errors import ExampleParseError
 from .example import BytesColumn, FixedLen, Ragged, VarLen, _KIND_NAMES, normalize_spec, parse_examples
 from .records import RecordBatch, normalize_compression
 
 __all__ = ["TFRecordDataset", "MultiTFRecordDataset", "IndexedTFRecordDataset", "collate"]
+
+# Reads remembered for naming the file of a parse error: enough for the batches in flight.
+_READ_LOG = 16
 
 
 # ---- columns -> tensors ------------------------------------------------------------------
@@ -239,7 +242,8 @@ class _Streaming(torch.utils.data.IterableDataset):
     """What TFRecordDataset and MultiTFRecordDataset share: the split, the epoch, the output."""
 
     def _setup(self, spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed,
-               rank, world_size, compression, verify, shuffle_files, worker_ring, uneven):
+               rank, world_size, compression, verify, shuffle_files, worker_ring, uneven,
+               num_threads):
         if seed is None and world_size not in (None, 1):
             raise ValueError("seed=None gives each rank its own file order: pass an int seed")
         if ragged not in ("list", "splits"):
@@ -263,10 +267,11 @@ class _Streaming(torch.utils.data.IterableDataset):
         if uneven not in ("pad", "drop"):
             raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.uneven = uneven
+        self.num_threads = None if num_threads is None else _pipeline.check_threads(num_threads)
         self.epoch = 0
         # The last batches read, with their file and first record's index in it: what parse
         # errors name (a batch is parsed right after it is read, or mixed from the last reads).
-        self._read_log: collections.deque = collections.deque(maxlen=2)
+        self._read_log: collections.deque = collections.deque(maxlen=_READ_LOG)
         self._given_rank = (rank, world_size)
         self._rank = _resolve_rank(rank, world_size)
 
@@ -280,7 +285,7 @@ class _Streaming(torch.utils.data.IterableDataset):
         # Pickled for spawned DataLoader workers: pin the rank now, while the process group
         # of the main process is visible.
         state = self.__dict__.copy()
-        state["_read_log"] = collections.deque(maxlen=2)
+        state["_read_log"] = collections.deque(maxlen=_READ_LOG)
         if state["_rank"] is None:
             state["_rank"] = _distributed()
         return state
@@ -331,19 +336,28 @@ class _Streaming(torch.utils.data.IterableDataset):
         try:
             return parse_examples(batch, self._spec)
         except ExampleParseError as error:
-            for read, path, first in self._read_log:
+            log = tuple(self._read_log)  # other threads may append to it
+            for read, path, first in log:
                 if read is batch:
                     raise ExampleParseError(error.detail, path=path,
                                             record_index=first + error.record_index,
                                             feature=error.feature) from None
-            paths = list(dict.fromkeys(path for _, path, _ in self._read_log))
+            paths = list(dict.fromkeys(path for _, path, _ in log))
             raise ExampleParseError(
                 f"{error.detail} (record {error.record_index} of a batch mixed by shuffling or "
                 "re-batching)", path="one of " + ", ".join(paths) if paths else None,
                 feature=error.feature) from None
 
+    def _threads(self) -> int:
+        """num_threads, or by default the cores shared among the DataLoader's workers."""
+        if self.num_threads is not None:
+            return self.num_threads
+        info = torch.utils.data.get_worker_info()
+        return max(1, _pipeline.default_threads() // (info.num_workers if info else 1))
+
     def _output(self, batches: Iterator[RecordBatch], rng, shuffled_already=False):
-        """Shuffles, batches, parses, converts, transforms."""
+        """Shuffles, batches, parses, converts, transforms. With threads the reading, shuffling
+        and batching run on an I/O thread and the parsing on a pool, in order."""
         if self.shuffle_buffer and not shuffled_already:
             batches = _loader.shuffle_records(_loader.records_of(batches), self.shuffle_buffer,
                                               rng, self.batch_size or _loader.SHUFFLE_CHUNK)
@@ -351,25 +365,27 @@ class _Streaming(torch.utils.data.IterableDataset):
             batches = _loader.rebatch(batches, self.batch_size, self.drop_last)
         transform = self.transform
         handoff = _worker_ring_handoff() if self.batch_size and self.worker_ring else None
-        for batch in batches:
-            if self._spec is None:
-                rows = batch.to_list()
-                if self.batch_size:
-                    yield transform(rows) if transform else rows
-                    continue
-            else:
-                columns = self._parse(batch)
-                if self.batch_size:
-                    out = _batch(columns, self._compat, self.ragged)
-                    out = transform(out) if transform else out
-                    yield handoff(out) if handoff else out
-                    continue
-                rows = _rows(columns, len(batch), self._compat)
+        for n, parsed in _pipeline.ordered(self._convert, batches, self._threads(),
+                                           name="tfrec_fast-torch"):
+            if self.batch_size:
+                out = transform(parsed) if transform else parsed
+                yield handoff(out) if handoff and self._spec is not None else out
+                continue
+            rows = parsed if self._spec is None else _rows(parsed, n, self._compat)
             if transform:
                 for row in rows:
                     yield transform(row)
             else:
                 yield from rows
+
+    def _convert(self, batch: RecordBatch):
+        """(records, what they become): a batch's dict of values (batch_size), its parsed
+        columns, or its records as bytes (no spec). Runs on the pool when there are threads."""
+        if self._spec is None:
+            return len(batch), batch.to_list()
+        columns = self._parse(batch)
+        return len(batch), (_batch(columns, self._compat, self.ragged) if self.batch_size
+                            else columns)
 
 
 class TFRecordDataset(_Streaming):
@@ -405,6 +421,12 @@ class TFRecordDataset(_Streaming):
     process as tensors viewing it, far cheaper than torch's per-tensor sharing. The slot is
     reused once every tensor of that batch is freed; while they live (a loop that keeps batches)
     new batches go torch's usual way. Pass ``worker_ring=False`` for torch's way throughout.
+
+    Threads inside each process that iterates (``num_threads``; default: the cores divided by
+    the DataLoader's workers, at most 4, so 1 per worker on a 2-core machine with 2 workers):
+    with more than one, reading (and shuffling, re-batching) runs on an I/O thread while up to
+    ``num_threads`` batches are parsed at once, output in order. Threads start in the process
+    that iterates (never inherited by forked workers) and stop with the iteration.
     """
 
     def __init__(self, paths=None, index=None, spec=None, shuffle_buffer: int = 0,
@@ -413,7 +435,7 @@ class TFRecordDataset(_Streaming):
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  compression: Optional[str] = None, verify: bool = True,
                  shuffle_files: Optional[bool] = None, worker_ring: bool = True,
-                 uneven: str = "pad",
+                 uneven: str = "pad", num_threads: Optional[int] = None,
                  # the tfrecord package's names:
                  data_path=None, index_path=None, description=None, shuffle_queue_size=None,
                  compression_type=None, sequence_description=None):
@@ -435,7 +457,8 @@ class TFRecordDataset(_Streaming):
         self.index = index
         self._index_paths = _loader.index_paths(self.files, index)
         self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
-                    world_size, compression, verify, shuffle_files, worker_ring, uneven)
+                    world_size, compression, verify, shuffle_files, worker_ring, uneven,
+                    num_threads)
 
     def __iter__(self):
         slot = self._slot()
@@ -465,7 +488,8 @@ class MultiTFRecordDataset(_Streaming):
                  ragged: str = "list", seed: Optional[int] = 0, rank: Optional[int] = None,
                  world_size: Optional[int] = None, compression: Optional[str] = None,
                  verify: bool = True, shuffle_files: Optional[bool] = None,
-                 worker_ring: bool = True, uneven: str = "pad", data_pattern=None, index_pattern=None, description=None,
+                 worker_ring: bool = True, uneven: str = "pad",
+                 num_threads: Optional[int] = None, data_pattern=None, index_pattern=None, description=None,
                  shuffle_queue_size=None, compression_type=None, sequence_description=None):
         super().__init__()
         if sequence_description is not None:
@@ -503,7 +527,8 @@ class MultiTFRecordDataset(_Streaming):
             self._index_paths[name] = _loader.index_paths(self.files[name], ix)
         self.infinite = bool(infinite)
         self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
-                    world_size, compression, verify, shuffle_files, worker_ring, uneven)
+                    world_size, compression, verify, shuffle_files, worker_ring, uneven,
+                    num_threads)
 
     def _split_records(self, k, name, slot):
         cycle = 0
