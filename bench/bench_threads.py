@@ -390,6 +390,52 @@ def case_parquet(data, threads):
     return run
 
 
+# -- DataLoader (MNIST-like, 2 workers, 256 per batch): run() is one epoch; the workers persist,
+#    so the warm-up pass pays their start and the timed passes are the steady state
+
+def _dl(loader, first_key):
+    import time as _t
+    t0 = _t.perf_counter()
+    it = iter(loader)
+    next(it)
+    sys.stderr.write(f"first batch after {_t.perf_counter() - t0:.3f} s\n")
+    for _ in it:
+        pass
+
+    def run():
+        return sum(len(b[first_key]) for b in loader)
+    return run
+
+
+def case_dl_dropin(data, threads):
+    """tfrec_fast.torch.TFRecordDataset(path, index, description), torch's default collate."""
+    import torch
+    from tfrec_fast.torch import TFRecordDataset
+    ds = TFRecordDataset(_path(data), _path(data) + ".idx", {"image_raw": "byte", "label": "int"})
+    return _dl(torch.utils.data.DataLoader(ds, batch_size=256, num_workers=2,
+                                           persistent_workers=True), "label")
+
+
+def case_dl_batched(data, threads):
+    """TFRecordDataset(batch_size=256) + DataLoader(batch_size=None, num_workers=2)."""
+    import torch
+    import tfrec_fast as tfr
+    from tfrec_fast.torch import TFRecordDataset
+    ds = TFRecordDataset(_path(data), spec={"image_raw": tfr.FixedLen((28, 28), "uint8"),
+                                            "label": tfr.FixedLen((), "int64")}, batch_size=256)
+    return _dl(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                           persistent_workers=True), "label")
+
+
+def case_dl_tfrecord(data, threads):
+    """The tfrecord package's TFRecordDataset(path, index, description) in the same DataLoader."""
+    import torch
+    from tfrecord.torch.dataset import TFRecordDataset
+    ds = TFRecordDataset(_path(data), _path(data) + ".idx", {"image_raw": "byte", "label": "int"})
+    return _dl(torch.utils.data.DataLoader(ds, batch_size=256, num_workers=2,
+                                           persistent_workers=True), "label")
+
+
 # ---- the table ----------------------------------------------------------------------------------
 
 # (group, row label, case, data, threads, reference row label for the ratio or None)
@@ -436,6 +482,13 @@ def rows():
          "tfrecord TFRecordWriter.write(Example dict) (peer)"))
     add((g, "write_batch(serialized records)", "write_batch", "mnist", 1,
          "tfrecord TFRecordWriter.write(Example dict) (peer)"))
+    g = "DataLoader(num_workers=2), MNIST-like, 256 per batch, steady state"
+    add((g, "tfrecord TFRecordDataset(path, index, description) (peer)", "dl_tfrecord", "mnist",
+         1, None))
+    add((g, "TFRecordDataset(path, index, description), default collate", "dl_dropin", "mnist",
+         1, "tfrecord TFRecordDataset(path, index, description) (peer)"))
+    add((g, "TFRecordDataset(batch_size=256), DataLoader(batch_size=None)", "dl_batched",
+         "mnist", 1, "tfrecord TFRecordDataset(path, index, description) (peer)"))
     for d in SIZED:
         g = f"entry points, {d}"
         ref = "raw batched read (iter_batches, 1 thread)"

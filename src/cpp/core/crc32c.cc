@@ -59,13 +59,23 @@ namespace {
 
 using ExtendFn = uint32_t (*)(uint32_t, const void*, size_t);
 
+using ManyFn = detail::Crc32cManyFn;
+
+// crc32c_many for backends without an interleaved version: one buffer after the other.
+template <ExtendFn kExtend>
+void many_in_turn(const Crc32cSpan* spans, size_t n, uint32_t* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = kExtend(0, spans[i].data, spans[i].size);
+}
+
 struct Backend {
   const char* name;
   ExtendFn fn;
   ExtendFn short_fn;  // what fn itself would use below detail::kCrc32cShort bytes
+  ManyFn many;
 };
 
-constexpr Backend kPortable{"portable", crc32c_portable_extend, crc32c_portable_extend};
+constexpr Backend kPortable{"portable", crc32c_portable_extend, crc32c_portable_extend,
+                            many_in_turn<crc32c_portable_extend>};
 
 // Backends that are built in and supported by this CPU, most preferred first; portable is last.
 const std::vector<Backend>& runnable_backends() {
@@ -73,16 +83,19 @@ const std::vector<Backend>& runnable_backends() {
     std::vector<Backend> out;
 #if defined(TFREC_HAVE_AVX512_BACKEND)
     if (cpu_has_avx512_vpclmul()) {
-      out.push_back({"avx512", crc32c_avx512_extend, crc32c_sse42_extend});
+      out.push_back({"avx512", crc32c_avx512_extend, crc32c_sse42_extend, crc32c_sse42_many});
     }
 #endif
 #if defined(TFREC_HAVE_SSE42_BACKEND)
     if (cpu_has_sse42_pclmul()) {
-      out.push_back({"sse42", crc32c_sse42_extend, crc32c_sse42_extend});
+      out.push_back({"sse42", crc32c_sse42_extend, crc32c_sse42_extend, crc32c_sse42_many});
     }
 #endif
 #if defined(TFREC_HAVE_ARM64_BACKEND)
-    if (cpu_has_arm64_crc()) out.push_back({"arm64", crc32c_arm64_extend, crc32c_arm64_extend});
+    if (cpu_has_arm64_crc()) {
+      out.push_back({"arm64", crc32c_arm64_extend, crc32c_arm64_extend,
+                     many_in_turn<crc32c_arm64_extend>});
+    }
 #endif
     out.push_back(kPortable);
     return out;
@@ -119,6 +132,25 @@ bool agrees_with_portable(ExtendFn fn) {
   return fn(0x9e3779b9u, p, kLongest) == fn(fn(0x9e3779b9u, p, kHalf), p + kHalf, kLongest - kHalf);
 }
 
+// The backend's crc32c_many against its own single-buffer CRCs, on buffers of every length up to
+// past the short limit, in groups that share a common prefix and groups that do not.
+bool many_agrees(const Backend& b) {
+  constexpr size_t kCount = 2 * detail::kCrc32cShort + 8;
+  std::vector<uint8_t> buf(detail::kCrc32cShort + 64);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 131 + 7);
+  std::vector<Crc32cSpan> spans;
+  for (size_t i = 0; i < kCount; ++i) {
+    const size_t len = i < kCount / 2 ? i : (i * 37) % (detail::kCrc32cShort + 9);
+    spans.push_back({buf.data() + i % 13, len});
+  }
+  std::vector<uint32_t> got(spans.size());
+  b.many(spans.data(), spans.size(), got.data());
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (got[i] != b.fn(0, spans[i].data, spans[i].size)) return false;
+  }
+  return true;
+}
+
 // TFREC_FAST_CRC32C=<name> restricts the choice to that backend; if it is unavailable (or fails the
 // self-check) the portable one is used ("auto" or empty: the fastest that checks out). The Python
 // package warns about a value that names no backend.
@@ -128,7 +160,7 @@ Backend choose_backend() {
       requested != nullptr && *requested != '\0' && std::strcmp(requested, "auto") != 0;
   for (const Backend& b : runnable_backends()) {
     if (forced && std::strcmp(requested, b.name) != 0) continue;
-    if (b.fn == kPortable.fn || agrees_with_portable(b.fn)) return b;
+    if (b.fn == kPortable.fn || (agrees_with_portable(b.fn) && many_agrees(b))) return b;
   }
   return kPortable;
 }
@@ -147,6 +179,12 @@ void install() {
   const Backend& b = active_backend();
   detail::crc32c_short.store(b.short_fn, std::memory_order_relaxed);
   detail::crc32c_long.store(b.fn, std::memory_order_relaxed);
+  detail::crc32c_many.store(b.many, std::memory_order_relaxed);
+}
+
+void resolve_many(const Crc32cSpan* spans, size_t n, uint32_t* out) {
+  install();
+  active_backend().many(spans, n, out);
 }
 
 uint32_t resolve_short(uint32_t crc, const void* data, size_t n) {
@@ -164,6 +202,7 @@ uint32_t resolve_long(uint32_t crc, const void* data, size_t n) {
 namespace detail {
 std::atomic<Crc32cFn> crc32c_short{resolve_short};
 std::atomic<Crc32cFn> crc32c_long{resolve_long};
+std::atomic<Crc32cManyFn> crc32c_many{resolve_many};
 }  // namespace detail
 
 const char* crc32c_backend() { return active_backend().name; }

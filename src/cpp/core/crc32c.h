@@ -9,8 +9,16 @@
 
 namespace tfr {
 
+// One buffer of a crc32c_many() call.
+struct Crc32cSpan {
+  const uint8_t* data;
+  size_t size;
+};
+
 namespace detail {
 using Crc32cFn = uint32_t (*)(uint32_t, const void*, size_t);
+using Crc32cManyFn = void (*)(const Crc32cSpan*, size_t, uint32_t*);
+extern std::atomic<Crc32cManyFn> crc32c_many;
 // The chosen backend's entry points, for short and for long buffers (wide-vector code does not pay
 // off on a few bytes). Both start as a resolver that picks the backend on first use.
 extern std::atomic<Crc32cFn> crc32c_short;
@@ -27,6 +35,13 @@ inline uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {
 }
 
 inline uint32_t crc32c(const void* data, size_t n) { return crc32c_extend(0, data, n); }
+
+// out[i] = crc32c(spans[i]) for n buffers. On hardware backends short buffers are computed as
+// interleaved independent streams, so the crc instruction's latency overlaps across buffers
+// instead of adding up: what the headers and payloads of many small records need.
+inline void crc32c_many(const Crc32cSpan* spans, size_t n, uint32_t* out) {
+  detail::crc32c_many.load(std::memory_order_relaxed)(spans, n, out);
+}
 
 // TFRecord stores masked CRCs so that the CRC of data that itself contains CRCs stays well behaved.
 inline uint32_t crc32c_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }

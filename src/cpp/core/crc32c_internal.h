@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "crc32c.h"
+
 namespace tfr {
 
 // Each backend has crc32c_extend's contract: plain running CRC in (start 0), plain CRC out.
@@ -12,6 +14,7 @@ uint32_t crc32c_portable_extend(uint32_t crc, const void* data, size_t n);
 
 // Defined only in builds with TFREC_HAVE_SSE42_BACKEND (x86-64); needs SSE4.2 and PCLMULQDQ.
 uint32_t crc32c_sse42_extend(uint32_t crc, const void* data, size_t n);
+void crc32c_sse42_many(const Crc32cSpan* spans, size_t n, uint32_t* out);
 bool cpu_has_sse42_pclmul();
 
 // Defined only in builds with TFREC_HAVE_AVX512_BACKEND (x86-64); needs the SSE4.2 backend's

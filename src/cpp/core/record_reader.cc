@@ -1,6 +1,7 @@
 #include "record_reader.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "crc32c.h"
@@ -199,27 +200,79 @@ void RecordReader::fail_stream(const StreamError& e, uint64_t start) {
            e.what());
 }
 
+namespace {
+
+// Records whose checksums are computed in one crc32c_many call.
+constexpr size_t kCrcGroup = 8;
+
+// How many of the n (<= kCrcGroup) records of `group`, from the first, have intact checksums.
+size_t count_intact(const FramedRecord* group, size_t n) {
+  Crc32cSpan spans[2 * kCrcGroup];
+  uint32_t crcs[2 * kCrcGroup];
+  for (size_t k = 0; k < n; ++k) {  // headers first, then payloads: streams of equal length
+    spans[k] = {group[k].header, 8};
+    spans[n + k] = {group[k].header + kHeaderSize, group[k].length};
+  }
+  crc32c_many(spans, 2 * n, crcs);
+  for (size_t k = 0; k < n; ++k) {
+    const uint8_t* footer = group[k].header + kHeaderSize + group[k].length;
+    if (crc32c_mask(crcs[k]) != load_le32(group[k].header + 8) ||
+        crc32c_mask(crcs[n + k]) != load_le32(footer)) {
+      return k;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+void RecordReader::append_group(RecordBatch& batch, const FramedRecord* group, size_t n) {
+  // Room for the whole group at once, then plain stores: no capacity check per record.
+  size_t bytes = 0;
+  for (size_t k = 0; k < n; ++k) bytes += group[k].length;
+  uint8_t* out = batch.data.grow_for(bytes);
+  const size_t first = batch.size();
+  batch.offsets.resize(first + 1 + n);
+  batch.positions.resize(first + n);
+  int64_t end = int64_t(batch.data.size());
+  uint64_t position = in_.offset();
+  for (size_t k = 0; k < n; ++k) {
+    std::memcpy(out, group[k].header + kHeaderSize, group[k].length);
+    out += group[k].length;
+    end += int64_t(group[k].length);
+    batch.offsets[first + 1 + k] = end;
+    batch.positions[first + k] = int64_t(position);
+    position += group[k].length + kFramingSize;
+  }
+  batch.data.resize(size_t(end));
+  in_.consume(size_t(position - in_.offset()));
+}
+
 size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_records,
                                            size_t max_bytes) {
+  // Records are taken a group at a time: first their framing (wholly buffered, fits the batch),
+  // then the checksums of the whole group in one crc32c_many call, whose independent streams
+  // overlap where one record's two short checksums would wait on each other.
   size_t taken = 0;
-  while (batch.size() < max_records) {
-    const size_t avail = in_.buffered();
-    if (avail < kFramingSize) break;
+  for (;;) {
+    FramedRecord group[kCrcGroup];
+    size_t n = 0, bytes = batch.data.size();
     const uint8_t* p = in_.peek();
-    const uint64_t length = load_le64(p);
-    if (length > avail - kFramingSize) break;
-    if (batch.size() > 0 && batch.data.size() + length > max_bytes) break;
-    const uint8_t* payload = p + kHeaderSize;
-    if (options_.verify &&
-        (crc32c_mask(crc32c(p, 8)) != load_le32(p + 8) ||
-         crc32c_mask(crc32c(payload, size_t(length))) != load_le32(payload + length))) {
-      break;  // the careful path finds the same damage and reports it
+    size_t avail = in_.buffered();
+    while (n < kCrcGroup && batch.size() + n < max_records && avail >= kFramingSize) {
+      const uint64_t length = load_le64(p);
+      if (length > avail - kFramingSize) break;
+      if ((batch.size() + n > 0) && bytes + length > max_bytes) break;
+      group[n++] = {p, size_t(length)};
+      bytes += size_t(length);
+      p += size_t(length) + kFramingSize;
+      avail -= size_t(length) + kFramingSize;
     }
-    batch.data.append(payload, size_t(length));
-    batch.offsets.push_back(int64_t(batch.data.size()));
-    batch.positions.push_back(int64_t(in_.offset()));
-    in_.consume(size_t(length) + kFramingSize);
-    ++taken;
+    if (n == 0) break;
+    const size_t good = options_.verify ? count_intact(group, n) : n;
+    append_group(batch, group, good);
+    taken += good;
+    if (good < n) break;  // the careful path finds the same damage and reports it
   }
   records_ += taken;
   return taken;

@@ -35,6 +35,12 @@ struct RecordBatch {
   size_t size() const { return positions.size(); }
 };
 
+// A record wholly in a reader's buffer: where its header starts, how long its payload is.
+struct FramedRecord {
+  const uint8_t* header;
+  size_t length;
+};
+
 struct ReaderOptions {
   bool verify = true;               // check both CRCs
   size_t buffer_size = 1 << 20;     // bytes per read from the source
@@ -88,6 +94,8 @@ class RecordReader {
   // The common case, with no I/O: takes the records that are wholly buffered, intact and fit.
   // Returns how many it took.
   size_t read_buffered_records(RecordBatch& batch, size_t max_records, size_t max_bytes);
+  // Appends the n checked records of `group` (consecutive, from the buffer's start).
+  void append_group(RecordBatch& batch, const FramedRecord* group, size_t n);
   bool skip_record();                    // false at the clean end
   [[noreturn]] void fail_stream(const StreamError& e, uint64_t start);
   uint64_t read_header();                // returns the payload length; input positioned after it
