@@ -369,3 +369,22 @@ def test_grouped_checksums_find_each_damaged_byte(sizes, data):
             got.append(bytes(r))
     assert got == records[:victim]
     assert (info.value.record_index, info.value.offset) == (victim, int(starts[victim]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 30), max_size=8), size=st.integers(1, 25),
+       drop_last=st.booleans())
+def test_rebatch_keeps_order_and_copies_no_lone_short_batch(sizes, size, drop_last):
+    from tfrec_fast import _loader
+    batches, k = [], 0
+    for n in sizes:
+        batches.append(tfr.RecordBatch.from_records([b"%d" % i for i in range(k, k + n)]))
+        k += n
+    out = list(_loader.rebatch(iter(batches), size, drop_last))
+    flat = [bytes(r) for b in out for r in b]
+    want = [b"%d" % i for i in range(k)]
+    assert flat == (want[:k - k % size] if drop_last else want)
+    assert all(len(b) == size for b in out[:-1]) and all(len(b) for b in out)
+    nonempty = [b for b in batches if len(b)]
+    if len(nonempty) == 1 and 0 < len(nonempty[0]) <= size and not drop_last:
+        assert out[0] is nonempty[0]  # a lone short batch (a small file's tail) goes out whole

@@ -263,10 +263,18 @@ def rebatch(batches: Iterable[RecordBatch], size: int,
             drop_last: bool = False) -> Iterator[RecordBatch]:
     """Batches of exactly ``size`` records (the last may be short unless ``drop_last``)."""
     pending: list = []
+    held = None  # a short batch taken whole: copied only if records of a later batch join it
     for batch in batches:
-        if not pending and len(batch) == size:
-            yield batch
+        if not len(batch):
             continue
+        if not pending and held is None and len(batch) <= size:
+            if len(batch) == size:
+                yield batch
+            else:
+                held = batch
+            continue
+        if held is not None:
+            pending, held = list(held), None
         records = list(batch)
         i = 0
         while i < len(records):
@@ -276,7 +284,9 @@ def rebatch(batches: Iterable[RecordBatch], size: int,
             if len(pending) == size:
                 yield RecordBatch.from_records(pending)
                 pending = []
-    if pending and not drop_last:
+    if held is not None and not drop_last:
+        yield held
+    elif pending and not drop_last:
         yield RecordBatch.from_records(pending)
 
 

@@ -47,8 +47,8 @@ from .records import RecordBatch, normalize_compression
 
 __all__ = ["TFRecordDataset", "MultiTFRecordDataset", "IndexedTFRecordDataset", "collate"]
 
-# Reads remembered for naming the file of a parse error: enough for the batches in flight.
-_READ_LOG = 16
+# Reads remembered for naming the file of a parse error (with threads: more, see _output).
+_READ_LOG = 2
 
 
 # ---- columns -> tensors ------------------------------------------------------------------
@@ -365,7 +365,10 @@ class _Streaming(torch.utils.data.IterableDataset):
             batches = _loader.rebatch(batches, self.batch_size, self.drop_last)
         transform = self.transform
         handoff = _worker_ring_handoff() if self.batch_size and self.worker_ring else None
-        for n, parsed in _pipeline.ordered(self._convert, batches, self._threads(),
+        threads = self._threads()
+        # The log must reach back past the batches in flight, and no further: it keeps them alive.
+        self._read_log = collections.deque(maxlen=2 if threads == 1 else threads + 3)
+        for n, parsed in _pipeline.ordered(self._convert, batches, threads,
                                            name="tfrec_fast-torch"):
             if self.batch_size:
                 out = transform(parsed) if transform else parsed
