@@ -205,11 +205,13 @@ def test_work_error_of_a_later_item_waits_for_the_earlier_ones():
         time.sleep(0.02 if i < 7 else 0)  # the later items finish first
         return i
     for deterministic in (True, False):
-        got = []
-        with pytest.raises(KeyError):
-            for x in _pipeline.ordered(work, range(20), 4, deterministic=deterministic):
-                got.append(x)
-        assert sorted(got) == list(range(7))
+        for size_of in (_pipeline._alone, lambda i: 1 << 20):  # alone, or in bundles of 4
+            got = []
+            with pytest.raises(KeyError):
+                for x in _pipeline.ordered(work, range(20), 4, deterministic=deterministic,
+                                           size_of=size_of):
+                    got.append(x)
+            assert sorted(got) == list(range(7))
 
 
 # ---- bounded, and no thread left behind ----------------------------------------------------
@@ -257,10 +259,10 @@ def test_early_stop_leaves_no_thread(tmp_path, how):
 
 @pytest.mark.parametrize("fn", ["read_records", "read_batches"])
 def test_early_stop_of_several_files_leaves_no_thread(tmp_path, fn):
-    paths, _ = _files(tmp_path, [2000] * 4, 1000, examples=False)
+    paths, _ = _files(tmp_path, [14000] * 3, 1000, examples=False)  # > 3 bundles a file
     it = iter(getattr(tfr, fn)(paths, num_threads=4))
     next(it)
-    assert len(_ours()) >= 2
+    assert len(_ours()) == 3  # a thread per file, each waiting for room
     del it
     gc.collect()
     assert not _ours()

@@ -7,6 +7,10 @@ reads, so at most ``capacity`` items are read, worked on or waiting at any time.
 the first ``next()``, stop when the consumer closes the iterator (or drops it, or it raises), and
 are never inherited: an iterator started in one process refuses to go on in a forked child.
 Errors come out in order: every item before the one that failed is delivered first.
+
+Items travel between threads in bundles of up to a few MiB (``size_of``): handing one item over
+costs several thread wake-ups, as much as parsing a 1024-record batch of small records, so small
+items go in groups; an item larger than the bundle size travels alone.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterable, Iterator, Optional
 
 __all__ = ["default_threads", "check_threads", "ordered", "read_ahead", "files_in_parallel"]
+
+# Items are bundled up to this many bytes (by size_of) or _BUNDLE_ITEMS items.
+_BUNDLE_BYTES = 4 << 20
+_BUNDLE_ITEMS = 64
 
 # More threads than this gain nothing on the per-batch work of one reader: the I/O thread and the
 # consumer are serial.
@@ -118,6 +126,76 @@ def _check_process(pid: int) -> None:
                            "fork): start a new iteration in this process")
 
 
+class _Partial(Exception):
+    """A bundle's work failed part-way: the results before the failing item, then its error."""
+
+    def __init__(self, results: list, error: BaseException):
+        super().__init__(error)
+        self.results = results
+        self.error = error
+
+
+def _alone(item) -> int:
+    """The default size_of: every item fills a bundle by itself."""
+    return _BUNDLE_BYTES
+
+
+def nbytes(item) -> int:
+    """size_of for RecordBatches."""
+    return item.nbytes
+
+
+def _bundles(items: Iterable, size_of: Callable[[object], int]) -> Iterator[list]:
+    """Lists of consecutive items of up to _BUNDLE_BYTES (or one larger item). An error of
+    `items` comes after a last bundle holding the items before it."""
+    iterator = iter(items)
+    bundle: list = []
+    total = 0
+    try:
+        for item in iterator:
+            bundle.append(item)
+            total += size_of(item)
+            if total >= _BUNDLE_BYTES or len(bundle) >= _BUNDLE_ITEMS:
+                yield bundle
+                bundle, total = [], 0
+    except GeneratorExit:
+        raise
+    except BaseException:
+        if bundle:
+            yield bundle
+        raise
+    finally:
+        _close(iterator)
+    if bundle:
+        yield bundle
+
+
+def _work_bundle(work: Callable, bundle: list) -> list:
+    results = []
+    for item in bundle:
+        try:
+            results.append(work(item))
+        except BaseException as error:
+            raise _Partial(results, error) from None
+    return results
+
+
+def _unpack(future: Future, channel: _Channel, pid: int) -> Iterator:
+    """A bundle's results (its place in the channel freed first), then its error if it had one."""
+    error = None
+    try:
+        results = future.result()
+    except _Partial as partial:
+        results, error = partial.results, partial.error
+    finally:
+        channel.release()
+    for result in results:
+        _check_process(pid)
+        yield result
+    if error is not None:
+        raise error
+
+
 def _feed(items: Iterable, channel: _Channel, submit: Callable[[object], Future]) -> None:
     """A reader thread: takes items from `items` and puts `submit(item)` in the channel."""
     iterator = iter(items)
@@ -143,14 +221,16 @@ def _done(value) -> Future:
 
 
 def ordered(work: Optional[Callable], items: Iterable, num_threads: int, *,
-            deterministic: bool = True, name: str = "tfrec_fast") -> Iterator:
+            deterministic: bool = True, size_of: Callable[[object], int] = _alone,
+            name: str = "tfrec_fast") -> Iterator:
     """Yields ``work(item)`` for each item (``item`` itself when ``work`` is None).
 
     With ``num_threads`` 1 everything runs in the calling thread, as a plain loop. Otherwise
     `items` is advanced on one reader thread (so reads stay sequential) and ``work`` runs on a
-    pool of ``num_threads`` threads, at most ``num_threads + 1`` items being read, worked on or
-    waiting. Results come in the order of the items, or as they are ready with
-    ``deterministic=False``; either way an error is raised only after every result before it.
+    pool of ``num_threads`` threads, at most ``num_threads + 1`` bundles of items (see the module
+    docstring; ``size_of(item)``: its bytes) being read, worked on or waiting. Results come in
+    the order of the items, or bundle by bundle as they are ready with ``deterministic=False``;
+    either way an error is raised only after every result before it.
     """
     if num_threads <= 1:
         try:
@@ -160,18 +240,21 @@ def ordered(work: Optional[Callable], items: Iterable, num_threads: int, *,
             _close(items)
         return
     pool = ThreadPoolExecutor(num_threads, thread_name_prefix=f"{name}-work") if work else None
-    submit = (lambda item: pool.submit(work, item)) if pool else _done
+    submit = (lambda bundle: pool.submit(_work_bundle, work, bundle)) if pool else _done
     try:
-        yield from _threaded(items, submit, num_threads + 1, deterministic, name)
+        yield from _threaded(_bundles(items, size_of), submit, num_threads + 1, deterministic,
+                             name)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def read_ahead(items: Iterable, depth: int = 2, *, name: str = "tfrec_fast") -> Iterator:
-    """Yields the items of `items`, advanced on an I/O thread up to ``depth`` items ahead of the
-    consumer (counting the one being read)."""
-    return _threaded(items, _done, depth, True, name)
+def read_ahead(items: Iterable, depth: int = 2, *,
+               size_of: Callable[[object], int] = _alone,
+               name: str = "tfrec_fast") -> Iterator:
+    """Yields the items of `items`, advanced on an I/O thread up to ``depth`` bundles ahead of
+    the consumer (counting the one being read)."""
+    return _threaded(_bundles(items, size_of), _done, depth, True, name)
 
 
 def _threaded(items: Iterable, submit, capacity: int, deterministic: bool, name: str) -> Iterator:
@@ -196,11 +279,7 @@ def _in_order(channel: _Channel, pid: int) -> Iterator:
             return
         if isinstance(got, _Failed):
             raise got.error
-        try:
-            result = got.result()
-        finally:
-            channel.release()
-        yield result
+        yield from _unpack(got, channel, pid)
 
 
 def _as_ready(channel: _Channel, pid: int) -> Iterator:
@@ -223,28 +302,23 @@ def _as_ready(channel: _Channel, pid: int) -> Iterator:
         done, _ = wait(pending, return_when=FIRST_COMPLETED)
         first_failed = next((f for f in pending if f in done and f.exception() is not None), None)
         if first_failed is not None:  # the results before it first, then its error
-            while pending[0] is not first_failed:
-                future = pending.pop(0)
-                result = future.result()
-                channel.release()
-                yield result
-            raise first_failed.exception()
+            while pending:
+                yield from _unpack(pending.pop(0), channel, pid)
         for future in [f for f in pending if f in done]:
             pending.remove(future)
-            result = future.result()
-            channel.release()
-            yield result
+            yield from _unpack(future, channel, pid)
 
 
-def _drain(read: Callable[[object], Iterable], source, channel: _Channel) -> None:
-    _feed(read(source), channel, _done)
+def _drain(read: Callable[[object], Iterable], source, channel: _Channel, size_of) -> None:
+    _feed(_bundles(read(source), size_of), channel, _done)
 
 
 def files_in_parallel(read: Callable[[object], Iterable], sources: Iterable, readers: int, *,
+                      size_of: Callable[[object], int] = _alone,
                       name: str = "tfrec_fast") -> Iterator:
     """Yields the items of ``read(source)`` for each source, source after source, with up to
-    ``readers`` sources being read at once, each on a thread of its own and at most two items
-    ahead (TensorFlow's ``num_parallel_reads``, in file order). With ``readers`` 1 it is a plain
+    ``readers`` sources being read at once, each on a thread of its own and at most two
+    bundles ahead (TensorFlow's ``num_parallel_reads``, in file order). With ``readers`` 1 it is a plain
     loop in the calling thread."""
     if readers <= 1:
         for source in sources:
@@ -261,8 +335,8 @@ def files_in_parallel(read: Callable[[object], Iterable], sources: Iterable, rea
     def start_next() -> None:
         for source in sources:
             channel = _Channel(2)
-            thread = threading.Thread(target=_drain, args=(read, source, channel), daemon=True,
-                                      name=f"{name}-file")
+            thread = threading.Thread(target=_drain, args=(read, source, channel, size_of),
+                                      daemon=True, name=f"{name}-file")
             thread.start()
             started.append((channel, thread))
             return
@@ -279,8 +353,7 @@ def files_in_parallel(read: Callable[[object], Iterable], sources: Iterable, rea
                     break
                 if isinstance(got, _Failed):
                     raise got.error
-                channel.release()
-                yield got.result()
+                yield from _unpack(got, channel, pid)
             started.popleft()
             thread.join()
             start_next()

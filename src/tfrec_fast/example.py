@@ -505,9 +505,10 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
 
     ``num_threads`` (default: from the number of cores, at most 4): with more than one, the next
     batches are read on an I/O thread while up to ``num_threads`` batches are parsed at once on a
-    pool (at most ``num_threads + 1`` batches read or parsed ahead of the one you hold). Batches
-    come in file order; ``deterministic=False`` yields each as soon as it is parsed (errors still
-    come after every batch before them). ``num_threads=1`` does everything in the calling thread.
+    pool (at most ``num_threads + 1`` batches read or parsed ahead of the one you hold; batches
+    smaller than 4 MiB travel in bundles of up to 4 MiB). Batches come in file order;
+    ``deterministic=False`` yields them as soon as they are parsed (errors still come after
+    every batch before them). ``num_threads=1`` does everything in the calling thread.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be positive")
@@ -520,7 +521,11 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     pool = _core.BufferPool(num_threads + 3)
     groups = _groups(sources, spec, batch_size, compression, verify, pool)
     return _pipeline.ordered(_parse_group, groups, num_threads, deterministic=deterministic,
-                             name="tfrec_fast-examples")
+                             size_of=_group_bytes, name="tfrec_fast-examples")
+
+
+def _group_bytes(group) -> int:
+    return group[0].nbytes
 
 
 def _groups(sources, spec, batch_size: int, compression: str, verify: bool, pool):

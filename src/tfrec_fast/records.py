@@ -376,7 +376,7 @@ class TFRecordReader:
         batches = self._batches(max_records, max_bytes)
         if _pipeline.check_threads(num_threads) == 1:
             return batches
-        return _pipeline.read_ahead(batches)
+        return _pipeline.read_ahead(batches, size_of=_pipeline.nbytes)
 
     def _batches(self, max_records, max_bytes) -> Iterator[RecordBatch]:
         while True:
@@ -537,9 +537,11 @@ def _parallel_batches(sources, compression, verify, skip_corrupt, on_skip, max_r
         return _file_batches(source, compression, verify, skip_corrupt, on_skip, max_records,
                              max_bytes, pool)
     if num_threads > 1 and len(sources) > 1:
-        return _pipeline.files_in_parallel(read, sources, min(num_threads, len(sources)))
+        return _pipeline.files_in_parallel(read, sources, min(num_threads, len(sources)),
+                                           size_of=_pipeline.nbytes)
     batches = _pipeline.files_in_parallel(read, sources, 1)
-    return batches if num_threads == 1 else _pipeline.read_ahead(batches)
+    return batches if num_threads == 1 else _pipeline.read_ahead(batches,
+                                                                 size_of=_pipeline.nbytes)
 
 
 def _warn_skip(error: DataLossError) -> None:

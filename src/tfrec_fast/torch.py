@@ -369,7 +369,7 @@ class _Streaming(torch.utils.data.IterableDataset):
         # The log must reach back past the batches in flight, and no further: it keeps them alive.
         self._read_log = collections.deque(maxlen=2 if threads == 1 else threads + 3)
         for n, parsed in _pipeline.ordered(self._convert, batches, threads,
-                                           name="tfrec_fast-torch"):
+                                           size_of=_pipeline.nbytes, name="tfrec_fast-torch"):
             if self.batch_size:
                 out = transform(parsed) if transform else parsed
                 yield handoff(out) if handoff and self._spec is not None else out
