@@ -8,7 +8,7 @@ the first ``next()``, stop when the consumer closes the iterator (or drops it, o
 are never inherited: an iterator started in one process refuses to go on in a forked child.
 Errors come out in order: every item before the one that failed is delivered first.
 
-Items travel between threads in bundles of up to a few MiB (``size_of``): handing one item over
+Items travel between threads in bundles of up to 1 MiB (``size_of``): handing one item over
 costs several thread wake-ups, as much as parsing a 1024-record batch of small records, so small
 items go in groups; an item larger than the bundle size travels alone.
 """
@@ -23,9 +23,9 @@ from typing import Callable, Iterable, Iterator, Optional
 
 __all__ = ["default_threads", "check_threads", "ordered", "read_ahead", "files_in_parallel"]
 
-# Items are bundled up to this many bytes (by size_of) or _BUNDLE_ITEMS items.
-_BUNDLE_BYTES = 4 << 20
-_BUNDLE_ITEMS = 64
+# Items are bundled up to this many bytes (by size_of) or BUNDLE_ITEMS items.
+_BUNDLE_BYTES = 1 << 20
+BUNDLE_ITEMS = 64
 
 # More threads than this gain nothing on the per-batch work of one reader: the I/O thread and the
 # consumer are serial.
@@ -155,7 +155,7 @@ def _bundles(items: Iterable, size_of: Callable[[object], int]) -> Iterator[list
         for item in iterator:
             bundle.append(item)
             total += size_of(item)
-            if total >= _BUNDLE_BYTES or len(bundle) >= _BUNDLE_ITEMS:
+            if total >= _BUNDLE_BYTES or len(bundle) >= BUNDLE_ITEMS:
                 yield bundle
                 bundle, total = [], 0
     except GeneratorExit:

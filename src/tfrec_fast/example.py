@@ -506,7 +506,7 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     ``num_threads`` (default: from the number of cores, at most 4): with more than one, the next
     batches are read on an I/O thread while up to ``num_threads`` batches are parsed at once on a
     pool (at most ``num_threads + 1`` batches read or parsed ahead of the one you hold; batches
-    smaller than 4 MiB travel in bundles of up to 4 MiB). Batches come in file order;
+    smaller than 1 MiB travel in bundles of up to 1 MiB). Batches come in file order;
     ``deterministic=False`` yields them as soon as they are parsed (errors still come after
     every batch before them). ``num_threads=1`` does everything in the calling thread.
     """
@@ -518,7 +518,9 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     sources = _as_sources(paths, storage_options, filesystem)
     # The buffers of batches you have let go of hold the next ones: a batch of 1024 large records
     # is never fresh memory (whose page faults would cost more than reading it).
-    pool = _core.BufferPool(num_threads + 3)
+    # As many as can be alive at once: in flight, the batch you hold and the one being read
+    # (small batches travel in bundles of up to _pipeline.BUNDLE_ITEMS).
+    pool = _core.BufferPool((num_threads + 3) * (_pipeline.BUNDLE_ITEMS if num_threads > 1 else 1))
     groups = _groups(sources, spec, batch_size, compression, verify, pool)
     return _pipeline.ordered(_parse_group, groups, num_threads, deterministic=deterministic,
                              size_of=_group_bytes, name="tfrec_fast-examples")

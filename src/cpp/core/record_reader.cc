@@ -337,7 +337,9 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
     batch->data = pool_->take();
     batch->pool = pool_;
   }
-  batch->data.reserve(std::min<size_t>(max_bytes, size_t(4) << 20) + 4096);
+  // Below ByteBuffer::kMappedFrom: a batch of small records stays an ordinary allocation, which
+  // the allocator recycles warm; only batches that grow past it become mappings of their own.
+  batch->data.reserve(std::min<size_t>(max_bytes, size_t(1) << 20) + 4096);
   try {
     // Whole records already in the buffer go in a tight loop; the careful path handles the
     // record that straddles a refill, large payloads, the end and any damage.
