@@ -88,10 +88,10 @@ def _numpy_rows(col, n: int) -> list:
         if col.row_splits is None:
             return rows
         return [r[0] if len(r) == 1 else np.array(r, dtype=bytes) for r in rows]
-    if isinstance(col, Ragged):
-        splits = col.row_splits
-        return [np.array(col.values[splits[i]:splits[i + 1]]) for i in range(n)]
-    return [np.array(col[i]) for i in range(n)]
+    if isinstance(col, Ragged):  # views of the batch's own (fresh, private) column
+        values, splits = col.values, col.row_splits.tolist()
+        return [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
+    return list(col)
 
 
 def _rows(columns: Mapping[str, Any], n: int, compat: set) -> List[dict]:
