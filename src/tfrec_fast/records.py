@@ -370,8 +370,9 @@ class TFRecordReader:
 
         With ``num_threads`` > 1 (default: from the number of cores) the next batch is read on an
         I/O thread while the caller works on the current one; then :meth:`tell` and
-        :attr:`records_read` run one batch ahead of what was yielded. ``num_threads=1`` reads
-        in the calling thread only.
+        :attr:`records_read` run ahead of what was yielded, and the reader must not be read
+        otherwise (read_batch, next) until the iteration ends. ``num_threads=1`` reads in the
+        calling thread only.
         """
         batches = self._batches(max_records, max_bytes)
         if _pipeline.check_threads(num_threads) == 1:
