@@ -6,10 +6,11 @@ the same run.
     python bench/bench_threads.py [--procs 3] [--only SUBSTR] [--json out.json]
 
 Run it with a Python that has tfrec_fast (PYTHONPATH=src with the built _core) and the peers.
-Every case runs in its own fresh process (peers are never imported next to tfrec_fast), ``--procs``
-processes per case, interleaved; each process does a warm-up pass and then ``--repeats`` timed
-passes and reports their median; the table shows the median over the processes, and each ratio is
-between two rows of this run. Page cache warm (every file is read before timing). Peak RSS is the
+Every case runs in its own fresh process (peers are never imported next to tfrec_fast;
+OPENBLAS_NUM_THREADS=1, see _CHILD_ENV), ``--procs`` processes per case, interleaved; each process
+does a warm-up pass and then ``--repeats`` timed samples of >= 0.25 s (back-to-back passes) and
+reports their median; the table shows the median over the processes, and each ratio is between
+two rows of this run. Page cache warm (every file is read before timing). Peak RSS is the
 process's ru_maxrss after its passes.
 """
 
@@ -120,6 +121,27 @@ def case_raw_batches(data, threads):
     def run():
         with tfr.TFRecordReader(_path(data)) as r:
             return sum(len(b) for b in r.iter_batches(num_threads=threads))
+    return run
+
+
+def case_raw_batches_x4(data, threads):
+    """read_batches over the file named 4 times (4 shards), 512 KiB batches, 1 thread."""
+    import tfrec_fast as tfr
+
+    def run():
+        return sum(len(b) for b in tfr.read_batches([_path(data)] * 4, num_threads=1))
+    return run
+
+
+def case_read_examples_x4(data, threads):
+    """read_examples over the file named 4 times: one call long enough for the steady state."""
+    import tfrec_fast as tfr
+    spec = _spec_for(tfr, data)
+    first = next(iter(spec))
+
+    def run():
+        return sum(len(c[first]) for c in tfr.read_examples([_path(data)] * 4, spec,
+                                                            num_threads=threads))
     return run
 
 
@@ -470,6 +492,11 @@ def rows():
                  "raw batched read (iter_batches, 1 thread)"))
         add((g, "iter_batches() + parse_examples", "iter_parse", d, 1,
              "raw batched read (iter_batches, 1 thread)"))
+        ref4 = "raw batched read of 4 shards (read_batches, 1 thread)"
+        add((g, ref4, "raw_batches_x4", d, 1, None))
+        for t in (1, 2):
+            add((g, f"read_examples() of 4 shards in one call, {t} thread(s)",
+                 "read_examples_x4", d, t, ref4))
         add((g, "tfrecord tfrecord_loader (peer)", "tfrecord_examples", d, 1, None))
         add((g, "TF tf.data + parse_example AUTOTUNE (peer)", "tf_data", d, 1, None))
     for d in ("mnist", "tutorial", "voc"):
@@ -533,17 +560,28 @@ def _one_process(case, data, threads, repeats) -> dict:
             with open(_path(name), "rb") as f:
                 while f.read(1 << 24):
                     pass
+    t0 = time.perf_counter()
     records = run()  # warm-up
+    # A sample runs the case k times back to back, k such that it lasts >= 0.25 s: short passes
+    # are at the mercy of the scheduler.
+    k = max(1, int(0.25 / max(time.perf_counter() - t0, 1e-6)))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        got = run()
-        times.append(time.perf_counter() - t0)
-        assert got == records, (got, records)
+        for _ in range(k):
+            got = run()
+            assert got == records, (got, records)
+        times.append((time.perf_counter() - t0) / k)
     if case in ("probe",):
         records = records or 0
     return {"records": records, "seconds": statistics.median(times),
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+# numpy's OpenBLAS starts a server thread at import that spins for a few hundred ms (perf:
+# blas_thread_server, 20% of a short case's samples) although nothing here calls BLAS: on 2 cores
+# it takes one from whatever is measured, threads above all. Every case runs without it.
+_CHILD_ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
 
 
 def main() -> None:
@@ -567,14 +605,16 @@ def main() -> None:
     for p in range(a.procs):  # interleaved: each round runs every case once
         for k in keys[p % len(keys):] + keys[:p % len(keys)]:
             done = subprocess.run([sys.executable, __file__, "--one", k[0], k[1], str(k[2]),
-                                   "--repeats", str(a.repeats)], capture_output=True, text=True)
+                                   "--repeats", str(a.repeats)], capture_output=True, text=True,
+                                  env=_CHILD_ENV)
             if done.returncode:
                 samples[k].append({"error": done.stderr.strip().splitlines()[-1:]})
             else:
                 samples[k].append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"# bench_threads: {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, Python {platform.python_version()}; "
-          f"median of {a.procs} processes x median of {a.repeats} passes\n")
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}; median of {a.procs} "
+          f"processes x median of {a.repeats} samples of >= 0.25 s; load average before: "
+          f"{os.getloadavg()[0]:.2f}\n")
     table = {}
     group = None
     for g, label, c, d, t, ref in todo:
@@ -590,6 +630,7 @@ def main() -> None:
         sec = statistics.median(s["seconds"] for s in ok)
         recs = ok[0]["records"]
         size = os.path.getsize(_path(d)) if os.path.exists(_path(d)) else 0
+        size *= 4 if c.endswith("_x4") else 1
         rate = recs / sec if recs else None
         table[(g, label)] = {"rate": rate, "gbps": size / sec / 1e9, "sec": sec,
                              "rss": max(s["rss_mb"] for s in ok)}

@@ -390,3 +390,16 @@ def test_rebatch_keeps_order_and_copies_no_lone_short_batch(sizes, size, drop_la
     nonempty = [b for b in batches if len(b)]
     if len(nonempty) == 1 and 0 < len(nonempty[0]) <= size and not drop_last:
         assert out[0] is nonempty[0]  # a lone short batch (a small file's tail) goes out whole
+
+
+def test_concat_keeps_records_and_positions(tmp_path):
+    paths, records = _files(tmp_path, [7, 0, 5], 3000, examples=False)
+    parts = [b for p in paths for b in tfr.read_batches(p, max_records=3, num_threads=1)]
+    pool = _core.BufferPool(2)
+    joined = tfr.RecordBatch.concat(parts, pool)
+    assert [bytes(r) for r in joined] == records
+    assert joined.positions.tolist() == [x for b in parts for x in b.positions.tolist()]
+    assert len(tfr.RecordBatch.concat([])) == 0
+    del joined  # its buffer goes back to the pool, and serves a batch of the same size again
+    again = tfr.RecordBatch.concat(parts, pool)
+    assert [bytes(r) for r in again] == records

@@ -8,7 +8,6 @@ buffer (no copy).
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 
@@ -518,9 +517,10 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     sources = _as_sources(paths, storage_options, filesystem)
     # The buffers of batches you have let go of hold the next ones: a batch of 1024 large records
     # is never fresh memory (whose page faults would cost more than reading it).
-    # As many as can be alive at once: in flight, the batch you hold and the one being read
-    # (small batches travel in bundles of up to _pipeline.BUNDLE_ITEMS).
-    pool = _core.BufferPool((num_threads + 3) * (_pipeline.BUNDLE_ITEMS if num_threads > 1 else 1))
+    # As many as can be alive at once: in flight, the batch you hold, the one being read and, at
+    # a file boundary, the two parts it joins (small batches travel in bundles of up to
+    # _pipeline.BUNDLE_ITEMS). The pool never keeps more than were alive together.
+    pool = _core.BufferPool((num_threads + 4) * (_pipeline.BUNDLE_ITEMS if num_threads > 1 else 1))
     groups = _groups(sources, spec, batch_size, compression, verify, pool)
     return _pipeline.ordered(_parse_group, groups, num_threads, deterministic=deterministic,
                              size_of=_group_bytes, name="tfrec_fast-examples")
@@ -538,8 +538,7 @@ def _groups(sources, spec, batch_size: int, compression: str, verify: bool, pool
     segments: list = []  # (path, index of the pending batch's first record in its file, count)
 
     def group():
-        batch = pending[0] if len(pending) == 1 else RecordBatch.from_records(
-            itertools.chain.from_iterable(pending))
+        batch = pending[0] if len(pending) == 1 else RecordBatch.concat(pending, pool)
         out = (batch, _typed(batch, spec), list(segments))
         pending.clear()
         segments.clear()

@@ -19,12 +19,19 @@ class BufferPool {
   // Keeps at most max_buffers buffers; more batches than that alive at once simply allocate.
   explicit BufferPool(size_t max_buffers) : max_buffers_(max_buffers) {}
 
-  // The buffer returned last (still warm in the caches), emptied; or a new one if none is kept.
-  ByteBuffer take() {
+  // A kept buffer, emptied: the smallest that holds `wanted` bytes, else the largest (it grows
+  // least); or a new one if none is kept.
+  ByteBuffer take(size_t wanted) {
     std::lock_guard<std::mutex> lock(mu_);
     if (kept_.empty()) return ByteBuffer();
-    ByteBuffer out = std::move(kept_.back());
-    kept_.pop_back();
+    size_t best = 0;
+    for (size_t i = 1; i < kept_.size(); ++i) {
+      const size_t have = kept_[i].capacity(), best_have = kept_[best].capacity();
+      const bool fits = have >= wanted, best_fits = best_have >= wanted;
+      if (fits != best_fits ? fits : (fits ? have < best_have : have > best_have)) best = i;
+    }
+    ByteBuffer out = std::move(kept_[best]);
+    kept_.erase(kept_.begin() + std::ptrdiff_t(best));
     out.clear();
     return out;
   }

@@ -1,5 +1,7 @@
 // RecordBatch for Python: numpy views of C++ memory and per-record memoryviews, all read-only and
 // all keeping the batch alive.
+#include <pybind11/stl.h>
+
 #include "py_common.h"
 
 namespace tfr::py_bind {
@@ -102,6 +104,37 @@ void register_batch(py::module_& m) {
             return batch;
           },
           py::arg("records"), "A batch holding copies of the given bytes-like records.")
+      .def_static(
+          "concat",
+          [](const std::vector<std::shared_ptr<RecordBatch>>& parts,
+             std::shared_ptr<BufferPool> pool) {
+            auto out = std::make_shared<RecordBatch>();
+            py::gil_scoped_release release;  // batches are never changed once made
+            size_t bytes = 0, records = 0;
+            for (const auto& part : parts) {
+              bytes += part->data.size();
+              records += part->size();
+            }
+            if (pool) {
+              out->data = pool->take(bytes);
+              out->pool = pool;
+            }
+            out->data.reserve(bytes);
+            out->offsets.reserve(records + 1);
+            out->positions.reserve(records);
+            for (const auto& part : parts) {
+              const int64_t shift = int64_t(out->data.size()) - part->offsets[0];
+              out->data.append(part->data.data(), part->data.size());
+              for (size_t i = 1; i < part->offsets.size(); ++i) {
+                out->offsets.push_back(part->offsets[i] + shift);
+              }
+              out->positions.insert(out->positions.end(), part->positions.begin(),
+                                    part->positions.end());
+            }
+            return out;
+          },
+          py::arg("batches"), py::arg("pool") = nullptr,
+          "One batch holding the records of the given batches, in order (its buffer from pool).")
       .def("__len__", &RecordBatch::size)
       .def("__getitem__",
            [](py::object self, py::ssize_t i) {
