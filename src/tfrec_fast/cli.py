@@ -19,6 +19,7 @@ import tempfile
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__
+from ._progress import Progress
 from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
 from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter, expand_pattern, same_file
@@ -119,29 +120,6 @@ def _report(path, error) -> int:
     return 1
 
 
-class _Progress:
-    """A tqdm bar counting file bytes, shown only on a terminal and only when tqdm is installed."""
-
-    def __init__(self, total, desc):
-        self.bar = None
-        if not sys.stderr.isatty():
-            return
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            return
-        self.bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr,
-                        leave=False)
-
-    def advance(self, nbytes):
-        if self.bar is not None:
-            self.bar.update(nbytes)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
 def _for_each_file(args, desc, action) -> int:
     """Runs action(path, progress) on each file the FILE arguments name; an argument naming
     nothing, damage or an unreadable file is reported and makes the status 1."""
@@ -152,7 +130,7 @@ def _for_each_file(args, desc, action) -> int:
             files.extend(_expand(args, arg))
         except OSError as error:
             status = _report(arg, error)
-    progress = _Progress(sum(_size(f) for f in files), desc)
+    progress = Progress(sum(_size(f) for f in files), desc, unit="B")
     for path in files:
         try:
             action(path, progress)

@@ -482,16 +482,8 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
         return {k: (col.to_list()[0] if isinstance(col, BytesColumn) else col[0].tolist())
                 for k, col in sorted(columns.items())}
     columns = parse_examples([record], spec)
-    row = {}
-    for key, col in columns.items():
-        if isinstance(col, BytesColumn):
-            value = col.to_list()[0]
-        elif isinstance(col, Ragged):
-            value = col[0]
-        else:
-            value = col[0]
-        row[key] = value
-    return row
+    return {key: col.to_list()[0] if isinstance(col, BytesColumn) else col[0]
+            for key, col in columns.items()}
 
 
 def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str] = None, *,

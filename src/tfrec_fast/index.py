@@ -15,7 +15,7 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._core import RecordBatch
+from ._core import FRAMING_SIZE, RecordBatch
 from .errors import DataLossError
 from .records import (ITER_BATCH_BYTES, TFRecordReader, _display, _one_path, _resolve,
                       detect_compression, normalize_compression)
@@ -99,7 +99,7 @@ def _scan_stream(rp: RemotePath) -> Index:
     with TFRecordReader(rp) as reader:
         for batch in reader.iter_batches(max_bytes=ITER_BATCH_BYTES):
             offsets.append(np.array(batch.positions))
-            sizes.append(np.diff(batch.offsets) + 16)
+            sizes.append(np.diff(batch.offsets) + FRAMING_SIZE)
     if not offsets:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(offsets), np.concatenate(sizes)
@@ -378,11 +378,12 @@ class _RemoteIndexedReader:
     checked in C++ the same way. The object's size is taken when it is opened."""
 
     def __init__(self, rp: RemotePath, offsets: np.ndarray, sizes: np.ndarray, verify: bool):
-        bad = np.flatnonzero((offsets < 0) | (sizes < 16))
+        bad = np.flatnonzero((offsets < 0) | (sizes < FRAMING_SIZE))
         if len(bad):
             i = int(bad[0])
             raise ValueError(f"index of '{rp.name}': entry {i} (offset {int(offsets[i])}, size "
-                             f"{int(sizes[i])}) is impossible: a record takes at least 16 bytes")
+                             f"{int(sizes[i])}) is impossible: a record takes at least "
+                             f"{FRAMING_SIZE} bytes")
         self._rp = rp
         self._offsets = offsets
         self._sizes = sizes

@@ -44,7 +44,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
 
 import numpy as np
 
-from ._core import RecordBatch
+from ._core import FRAMING_SIZE, RecordBatch
 from .encode import encode_example, encode_examples
 from .example import (_BYTES, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
                       normalize_spec)
@@ -60,7 +60,6 @@ DEFAULT_SHARD_BYTES = 128 << 20  # framed, uncompressed: TensorFlow's advice is 
 MANIFEST_FORMAT = "tfrec_fast.shards"
 MANIFEST_VERSION = 1
 
-_FRAMING = 16  # length (8) + its CRC (4) + data CRC (4) around each record
 _UNLIMITED = 1 << 62
 _ITERABLE_CHUNK = 4096  # records gathered per RecordBatch when write_batch gets a plain iterable
 # Round robin keeps every shard open; cap the buffers' total so 1000 shards stay affordable.
@@ -578,7 +577,7 @@ class ShardedWriter:
     def write(self, record) -> None:
         """Writes one record (any bytes-like object)."""
         self._check_writable()
-        size = memoryview(record).nbytes + _FRAMING
+        size = memoryview(record).nbytes + FRAMING_SIZE
         part = self._part_for(size)
         with self._failing():
             part.writer.write(record)
@@ -606,7 +605,7 @@ class ShardedWriter:
         self.write_batch(encode_examples(columns, n))
 
     def _write_batch(self, batch: RecordBatch) -> None:
-        sizes = np.diff(batch.offsets) + _FRAMING
+        sizes = np.diff(batch.offsets) + FRAMING_SIZE
         if self._num_shards is not None:
             # Record j of the batch goes to shard (first + j) % N: one write_batch per shard.
             n, first = self._num_shards, self._records % self._num_shards

@@ -108,7 +108,7 @@ void scan_index(const std::string& path, std::vector<int64_t>* offsets, std::vec
 
 std::string format_index(const int64_t* offsets, const int64_t* sizes, size_t n) {
   std::string out;
-  out.reserve(n * 16);
+  out.reserve(n * kFramingSize);
   char line[48];
   for (size_t i = 0; i < n; ++i) {
     int len = std::snprintf(line, sizeof line, "%lld %lld\n", static_cast<long long>(offsets[i]),
@@ -185,7 +185,8 @@ RandomAccessReader::RandomAccessReader(const std::string& path, std::vector<int6
       throw std::invalid_argument("index of '" + path + "': entry " + std::to_string(i) +
                                   " (offset " + std::to_string(offsets_[i]) + ", size " +
                                   std::to_string(sizes_[i]) +
-                                  ") is impossible: a record takes at least 16 bytes");
+                                  ") is impossible: a record takes at least " +
+                                  std::to_string(kFramingSize) + " bytes");
     }
   }
   options_.max_gap = std::min<uint64_t>(options_.max_gap, 1 << 20);

@@ -13,23 +13,6 @@
 
 namespace tfr {
 
-const char* reason_code(LossReason reason) {
-  switch (reason) {
-    case LossReason::kTruncated: return "truncated";
-    case LossReason::kLengthChecksum: return "length_checksum";
-    case LossReason::kDataChecksum: return "data_checksum";
-    case LossReason::kLengthTooLarge: return "length_too_large";
-    case LossReason::kCompressedStream: return "compressed_stream";
-    case LossReason::kIndexMismatch: return "index_mismatch";
-  }
-  return "unknown";
-}
-
-void throw_errno(const std::string& op, const std::string& name) {
-  int err = errno;
-  throw IoError(err, op + " '" + name + "': " + std::strerror(err));
-}
-
 uint64_t Source::skip(uint64_t n) {
   std::vector<uint8_t> scratch(size_t(std::min<uint64_t>(n, 1 << 16)));
   uint64_t done = 0;

@@ -2,6 +2,7 @@
 #include <cerrno>
 
 #include "errors.h"
+#include "record_format.h"
 #include "py_common.h"
 
 namespace tfr::py_bind {
@@ -99,6 +100,7 @@ Compression parse_compression(const std::string& name) {
 PYBIND11_MODULE(_core, m) {
   using namespace tfr::py_bind;
   m.doc() = "tfrec_fast's C++ record engine (private: use the tfrec_fast package)";
+  m.attr("FRAMING_SIZE") = tfr::kFramingSize;  // bytes around each payload: length, 2 CRCs
   py::register_exception_translator(&translate);
   register_crc(m);
   register_batch(m);
