@@ -2,7 +2,8 @@
 # Build tfrec_fast with AddressSanitizer + UndefinedBehaviorSanitizer (TFREC_SANITIZE=ON) and run
 # the C++ CRC32C test program (once per backend) and the whole pytest suite against that build.
 #
-# Usage:  tools/sanitize.sh [extra pytest args...]     e.g.  tools/sanitize.sh -x -k reader
+# Usage:  tools/sanitize.sh [pytest args...]   e.g. tools/sanitize.sh -x -k reader, or name test
+#         files (tools/sanitize.sh tests/test_mutation.py) to run only those
 # Env:    PYTHON  interpreter with the project's deps, i.e. `pip install ".[test]"` (default: python3)
 #         BUILD   build directory (default: <repo>/build/asan)
 # Needs cmake (+ ninja if present), pybind11 and GCC; exits non-zero on any test failure or any
@@ -103,12 +104,20 @@ got="$(cd "$ROOT" && env LD_PRELOAD="$preload" ASAN_OPTIONS="detect_leaks=0:$asa
          PYTHONPATH="$PKG${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
          'import tfrec_fast._core as c; print(c.__file__)')"
 [[ "$got" == "$PKG/tfrec_fast/"* ]] || { echo "sanitize.sh: tests would import $got" >&2; exit 1; }
+# Arguments naming tests (not starting with -) replace the whole suite; then pass (b) runs only
+# if it was named.
+targets=(tests) options=() named=()
+for arg in "$@"; do [[ $arg == -* ]] && options+=("$arg") || named+=("$arg"); done
+(( ${#named[@]} )) && targets=("${named[@]}")
 set +e
-run_pytest "" tests --ignore=tests/test_cpp.py --deselect "$RSS_BOUND" \
-  "${NEEDS_FORK[@]/#/--deselect=}" "$@"
+run_pytest "" "${targets[@]}" --ignore=tests/test_cpp.py --deselect "$RSS_BOUND" \
+  "${NEEDS_FORK[@]/#/--deselect=}" "${options[@]}"
 pytest_rc=$?
-run_pytest ":quarantine_size_mb=16" "$RSS_BOUND" "$@"
-rss_rc=$?
+rss_rc=0
+if (( ! ${#named[@]} )) || [[ " ${named[*]} " == *" $RSS_BOUND "* ]]; then
+  run_pytest ":quarantine_size_mb=16" "$RSS_BOUND" "${options[@]}"
+  rss_rc=$?
+fi
 set -e
 
 # 6. Summary.
