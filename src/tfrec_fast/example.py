@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -358,7 +358,7 @@ def _columns(batch: RecordBatch, spec: Mapping[str, Spec], raw: list) -> Dict[st
     n = len(batch)
     out = {}
     data = batch.data
-    for (name, s), (values, starts, ends, row_splits, _) in zip(spec.items(), raw):
+    for (name, s), (values, starts, ends, row_splits, _, _) in zip(spec.items(), raw):
         if isinstance(s, VarLen):
             out[name] = (BytesColumn(data, starts, ends, row_splits) if s.kind == _BYTES
                          else Ragged(values.view(_NUMPY[s.kind]), row_splits))
@@ -449,7 +449,7 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     out = _columns(batch, context, raw[:len(context)])
     data = batch.data
     seqs = {}
-    for (key, s), (values, starts, ends, row_splits, step_splits) in zip(sequence.items(),
+    for (key, s), (values, starts, ends, row_splits, step_splits, _) in zip(sequence.items(),
                                                                            raw[len(context):]):
         if isinstance(s, FixedLenSequence):
             if s.kind == _BYTES:
@@ -492,24 +492,37 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     """Reads and parses Examples in batches of ``batch_size`` records (the last may be smaller),
     across file boundaries. Errors name the file and the record's index in it. Paths may be
     globs and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`)."""
-    if batch_size < 1:
-        raise ValueError("batch_size must be positive")
-    compression = normalize_compression(compression)
     spec = normalize_spec(spec)
-    pending: List[RecordBatch] = []
-    segments: list = []  # (path, index of the pending batch's first record in its file, count)
-
-    def flush():
-        batch = pending[0] if len(pending) == 1 else RecordBatch.from_records(
-            itertools.chain.from_iterable(pending))
+    for batch, segments in batches_across_files(paths, batch_size, compression, verify=verify,
+                                                storage_options=storage_options,
+                                                filesystem=filesystem):
         try:
             typed = _typed(batch, spec)
             columns = _columns(batch, typed, _decode(batch, typed, ""))
         except ExampleParseError as error:
             raise _locate(error, segments) from None
+        yield columns
+
+
+def batches_across_files(paths, batch_size: int, compression: Optional[str] = None, *,
+                         verify: bool = True, storage_options=None,
+                         filesystem=None) -> Iterator[Tuple[RecordBatch, list]]:
+    """RecordBatches of ``batch_size`` records (the last may be smaller) across file boundaries,
+    each with its segments ``[(file, index in the file of its first record there, count)]``
+    for :func:`_locate`."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be positive")
+    compression = normalize_compression(compression)
+    pending: List[RecordBatch] = []
+    segments: list = []
+
+    def flush():
+        batch = pending[0] if len(pending) == 1 else RecordBatch.from_records(
+            itertools.chain.from_iterable(pending))
+        out = batch, list(segments)
         pending.clear()
         segments.clear()
-        return columns
+        return out
 
     for source in _as_sources(paths, storage_options, filesystem):
         name = _display(source) if _is_path(source) else "<records>"

@@ -338,6 +338,7 @@ class Decoder {
       case Layout::kVar:
         if (!f.present && spec.required) wrong(k, "is missing (the spec requires it)");
         col.row_splits.push_back(int64_t(values_in(col, spec.kind)));
+        col.present.push_back(uint8_t(f.present));
         return;
       case Layout::kFixed:
         if (!f.present) {

@@ -36,6 +36,41 @@ struct BatchIterator {
   size_t next = 0;
 };
 
+std::shared_ptr<RecordBatch> gather(std::shared_ptr<RecordBatch> source,
+                                    const py::array_t<int64_t>& starts_in,
+                                    const py::array_t<int64_t>& ends_in, const py::bytes& fill) {
+  // Owned copies, checked once: the copy below runs without the GIL.
+  const std::vector<int64_t> starts(starts_in.data(), starts_in.data() + starts_in.size());
+  const std::vector<int64_t> ends(ends_in.data(), ends_in.data() + ends_in.size());
+  const std::string fallback = fill;
+  if (starts.size() != ends.size()) throw std::invalid_argument("starts and ends differ in length");
+  const auto limit = int64_t(source->data.size());
+  uint64_t total = 0;
+  for (size_t j = 0; j < starts.size(); ++j) {
+    if (starts[j] < 0) {
+      total += fallback.size();
+    } else if (ends[j] < starts[j] || ends[j] > limit) {
+      throw std::out_of_range("byte range " + std::to_string(j) + " lies outside the batch");
+    } else {
+      total += uint64_t(ends[j] - starts[j]);
+    }
+  }
+  auto out = std::make_shared<RecordBatch>();
+  py::gil_scoped_release release;
+  out->data.reserve(size_t(total));
+  out->offsets.reserve(starts.size() + 1);
+  out->positions.assign(starts.size(), -1);
+  for (size_t j = 0; j < starts.size(); ++j) {
+    if (starts[j] < 0) {
+      out->data.append(reinterpret_cast<const uint8_t*>(fallback.data()), fallback.size());
+    } else {
+      out->data.append(source->data.data() + starts[j], size_t(ends[j] - starts[j]));
+    }
+    out->offsets.push_back(int64_t(out->data.size()));
+  }
+  return out;
+}
+
 }  // namespace
 
 py::object wrap_batch(std::shared_ptr<RecordBatch> batch) { return py::cast(std::move(batch)); }
@@ -83,6 +118,11 @@ void register_batch(py::module_& m) {
             return batch;
           },
           py::arg("records"), "A batch holding copies of the given bytes-like records.")
+      .def_static("gather", &gather, py::arg("source"), py::arg("starts"), py::arg("ends"),
+                  py::arg("default") = py::bytes(),
+                  "A batch of the byte ranges [starts[j], ends[j]) of source's buffer (a start\n"
+                  "of -1: `default`), copied once with the GIL released: a BytesColumn's values\n"
+                  "made contiguous (Arrow's LargeBinary layout).")
       .def("__len__", &RecordBatch::size)
       .def("__getitem__",
            [](py::object self, py::ssize_t i) {
@@ -115,6 +155,14 @@ void register_batch(py::module_& m) {
         for (size_t i = 0; i < b.size(); ++i) out[i] = record_bytes(b, i);
         return out;
       })
+      .def(
+          "to_arrow",
+          [](py::object self, bool large_types) {  // the mapping lives in tfrec_fast.arrow
+            return py::module_::import("tfrec_fast.arrow")
+                .attr("batch_to_arrow")(self, py::arg("large_types") = large_types);
+          },
+          py::arg("large_types") = true,
+          "The records as a pyarrow.LargeBinaryArray sharing this batch's memory (pyarrow needed).")
       .def("__repr__", [](const RecordBatch& b) {
         return "<RecordBatch " + std::to_string(b.size()) + " records, " +
                std::to_string(b.data.size()) + " bytes>";

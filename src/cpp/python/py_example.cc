@@ -87,13 +87,13 @@ void register_example(py::module_& m) {
         for (Column& c : columns) {
           out.append(py::make_tuple(adopt<uint8_t>(std::move(c.values)), adopt<int64_t>(std::move(c.starts)),
                                     adopt<int64_t>(std::move(c.ends)), adopt<int64_t>(std::move(c.row_splits)),
-                                    adopt<int64_t>(std::move(c.step_splits))));
+                                    adopt<int64_t>(std::move(c.step_splits)), adopt<uint8_t>(std::move(c.present))));
         }
         return out;
       },
       py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
       "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns\n"
-      "(values, starts, ends, row_splits, step_splits).");
+      "(values, starts, ends, row_splits, step_splits, present: 1 per record holding a VarLen).");
 }
 
 }  // namespace tfr::py_bind
