@@ -81,6 +81,23 @@ def _unescape(text: str) -> str:
     return text.replace("%%", "%")
 
 
+def manifest_data(store, manifest: str, shards, compression: str, spec, index: bool):
+    """A manifest's fields: ``shards`` is [(final path, records, bytes)] in order, ``spec`` as
+    :func:`spec_to_json` gives it. Shard paths are stored relative to the manifest."""
+    from . import __version__  # here: the package imports this module before setting it
+
+    base = store.dirname(manifest)
+    rows = [{"file": store.relative(final, base), "records": records, "bytes": size,
+             "index": store.relative(final + ".idx", base) if index else None}
+            for final, records, size in shards]
+    return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
+            "created_by": f"tfrec_fast {__version__}",
+            "compression": _TF_COMPRESSION[compression],
+            "total_records": sum(records for _, records, _ in shards),
+            "total_bytes": sum(r["bytes"] for r in rows),
+            "spec": spec, "shards": rows}
+
+
 class _Naming:
     """Final, temporary and family names of one output's shards, from a file name pattern with
     two integer fields (shard number, total)."""
@@ -772,19 +789,10 @@ class ShardedWriter:
                 store.fsync_directory(store.dirname(self._manifest))
 
     def _manifest_data(self) -> Dict[str, Any]:
-        from . import __version__  # here: the package imports this module before setting it
-
-        base = self._store.dirname(self._manifest)
-        relative = self._store.relative
-        shards = [{"file": relative(part.final, base), "records": part.records, "bytes": size,
-                   "index": relative(part.final + ".idx", base) if self._index else None}
-                  for part, size in zip(self._parts, self._shard_bytes)]
-        return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
-                "created_by": f"tfrec_fast {__version__}",
-                "compression": _TF_COMPRESSION[self._compression],
-                "total_records": self._records,
-                "total_bytes": sum(s["bytes"] for s in shards),
-                "spec": self._spec, "shards": shards}
+        return manifest_data(self._store, self._manifest,
+                             [(part.final, part.records, size)
+                              for part, size in zip(self._parts, self._shard_bytes)],
+                             self._compression, self._spec, self._index)
 
     def _check_free(self) -> None:
         taken = self._naming.family()

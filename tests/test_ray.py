@@ -1,0 +1,154 @@
+"""tfrec_fast.ray on a real local Ray cluster (ray.init(num_cpus=2), 127.0.0.1 only)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tfrec_fast as tfr
+from tfrec_fast.errors import DataLossError
+
+ray = pytest.importorskip("ray", reason="optional peer `ray` not installed (CI's peers step "
+                          "runs this)")
+pa = pytest.importorskip("pyarrow")
+tray = pytest.importorskip("tfrec_fast.ray")
+
+# Ray warns about its own deprecated settings while it sets itself up.
+pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True,
+             _node_ip_address="127.0.0.1", log_to_driver=False)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    yield
+    ray.shutdown()
+
+
+def write_files(directory, files=3, per_file=50):
+    paths = []
+    for f in range(files):
+        path = os.path.join(directory, f"part-{f}.tfrecords")
+        with tfr.TFRecordWriter(path) as w:
+            for i in range(per_file):
+                n = f * per_file + i
+                w.write_example({"id": [n], "score": [n / 2], "name": [b"r%d" % n],
+                                 "pair": [n, -n], "tags": [b"t"] * (n % 3)
+                                 if n % 3 else tfr.Bytes([])})
+        paths.append(path)
+    return paths
+
+
+def rows_by_id(ds):
+    return {row["id"]: row for row in ds.take_all()}
+
+
+def test_read_gives_rays_values_and_every_record_once(cluster, tmp_path):
+    paths = write_files(str(tmp_path))
+    ds = tray.read_tfrecords(str(tmp_path))
+    rows = rows_by_id(ds)
+    assert sorted(rows) == list(range(150))
+    row = rows[7]
+    assert row["score"] == 3.5 and row["name"] == b"r7"  # single values: scalars, as Ray
+    assert list(row["pair"]) == [7, -7]
+    assert list(row["tags"]) == [b"t"]
+    schema = ds.schema().base_schema
+    assert schema.field("id").type == pa.int64()
+    assert schema.field("score").type == pa.float32()
+    assert schema.field("name").type == pa.binary()
+    assert schema.field("pair").type == pa.list_(pa.int64())
+    assert ds.count() == 150 and len(paths) == 3
+
+
+def test_values_equal_parse_examples_with_a_spec(cluster, tmp_path):
+    paths = write_files(str(tmp_path), files=2, per_file=40)
+    spec = {"id": tfr.FixedLen((), "int64"), "pair": tfr.FixedLen((2,), "int64"),
+            "tags": tfr.VarLen("bytes")}
+    ds = tray.read_tfrecords(paths, spec)
+    got = rows_by_id(ds)
+    cols = tfr.parse_examples(list(tfr.read_records(paths)), spec)
+    for i, n in enumerate(cols["id"].tolist()):
+        assert list(got[n]["pair"]) == cols["pair"][i].tolist()
+        assert list(got[n]["tags"]) == cols["tags"][i] or \
+            [bytes(v) for v in cols["tags"][i]] == list(got[n]["tags"])
+
+
+def test_big_files_split_into_record_ranges(cluster, tmp_path, monkeypatch):
+    monkeypatch.setattr(tray, "MIN_SPLIT_BYTES", 512)
+    paths = write_files(str(tmp_path), files=1, per_file=400)
+    source = tray.TFRecordDatasource(paths)
+    tasks = source.get_read_tasks(4)
+    assert len(tasks) == 4
+    assert sum(t.metadata.num_rows for t in tasks) == 400
+    ds = tray.read_tfrecords(paths, override_num_blocks=4)
+    assert sorted(rows_by_id(ds)) == list(range(400))
+
+
+def test_include_paths_extensions_and_compression(cluster, tmp_path):
+    path = str(tmp_path / "z.tfrecords.gz")
+    with tfr.TFRecordWriter(path, "gzip") as w:
+        for i in range(10):
+            w.write_example({"id": [i]})
+    write_files(str(tmp_path), files=1, per_file=5)
+    ds = tray.read_tfrecords(path, arrow_open_stream_args={"compression": "gzip"},
+                             include_paths=True)
+    rows = ds.take_all()
+    assert sorted(r["id"] for r in rows) == list(range(10))
+    assert all(r["path"].endswith("z.tfrecords.gz") for r in rows)
+    only = tray.read_tfrecords(str(tmp_path), file_extensions=["tfrecords"])
+    assert only.count() == 5
+
+
+def test_damaged_file_raises_data_loss_through_ray(cluster, tmp_path):
+    paths = write_files(str(tmp_path), files=1, per_file=20)
+    with open(paths[0], "rb") as f:
+        data = bytearray(f.read())
+    data[-2] ^= 0xFF
+    with open(paths[0], "wb") as f:
+        f.write(bytes(data))
+    with pytest.raises(DataLossError) as info:
+        tray.read_tfrecords(paths).take_all()
+    assert "part-0.tfrecords" in str(info.value)
+
+
+def test_write_then_read_round_trip(cluster, tmp_path):
+    ds = ray.data.from_items([{"id": i, "vec": [float(i), 1.0], "name": f"n{i}".encode()}
+                              for i in range(100)]).repartition(3)
+    out = str(tmp_path / "out")
+    shards = tray.write_tfrecords(ds, out, prefix="train")
+    assert [os.path.basename(s) for s in shards] == [
+        f"train-{i:05d}-of-00003.tfrecord" for i in range(3)]
+    assert not [n for n in os.listdir(out) if ".tmp-" in n]
+    manifest = tfr.read_manifest(os.path.join(out, "train.manifest.json"))
+    assert manifest["total_records"] == 100 and manifest["paths"] == shards
+    back = rows_by_id(tray.read_tfrecords(shards))
+    assert sorted(back) == list(range(100))
+    assert list(back[42]["vec"]) == [42.0, 1.0] and back[42]["name"] == b"n42"
+    with open(os.path.join(out, "train.manifest.json")) as f:
+        assert json.load(f)["shards"][0]["file"] == "train-00000-of-00003.tfrecord"
+
+
+def test_write_refuses_an_existing_output(cluster, tmp_path):
+    ds = ray.data.from_items([{"id": 1}])
+    out = str(tmp_path / "o")
+    tray.write_tfrecords(ds, out)
+    with pytest.raises(Exception, match="already exists"):
+        tray.write_tfrecords(ds, out)
+
+
+def test_tf_schema_is_refused_clearly(cluster, tmp_path):
+    paths = write_files(str(tmp_path), files=1, per_file=2)
+    with pytest.raises(TypeError, match="spec="):
+        tray.read_tfrecords(paths, tf_schema=object())
+
+
+def test_no_tensorflow_import(cluster, tmp_path):
+    import sys
+    paths = write_files(str(tmp_path), files=1, per_file=3)
+    tray.read_tfrecords(paths).take_all()
+    assert "tensorflow" not in sys.modules
+    assert np.asarray([1]).size == 1
