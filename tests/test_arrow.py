@@ -374,3 +374,14 @@ def test_hugging_face_datasets(records):
     assert len(ds) == 3
     assert ds[1]["name"] == "bb" and ds[0]["ids"] == [1, 2, 3]
     assert math.isclose(ds[2]["score"], 2.5)
+
+
+def test_iter_batches_scalars_hold_for_later_batches(tmp_path):
+    path = write(tmp_path / "s.tfrecord", [{"x": [1]}, {"x": [2]}, {}, {"x": [3, 4]}])
+    reader = ta.iter_batches(path, scalars=True, batch_size=2)
+    assert reader.schema.field("x").type == pa.int64()
+    assert reader.read_next_batch().column(0).to_pylist() == [1, 2]
+    with pytest.raises(ExampleParseError) as info:
+        reader.read_next_batch()
+    assert info.value.record_index == 3 and info.value.feature == "x"
+    assert info.value.path.endswith("s.tfrecord")

@@ -152,3 +152,18 @@ def test_no_tensorflow_import(cluster, tmp_path):
     tray.read_tfrecords(paths).take_all()
     assert "tensorflow" not in sys.modules
     assert np.asarray([1]).size == 1
+
+
+def test_mixed_value_counts_across_read_tasks(cluster, tmp_path, monkeypatch):
+    """Ray's own reader decides scalar-or-list per record, so its blocks disagree on data like
+    VOC boxes (one box here, two there); here one schema serves every read task."""
+    monkeypatch.setattr(tray, "MIN_SPLIT_BYTES", 256)
+    path = str(tmp_path / "voc.tfrecords")
+    with tfr.TFRecordWriter(path) as w:
+        for i in range(300):
+            w.write_example({"id": [i], "box": [0.5] * (1 + (i >= 150))})
+    ds = tray.read_tfrecords(path, override_num_blocks=3)
+    rows = rows_by_id(ds)
+    assert sorted(rows) == list(range(300))
+    assert list(rows[0]["box"]) == [0.5] and list(rows[299]["box"]) == [0.5, 0.5]
+    assert ds.schema().base_schema.field("id").type == pa.int64()

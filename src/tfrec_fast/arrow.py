@@ -36,6 +36,7 @@ from .example import (_BYTES, _FLOAT, _INT64, _KIND_DTYPE, _NUMPY, FixedLen, Fix
 
 try:
     import pyarrow as pa
+    import pyarrow.compute as pc
 except ImportError as error:  # pragma: no cover - exercised where pyarrow is absent
     raise ImportError("tfrec_fast.arrow needs pyarrow: pip install 'tfrec_fast[arrow]'") from error
 
@@ -171,6 +172,20 @@ def _arrow_column(batch: RecordBatch, s, raw: tuple, *, text: bool, tensor: bool
     return _fixed(flat, s.shape, tensor)
 
 
+def _strict_scalar(array: pa.Array, key: str) -> pa.Array:
+    """A list column that must hold one value in each record that has the feature (nulls stay
+    null), as a plain column."""
+    lengths = np.diff(array.offsets.to_numpy())
+    present = ~array.is_null().to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero(present & (lengths != 1))
+    if len(bad):
+        raise ExampleParseError(
+            f"holds {int(lengths[bad[0]])} values where the schema has a scalar (one value in "
+            "every record sampled); pass a spec (VarLen) to read it as lists", path="<records>",
+            record_index=int(bad[0]), feature=key)
+    return pc.list_element(array, 0)
+
+
 def _narrow(array: pa.Array) -> pa.Array:
     """large_list / large_binary / large_string -> their 32-bit forms, recursively."""
     return array.cast(_narrow_type(array.type))
@@ -215,7 +230,9 @@ class _Plan:
         self.text = frozenset(text)
         self.tensor = fixed_shape == "tensor"
         self.large_types = large_types
-        self.scalars = scalars
+        # True: a column is scalar where this batch has one value in every record; a set of
+        # names: exactly those columns, and a record breaking the rule is an error.
+        self.scalars = scalars if isinstance(scalars, bool) else frozenset(scalars)
 
     @property
     def is_sequence(self) -> bool:
@@ -256,7 +273,13 @@ class _Plan:
         except ExampleParseError as error:
             raise (_locate(error, segments) if segments else error) from None
         names = list(typed) + list(sequence)
-        if self.scalars:
+        if isinstance(self.scalars, frozenset):
+            try:
+                arrays = [_strict_scalar(a, key) if key in self.scalars else a
+                          for key, a in zip(names, arrays)]
+            except ExampleParseError as error:
+                raise (_locate(error, segments) if segments else error) from None
+        elif self.scalars:
             arrays = [_scalar(a) for a in arrays]
         if not self.large_types:
             arrays = [_narrow(a) for a in arrays]
@@ -269,7 +292,7 @@ def _record_batches(paths, batch_size, compression, verify, storage_options, fil
 
 
 def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequence[str]] = None,
-                 batch_size: int = 65536, compression: Optional[str] = None, verify: bool = True,
+                 batch_size: int = 4096, compression: Optional[str] = None, verify: bool = True,
                  text: Iterable[str] = (), fixed_shape: str = "list", large_types: bool = True,
                  scalars: bool = False, storage_options=None,
                  filesystem=None) -> pa.RecordBatchReader:
@@ -291,17 +314,20 @@ def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequ
         return pa.RecordBatchReader.from_batches(schema_of(plan), iter(()))
     plan.infer([first[0]])
     head = plan.convert(*first)
+    if plan.scalars is True:  # the first batch decides; later records must agree
+        plan.scalars = frozenset(f.name for f in head.schema
+                                 if not pa.types.is_list(f.type) and
+                                 not pa.types.is_large_list(f.type))
 
     def rest() -> Iterator[pa.RecordBatch]:
         yield head
         for batch, segments in batches:
-            yield plan.convert(batch, segments).cast(head.schema) \
-                if plan.scalars else plan.convert(batch, segments)
+            yield plan.convert(batch, segments)
     return pa.RecordBatchReader.from_batches(head.schema, rest())
 
 
 def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequence[str]] = None,
-               batch_size: int = 65536, compression: Optional[str] = None, verify: bool = True,
+               batch_size: int = 4096, compression: Optional[str] = None, verify: bool = True,
                text: Iterable[str] = (), fixed_shape: str = "list", large_types: bool = True,
                scalars: bool = False, storage_options=None, filesystem=None) -> pa.Table:
     """All the Examples of ``paths`` as one ``pyarrow.Table`` (arguments as
@@ -311,7 +337,7 @@ def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequen
                                    filesystem))
     plan.infer(b for b, _ in batches)
     converted = [plan.convert(b, segments) for b, segments in batches]
-    if plan.scalars and converted:
+    if plan.scalars is True and converted:
         return _unify_scalars(converted)
     return pa.Table.from_batches(converted, schema_of(plan) if not converted else None)
 
@@ -430,7 +456,7 @@ def _flat_values(name: str, array: pa.Array):
                     "binary/string, and lists or fixed_size_lists of them)")
 
 
-def write_table(table, destination, *, batch_size: int = 65536, compression: Optional[str] = None,
+def write_table(table, destination, *, batch_size: int = 4096, compression: Optional[str] = None,
                 storage_options=None, filesystem=None) -> int:
     """Encodes the rows of a ``pyarrow.Table`` / ``RecordBatch`` / ``RecordBatchReader`` as
     tf.train.Examples (one per row, a feature per column) and writes them to ``destination``: a

@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import arrow as _arrow
+from .example import VarLen
 from .index import IndexedTFRecordReader, create_index
 from .records import _as_sources, _display, _is_path, detect_compression, file_version
 from .records import normalize_compression
@@ -40,6 +41,9 @@ __all__ = ["read_tfrecords", "write_tfrecords", "TFRecordDatasource", "TFRecordD
 
 # A file range smaller than this is not split further between read tasks.
 MIN_SPLIT_BYTES = 16 << 20
+# Without a spec, the first block of this many files decides the schema.
+SAMPLE_FILES = 64
+_KIND_OF_ARROW = {"int64": "int64", "float": "float32", "large_binary": "bytes"}
 
 
 class TFRecordDatasource(Datasource):
@@ -59,6 +63,28 @@ class TFRecordDatasource(Datasource):
         self._options = {"storage_options": storage_options, "filesystem": filesystem}
         self._files = _files(paths, file_extensions, ignore_missing_paths, **self._options)
         self._sizes = [file_version(f)[0] or 0 for f in self._files]
+        self._scalars: Any = False
+        if spec is None:  # one schema for every read task, so Ray's blocks agree
+            self._spec, self._scalars = self._sample()
+
+    def _sample(self):
+        """Ray's schema rules (a feature with one value per record is a scalar) decided once,
+        from the first block of each file (at most SAMPLE_FILES files)."""
+        kinds: Dict[str, str] = {}
+        lists = set()
+        for path in self._files[:SAMPLE_FILES]:
+            reader = _arrow.iter_batches(path, compression=self._compression,
+                                         batch_size=self._block_size, verify=self._verify,
+                                         scalars=True, **self._options)
+            for field in reader.schema:
+                is_list = pa.types.is_large_list(field.type)
+                value = field.type.value_type if is_list else field.type
+                kinds.setdefault(field.name, _KIND_OF_ARROW[str(value)])
+                if is_list:
+                    lists.add(field.name)
+            reader.close()
+        spec = {name: VarLen(kind) for name, kind in sorted(kinds.items())}
+        return spec, frozenset(kinds) - lists
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
         return sum(self._sizes)
@@ -108,12 +134,12 @@ class TFRecordDatasource(Datasource):
                 yield table.slice(start, self._block_size)
 
     def _read_piece(self, path, first: int, end: int, index) -> pa.Table:
-        ray_style = self._spec is None
         if end < 0:
             return _arrow.read_table(path, self._spec, compression=self._compression,
-                                     verify=self._verify, large_types=False, scalars=ray_style,
+                                     verify=self._verify, large_types=False,
+                                     scalars=self._scalars, batch_size=self._block_size,
                                      **self._options)
-        plan = _arrow._Plan(self._spec, None, None, (), "list", False, ray_style)
+        plan = _arrow._Plan(self._spec, None, None, (), "list", False, self._scalars)
         with IndexedTFRecordReader(path, ray.get(index), verify=self._verify,
                                    **self._options) as reader:
             batch = reader.get_batch(np.arange(first, end, dtype=np.int64))
