@@ -167,3 +167,68 @@ def test_mixed_value_counts_across_read_tasks(cluster, tmp_path, monkeypatch):
     assert sorted(rows) == list(range(300))
     assert list(rows[0]["box"]) == [0.5] and list(rows[299]["box"]) == [0.5, 0.5]
     assert ds.schema().base_schema.field("id").type == pa.int64()
+
+
+# Ray's own expectations for tf.train.Example files read without a schema (the records and rows
+# of ray/data/tests/test_tfrecords.py: tf_records_partial / data_partial(False) and the first
+# record of tf_records_empty / data_empty(False)), written here without TensorFlow.
+def _partial_records():
+    return [
+        {"int_item": [1], "int_list": [2, 2, 3], "int_partial": tfr.Int64s([]),
+         "float_item": [1.0], "float_list": [2.0, 3.0, 4.0], "float_partial": [1.0],
+         "bytes_item": [b"abc"], "bytes_list": [b"def", b"1234"], "bytes_partial": tfr.Bytes([]),
+         "string_item": [b"uvw"], "string_list": [b"xyz", b"999"],
+         "string_partial": tfr.Bytes([])},
+        {"int_item": [2], "int_list": [3, 3, 4], "int_partial": [9, 2],
+         "float_item": [2.0], "float_list": [5.0, 6.0, 7.0], "float_partial": tfr.Floats([]),
+         "bytes_item": [b"ghi"], "bytes_list": [b"jkl", b"5678"], "bytes_partial": [b"hello"],
+         "string_item": [b"mno"], "string_list": [b"pqr", b"111"],
+         "string_partial": [b"world"]}]
+
+
+RAY_PARTIAL_ROWS = [
+    {"int_item": 1, "int_list": [2, 2, 3], "int_partial": [], "float_item": 1.0,
+     "float_list": [2.0, 3.0, 4.0], "float_partial": 1.0, "bytes_item": b"abc",
+     "bytes_list": [b"def", b"1234"], "bytes_partial": None, "string_item": b"uvw",
+     "string_list": [b"xyz", b"999"], "string_partial": None},
+    {"int_item": 2, "int_list": [3, 3, 4], "int_partial": [9, 2], "float_item": 2.0,
+     "float_list": [5.0, 6.0, 7.0], "float_partial": None, "bytes_item": b"ghi",
+     "bytes_list": [b"jkl", b"5678"], "bytes_partial": b"hello", "string_item": b"mno",
+     "string_list": [b"pqr", b"111"], "string_partial": b"world"}]
+
+
+def _plain(row):
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()}
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_rays_own_expectations_partial(cluster, tmp_path, compression):
+    path = str(tmp_path / "data.tfrecords")
+    with tfr.TFRecordWriter(path, compression) as w:
+        for features in _partial_records():
+            w.write_example(features)
+    args = {"compression": compression} if compression else None
+    ds = tray.read_tfrecords(path, arrow_open_stream_args=args)
+    rows = sorted((_plain(r) for r in ds.take_all()), key=lambda r: r["int_item"])
+    assert rows == RAY_PARTIAL_ROWS
+    schema = ds.schema().base_schema  # the types ray.data.read_tfrecords 2.60 gives here
+    assert dict(zip(schema.names, schema.types)) == {
+        "int_item": pa.int64(), "int_list": pa.list_(pa.int64()),
+        "int_partial": pa.list_(pa.int64()), "float_item": pa.float32(),
+        "float_list": pa.list_(pa.float32()), "float_partial": pa.float32(),
+        "bytes_item": pa.binary(), "bytes_list": pa.list_(pa.binary()),
+        "bytes_partial": pa.binary(), "string_item": pa.binary(),
+        "string_list": pa.list_(pa.binary()), "string_partial": pa.binary()}
+
+
+def test_rays_own_expectations_empty_lists(cluster, tmp_path):
+    path = str(tmp_path / "data.tfrecords")
+    record = dict(_partial_records()[0], int_empty=tfr.Int64s([]), float_empty=tfr.Floats([]),
+                  bytes_empty=tfr.Bytes([]), string_empty=tfr.Bytes([]))
+    with tfr.TFRecordWriter(path) as w:
+        w.write_example(record)
+    (row,) = [_plain(r) for r in tray.read_tfrecords(path).take_all()]
+    assert row["int_item"] == 1 and row["float_partial"] == 1.0
+    for name in ("int_partial", "int_empty", "float_empty", "bytes_partial", "bytes_empty",
+                 "string_partial", "string_empty"):
+        assert list(row[name]) == [], name

@@ -16,8 +16,8 @@ VarLen(kind)                   large_list<kind>, null where a record lacks the f
 FixedLenSequence(shape, kind)  large_list<FixedLen's type> over steps
 VarLenSequence(kind)           large_list<large_list<kind>> over steps
 no spec (inferred)             large_list<kind> per feature, null where missing (as tfx-bsl);
-                               ``scalars=True``: a feature with one value in every record
-                               becomes a plain column
+                               ``scalars=True``: a feature with at most one value in every
+                               record (one somewhere) becomes a plain column, null where empty
 =============================  ===========================================================
 """
 
@@ -173,17 +173,16 @@ def _arrow_column(batch: RecordBatch, s, raw: tuple, *, text: bool, tensor: bool
 
 
 def _strict_scalar(array: pa.Array, key: str) -> pa.Array:
-    """A list column that must hold one value in each record that has the feature (nulls stay
-    null), as a plain column."""
+    """A list column that must hold at most one value in each record, as a plain column (empty
+    or missing: null)."""
     lengths = np.diff(array.offsets.to_numpy())
-    present = ~array.is_null().to_numpy(zero_copy_only=False)
-    bad = np.flatnonzero(present & (lengths != 1))
+    bad = np.flatnonzero(lengths > 1)
     if len(bad):
         raise ExampleParseError(
             f"holds {int(lengths[bad[0]])} values where the schema has a scalar (one value in "
             "every record sampled); pass a spec (VarLen) to read it as lists", path="<records>",
             record_index=int(bad[0]), feature=key)
-    return pc.list_element(array, 0)
+    return _one_or_null(array)
 
 
 def _narrow(array: pa.Array) -> pa.Array:
@@ -203,13 +202,24 @@ def _narrow_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _one_or_null(array: pa.Array) -> pa.Array:
+    """A list column whose rows hold at most one value, as a plain column: the value, or null
+    for an empty or missing row."""
+    lengths = np.diff(array.offsets.to_numpy())
+    taken = np.cumsum(lengths) - 1
+    mask = (lengths == 0) | array.is_null().to_numpy(zero_copy_only=False)
+    return pc.take(array.flatten(), pa.array(taken, mask=mask))
+
+
 def _scalar(array: pa.Array) -> pa.Array:
-    """A list column holding exactly one value in every row, as a plain column (else as is)."""
-    if not pa.types.is_large_list(array.type) or array.null_count:
+    """A list column with at most one value in every row (and one somewhere) as a plain column,
+    empty rows null, as Ray reads them; else as is."""
+    if not (pa.types.is_large_list(array.type) or pa.types.is_list(array.type)) or \
+            not len(array):
         return array
-    splits = array.offsets.to_numpy()
-    if len(splits) and np.all(np.diff(splits) == 1):
-        return array.flatten()
+    lengths = np.diff(array.offsets.to_numpy())
+    if np.all(lengths <= 1) and np.any(lengths == 1):
+        return _one_or_null(array)
     return array
 
 
@@ -336,33 +346,15 @@ def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequen
     batches = list(_record_batches(paths, batch_size, compression, verify, storage_options,
                                    filesystem))
     plan.infer(b for b, _ in batches)
+    scalars = plan.scalars
+    if scalars is True:
+        plan.scalars = False  # decided below, over every batch at once
     converted = [plan.convert(b, segments) for b, segments in batches]
-    if plan.scalars is True and converted:
-        return _unify_scalars(converted)
-    return pa.Table.from_batches(converted, schema_of(plan) if not converted else None)
-
-
-def _unify_scalars(batches: list) -> pa.Table:
-    """``scalars=True`` decides per batch; a column is scalar only where every batch agreed."""
-    names = batches[0].schema.names
-    keep_list = {n for b in batches for n, t in zip(names, b.schema.types)
-                 if pa.types.is_large_list(t) or pa.types.is_list(t)}
-    fixed = []
-    for b in batches:
-        arrays = []
-        for name, array in zip(names, b.columns):
-            if name in keep_list and not (pa.types.is_large_list(array.type) or
-                                          pa.types.is_list(array.type)):
-                array = _relist(array)
-            arrays.append(array)
-        fixed.append(pa.RecordBatch.from_arrays(arrays, names=names))
-    return pa.Table.from_batches(fixed)
-
-
-def _relist(array: pa.Array) -> pa.Array:
-    splits = np.arange(len(array) + 1, dtype=np.int64)
-    out = pa.LargeListArray.from_arrays(pa.array(splits), array)
-    return out
+    table = pa.Table.from_batches(converted, schema_of(plan) if not converted else None)
+    if scalars is True and table.num_rows:
+        table = pa.table({name: _scalar(table.column(name).combine_chunks())
+                          for name in table.column_names})
+    return table
 
 
 def schema_of(plan: _Plan) -> pa.Schema:

@@ -83,7 +83,7 @@ class TFRecordDatasource(Datasource):
                 if is_list:
                     lists.add(field.name)
             reader.close()
-        spec = {name: VarLen(kind) for name, kind in sorted(kinds.items())}
+        spec = {name: VarLen(kind) for name, kind in kinds.items()}  # first seen first
         return spec, frozenset(kinds) - lists
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
