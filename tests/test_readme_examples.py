@@ -89,6 +89,7 @@ OTHER_BLOCKS = [pytest.param(first, code, id=f"line{first}",
 def test_every_readme_snippet_runs_as_written(first, code, tmp_path):
     """Each snippet is self-contained (it writes its own input) and runs as a script, so code
     under `if __name__ == "__main__":` runs too (DataLoader workers may import it again)."""
+    (tmp_path / "tests").symlink_to(README.parent / "tests")  # "run from the repository"
     script = tmp_path / "snippet.py"
     script.write_text("\n" * (first - 1) + code)  # README.md's line numbers in tracebacks
     out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
