@@ -77,6 +77,12 @@ def test_images_stay_encoded_by_default(directory):
     example = next(iter(tfds_fast.open(directory)["train"]))
     assert isinstance(example["image"], bytes) and example["image"][:4] == b"\x89PNG"
     assert isinstance(example["mask"], bytes)
+    clip = example["clip"]  # a Video: one encoded frame per step
+    assert clip.dtype == object and all(frame[:4] == b"\x89PNG" for frame in clip)
+    want = from_json(EXPECTED["train"][0])
+    assert len(clip) == want["clip"].shape[0]
+    assert_same(example["packed"], want["packed"])  # raw-bytes and zlib Tensors need no Pillow
+    assert_same(example["zipped"], want["zipped"])
     want = from_json(EXPECTED["train"][0])
     assert_same(example["label"], want["label"])
 

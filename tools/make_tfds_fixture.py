@@ -5,8 +5,8 @@ suite can compare tfrec_fast.tfds with TFDS value for value.
     python tools/make_tfds_fixture.py [--out tests/data/tfds]     # needs tensorflow-datasets
 
 The builder covers images of two sizes (and a fixed-shape grayscale one), ClassLabel, Tensors
-of several dtypes and shapes (float64/int8/uint16/bool and a string Tensor, which TFDS stores
-as serialized bytes or casts), Text, a Sequence of a dict, a Sequence of a Tensor, BBoxFeature
+of several dtypes and shapes (float64/int8/uint16/bool cast into Example lists, and float16 /
+int32 Tensors stored as raw bytes and as zlib-compressed bytes), a Video, Text, a Sequence of a dict, a Sequence of a Tensor, BBoxFeature
 and a nested FeaturesDict; two splits of several shards each. Everything is seeded.
 """
 
@@ -47,6 +47,10 @@ def make_builder(data_dir: str):
                     "wide": f.Tensor(shape=(3,), dtype=np.uint16),
                     "flag": f.Tensor(shape=(), dtype=np.bool_),
                     "ragged": f.Tensor(shape=(None,), dtype=np.int64),
+                    "packed": f.Tensor(shape=(2, 2), dtype=np.float16,
+                                       encoding=f.Encoding.BYTES),
+                    "zipped": f.Tensor(shape=(3,), dtype=np.int32, encoding=f.Encoding.ZLIB),
+                    "clip": f.Video(shape=(None, 4, 6, 3)),
                     "caption": f.Text(),
                     "objects": f.Sequence({
                         "bbox": f.BBoxFeature(),
@@ -83,6 +87,9 @@ def make_builder(data_dir: str):
                     "wide": rng.integers(0, 65535, 3).astype(np.uint16),
                     "flag": bool(i % 3 == 0),
                     "ragged": rng.integers(-9, 9, int(rng.integers(0, 5))),
+                    "packed": rng.random((2, 2)).astype(np.float16),
+                    "zipped": rng.integers(-1000, 1000, 3).astype(np.int32),
+                    "clip": rng.integers(0, 255, (1 + i % 3, 4, 6, 3), dtype=np.uint8),
                     "caption": f"example {i} \u00e9\u4e2d",
                     "objects": {
                         "bbox": [tfds.features.BBox(*b[[1, 0, 3, 2]].tolist()) for b in boxes],
