@@ -20,7 +20,7 @@ py::array readonly_view(const T* ptr, size_t count, py::handle owner) {
 size_t checked_index(const RecordBatch& b, py::ssize_t i) {
   const auto n = py::ssize_t(b.size());
   if (i < 0) i += n;
-  if (i < 0 || i >= n) throw py::index_error("record index out of range");
+  if (i < 0 || i >= n) throw std::out_of_range("record index out of range");
   return size_t(i);
 }
 
