@@ -1,6 +1,6 @@
 """Type stubs for the C++ extension (private: use the tfrec_fast package)."""
 
-from typing import Any, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -17,8 +17,37 @@ def crc32c_with(backend: str, data: BytesLike, value: int = 0) -> int: ...
 
 def encode_example(features: Any) -> bytes: ...
 def encode_examples(columns: Any, n: Optional[int] = None) -> "RecordBatch": ...
-def decode_examples(batch: "RecordBatch", specs: List[tuple], name: str,
-                    sequence_examples: bool = False) -> List[tuple]: ...  # 6 arrays per spec
+class ValueKind:
+    INT64: "ValueKind"
+    FLOAT: "ValueKind"
+    BYTES: "ValueKind"
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+    __members__: Dict[str, "ValueKind"]
+
+class Layout:
+    FIXED: "Layout"
+    VAR: "Layout"
+    RAW_BYTES: "Layout"
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+    __members__: Dict[str, "Layout"]
+
+class FieldSpec:
+    def __init__(self, name: str, kind: ValueKind, layout: Layout, count: int = 0,
+                 default: Optional[BytesLike] = None, sequence: bool = False,
+                 required: bool = False) -> None: ...
+    name: str
+    kind: ValueKind
+    layout: Layout
+    count: int
+    sequence: bool
+    required: bool
+
+def decode_examples(batch: "RecordBatch", specs: List[FieldSpec], name: str,
+                    sequence_examples: bool = False) -> List[Tuple[np.ndarray, ...]]: ...
+def feature_kinds(batch: "RecordBatch", name: str, sequence_examples: bool = False,
+                  strict: bool = True) -> List[Tuple[bytes, Optional[ValueKind], int]]: ...
 
 class RecordBatch:
     @staticmethod

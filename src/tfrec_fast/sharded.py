@@ -46,7 +46,7 @@ import numpy as np
 
 from ._core import FRAMING_SIZE, RecordBatch
 from .encode import encode_example, encode_examples
-from .example import (_BYTES, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
+from .example import (_BYTES, _FLOAT, _INT64, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
                       normalize_spec)
 from .index import write_index
 from .records import (DEFAULT_BUFFER_SIZE, TFRecordWriter, _resolve, normalize_compression,
@@ -66,7 +66,7 @@ _ITERABLE_CHUNK = 4096  # records gathered per RecordBatch when write_batch gets
 _ROUND_ROBIN_BUFFERS = 64 << 20
 _MIN_BUFFER = 64 << 10
 _TF_COMPRESSION = {"": "", "gzip": "GZIP", "zlib": "ZLIB"}
-_KIND_NAMES = ("int64", "float32", "bytes")  # indexed by a spec's kind
+_KIND_NAMES = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}  # by a spec's kind
 
 PathLike = Union[str, "os.PathLike[str]"]
 
