@@ -1,4 +1,6 @@
-"""The C++ core builds with warnings as errors, and its own test programs pass."""
+"""The C++ core builds with warnings as errors, and its own test programs pass (the CRC32C
+backends; the record reader and writer, random access and the Example decoder, each a program
+on the small harness of tests/cpp/check.h)."""
 
 import os
 import shutil
@@ -42,5 +44,14 @@ def test_crc32c_program(werror_build, backend):
         env["TFREC_FAST_CRC32C"] = backend
     result = subprocess.run([str(werror_build / "test_crc32c")], env=env,
                             capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert " 0 failed" in result.stdout
+
+
+@pytest.mark.parametrize("program", ["test_records", "test_random_access", "test_example_decoder"])
+def test_core_program(werror_build, program):
+    """Round trips, damage at each field, truncation at every byte, compressed streams, stale
+    indexes, wire-format edge cases: see tests/cpp/<program>.cc."""
+    result = subprocess.run([str(werror_build / program)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert " 0 failed" in result.stdout
