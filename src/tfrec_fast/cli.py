@@ -23,7 +23,7 @@ from ._progress import Progress
 from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
 from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter, expand_pattern, same_file
-from .remote import is_url, redact
+from .remote import RemotePath, is_url, redact, resolve
 
 STDIN = "-"
 
@@ -145,10 +145,12 @@ def _replacing(path: str, storage_options) -> Iterator[Any]:
     """A temporary file beside ``path``, renamed to it only when the block succeeds: a failed
     or interrupted write leaves ``path`` as it was (a URL too: the temporary object is copied
     to its name, then removed)."""
-    if is_url(path):
-        with _replacing_remote(path, storage_options) as temp:
-            yield temp
+    target = resolve(path, storage_options)  # a file:// URL is a local path
+    if isinstance(target, RemotePath):
+        with _replacing_remote(target) as remote_temp:
+            yield remote_temp
         return
+    path = target
     directory, name = os.path.split(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     os.close(fd)
@@ -165,9 +167,7 @@ def _replacing(path: str, storage_options) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _replacing_remote(url: str, storage_options) -> Iterator[Any]:
-    from .remote import resolve
-    target = resolve(url, storage_options)
+def _replacing_remote(target: RemotePath) -> Iterator[RemotePath]:
     temp = target.parent.join(f".{target.basename}.tmp-{secrets.token_hex(4)}")
     try:
         yield temp
@@ -179,11 +179,10 @@ def _replacing_remote(url: str, storage_options) -> Iterator[Any]:
 
 
 def _same_file(args, a: str, b: str) -> bool:
-    if is_url(a) or is_url(b):
-        from .remote import resolve
-        return is_url(a) and is_url(b) and \
-            resolve(a, _options(args, a)) == resolve(b, _options(args, b))
-    return same_file(a, b)
+    ra, rb = resolve(a, _options(args, a)), resolve(b, _options(args, b))
+    if isinstance(ra, RemotePath) or isinstance(rb, RemotePath):
+        return ra == rb
+    return same_file(ra, rb)  # file:// URLs are local paths
 
 
 # ---- commands ------------------------------------------------------------------------------------
@@ -235,8 +234,8 @@ def cmd_repair(args) -> int:
                 records += len(batch)
     except (OSError, ValueError) as error:
         return _report(path, error)
-    for error in reader.skipped:
-        print(f"SKIPPED {error}", file=sys.stderr, flush=True)
+    for damage in reader.skipped:
+        print(f"SKIPPED {damage}", file=sys.stderr, flush=True)
     print(f"{'REPAIRED' if reader.skipped else 'OK'} {_display(path)}: {records} intact records "
           f"written to {_display(out)}, {len(reader.skipped)} damaged stretches skipped")
     return 1 if reader.skipped else 0

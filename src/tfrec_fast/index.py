@@ -25,6 +25,7 @@ __all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
 
 Index = Tuple[np.ndarray, np.ndarray]
 PathLike = Union[str, os.PathLike]
+Resolved = Union[str, RemotePath]  # what records._resolve makes of a path: local or remote
 
 # Bumped in every forked child: a reader opened before a fork reopens its file in the child
 # (cheaper to check than os.getpid(), a system call, on every r[i]).
@@ -70,17 +71,18 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
     file is streamed once (headers cannot be skipped without a request each), its records'
     checksums checked on the way.
     """
-    tfrecord_path = _one_path(tfrecord_path, storage_options, filesystem)
+    path: Resolved = _one_path(tfrecord_path, storage_options, filesystem)
+    index: Optional[Resolved] = None
     if index_path is not None:
-        index_path = _related(index_path, storage_options, filesystem)
-        _refuse_same_file(tfrecord_path, index_path)
-    _check_uncompressed(tfrecord_path, compression)
-    if isinstance(tfrecord_path, RemotePath):
-        offsets, sizes = _scan_stream(tfrecord_path)
+        index = _related(index_path, storage_options, filesystem)
+        _refuse_same_file(path, index)
+    _check_uncompressed(path, compression)
+    if isinstance(path, RemotePath):
+        offsets, sizes = _scan_stream(path)
     else:
-        offsets, sizes = _core.scan_index(tfrecord_path)
-    if index_path is not None:
-        write_index(index_path, offsets, sizes)
+        offsets, sizes = _core.scan_index(path)
+    if index is not None:
+        write_index(index, offsets, sizes)
     return offsets, sizes
 
 
@@ -120,23 +122,23 @@ def _refuse_same_file(data_path, index_path) -> None:
                          f"{data_path} itself: writing the index would destroy the data")
 
 
-def write_index(index_path: PathLike, offsets, sizes, *, storage_options=None,
+def write_index(index_path: Union[PathLike, RemotePath], offsets, sizes, *, storage_options=None,
                 filesystem=None) -> None:
     """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one
     (a remote index is put in one request)."""
     text = _core.format_index(np.asarray(offsets, dtype=np.int64),
                               np.asarray(sizes, dtype=np.int64))
-    index_path = _resolve(index_path, storage_options, filesystem)
-    if isinstance(index_path, RemotePath):
-        index_path.write_bytes(text)
+    resolved: Resolved = _resolve(index_path, storage_options, filesystem)
+    if isinstance(resolved, RemotePath):
+        resolved.write_bytes(text)
         return
-    directory = os.path.dirname(os.path.abspath(index_path))
+    directory = os.path.dirname(os.path.abspath(resolved))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".idx", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text)
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, index_path)
+        os.replace(tmp, resolved)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -157,12 +159,12 @@ def load_index(index_path: PathLike, *, storage_options=None, filesystem=None) -
 
     A file that is not an index raises ``ValueError`` naming the line.
     """
-    index_path = _resolve(index_path, storage_options, filesystem)
-    if isinstance(index_path, RemotePath):
-        return _core.parse_index(index_path.read(), index_path.name)
-    with open(index_path, "rb") as f:
+    resolved: Resolved = _resolve(index_path, storage_options, filesystem)
+    if isinstance(resolved, RemotePath):
+        return _core.parse_index(resolved.read(), resolved.name)
+    with open(resolved, "rb") as f:
         data = f.read()
-    return _core.parse_index(data, index_path)
+    return _core.parse_index(data, resolved)
 
 
 def _as_index(path, index, storage_options=None, filesystem=None) -> Index:

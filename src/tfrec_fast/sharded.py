@@ -40,7 +40,7 @@ import posixpath
 import re
 import secrets
 from itertools import islice
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -202,7 +202,7 @@ def _feature_to_json(s) -> Optional[Dict[str, Any]]:
         return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_NAMES[s.kind]}
     if isinstance(s, VarLenSequence):
         return {"kind": "VarLenSequence", "dtype": _KIND_NAMES[s.kind]}
-    out = {"kind": "VarLen", "dtype": _KIND_NAMES[s.kind]}
+    out: Dict[str, Any] = {"kind": "VarLen", "dtype": _KIND_NAMES[s.kind]}
     if s.default is None:
         out["default"] = None  # required in every record
     return out
@@ -333,15 +333,22 @@ def _fsync_directory(path: str) -> None:
 class _LocalStore:
     """The local file system: atomic renames, fsync for durability."""
 
-    abspath = staticmethod(os.path.abspath)
     join = staticmethod(os.path.join)
     split = staticmethod(os.path.split)
-    dirname = staticmethod(os.path.dirname)
     relative = staticmethod(_relative)
     exists = staticmethod(os.path.exists)
     replace = staticmethod(os.replace)
     remove = staticmethod(os.remove)
     size = staticmethod(os.path.getsize)
+
+    # Not staticmethod(os.path.abspath): mypy loses the str -> str overload that way.
+    @staticmethod
+    def abspath(path: str) -> str:
+        return os.path.abspath(path)
+
+    @staticmethod
+    def dirname(path: str) -> str:
+        return os.path.dirname(path)
 
     @staticmethod
     def fsync_file(path: str) -> None:
@@ -398,7 +405,10 @@ class _RemoteStore:
 
     join = staticmethod(posixpath.join)
     split = staticmethod(posixpath.split)
-    dirname = staticmethod(posixpath.dirname)
+
+    @staticmethod
+    def dirname(path: str) -> str:
+        return posixpath.dirname(path)
 
     @staticmethod
     def relative(path: str, start: str) -> str:
@@ -448,14 +458,17 @@ def _is_remote_path(path) -> bool:
     return isinstance(path, RemotePath) or is_url(os.fspath(path))
 
 
-def _store_for(path, storage_options, filesystem):
+_Store = Union[_LocalStore, _RemoteStore]
+
+
+def _store_for(path, storage_options, filesystem) -> Tuple[_Store, str]:
     """(store, path in it) for an output directory or shard name pattern."""
     if isinstance(path, RemotePath):
         return _RemoteStore(path), path.path
     text = os.fspath(path)
     if not isinstance(text, str):
         raise TypeError(f"path must be a str or os.PathLike of str, not {type(text).__name__}")
-    resolved = _resolve(text, storage_options, filesystem)
+    resolved: Union[str, RemotePath] = _resolve(text, storage_options, filesystem)
     if isinstance(resolved, RemotePath):
         return _RemoteStore(resolved), resolved.path
     return _LocalStore(), resolved
@@ -480,6 +493,18 @@ class _Shard:
     @property
     def path(self) -> str:
         return self.final or self.temp
+
+    @property
+    def open_writer(self) -> TFRecordWriter:
+        if self.writer is None:  # the writer hands out only shards being written
+            raise RuntimeError(f"shard {self.temp} written to after it was finished")
+        return self.writer
+
+    def close_writer(self) -> None:
+        """Closes the shard's file (its records complete); idempotent."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
 
 
 def _positive(name: str, value) -> Optional[int]:
@@ -537,8 +562,8 @@ class ShardedWriter:
                  manifest: Union[bool, PathLike] = True, spec=None, overwrite: bool = False,
                  sync: bool = True, protect: Iterable[PathLike] = (), storage_options=None,
                  filesystem=None):
-        self._store, path = _store_for(path, storage_options, filesystem)
-        self._naming = _Naming.from_args(self._store, path, prefix, suffix)
+        self._store, where = _store_for(path, storage_options, filesystem)
+        self._naming = _Naming.from_args(self._store, where, prefix, suffix)
         self._compression = normalize_compression(compression, auto=False)
         self._level = level
         self._num_shards = _positive("num_shards", num_shards)
@@ -597,7 +622,7 @@ class ShardedWriter:
         size = memoryview(record).nbytes + FRAMING_SIZE
         part = self._part_for(size)
         with self._failing():
-            part.writer.write(record)
+            part.open_writer.write(record)
         self._count(part, size)
 
     def write_batch(self, records: Union[RecordBatch, Iterable]) -> None:
@@ -630,12 +655,12 @@ class ShardedWriter:
             for j in range(min(n, len(records))):
                 part = self._round_robin_part((first + j) % n)
                 with self._failing():
-                    part.writer.write_batch(records[j::n])
+                    part.open_writer.write_batch(records[j::n])
                 self._count(part, sizes[j::n])
             return
         # Size cutting, one write_batch per run of records that fits in the current shard.
         ends = np.cumsum(sizes)  # ends[j]: framed bytes of records 0..j
-        records = iter(batch)
+        rest = iter(batch)
         p = 0
         while p < len(batch):
             part = self._current()
@@ -649,7 +674,7 @@ class ShardedWriter:
                 take = 1  # larger than the limit on its own: a shard of its own
             with self._failing():
                 # The whole batch as it is when it fits: the writer's fast path for a RecordBatch.
-                part.writer.write_batch(batch if take == len(batch) else islice(records, take))
+                part.open_writer.write_batch(batch if take == len(batch) else islice(rest, take))
             self._count(part, sizes[p:p + take])
             p += take
 
@@ -665,21 +690,23 @@ class ShardedWriter:
         return part
 
     def _round_robin_part(self, i: int) -> _Shard:
-        if self._parts[i] is None:
-            self._parts[i] = self._open(i)
-        return self._parts[i]
+        part = self._parts[i]
+        if part is None:
+            self._parts[i] = part = self._open(i)
+        return part
 
     def _current(self) -> _Shard:
         """Size cutting: the shard being filled, a new one if the last was finished."""
-        if not self._parts or self._parts[-1].writer is None:
-            self._parts.append(self._open(len(self._parts)))
-        return self._parts[-1]
+        last = self._parts[-1] if self._parts else None
+        if last is None or last.writer is None:
+            last = self._open(len(self._parts))
+            self._parts.append(last)
+        return last
 
     def _finish_current(self) -> None:
-        part = self._parts[-1]
+        part = self._current()
         with self._failing():
-            part.writer.close()  # one open file at a time when cutting by size
-        part.writer = None
+            part.close_writer()  # one open file at a time when cutting by size
 
     def _manifest_path(self, manifest, storage_options, filesystem) -> str:
         """A manifest path given by the caller, in the output's store."""
@@ -751,17 +778,18 @@ class ShardedWriter:
         return self.shards
 
     def _finish(self) -> None:
-        if self._num_shards is not None:
-            for i, part in enumerate(self._parts):
-                if part is None:  # every one of the N shards exists, empty ones too
-                    self._parts[i] = part = self._open(i)
-                    part.writer.close()
-        n = len(self._parts)  # size cutting with no records: shard 0, empty
+        parts: List[_Shard] = []
+        for i, part in enumerate(self._parts):
+            if part is None:  # round robin: every one of the N shards exists, empty ones too
+                self._parts[i] = part = self._open(i)
+                part.close_writer()
+            parts.append(part)
+        n = len(parts)  # size cutting with no records: shard 0, empty
         finals = [self._naming.final(i, n) for i in range(n)]
         if not self._overwrite:
             self._check_free()  # something may have appeared while we wrote
         store = self._store
-        for part in self._parts:
+        for part in parts:
             if self._sync:
                 store.fsync_file(part.temp)
             if self._index:  # under a temporary name too, renamed with its shard
@@ -770,14 +798,15 @@ class ShardedWriter:
                 store.write_index(part.temp + ".idx", offsets, sizes)
                 if self._sync:
                     store.fsync_file(part.temp + ".idx")
-        for part, final in zip(self._parts, finals):
+        for part, final in zip(parts, finals):
             if self._index:
                 store.replace(part.temp + ".idx", final + ".idx")
             store.replace(part.temp, final)
             part.final = final
         self._shard_bytes = [store.size(final) for final in finals]
         if self._manifest is not None:
-            store.write_json(self._manifest, self._manifest_data(), self._token, self._sync)
+            store.write_json(self._manifest, self._manifest_data(self._manifest, parts),
+                             self._token, self._sync)
         self._shards = finals
         self._state = "closed"  # the output is complete from here on
         if self._overwrite:
@@ -788,15 +817,16 @@ class ShardedWriter:
                     store.dirname(self._manifest) != self._naming.directory:
                 store.fsync_directory(store.dirname(self._manifest))
 
-    def _manifest_data(self) -> Dict[str, Any]:
-        return manifest_data(self._store, self._manifest,
-                             [(part.final, part.records, size)
-                              for part, size in zip(self._parts, self._shard_bytes)],
+    def _manifest_data(self, manifest: str, parts: List[_Shard]) -> Dict[str, Any]:
+        return manifest_data(self._store, manifest,
+                             [(part.path, part.records, size)
+                              for part, size in zip(parts, self._shard_bytes)],
                              self._compression, self._spec, self._index)
 
     def _check_free(self) -> None:
         taken = self._naming.family()
-        for manifest in {self._manifest, self._naming.default_manifest()} - {None}:
+        manifests = {self._naming.default_manifest(), self._manifest}
+        for manifest in (m for m in manifests if m is not None):
             if self._store.exists(manifest):
                 taken.append(manifest)
         if taken:

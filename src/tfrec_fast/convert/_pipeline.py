@@ -19,7 +19,7 @@ import contextlib
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Generator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -91,7 +91,7 @@ def _executor(workers: int, threads: bool):
 
 
 def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool,
-              inspect: Optional[Callable[[Any], Any]] = None) -> Iterator[Any]:
+              inspect: Optional[Callable[[Any], Any]] = None) -> Generator[Any, None, None]:
     """build(job) for each job, in job order; with workers > 1 run ahead in a pool (only
     inspect(job) there, when given and the workers are processes)."""
     if workers <= 1:
