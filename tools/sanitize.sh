@@ -77,6 +77,15 @@ for b in portable sse42 avx512 arm64; do
   fi
 done
 
+# 4b. The core's own test programs (records, random access, Example decoder), leaks checked.
+for t in test_records test_random_access test_example_decoder; do
+  if out="$(ASAN_OPTIONS="detect_leaks=1:$asan_common" "$BUILD/$t")"; then
+    crc_summary+=("$t: $(tail -n1 <<<"$out")")
+  else
+    crc_summary+=("$t: FAILED"); crc_fail=1; printf '%s\n' "$out" | tail -n 20
+  fi
+done
+
 # 5. The whole pytest suite (subprocesses inherit the environment). PYTHONMALLOC=malloc lets ASan
 #    see Python's small allocations too. Two passes:
 #    a) everything except the RSS-bound test of (b) and tests/test_cpp.py, which builds a
@@ -125,7 +134,7 @@ reports=("$LOGS"/*)
 [[ -e "${reports[0]}" ]] || reports=()
 for f in "${reports[@]}"; do echo "==== sanitizer report: $f"; head -n 40 "$f"; done
 echo "================ sanitize.sh summary ================"
-printf 'test_crc32c  %s\n' "${crc_summary[@]}"
+printf 'C++ tests    %s\n' "${crc_summary[@]}"
 echo "pytest       exit code $pytest_rc (the suite), $rss_rc (the RSS-bound test)"
 echo "sanitizer    ${#reports[@]} report file(s) in $LOGS"
 echo "not run      tests/test_cpp.py (an unsanitized build of its own) ${NEEDS_FORK[*]} (need fork)"

@@ -43,7 +43,7 @@ except ImportError as error:  # pragma: no cover - exercised where pyarrow is ab
 __all__ = ["batch_to_arrow", "read_table", "iter_batches", "write_table", "schema_of"]
 
 RecordBatch = _core.RecordBatch
-_ARROW_KIND = {_INT64: pa.int64(), _FLOAT: pa.float32()}
+_ARROW_KIND: Dict[int, pa.DataType] = {_INT64: pa.int64(), _FLOAT: pa.float32()}
 
 
 # ---- raw records ----------------------------------------------------------------------------

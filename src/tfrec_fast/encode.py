@@ -78,7 +78,7 @@ class _Typed:
         return f"{type(self).__name__}({self.values!r})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.values == other.values  # type: ignore[attr-defined]
+        return type(self) is type(other) and self.values == getattr(other, "values")
 
     __hash__ = None  # type: ignore[assignment]
 

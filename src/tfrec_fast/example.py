@@ -25,12 +25,22 @@ __all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged",
 
 # The decoder's own vocabulary (tfr::ValueKind, tfr::Layout), taken from its bound enums as
 # IntEnums (so they also compare and hash as the ints they are).
-ValueKind = enum.IntEnum("ValueKind", {k: int(v) for k, v in _core.ValueKind.__members__.items()})
-Layout = enum.IntEnum("Layout", {k: int(v) for k, v in _core.Layout.__members__.items()})
+class ValueKind(enum.IntEnum):
+    INT64 = int(_core.ValueKind.INT64)
+    FLOAT = int(_core.ValueKind.FLOAT)
+    BYTES = int(_core.ValueKind.BYTES)
+
+
+class Layout(enum.IntEnum):
+    FIXED = int(_core.Layout.FIXED)
+    VAR = int(_core.Layout.VAR)
+    RAW_BYTES = int(_core.Layout.RAW_BYTES)
+
+
 _INT64, _FLOAT, _BYTES = ValueKind.INT64, ValueKind.FLOAT, ValueKind.BYTES
 _FIXED, _VAR, _RAW_BYTES = Layout.FIXED, Layout.VAR, Layout.RAW_BYTES
-_NUMPY = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
-_KIND_DTYPE = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
+_NUMPY: Dict[int, np.dtype] = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
+_KIND_DTYPE: Dict[int, str] = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
 
 _KIND_NAMES = {
     "int64": _INT64, "int": _INT64,
@@ -39,7 +49,7 @@ _KIND_NAMES = {
 }
 
 
-def _kind_of(dtype) -> Optional[int]:
+def _kind_of(dtype) -> Optional[ValueKind]:
     """The list kind a dtype names (int64 / float32 / bytes), or None for other numeric dtypes."""
     if isinstance(dtype, str) and dtype in _KIND_NAMES:
         return _KIND_NAMES[dtype]
@@ -79,11 +89,15 @@ class FixedLen:
         self.from_bytes = kind is None if from_bytes is None else bool(from_bytes)
         if self.from_bytes and kind == _BYTES:
             raise ValueError("from_bytes needs a numeric dtype")
-        self.kind = _BYTES if self.from_bytes else kind
+        if kind is None and not self.from_bytes:
+            raise ValueError(f"FixedLen dtype {dtype!r} is read from raw bytes: from_bytes=False "
+                             "needs 'int64', 'float32' or 'bytes'")
+        self.kind: ValueKind = _BYTES if self.from_bytes or kind is None else kind
         if self.from_bytes:
-            self.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
+            self.dtype: np.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
         else:
-            self.dtype = _NUMPY.get(kind, np.dtype(object))
+            self.dtype = _NUMPY.get(kind, np.dtype(object)) if kind is not None else \
+                np.dtype(object)
         if kind == _BYTES and isinstance(default, str):
             default = default.encode()
         self.default = default
@@ -228,7 +242,8 @@ class BytesColumn:
         return np.where(self.starts < 0, len(self.default), self.ends - self.starts)
 
     def to_list(self) -> list:
-        data = self.values.tobytes() if len(self.values) < (1 << 16) else memoryview(self.values)
+        data: Any = self.values.tobytes() if len(self.values) < (1 << 16) else \
+            memoryview(self.values.data)
         flat = [bytes(data[s:e]) if s >= 0 else self.default
                 for s, e in zip(self.starts.tolist(), self.ends.tolist())]
         if self.row_splits is None:
@@ -268,7 +283,7 @@ def _from_tensorflow(feature) -> Spec:
     raise TypeError(f"unsupported TensorFlow feature spec {kind}")
 
 
-def normalize_spec(spec) -> Dict[str, Spec]:
+def normalize_spec(spec) -> Dict[str, Optional[Spec]]:
     """Accepts {name: FixedLen | VarLen}, the `tfrecord` package's description
     ({name: "byte" | "float" | "int"}), TensorFlow's FixedLenFeature/VarLenFeature objects, or a
     list of names (kinds then come from the data). Returns {name: spec or None}."""
@@ -277,7 +292,7 @@ def normalize_spec(spec) -> Dict[str, Spec]:
     if not isinstance(spec, Mapping):
         raise TypeError("spec must be a dict {name: FixedLen | VarLen | 'int' | 'float' | "
                         "'byte'} or a list of feature names, not " + type(spec).__name__)
-    out = {}
+    out: Dict[str, Optional[Spec]] = {}
     for name, s in spec.items():
         if isinstance(s, (FixedLen, VarLen)) or s is None:
             out[name] = s
@@ -291,13 +306,13 @@ def normalize_spec(spec) -> Dict[str, Spec]:
 
 
 def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples: bool = False,
-                  strict: bool = True) -> Dict[str, Optional[int]]:
+                  strict: bool = True) -> Dict[str, Optional[ValueKind]]:
     """{feature name: its list kind (_INT64, _FLOAT, _BYTES), or None for a Feature holding no
     list} over a batch, in the order first seen: the C++ decoder's own wire scan. A malformed
     record raises ExampleParseError (``strict``) or ends the scan before it. A name that is not
     UTF-8 (which protobuf refuses) is an ExampleParseError naming its record (``strict``) or is
     kept with its bad bytes escaped."""
-    kinds = {}
+    kinds: Dict[str, Optional[ValueKind]] = {}
     for raw, kind, record in _core.feature_kinds(batch, name, sequence_examples, strict):
         try:
             key = raw.decode("utf-8")
@@ -311,16 +326,19 @@ def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples
 
 
 def _infer(batch: RecordBatch, names, name: str = "<records>",
-           sequence_examples: bool = False) -> Dict[str, Spec]:
+           sequence_examples: bool = False) -> Dict[str, Optional[Spec]]:
     """VarLen specs for features given by name only, typed from the first record holding each
     (up to the first damaged record, which the decoder then reports). Names no record holds come
     back as None (still unknown)."""
     kinds = feature_kinds(batch, name, sequence_examples, strict=False)
-    return {key: VarLen(_KIND_DTYPE[kinds[key]]) if kinds.get(key) is not None else None
-            for key in names}
+    out: Dict[str, Optional[Spec]] = {}
+    for key in names:
+        kind = kinds.get(key)
+        out[key] = VarLen(_KIND_DTYPE[kind]) if kind is not None else None
+    return out
 
 
-def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
+def _typed(batch: RecordBatch, spec: Dict[str, Optional[Spec]], name: str = "<records>",
            sequence_examples: bool = False) -> Dict[str, Spec]:
     """Resolves by-name specs from this batch (learning their kinds into `spec` once seen); a
     name no record has shown yet reads as an empty float32 VarLen for this batch only."""
@@ -331,7 +349,7 @@ def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
     return {k: VarLen("float32") if s is None else s for k, s in spec.items()}
 
 
-def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> list:
+def _compile(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None) -> list:
     """Specs -> the decoder's FieldSpecs."""
     def FieldSpec(name, kind, layout, count=0, default=None, *, sequence=False, required=False):
         return _core.FieldSpec(name, _core.ValueKind(int(kind)), _core.Layout(int(layout)),
@@ -457,6 +475,7 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     seqs = {}
     for (key, s), (values, starts, ends, row_splits, step_splits, _) in zip(sequence.items(),
                                                                            raw[len(context):]):
+        steps: Any
         if isinstance(s, FixedLenSequence):
             if s.kind == _BYTES:
                 steps = BytesColumn(data, starts, ends)

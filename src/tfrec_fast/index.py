@@ -290,7 +290,8 @@ class IndexedTFRecordReader:
                              f"({n} records)")
         return memoryview(self._live().read_one(i % n))
 
-    def get_batch(self, indices: Sequence[int], *, skip_corrupt: bool = False) -> RecordBatch:
+    def get_batch(self, indices: Union[Sequence[int], np.ndarray], *,
+                  skip_corrupt: bool = False) -> RecordBatch:
         """The records at ``indices`` (any integer sequence or array), in that order.
 
         With ``skip_corrupt=True`` a damaged record is left out (the index says where the next

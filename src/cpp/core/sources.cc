@@ -86,6 +86,7 @@ bool FileSource::rewind_to(uint64_t offset) {
 
 size_t MemorySource::read(uint8_t* dst, size_t n) {
   size_t step = std::min(n, size_ - pos_);
+  if (step == 0) return 0;  // an empty source may have no data pointer at all
   std::memcpy(dst, data_ + pos_, step);
   pos_ += step;
   return step;

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 from ._dataset import Dataset, Split
 from ._features import UnknownFeatureError
@@ -57,7 +57,7 @@ def _directory(path: str, data_dir: Optional[str]) -> str:
 def open(path: Union[str, "os.PathLike[str]"], *, data_dir: Optional[str] = None,
          decode_images: bool = False) -> Dataset:  # noqa: A001 - the module's verb
     """Opens a prepared dataset directory (or a name under ``data_dir``)."""
-    return Dataset(_directory(path, data_dir), decode_images)
+    return Dataset(_directory(os.fspath(path), data_dir), decode_images)
 
 
 def load(name: str, *, split: Optional[str] = None, data_dir: Optional[str] = None,
@@ -98,7 +98,7 @@ def _supervised(split: Split, as_supervised: bool):
     return _Supervised(split) if as_supervised else split
 
 
-def as_numpy(dataset) -> Iterator[Any]:
+def as_numpy(dataset) -> Any:
     """``tfds.as_numpy``: an iterator over the examples of a Split (already numpy)."""
     if isinstance(dataset, dict):
         return {k: as_numpy(v) for k, v in dataset.items()}

@@ -5,7 +5,7 @@ rounding (percent boundaries to the closest record)."""
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ._info import SplitInfo
 
@@ -43,23 +43,27 @@ def _one(part: str, spec: str, splits: Dict[str, SplitInfo]) -> List[Range]:
     n = info.num_examples
     if selector is None:
         return [(name, 0, n)]
-    bounds = [_BOUND.match(b) for b in selector.split(":")]
-    if not all(bounds) or not any(b.group(0) for b in bounds) or len(bounds) > 2:
+    matches = [_BOUND.match(b) for b in selector.split(":")]
+    bounds = [m for m in matches if m is not None]
+    if len(bounds) != len(matches) or not any(b.group(0) for b in bounds) or len(bounds) > 2:
         raise _error(spec)
+    start: Optional[str]
+    end: Optional[str]
     if len(bounds) == 1:  # train[3shard]: one shard
         value, unit = bounds[0]["value"], bounds[0]["unit"]
         if unit != "shard":
             raise ValueError(f"{part!r}: a single index needs the shard unit (train[3shard]); "
                              "records and percents take a slice (train[3:4])")
-        start, end = int(value), int(value) + 1
+        start, end = value, str(int(value) + 1)
     else:
         unit = bounds[0]["unit"] or bounds[1]["unit"] or "abs"
-        start, end = (b["value"] for b in bounds)
+        start, end = bounds[0]["value"], bounds[1]["value"]
     first, last = _absolute(start, end, unit, info, part)
     return [(name, first, last)]
 
 
-def _absolute(start, end, unit: str, info: SplitInfo, part: str) -> Tuple[int, int]:
+def _absolute(start: Optional[str], end: Optional[str], unit: str, info: SplitInfo,
+              part: str) -> Tuple[int, int]:
     n = info.num_examples
     if unit == "%":
         first = 0 if start is None else int(round(float(start) * n / 100.0))
@@ -67,9 +71,10 @@ def _absolute(start, end, unit: str, info: SplitInfo, part: str) -> Tuple[int, i
     elif unit == "shard":
         lengths = info.shard_lengths
         first = 0 if start is None else sum(lengths[:int(start)])
-        if end is not None and int(end) <= 0:
-            end = len(lengths) + int(end)
-        last = n if end is None else sum(lengths[:int(end)])
+        stop = None if end is None else int(end)
+        if stop is not None and stop <= 0:
+            stop += len(lengths)
+        last = n if stop is None else sum(lengths[:stop])
     else:
         first = 0 if start is None else int(start)
         last = n if end is None else int(end)

@@ -88,7 +88,8 @@ def _value(column, i):
 
 
 def _record_keys(batch: RecordBatch, i: int, name: str) -> Dict[str, Optional[int]]:
-    return feature_kinds(RecordBatch.from_records([batch[i]]), name)
+    kinds = feature_kinds(RecordBatch.from_records([batch[i]]), name)
+    return {k: None if v is None else int(v) for k, v in kinds.items()}
 
 
 def example_loader(data_path: str, index_path: Optional[str], description: Description = None,
