@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import enum
 import itertools
+import threading
 import math
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _core
+from ._parallel import parallel_map, read_ahead, resolve_threads
 from .errors import ExampleParseError
 from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_path,
                       normalize_compression)
@@ -512,21 +514,35 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
 
 
 def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str] = None, *,
-                  verify: bool = True, storage_options=None,
+                  verify: bool = True, num_threads: Optional[int] = 1,
+                  deterministic: bool = True, storage_options=None,
                   filesystem=None) -> Iterator[Dict[str, Any]]:
     """Reads and parses Examples in batches of ``batch_size`` records (the last may be smaller),
     across file boundaries. Errors name the file and the record's index in it. Paths may be
-    globs and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`)."""
+    globs and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`).
+
+    ``num_threads`` > 1 (None: the cores available, at most 8; 1, the default: all in the
+    calling thread): the next batches are read on a thread of their own and parsed on a pool,
+    in file order (``deterministic=False``: as they are ready). An error comes after the
+    batches before it."""
     spec = normalize_spec(spec)
-    for batch, segments in batches_across_files(paths, batch_size, compression, verify=verify,
-                                                storage_options=storage_options,
-                                                filesystem=filesystem):
+    threads = resolve_threads(num_threads)
+    learning = threading.Lock()  # names-only specs learn their kinds from the first batches
+
+    def parse(item):
+        batch, segments = item
         try:
-            typed = _typed(batch, spec)
-            columns = _columns(batch, typed, _decode(batch, typed, ""))
+            with learning:
+                typed = _typed(batch, spec)
+            return _columns(batch, typed, _decode(batch, typed, ""))
         except ExampleParseError as error:
             raise _locate(error, segments) from None
-        yield columns
+
+    batches = batches_across_files(paths, batch_size, compression, verify=verify,
+                                   storage_options=storage_options, filesystem=filesystem)
+    if threads > 1:
+        batches = read_ahead(batches)
+    return parallel_map(parse, batches, threads, deterministic)
 
 
 def batches_across_files(paths, batch_size: int, compression: Optional[str] = None, *,
