@@ -201,10 +201,9 @@ inline int run_all(int argc, char** argv) {
 #define CHECK_CONCAT_(a, b) a##b
 #define CHECK_CONCAT(a, b) CHECK_CONCAT_(a, b)
 
-#define TEST(name)                                                                   \
-  static void CHECK_CONCAT(test_, name)();                                           \
-  static const ::check::Register CHECK_CONCAT(register_, name)(#name,                \
-                                                               CHECK_CONCAT(test_, name)); \
+#define TEST(name)                                                                                \
+  static void CHECK_CONCAT(test_, name)();                                                        \
+  static const ::check::Register CHECK_CONCAT(register_, name)(#name, CHECK_CONCAT(test_, name)); \
   static void CHECK_CONCAT(test_, name)()
 
 #define CHECK(cond) ::check::Result(bool(cond), __FILE__, __LINE__, #cond, "", false)

@@ -64,7 +64,8 @@ inline std::string frames(const std::vector<std::string>& payloads) {
 // Where each record's header starts in frames(payloads), plus the end of the stream.
 inline std::vector<int64_t> header_offsets(const std::vector<std::string>& payloads) {
   std::vector<int64_t> out{0};
-  for (const std::string& p : payloads) out.push_back(out.back() + int64_t(tfr::kFramingSize + p.size()));
+  for (const std::string& p : payloads)
+    out.push_back(out.back() + int64_t(tfr::kFramingSize + p.size()));
   return out;
 }
 
@@ -97,7 +98,8 @@ inline std::string compress(const std::string& raw, tfr::Compression compression
 
 // Every member of a gzip or zlib stream inflated by zlib itself; nullopt if zlib finds damage or
 // the stream does not end with a complete member.
-inline std::optional<std::string> decompress(const std::string& packed, tfr::Compression compression) {
+inline std::optional<std::string> decompress(const std::string& packed,
+                                             tfr::Compression compression) {
   std::string out;
   size_t pos = 0;
   do {
@@ -126,8 +128,8 @@ inline std::optional<std::string> decompress(const std::string& packed, tfr::Com
 // that grows while it is read (append() to the shared string; rewind_to() then works).
 struct Shape {
   bool size_known = true;
-  size_t max_read = 0;               // reads return at most 1, 2, ..., max_read bytes in turn
-  uint64_t fail_at = UINT64_MAX;     // the first read at or past this offset throws IoError once
+  size_t max_read = 0;            // reads return at most 1, 2, ..., max_read bytes in turn
+  uint64_t fail_at = UINT64_MAX;  // the first read at or past this offset throws IoError once
   bool rewindable = false;
 };
 
@@ -181,7 +183,9 @@ inline std::vector<std::pair<const char*, Shape>> all_shapes() {
   trickle.max_read = 7;
   Shape bytewise;
   bytewise.max_read = 1;
-  return {{"sized", Shape{}}, {"unsized", unsized}, {"unsized, reads of 1..7 bytes", trickle},
+  return {{"sized", Shape{}},
+          {"unsized", unsized},
+          {"unsized, reads of 1..7 bytes", trickle},
           {"sized, reads of 1 byte", bytewise}};
 }
 
@@ -240,7 +244,8 @@ inline ReadAll read_all(tfr::RecordReader& reader, size_t max_records = SIZE_MAX
   const uint64_t before = reader.records_read();
   for (;;) {
     std::unique_ptr<tfr::RecordBatch> batch;
-    auto loss = check::thrown<tfr::DataLoss>([&] { batch = reader.read_batch(max_records, max_bytes); });
+    auto loss =
+        check::thrown<tfr::DataLoss>([&] { batch = reader.read_batch(max_records, max_bytes); });
     if (loss) {
       out.loss = loss;
       auto again = check::thrown<tfr::DataLoss>([&] { reader.read_batch(max_records, max_bytes); });
@@ -256,13 +261,15 @@ inline ReadAll read_all(tfr::RecordReader& reader, size_t max_records = SIZE_MAX
     CHECK_EQ(batch->offsets[0], 0);
     CHECK_EQ(batch->offsets[n], int64_t(batch->data.size()));
     CHECK(n <= max_records);
-    CHECK(n == 1 || batch->data.size() <= max_bytes) << n << " records, " << batch->data.size() << " bytes";
+    CHECK(n == 1 || batch->data.size() <= max_bytes)
+        << n << " records, " << batch->data.size() << " bytes";
     for (size_t i = 0; i < n; ++i) {
       REQUIRE(batch->offsets[i] <= batch->offsets[i + 1]);
       CHECK(out.positions.empty() || batch->positions[i] > out.positions.back());
       out.positions.push_back(batch->positions[i]);
-      out.records.emplace_back(reinterpret_cast<const char*>(batch->data.data()) + batch->offsets[i],
-                               size_t(batch->offsets[i + 1] - batch->offsets[i]));
+      out.records.emplace_back(
+          reinterpret_cast<const char*>(batch->data.data()) + batch->offsets[i],
+          size_t(batch->offsets[i + 1] - batch->offsets[i]));
     }
     CHECK_EQ(reader.records_read() - before, out.records.size());
   }
@@ -270,20 +277,22 @@ inline ReadAll read_all(tfr::RecordReader& reader, size_t max_records = SIZE_MAX
   return out;
 }
 
-inline ReadAll read_all(const std::string& stream, Shape shape = {}, tfr::ReaderOptions options = {},
-                        size_t max_records = SIZE_MAX, size_t max_bytes = kMaxBytes) {
+inline ReadAll read_all(const std::string& stream, Shape shape = {},
+                        tfr::ReaderOptions options = {}, size_t max_records = SIZE_MAX,
+                        size_t max_bytes = kMaxBytes) {
   tfr::RecordReader reader(source(stream, shape), options);
   return read_all(reader, max_records, max_bytes);
 }
 
 // The first n payloads.
 inline std::vector<std::string> first(const std::vector<std::string>& payloads, size_t n) {
-  return std::vector<std::string>(payloads.begin(), payloads.begin() + std::min(n, payloads.size()));
+  return std::vector<std::string>(payloads.begin(),
+                                  payloads.begin() + std::min(n, payloads.size()));
 }
 
 // Reads `stream` and checks it holds exactly `payloads`, at their header offsets.
-inline void expect_records(const std::string& stream, const std::vector<std::string>& payloads, Shape shape,
-                    tfr::ReaderOptions options, const std::string& context) {
+inline void expect_records(const std::string& stream, const std::vector<std::string>& payloads,
+                           Shape shape, tfr::ReaderOptions options, const std::string& context) {
   auto got = read_all(stream, shape, options);
   CHECK(!got.loss) << context << ": " << (got.loss ? got.loss->what() : "");
   CHECK_EQ(got.records.size(), payloads.size()) << context;
@@ -295,8 +304,9 @@ inline void expect_records(const std::string& stream, const std::vector<std::str
 
 // Reads `stream` cut after `cut` bytes: the records wholly before the cut, then a clean end if
 // the cut falls between records, else DataLoss kTruncated naming the record it cuts.
-inline void expect_cut(const std::string& stream, const std::vector<std::string>& payloads, size_t cut,
-                Shape shape, tfr::ReaderOptions options, const std::string& context) {
+inline void expect_cut(const std::string& stream, const std::vector<std::string>& payloads,
+                       size_t cut, Shape shape, tfr::ReaderOptions options,
+                       const std::string& context) {
   const auto offsets = header_offsets(payloads);
   size_t whole = 0;
   while (whole < payloads.size() && uint64_t(offsets[whole + 1]) <= cut) ++whole;
@@ -310,7 +320,9 @@ inline void expect_cut(const std::string& stream, const std::vector<std::string>
   CHECK_EQ(got.loss->reason, tfr::LossReason::kTruncated) << context << ", cut at " << cut;
   CHECK_EQ(got.loss->offset, offsets[whole]) << context << ", cut at " << cut;
   CHECK_EQ(got.loss->record_index, whole) << context << ", cut at " << cut;
-  CHECK(std::string(got.loss->what()).find("truncated record at " + std::to_string(offsets[whole])) == 0)
+  CHECK(
+      std::string(got.loss->what()).find("truncated record at " + std::to_string(offsets[whole])) ==
+      0)
       << got.loss->what();
 }
 

@@ -35,7 +35,9 @@ std::string varint(uint64_t v) {
   return out;
 }
 
-std::string key(uint32_t field, uint32_t wire_type) { return varint(uint64_t(field) << 3 | wire_type); }
+std::string key(uint32_t field, uint32_t wire_type) {
+  return varint(uint64_t(field) << 3 | wire_type);
+}
 std::string message(uint32_t field, const std::string& body) {
   return key(field, 2) + varint(body.size()) + body;
 }
@@ -58,7 +60,8 @@ std::string int64_list(const std::vector<int64_t>& values, bool packed = true) {
 }
 std::string float_list(const std::vector<float>& values, bool packed = true) {
   std::string out;
-  for (float v : values) out += packed ? fixed32(1, float_bits(v)).substr(1) : fixed32(1, float_bits(v));
+  for (float v : values)
+    out += packed ? fixed32(1, float_bits(v)).substr(1) : fixed32(1, float_bits(v));
   return packed && !values.empty() ? message(1, out) : out;
 }
 std::string bytes_list(const std::vector<std::string>& values) {
@@ -72,7 +75,9 @@ std::string int64s(const std::vector<int64_t>& values, bool packed = true) {
 std::string floats(const std::vector<float>& values, bool packed = true) {
   return message(2, float_list(values, packed));
 }
-std::string strings(const std::vector<std::string>& values) { return message(1, bytes_list(values)); }
+std::string strings(const std::vector<std::string>& values) {
+  return message(1, bytes_list(values));
+}
 
 // A Features map (or FeatureLists map) from (name, value message) entries, in the given order.
 using Entries = std::vector<std::pair<std::string, std::string>>;
@@ -138,14 +143,16 @@ struct Decoded {
     std::vector<std::string> out;
     const Column& c = columns[k];
     for (size_t j = 0; j < c.starts.size(); ++j) {
-      out.push_back(c.starts[j] < 0 ? "<default>"
-                                    : std::string(reinterpret_cast<const char*>(data.get()) + c.starts[j],
-                                                  size_t(c.ends[j] - c.starts[j])));
+      out.push_back(c.starts[j] < 0
+                        ? "<default>"
+                        : std::string(reinterpret_cast<const char*>(data.get()) + c.starts[j],
+                                      size_t(c.ends[j] - c.starts[j])));
     }
     return out;
   }
   std::string raw_bytes(size_t k) const {
-    return std::string(reinterpret_cast<const char*>(columns[k].values.data()), columns[k].values.size());
+    return std::string(reinterpret_cast<const char*>(columns[k].values.data()),
+                       columns[k].values.size());
   }
 
  private:
@@ -171,13 +178,15 @@ Decoded decode(const std::vector<std::string>& records, const std::vector<FieldS
   out.size = joined.size();
   out.data.reset(new uint8_t[joined.size()]);
   if (!joined.empty()) std::memcpy(out.data.get(), joined.data(), joined.size());
-  out.columns = tfr::decode_examples(out.data.get(), offsets.data(), records.size(), specs, sequences);
+  out.columns =
+      tfr::decode_examples(out.data.get(), offsets.data(), records.size(), specs, sequences);
   REQUIRE_EQ(out.columns.size(), specs.size());
   return out;
 }
 
 std::optional<tfr::ParseError> parse_error(const std::vector<std::string>& records,
-                                           const std::vector<FieldSpec>& specs, bool sequences = false) {
+                                           const std::vector<FieldSpec>& specs,
+                                           bool sequences = false) {
   return check::thrown<tfr::ParseError>([&] { decode(records, specs, sequences); });
 }
 
@@ -197,8 +206,9 @@ const std::vector<int64_t> kInts = {0, 1, -1, 127, 128, 300, INT64_MAX, INT64_MI
 
 TEST(int64_packed_unpacked_and_both) {
   const std::vector<FieldSpec> specs = {var("x", ValueKind::kInt64)};
-  const std::string both = message(3, int64_list({0, 1, -1, 127}, true) +
-                                          int64_list({128, 300, INT64_MAX, INT64_MIN, -300}, false));
+  const std::string both =
+      message(3, int64_list({0, 1, -1, 127}, true) +
+                     int64_list({128, 300, INT64_MAX, INT64_MIN, -300}, false));
   auto d = decode({example({{"x", int64s(kInts, true)}}), example({{"x", int64s(kInts, false)}}),
                    example({{"x", both}})},
                   specs);
@@ -215,7 +225,8 @@ TEST(float_packed_unpacked_and_nan_bits) {
   std::vector<float> twice = values;
   twice.insert(twice.end(), values.begin(), values.end());
   CHECK_EQ(d.columns[0].values.size(), twice.size() * 4);
-  CHECK(std::memcmp(d.columns[0].values.data(), twice.data(), twice.size() * 4) == 0) << "bit for bit";
+  CHECK(std::memcmp(d.columns[0].values.data(), twice.data(), twice.size() * 4) == 0)
+      << "bit for bit";
   // A NaN payload survives as written.
   const uint32_t nan_bits = 0x7fc01234u;
   auto n = decode({example({{"f", message(2, message(1, fixed32(1, nan_bits).substr(1)))}})},
@@ -241,14 +252,16 @@ TEST(bytes_values_point_into_the_records) {
   CHECK(d.strs(0) == (std::vector<std::string>{"", "abc", std::string(300, 'z'), "last"}));
   CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 3, 3, 4}));
   for (size_t j = 0; j < d.columns[0].starts.size(); ++j) {
-    CHECK(d.columns[0].starts[j] >= int64_t(junk.size()) && d.columns[0].ends[j] <= int64_t(d.size));
+    CHECK(d.columns[0].starts[j] >= int64_t(junk.size()) &&
+          d.columns[0].ends[j] <= int64_t(d.size));
   }
   CHECK(d.columns[0].values.size() == 0) << "bytes are not copied";
 }
 
 TEST(no_records_and_empty_records) {
-  const std::vector<FieldSpec> specs = {var("v", ValueKind::kInt64), var("b", ValueKind::kBytes),
-                                        with_default(fixed("d", ValueKind::kFloat, 1), std::vector<float>{2.5f})};
+  const std::vector<FieldSpec> specs = {
+      var("v", ValueKind::kInt64), var("b", ValueKind::kBytes),
+      with_default(fixed("d", ValueKind::kFloat, 1), std::vector<float>{2.5f})};
   auto none = decode({}, specs);
   CHECK(none.columns[0].row_splits == std::vector<int64_t>{0});
   CHECK(none.columns[1].row_splits == std::vector<int64_t>{0});
@@ -263,13 +276,14 @@ TEST(var_layout_missing_and_required) {
   FieldSpec required = var("r", ValueKind::kInt64);
   required.required = true;
   const std::vector<FieldSpec> specs = {var("v", ValueKind::kInt64), required};
-  auto d = decode({example({{"v", int64s({1, 2})}, {"r", int64s({})}}), example({{"r", int64s({7})}})},
-                  specs);
+  auto d = decode(
+      {example({{"v", int64s({1, 2})}, {"r", int64s({})}}), example({{"r", int64s({7})}})}, specs);
   CHECK(d.ints(0) == (std::vector<int64_t>{1, 2}));
   CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 2, 2}));
-  CHECK(d.columns[1].row_splits == (std::vector<int64_t>{0, 0, 1})) << "present but empty is not missing";
-  expect_error(parse_error({example({{"r", int64s({1})}}), example({{"v", int64s({1})}})}, specs), 1,
-               "r", "is missing (the spec requires it)");
+  CHECK(d.columns[1].row_splits == (std::vector<int64_t>{0, 0, 1}))
+      << "present but empty is not missing";
+  expect_error(parse_error({example({{"r", int64s({1})}}), example({{"v", int64s({1})}})}, specs),
+               1, "r", "is missing (the spec requires it)");
 }
 
 TEST(fixed_layout_counts_and_defaults) {
@@ -277,22 +291,26 @@ TEST(fixed_layout_counts_and_defaults) {
       with_default(fixed("i", ValueKind::kInt64, 2), std::vector<int64_t>{-1, -2}),
       with_default(fixed("s", ValueKind::kBytes, 2), std::vector<uint8_t>{}),
       fixed("f", ValueKind::kFloat, 1)};
-  auto d = decode({example({{"i", int64s({5, 6})}, {"s", strings({"a", "b"})}, {"f", floats({1.0f})}}),
-                   example({{"f", floats({2.0f})}})},
-                  specs);
+  auto d =
+      decode({example({{"i", int64s({5, 6})}, {"s", strings({"a", "b"})}, {"f", floats({1.0f})}}),
+              example({{"f", floats({2.0f})}})},
+             specs);
   CHECK(d.ints(0) == (std::vector<int64_t>{5, 6, -1, -2}));
   CHECK(d.strs(1) == (std::vector<std::string>{"a", "b", "<default>", "<default>"}));
   CHECK(d.reals(2) == (std::vector<float>{1.0f, 2.0f}));
-  expect_error(parse_error({example({{"i", int64s({5, 6, 7})}, {"f", floats({1.0f})}})}, specs), 0, "i",
-               "has 3 values, the spec asks for 2");
-  expect_error(parse_error({example({{"f", floats({1.0f})}}), example({{"i", int64s({1, 2})}})}, specs),
-               1, "f", "is missing and has no default");
+  expect_error(parse_error({example({{"i", int64s({5, 6, 7})}, {"f", floats({1.0f})}})}, specs), 0,
+               "i", "has 3 values, the spec asks for 2");
+  expect_error(
+      parse_error({example({{"f", floats({1.0f})}}), example({{"i", int64s({1, 2})}})}, specs), 1,
+      "f", "is missing and has no default");
 }
 
 TEST(raw_bytes_layout) {
-  const std::vector<FieldSpec> specs = {with_default(raw("img", 4), std::vector<uint8_t>{9, 9, 9, 9})};
-  auto d = decode({example({{"img", strings({"abcd"})}}), example({}), example({{"img", strings({"wxyz"})}})},
-                  specs);
+  const std::vector<FieldSpec> specs = {
+      with_default(raw("img", 4), std::vector<uint8_t>{9, 9, 9, 9})};
+  auto d = decode(
+      {example({{"img", strings({"abcd"})}}), example({}), example({{"img", strings({"wxyz"})}})},
+      specs);
   CHECK_EQ(d.raw_bytes(0), std::string("abcd\x09\x09\x09\x09wxyz"));
   CHECK(d.columns[0].starts.empty() && d.columns[0].ends.empty());
   expect_error(parse_error({example({{"img", strings({"abc"})}})}, specs), 0, "img",
@@ -301,7 +319,8 @@ TEST(raw_bytes_layout) {
                "has 2 bytes values, the spec asks for 1");
   expect_error(parse_error({example({{"img", strings({})}})}, specs), 0, "img",
                "has 0 bytes values");
-  expect_error(parse_error({example({})}, {raw("img", 4)}), 0, "img", "is missing and has no default");
+  expect_error(parse_error({example({})}, {raw("img", 4)}), 0, "img",
+               "is missing and has no default");
 }
 
 TEST(list_kinds_that_do_not_match_the_spec) {
@@ -317,8 +336,8 @@ TEST(list_kinds_that_do_not_match_the_spec) {
       {ValueKind::kBytes, int64s({}), "holds an int64_list, the spec asks for a bytes_list"},
   };
   for (const Case& c : cases) {
-    expect_error(parse_error({example({}), example({{"x", c.feature}})}, {var("x", c.spec)}), 1, "x",
-                 c.words);
+    expect_error(parse_error({example({}), example({{"x", c.feature}})}, {var("x", c.spec)}), 1,
+                 "x", c.words);
   }
 }
 
@@ -344,7 +363,8 @@ TEST(unknown_fields_at_every_level) {
   auto d = decode({record}, {var("x", ValueKind::kInt64)});
   CHECK(d.ints(0) == (std::vector<int64_t>{1, 2, 3}));
   // Example field 2 is unknown outside SequenceExample mode.
-  auto e = decode({example({{"x", int64s({4})}}) + message(2, "junk")}, {var("x", ValueKind::kInt64)});
+  auto e =
+      decode({example({{"x", int64s({4})}}) + message(2, "junk")}, {var("x", ValueKind::kInt64)});
   CHECK(e.ints(0) == (std::vector<int64_t>{4}));
 }
 
@@ -377,7 +397,8 @@ TEST(groups_and_reserved_wire_types_are_malformed) {
     const std::string bad = key(9, wire_type);
     expect_error(parse_error({example({}) + bad}, specs), 0, "", "not a valid tf.train.Example");
     expect_error(parse_error({message(1, bad)}, specs), 0, "", "not a valid tf.train.Example");
-    expect_error(parse_error({message(1, message(1, bad))}, specs), 0, "", "not a valid tf.train.Example");
+    expect_error(parse_error({message(1, message(1, bad))}, specs), 0, "",
+                 "not a valid tf.train.Example");
     expect_error(parse_error({example({{"x", bad}})}, specs), 0, "x", "Feature");
     expect_error(parse_error({example({{"x", message(3, bad)}})}, specs), 0, "x", "value list");
   }
@@ -390,20 +411,20 @@ TEST(truncated_and_overlong_varints) {
     std::string record;
     std::string feature;
   } cases[] = {
-      {"\x80", ""},                                        // a tag cut short
-      {key(1, 2) + "\x85", ""},                            // a length cut short
-      {key(1, 2) + varint(5) + "abc", ""},                 // a length past the end
-      {key(0, 0) + varint(1), ""},                         // field number 0
-      {overlong + varint(1), ""},                          // an 11-byte tag
-      {key(7, 0) + "\xff\xff", ""},                        // an unknown varint cut short
-      {key(7, 0) + overlong, ""},                          // an overlong unknown varint
-      {key(7, 1) + "1234567", ""},                         // a fixed64 cut short
-      {key(7, 5) + "123", ""},                             // a fixed32 cut short
-      {example({{"x", message(3, message(1, "\x81"))}}), "x"},          // a packed value cut short
-      {example({{"x", message(3, key(1, 0) + "\x81")}}), "x"},          // an unpacked one
-      {example({{"x", message(3, message(1, overlong))}}), "x"},        // an overlong packed one
+      {"\x80", ""},                                               // a tag cut short
+      {key(1, 2) + "\x85", ""},                                   // a length cut short
+      {key(1, 2) + varint(5) + "abc", ""},                        // a length past the end
+      {key(0, 0) + varint(1), ""},                                // field number 0
+      {overlong + varint(1), ""},                                 // an 11-byte tag
+      {key(7, 0) + "\xff\xff", ""},                               // an unknown varint cut short
+      {key(7, 0) + overlong, ""},                                 // an overlong unknown varint
+      {key(7, 1) + "1234567", ""},                                // a fixed64 cut short
+      {key(7, 5) + "123", ""},                                    // a fixed32 cut short
+      {example({{"x", message(3, message(1, "\x81"))}}), "x"},    // a packed value cut short
+      {example({{"x", message(3, key(1, 0) + "\x81")}}), "x"},    // an unpacked one
+      {example({{"x", message(3, message(1, overlong))}}), "x"},  // an overlong packed one
       {example({{"x", message(3, key(1, 0) + overlong)}}), "x"},
-      {example({{"x", message(2, key(1, 5) + "\x01\x02")}}), "x"},      // a float cut short
+      {example({{"x", message(2, key(1, 5) + "\x01\x02")}}), "x"},  // a float cut short
   };
   for (const auto& c : cases) {
     auto e = parse_error({c.record}, specs);
@@ -445,11 +466,24 @@ TEST(protobuf_merge_rules) {
 // Names of every length class the matcher compares differently (0, < 8, 8..16, > 16 bytes) and
 // names that differ only in their first or last byte, in a different order in each record.
 TEST(names_of_every_length_in_any_order) {
-  const std::vector<std::string> names = {
-      "",          "a",          "b",         "feature",   "featurf",         "feature0",
-      "feature1",  "abcdefghi",  "bbcdefghi", "abcdefghj", "0123456789abcde", "0123456789abcdf",
-      "0123456789abcdef", "1123456789abcdef", "0123456789abcdefg", "0123456789abcdefh",
-      "image/object/bbox/xmin", "image/object/bbox/xmax"};
+  const std::vector<std::string> names = {"",
+                                          "a",
+                                          "b",
+                                          "feature",
+                                          "featurf",
+                                          "feature0",
+                                          "feature1",
+                                          "abcdefghi",
+                                          "bbcdefghi",
+                                          "abcdefghj",
+                                          "0123456789abcde",
+                                          "0123456789abcdf",
+                                          "0123456789abcdef",
+                                          "1123456789abcdef",
+                                          "0123456789abcdefg",
+                                          "0123456789abcdefh",
+                                          "image/object/bbox/xmin",
+                                          "image/object/bbox/xmax"};
   std::vector<FieldSpec> specs;
   for (const std::string& name : names) specs.push_back(var(name, ValueKind::kInt64));
   std::vector<std::string> records;
@@ -479,12 +513,11 @@ TEST(sequence_examples) {
       var("id", ValueKind::kInt64), steps(var("tokens", ValueKind::kInt64)),
       steps(fixed("xy", ValueKind::kFloat, 2)), steps(var("id", ValueKind::kBytes))};
   const std::string r0 = sequence_example(
-      {{"id", int64s({7})}},
-      {{"tokens", feature_list({int64s({1, 2}), int64s({}), int64s({3})})},
-       {"xy", feature_list({floats({1, 2}), floats({3, 4})})},
-       {"id", feature_list({strings({"a"})})}});
+      {{"id", int64s({7})}}, {{"tokens", feature_list({int64s({1, 2}), int64s({}), int64s({3})})},
+                              {"xy", feature_list({floats({1, 2}), floats({3, 4})})},
+                              {"id", feature_list({strings({"a"})})}});
   const std::string r1 = sequence_example({{"id", int64s({8})}}, {});  // no lists: no steps
-  const std::string r2 = message(1, map_of({{"id", int64s({9})}}));     // no feature_lists at all
+  const std::string r2 = message(1, map_of({{"id", int64s({9})}}));    // no feature_lists at all
   auto d = decode({r0, r1, r2}, specs, true);
   CHECK(d.ints(0) == (std::vector<int64_t>{7, 8, 9}));
   CHECK(d.ints(1) == (std::vector<int64_t>{1, 2, 3}));
@@ -495,14 +528,16 @@ TEST(sequence_examples) {
   CHECK(d.columns[2].step_splits.empty());
   CHECK(d.strs(3) == std::vector<std::string>{"a"});
 
-  expect_error(parse_error({r1, sequence_example({}, {{"xy", feature_list({floats({1, 2}),
-                                                                            floats({1, 2, 3})})}})},
-                           specs, true),
-               1, "xy", "step 1 has 3 values, the spec asks for 2");
-  expect_error(parse_error({sequence_example({}, {{"tokens", feature_list({floats({1})})}})}, specs, true),
-               0, "tokens", "holds a float_list");
-  expect_error(parse_error({sequence_example({}, {{"tokens", message(1, "\x85")}})}, specs, true), 0,
-               "tokens", "");
+  expect_error(
+      parse_error(
+          {r1, sequence_example({}, {{"xy", feature_list({floats({1, 2}), floats({1, 2, 3})})}})},
+          specs, true),
+      1, "xy", "step 1 has 3 values, the spec asks for 2");
+  expect_error(
+      parse_error({sequence_example({}, {{"tokens", feature_list({floats({1})})}})}, specs, true),
+      0, "tokens", "holds a float_list");
+  expect_error(parse_error({sequence_example({}, {{"tokens", message(1, "\x85")}})}, specs, true),
+               0, "tokens", "");
   // Read as an Example, field 2 is unknown: no steps, and the context still decodes.
   auto e = decode({r0}, specs, false);
   CHECK(e.ints(0) == std::vector<int64_t>{7});
@@ -513,8 +548,8 @@ TEST(sequence_examples) {
 // shape, never a read outside the record.
 TEST(every_byte_cut_or_changed) {
   const std::vector<FieldSpec> specs = {
-      var("ints", ValueKind::kInt64), var("reals", ValueKind::kFloat), var("strs", ValueKind::kBytes),
-      with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
+      var("ints", ValueKind::kInt64), var("reals", ValueKind::kFloat),
+      var("strs", ValueKind::kBytes), with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
       with_default(fixed("one", ValueKind::kInt64, 1), std::vector<int64_t>{0})};
   const std::string record = example({{"ints", int64s({1, -1, 300})},
                                       {"reals", floats({1.5f, 2.5f}, false)},
@@ -582,7 +617,8 @@ TEST(feature_kinds_lists_names_in_order_with_their_first_kind) {
   CHECK_EQ(kinds[1].first_record, 0u);
   CHECK_EQ(kinds[2].name, std::string("c"));
   CHECK_EQ(kinds[2].first_record, 1u);
-  auto e = check::thrown<tfr::ParseError>([&] { tfr::feature_kinds(data, offsets.data(), 4, false, true); });
+  auto e = check::thrown<tfr::ParseError>(
+      [&] { tfr::feature_kinds(data, offsets.data(), 4, false, true); });
   REQUIRE(e) << "strict";
   CHECK_EQ(e->record_index, 2u);
   kinds = tfr::feature_kinds(data, offsets.data(), 4, false, false);

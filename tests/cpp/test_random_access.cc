@@ -67,7 +67,8 @@ Index index_of(const std::vector<std::string>& payloads) {
 
 std::unique_ptr<tfr::RandomAccessReader> open(const TempFile& file, const Index& index,
                                               tfr::RandomAccessOptions options = {}) {
-  return std::make_unique<tfr::RandomAccessReader>(file.path(), index.offsets, index.sizes, options);
+  return std::make_unique<tfr::RandomAccessReader>(file.path(), index.offsets, index.sizes,
+                                                   options);
 }
 
 std::vector<std::string> payloads_of(const tfr::RecordBatch& batch) {
@@ -104,8 +105,9 @@ std::vector<int64_t> all_indices(size_t n) {
 
 // Sizes that put records on both sides of read_one's single-read limit (4096 bytes).
 std::vector<std::string> mixed_records() {
-  std::vector<std::string> out = {"", "a", numbered(2, 4095), numbered(3, 4096), numbered(4, 4097),
-                                  "", numbered(6, 100000), "z"};
+  std::vector<std::string> out = {
+      "", "a", numbered(2, 4095), numbered(3, 4096), numbered(4, 4097), "", numbered(6, 100000),
+      "z"};
   for (size_t i = out.size(); i < 40; ++i) out.push_back(numbered(i, (i * 131) % 3000));
   return out;
 }
@@ -125,7 +127,8 @@ TEST(scan_format_and_parse_an_index) {
   tfr::scan_index(file.path(), &scanned.offsets, &scanned.sizes);
   CHECK(scanned.offsets == want.offsets);
   CHECK(scanned.sizes == want.sizes);
-  const std::string text = tfr::format_index(want.offsets.data(), want.sizes.data(), payloads.size());
+  const std::string text =
+      tfr::format_index(want.offsets.data(), want.sizes.data(), payloads.size());
   CHECK_EQ(text.substr(0, 14), std::string("0 16\n16 17\n33 "));
   Index parsed;
   tfr::parse_index(text.data(), text.size(), "idx", &parsed.offsets, &parsed.sizes);
@@ -140,19 +143,20 @@ TEST(scan_index_reports_damage_and_cuts) {
   fixtures::increment_byte(damaged, size_t(starts[1]) + 2);
   TempFile file(damaged);
   Index index;
-  auto loss = check::thrown<tfr::DataLoss>([&] { tfr::scan_index(file.path(), &index.offsets, &index.sizes); });
+  auto loss = check::thrown<tfr::DataLoss>(
+      [&] { tfr::scan_index(file.path(), &index.offsets, &index.sizes); });
   REQUIRE(loss);
   CHECK_EQ(loss->reason, LossReason::kLengthChecksum);
   CHECK_EQ(loss->offset, starts[1]);
   CHECK_EQ(loss->source, file.path());
   file.rewrite(frames(payloads).substr(0, size_t(starts[3]) - 1));
-  loss = check::thrown<tfr::DataLoss>([&] { tfr::scan_index(file.path(), &index.offsets, &index.sizes); });
+  loss = check::thrown<tfr::DataLoss>(
+      [&] { tfr::scan_index(file.path(), &index.offsets, &index.sizes); });
   REQUIRE(loss);
   CHECK_EQ(loss->reason, LossReason::kTruncated);
   CHECK_EQ(loss->offset, starts[2]);
-  auto missing = check::thrown<tfr::IoError>([&] {
-    tfr::scan_index(file.path() + ".missing", &index.offsets, &index.sizes);
-  });
+  auto missing = check::thrown<tfr::IoError>(
+      [&] { tfr::scan_index(file.path() + ".missing", &index.offsets, &index.sizes); });
   REQUIRE(missing);
   CHECK_EQ(missing->err, ENOENT);
 }
@@ -165,9 +169,9 @@ TEST(parse_index_accepts_the_text_other_tools_write) {
   const Case cases[] = {
       {"", {}},
       {"\n\n", {}},
-      {"0 16", {0}},                                // no final newline
-      {"0 16\r\n16 20\r\n", {0, 16}},               // CRLF
-      {"  0\t16  \n\n\t16 20\n", {0, 16}},          // blanks around, blank lines between
+      {"0 16", {0}},                        // no final newline
+      {"0 16\r\n16 20\r\n", {0, 16}},       // CRLF
+      {"  0\t16  \n\n\t16 20\n", {0, 16}},  // blanks around, blank lines between
       {"922337203685477580 16\n", {922337203685477580}},
   };
   for (const Case& c : cases) {
@@ -229,8 +233,8 @@ TEST(read_with_and_without_coalescing) {
     options.max_gap = o.max_gap;
     options.max_read = o.max_read;
     auto reader = open(file, index_of(payloads), options);
-    const std::string context = "max_gap " + std::to_string(o.max_gap) + ", max_read " +
-                                std::to_string(o.max_read);
+    const std::string context =
+        "max_gap " + std::to_string(o.max_gap) + ", max_read " + std::to_string(o.max_read);
     expect_read(*reader, payloads, all_indices(payloads.size()), context);
     expect_read(*reader, payloads, every_other, context + ", every other record");
   }
@@ -246,25 +250,23 @@ TEST(indices_out_of_range) {
         << bad;
   }
   std::string one(1, '\0');
-  CHECK(check::thrown<std::out_of_range>([&] {
-    reader->read_one(payloads.size(), reinterpret_cast<uint8_t*>(&one[0]));
-  }));
+  CHECK(check::thrown<std::out_of_range>(
+      [&] { reader->read_one(payloads.size(), reinterpret_cast<uint8_t*>(&one[0])); }));
 }
 
 TEST(impossible_index_entries_are_refused) {
   TempFile file(frames({"abc"}));
   const Index cases[] = {
-      {{0}, {}},                     // offsets without sizes
-      {{-1}, {19}},                  // negative offset
-      {{0}, {15}},                   // smaller than the framing
-      {{INT64_MAX - 10}, {19}},      // offset + size overflows
+      {{0}, {}},                 // offsets without sizes
+      {{-1}, {19}},              // negative offset
+      {{0}, {15}},               // smaller than the framing
+      {{INT64_MAX - 10}, {19}},  // offset + size overflows
   };
   for (const Index& index : cases) {
     CHECK(check::thrown<std::invalid_argument>([&] { open(file, index); }));
   }
-  auto missing = check::thrown<tfr::IoError>([&] {
-    tfr::RandomAccessReader(file.path() + ".missing", {0}, {19});
-  });
+  auto missing = check::thrown<tfr::IoError>(
+      [&] { tfr::RandomAccessReader(file.path() + ".missing", {0}, {19}); });
   REQUIRE(missing);
   CHECK_EQ(missing->err, ENOENT);
 }
@@ -283,7 +285,8 @@ TEST(an_index_from_before_records_were_appended) {
     CHECK(std::string(loss->what()).find("rebuild it") != std::string::npos) << loss->what();
   }
   std::string one(1, '\0');
-  CHECK(check::thrown<tfr::DataLoss>([&] { reader->read_one(1, reinterpret_cast<uint8_t*>(&one[0])); }));
+  CHECK(check::thrown<tfr::DataLoss>(
+      [&] { reader->read_one(1, reinterpret_cast<uint8_t*>(&one[0])); }));
 }
 
 TEST(an_index_of_a_file_cut_since) {
@@ -313,7 +316,8 @@ TEST(a_file_cut_after_the_reader_opened_it) {
     CHECK_EQ(loss->offset, starts[size_t(i)]);
   }
   std::string one(payloads[10].size(), '\0');
-  auto loss = check::thrown<tfr::DataLoss>([&] { reader->read_one(10, reinterpret_cast<uint8_t*>(&one[0])); });
+  auto loss = check::thrown<tfr::DataLoss>(
+      [&] { reader->read_one(10, reinterpret_cast<uint8_t*>(&one[0])); });
   REQUIRE(loss);
   CHECK_EQ(loss->reason, LossReason::kIndexMismatch);
 }
@@ -391,9 +395,8 @@ TEST(damage_is_named_by_its_record_within_a_coalesced_read) {
     CHECK_EQ(loss->record_index, damaged);
     CHECK_EQ(loss->offset, starts[damaged]);
     std::string one(payloads[damaged].size(), '\0');
-    loss = check::thrown<tfr::DataLoss>([&] {
-      reader->read_one(damaged, reinterpret_cast<uint8_t*>(&one[0]));
-    });
+    loss = check::thrown<tfr::DataLoss>(
+        [&] { reader->read_one(damaged, reinterpret_cast<uint8_t*>(&one[0])); });
     REQUIRE(loss) << "read_one " << damaged;
     CHECK_EQ(loss->reason, LossReason::kDataChecksum);
     // Without verify the bytes come back as they are.
@@ -421,7 +424,8 @@ TEST(one_reader_serves_many_threads) {
         for (int64_t& i : wanted) i = int64_t(rng() % payloads.size());
         auto batch = reader->read(wanted.data(), wanted.size());
         const auto got = payloads_of(*batch);
-        for (size_t k = 0; k < wanted.size(); ++k) mismatches[t] += got[k] != payloads[size_t(wanted[k])];
+        for (size_t k = 0; k < wanted.size(); ++k)
+          mismatches[t] += got[k] != payloads[size_t(wanted[k])];
       }
     });
   }
@@ -434,18 +438,23 @@ TEST(check_fetched_checks_like_read) {
   const auto starts = header_offsets(payloads);
   // Fetched as two ranges laid side by side in one buffer, with junk before and between.
   const std::string stream = frames(payloads);
-  const std::string buffer = "junk" + stream.substr(0, size_t(starts[2])) + "gap" +
-                             stream.substr(size_t(starts[2]));
+  const std::string buffer =
+      "junk" + stream.substr(0, size_t(starts[2])) + "gap" + stream.substr(size_t(starts[2]));
   auto fetched = [&](size_t i) {
     const int64_t start = 4 + starts[i] + (i >= 2 ? 3 : 0);
     return tfr::FetchedRecord{start, i, starts[i], starts[i + 1] - starts[i]};
   };
-  std::vector<tfr::FetchedRecord> records = {fetched(3), fetched(0), fetched(2), fetched(1), fetched(3)};
-  auto batch = tfr::check_fetched("s3://bucket/f", fixtures::bytes(buffer), buffer.size(), records.data(),
-                                  records.size(), true);
-  CHECK(payloads_of(*batch) == (std::vector<std::string>{"last", "first", payloads[2], "", "last"}));
-  CHECK(batch->positions == (std::vector<int64_t>{starts[3], starts[0], starts[2], starts[1], starts[3]}));
-  CHECK_EQ(tfr::check_fetched("x", fixtures::bytes(buffer), buffer.size(), nullptr, 0, true)->size(), 0u);
+  std::vector<tfr::FetchedRecord> records = {fetched(3), fetched(0), fetched(2), fetched(1),
+                                             fetched(3)};
+  auto batch = tfr::check_fetched("s3://bucket/f", fixtures::bytes(buffer), buffer.size(),
+                                  records.data(), records.size(), true);
+  CHECK(payloads_of(*batch) ==
+        (std::vector<std::string>{"last", "first", payloads[2], "", "last"}));
+  CHECK(batch->positions ==
+        (std::vector<int64_t>{starts[3], starts[0], starts[2], starts[1], starts[3]}));
+  CHECK_EQ(
+      tfr::check_fetched("x", fixtures::bytes(buffer), buffer.size(), nullptr, 0, true)->size(),
+      0u);
 
   std::string damaged = buffer;
   fixtures::increment_byte(damaged, size_t(fetched(2).start) + 100);
@@ -459,7 +468,8 @@ TEST(check_fetched_checks_like_read) {
   CHECK_EQ(loss->offset, starts[2]);
   CHECK_EQ(loss->source, std::string("s3://bucket/f"));
   CHECK(!check::thrown<tfr::DataLoss>([&] {
-    tfr::check_fetched("x", fixtures::bytes(damaged), damaged.size(), records.data(), records.size(), false);
+    tfr::check_fetched("x", fixtures::bytes(damaged), damaged.size(), records.data(),
+                       records.size(), false);
   })) << "without verify";
 
   tfr::FetchedRecord wrong_size = fetched(0);
@@ -470,12 +480,14 @@ TEST(check_fetched_checks_like_read) {
   REQUIRE(loss);
   CHECK_EQ(loss->reason, LossReason::kIndexMismatch);
 
-  for (tfr::FetchedRecord outside : {tfr::FetchedRecord{-1, 0, 0, 21}, tfr::FetchedRecord{int64_t(buffer.size()) - 20, 3, 0, 21},
-                                     tfr::FetchedRecord{0, 0, 0, 15}, tfr::FetchedRecord{int64_t(buffer.size()) + 1, 0, 0, 16},
-                                     tfr::FetchedRecord{4, 0, 0, INT64_MAX}}) {
+  for (tfr::FetchedRecord outside :
+       {tfr::FetchedRecord{-1, 0, 0, 21}, tfr::FetchedRecord{int64_t(buffer.size()) - 20, 3, 0, 21},
+        tfr::FetchedRecord{0, 0, 0, 15}, tfr::FetchedRecord{int64_t(buffer.size()) + 1, 0, 0, 16},
+        tfr::FetchedRecord{4, 0, 0, INT64_MAX}}) {
     CHECK(check::thrown<std::invalid_argument>([&] {
       tfr::check_fetched("x", fixtures::bytes(buffer), buffer.size(), &outside, 1, true);
-    })) << "start " << outside.start << ", size " << outside.size;
+    })) << "start "
+        << outside.start << ", size " << outside.size;
   }
 }
 

@@ -43,7 +43,8 @@ TEST(empty_stream_is_a_clean_end) {
   for (const auto& [name, shape] : fixtures::all_shapes()) {
     tfr::RecordReader reader(fixtures::source("", shape), {});
     CHECK_EQ(reader.read_batch(SIZE_MAX, SIZE_MAX)->size(), 0u) << name;
-    CHECK_EQ(reader.read_batch(SIZE_MAX, SIZE_MAX)->size(), 0u) << name << ": reads at the end work";
+    CHECK_EQ(reader.read_batch(SIZE_MAX, SIZE_MAX)->size(), 0u)
+        << name << ": reads at the end work";
     CHECK_EQ(reader.count(), 0u) << name;
     CHECK_EQ(reader.tell(), 0u) << name;
   }
@@ -60,7 +61,8 @@ TEST(one_record_per_batch_and_reads_at_the_end) {
   for (const std::string& want : kFourRecords) {
     auto batch = reader.read_batch(1, SIZE_MAX);
     REQUIRE_EQ(batch->size(), 1u);
-    CHECK_EQ(std::string(reinterpret_cast<const char*>(batch->data.data()), batch->data.size()), want);
+    CHECK_EQ(std::string(reinterpret_cast<const char*>(batch->data.data()), batch->data.size()),
+             want);
   }
   CHECK_EQ(reader.read_batch(1, SIZE_MAX)->size(), 0u);
   CHECK_EQ(reader.read_batch(1, SIZE_MAX)->size(), 0u);
@@ -79,7 +81,8 @@ TEST(many_records_in_batches_of_every_kind) {
     auto got = read_all(reader, max_records, max_records == SIZE_MAX ? SIZE_MAX : 1 << 16);
     CHECK(!got.loss);
     CHECK(got.records == payloads) << "max_records " << max_records;
-    CHECK_EQ(got.batches, max_records == SIZE_MAX ? 1 : (payloads.size() + max_records - 1) / max_records);
+    CHECK_EQ(got.batches,
+             max_records == SIZE_MAX ? 1 : (payloads.size() + max_records - 1) / max_records);
   }
 }
 
@@ -156,8 +159,8 @@ TEST(records_around_every_buffer_size) {
       }
     }
   }
-  std::vector<size_t> lengths = {4095, 4096, 4097, 8191, 8192, 8193, 32767, 32768, 32769, 65535,
-                                 65536, 65537};
+  std::vector<size_t> lengths = {4095,  4096,  4097,  8191,  8192,  8193,
+                                 32767, 32768, 32769, 65535, 65536, 65537};
   for (size_t length : lengths) {
     const std::vector<std::string> payloads = {"a", numbered(1, length), numbered(2, length), "z"};
     for (const auto& [name, shape] : fixtures::all_shapes()) {
@@ -167,10 +170,11 @@ TEST(records_around_every_buffer_size) {
   }
   Shape unsized;
   unsized.size_known = false;
-  for (size_t length : {(size_t(1) << 20) - 1, size_t(1) << 20, (size_t(1) << 20) + 1,
-                        (size_t(2) << 20) + 3}) {
+  for (size_t length :
+       {(size_t(1) << 20) - 1, size_t(1) << 20, (size_t(1) << 20) + 1, (size_t(2) << 20) + 3}) {
     const std::vector<std::string> payloads = {numbered(0, length), "b"};
-    expect_records(frames(payloads), payloads, unsized, {}, "unsized, length " + std::to_string(length));
+    expect_records(frames(payloads), payloads, unsized, {},
+                   "unsized, length " + std::to_string(length));
   }
 }
 
@@ -188,9 +192,8 @@ TEST(damaged_length_field) {
       CHECK_EQ(got.loss->offset, offsets[1]);
       CHECK_EQ(got.loss->record_index, 1u);
       CHECK_EQ(got.loss->source, std::string("<test>"));
-      CHECK_EQ(std::string(got.loss->what()),
-               "corrupted record at " + std::to_string(offsets[1]) +
-                   ": the length field does not match its checksum");
+      CHECK_EQ(std::string(got.loss->what()), "corrupted record at " + std::to_string(offsets[1]) +
+                                                  ": the length field does not match its checksum");
     }
   }
 }
@@ -224,9 +227,9 @@ TEST(damaged_data_and_data_checksum) {
       CHECK_EQ(got.loss->reason, LossReason::kDataChecksum) << name << ", byte " << byte;
       CHECK_EQ(got.loss->offset, offsets[1]) << "the record's header";
       CHECK_EQ(got.loss->record_index, 1u);
-      CHECK_EQ(std::string(got.loss->what()),
-               "corrupted record at " + std::to_string(offsets[1] + 12) +
-                   ": the data does not match its checksum");
+      CHECK_EQ(std::string(got.loss->what()), "corrupted record at " +
+                                                  std::to_string(offsets[1] + 12) +
+                                                  ": the data does not match its checksum");
     }
   }
 }
@@ -250,9 +253,9 @@ TEST(without_verify_damaged_bytes_pass_through) {
   const std::vector<std::string> payloads = {"first", "second", "third"};
   const auto offsets = header_offsets(payloads);
   std::string stream = frames(payloads);
-  fixtures::increment_byte(stream, size_t(offsets[1]) + 12);       // data
-  fixtures::increment_byte(stream, size_t(offsets[2]) + 9);        // length checksum
-  fixtures::increment_byte(stream, size_t(offsets[3]) - 1);        // data checksum
+  fixtures::increment_byte(stream, size_t(offsets[1]) + 12);  // data
+  fixtures::increment_byte(stream, size_t(offsets[2]) + 9);   // length checksum
+  fixtures::increment_byte(stream, size_t(offsets[3]) - 1);   // data checksum
   tfr::ReaderOptions options;
   options.verify = false;
   auto got = read_all(stream, {}, options);
@@ -273,16 +276,16 @@ TEST(lying_length_field) {
     LossReason reason;
   };
   const Case cases[] = {
-      {1, 7, {}, LossReason::kDataChecksum},                 // one more: the footer is off
-      {1, 5, {}, LossReason::kDataChecksum},                 // one less
-      {2, 6, {}, LossReason::kTruncated},                    // the last record: past the end
+      {1, 7, {}, LossReason::kDataChecksum},  // one more: the footer is off
+      {1, 5, {}, LossReason::kDataChecksum},  // one less
+      {2, 6, {}, LossReason::kTruncated},     // the last record: past the end
       {2, 6, unsized, LossReason::kTruncated},
-      {1, uint64_t(1) << 40, {}, LossReason::kLengthTooLarge},  // more than the whole file
-      {1, uint64_t(1) << 40, unsized, LossReason::kTruncated},  // a pipe could hold it
+      {1, uint64_t(1) << 40, {}, LossReason::kLengthTooLarge},        // more than the whole file
+      {1, uint64_t(1) << 40, unsized, LossReason::kTruncated},        // a pipe could hold it
       {1, (uint64_t(1) << 48) + 1, {}, LossReason::kLengthTooLarge},  // more than any record
       {1, (uint64_t(1) << 48) + 1, unsized, LossReason::kLengthTooLarge},
       {1, UINT64_MAX, unsized, LossReason::kLengthTooLarge},
-      {1, 1000, {}, LossReason::kTruncated},                 // plausible: a cut file
+      {1, 1000, {}, LossReason::kTruncated},  // plausible: a cut file
   };
   for (const Case& c : cases) {
     std::string stream = frames(payloads);
@@ -417,7 +420,8 @@ TEST(a_record_cut_by_a_growing_file_is_read_once_complete) {
       got = read_all(reader);
       if (rewindable) {
         CHECK(!got.loss) << "cut at " << cut;
-        CHECK(got.records == (std::vector<std::string>{payloads[1], payloads[2]})) << "cut at " << cut;
+        CHECK(got.records == (std::vector<std::string>{payloads[1], payloads[2]}))
+            << "cut at " << cut;
         CHECK(got.positions == (std::vector<int64_t>{offsets[1], offsets[2]}));
       } else {  // a pipe cannot go back: the error stays
         CHECK(got.records.empty());
@@ -489,7 +493,8 @@ TEST(skip_corrupt_resynchronises_after_a_bad_header) {
     for (const auto& [name, shape] : fixtures::all_shapes()) {
       auto got = read_all(stream, shape, options);
       CHECK(!got.loss) << name << ", byte " << byte;
-      CHECK(got.records == (std::vector<std::string>{"r0", "r2", "r3"})) << name << ", byte " << byte;
+      CHECK(got.records == (std::vector<std::string>{"r0", "r2", "r3"}))
+          << name << ", byte " << byte;
       REQUIRE_EQ(got.skipped.size(), 1u) << name << ", byte " << byte;
       CHECK_EQ(got.skipped[0].reason, LossReason::kLengthChecksum);
       CHECK_EQ(got.skipped[0].offset, offsets[1]);
@@ -529,8 +534,8 @@ TEST(skip_corrupt_ends_at_a_truncated_tail) {
 
 TEST(compressed_input_read_as_plain_says_so) {
   const std::string stream = frames(kFourRecords);
-  for (auto [compression, word] : {std::pair{tfr::Compression::kGzip, "gzip"},
-                                   std::pair{tfr::Compression::kZlib, "zlib"}}) {
+  for (auto [compression, word] :
+       {std::pair{tfr::Compression::kGzip, "gzip"}, std::pair{tfr::Compression::kZlib, "zlib"}}) {
     const std::string packed = fixtures::compress(stream, compression);
     tfr::ReaderOptions options;
     options.hint_compression = true;
@@ -591,9 +596,10 @@ TEST(gzip_members_are_read_one_after_another) {
   const std::string stream = frames(payloads);
   // Members split inside records and headers, with empty members between them.
   for (size_t split : {size_t(3), size_t(12), size_t(20), size_t(2000), stream.size() - 2}) {
-    const std::string packed = fixtures::compress(stream.substr(0, split), tfr::Compression::kGzip) +
-                               fixtures::compress("", tfr::Compression::kGzip) +
-                               fixtures::compress(stream.substr(split), tfr::Compression::kGzip);
+    const std::string packed =
+        fixtures::compress(stream.substr(0, split), tfr::Compression::kGzip) +
+        fixtures::compress("", tfr::Compression::kGzip) +
+        fixtures::compress(stream.substr(split), tfr::Compression::kGzip);
     for (const auto& [name, shape] : fixtures::all_shapes()) {
       auto got = read_all(*compressed_reader(packed, tfr::Compression::kGzip, shape));
       CHECK(!got.loss) << name << ", split at " << split;

@@ -156,9 +156,11 @@ TEST(try_write_buffered_only_copies) {
   const std::string fits(4096 / 2 - tfr::kFramingSize, 'a');
   const std::string too_big(fits.size() + 1, 'b');
   CHECK(w.writer->try_write_buffered(fixtures::bytes(fits), fits.size()));
-  CHECK(!w.writer->try_write_buffered(fixtures::bytes(too_big), too_big.size())) << "bypasses the buffer";
+  CHECK(!w.writer->try_write_buffered(fixtures::bytes(too_big), too_big.size()))
+      << "bypasses the buffer";
   CHECK(w.writer->try_write_buffered(fixtures::bytes(fits), fits.size()));
-  CHECK(!w.writer->try_write_buffered(fixtures::bytes("c"), 1)) << "the buffer is full: a drain is I/O";
+  CHECK(!w.writer->try_write_buffered(fixtures::bytes("c"), 1))
+      << "the buffer is full: a drain is I/O";
   CHECK_EQ(w.log->writes, 0);
   write(*w.writer, "c");
   CHECK_EQ(w.writer->records_written(), 3u);
@@ -265,7 +267,8 @@ TEST(bad_compression_levels) {
     auto log = std::make_shared<StringSink::Log>();
     CHECK(check::thrown<std::invalid_argument>([&] {
       tfr::maybe_deflate(std::make_unique<StringSink>(log), tfr::Compression::kGzip, level);
-    })) << "level " << level;
+    })) << "level "
+        << level;
   }
 }
 
