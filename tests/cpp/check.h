@@ -7,8 +7,10 @@
 //   REQUIRE(cond); REQUIRE_EQ(a, b) a failure also ends the current test (later code needs it)
 //   check::thrown<E>([&] { ... })   the E the code threw, or nothing (other exceptions escape)
 //
-// Any exception escaping a test fails it. The program prints "N passed, M failed" (checks) and
-// exits non-zero on any failure. An argument runs only the tests whose names contain it.
+// What is streamed into a check is evaluated even when the check passes: guard what could be
+// invalid then (`<< (loss ? loss->what() : "")`). Any exception escaping a test fails it.
+// The program prints "N passed, M failed" (checks) and exits non-zero on any failure. An
+// argument runs only the tests whose names contain it.
 #pragma once
 
 #include <cstdint>

@@ -189,8 +189,16 @@ inline std::vector<std::pair<const char*, Shape>> all_shapes() {
           {"sized, reads of 1 byte", bytewise}};
 }
 
-// A sink that keeps what it is given, counts flushes and closes, and can fail like a full disk:
-// once `capacity` bytes are in, a write stores what fits and throws IoError.
+// A sink that keeps what it is given, counts flushes and closes, and can fail like a disk: once
+// `capacity` bytes are in, a write stores what fits and throws IoError (ENOSPC); a `transient`
+// failure happens once, after which there is room again; `failing_flush` makes flush() throw
+// (EIO, as a failed fsync) once.
+struct Faults {
+  size_t capacity = SIZE_MAX;
+  bool transient = false;
+  bool failing_flush = false;
+};
+
 class StringSink final : public tfr::Sink {
  public:
   struct Log {
@@ -201,24 +209,31 @@ class StringSink final : public tfr::Sink {
     int closes = 0;
   };
 
-  explicit StringSink(std::shared_ptr<Log> log, size_t capacity = SIZE_MAX)
-      : Sink("<test sink>"), log_(std::move(log)), capacity_(capacity) {}
+  explicit StringSink(std::shared_ptr<Log> log, Faults faults = {})
+      : Sink("<test sink>"), log_(std::move(log)), faults_(faults) {}
 
   void write(const uint8_t* data, size_t n) override {
     ++log_->writes;
-    const size_t room = capacity_ - std::min(capacity_, log_->data.size());
+    const size_t room = faults_.capacity - std::min(faults_.capacity, log_->data.size());
     log_->data.append(reinterpret_cast<const char*>(data), std::min(n, room));
-    if (n > room) throw tfr::IoError(ENOSPC, "injected: no space left");
+    if (n > room) {
+      if (faults_.transient) faults_.capacity = SIZE_MAX;
+      throw tfr::IoError(ENOSPC, "injected: no space left");
+    }
   }
   void flush(bool sync) override {
     ++log_->flushes;
     log_->syncs += sync;
+    if (faults_.failing_flush) {
+      faults_.failing_flush = false;
+      throw tfr::IoError(EIO, "injected: fsync failed");
+    }
   }
   void close() override { ++log_->closes; }
 
  private:
   std::shared_ptr<Log> log_;
-  size_t capacity_;
+  Faults faults_;
 };
 
 // The batch limit read_all uses unless told otherwise: a batch reserves room for up to 4 MiB of

@@ -3,6 +3,7 @@
 // every byte, flush/close rules, and records from concurrent threads that never interleave.
 #include <condition_variable>
 #include <mutex>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -20,11 +21,11 @@ struct Written {
   std::unique_ptr<tfr::RecordWriter> writer;
 };
 
-Written writer_into_memory(size_t buffer_size, size_t sink_capacity = SIZE_MAX,
+Written writer_into_memory(size_t buffer_size, fixtures::Faults faults = {},
                            tfr::Compression compression = tfr::Compression::kNone, int level = -1) {
   Written w;
   w.writer = std::make_unique<tfr::RecordWriter>(
-      tfr::maybe_deflate(std::make_unique<StringSink>(w.log, sink_capacity), compression, level),
+      tfr::maybe_deflate(std::make_unique<StringSink>(w.log, faults), compression, level),
       buffer_size);
   return w;
 }
@@ -145,7 +146,7 @@ TEST(the_destructor_closes) {
   CHECK_EQ(log->data, frames({"kept"}));
   CHECK_EQ(log->closes, 1);
   {
-    tfr::RecordWriter writer(std::make_unique<StringSink>(log, log->data.size() + 5), 4096);
+    tfr::RecordWriter writer(std::make_unique<StringSink>(log, fixtures::Faults{log->data.size() + 5}), 4096);
     writer.write(fixtures::bytes("lost"), 4);
   }  // the sink fails while closing: swallowed by the destructor
   CHECK_EQ(log->closes, 2);
@@ -223,7 +224,7 @@ TEST(a_sink_failing_at_every_byte) {
                                              numbered(4, 5000)};
   const std::string stream = frames(payloads);
   for (size_t room = 0; room <= stream.size(); ++room) {
-    Written w = writer_into_memory(4096, room);
+    Written w = writer_into_memory(4096, {room});
     auto error = check::thrown<tfr::IoError>([&] {
       for (const std::string& p : payloads) write(*w.writer, p);
       w.writer->flush(false);
@@ -248,7 +249,7 @@ TEST(compressed_round_trip) {
   const std::string stream = frames(payloads);
   for (tfr::Compression compression : {tfr::Compression::kGzip, tfr::Compression::kZlib}) {
     for (int level : {-1, 0, 1, 9}) {
-      Written w = writer_into_memory(4096, SIZE_MAX, compression, level);
+      Written w = writer_into_memory(4096, {}, compression, level);
       for (const std::string& p : payloads) write(*w.writer, p);
       w.writer->close();
       auto inflated = fixtures::decompress(w.log->data, compression);
@@ -275,7 +276,7 @@ TEST(bad_compression_levels) {
 // Each flush makes everything written so far readable while the stream stays open.
 TEST(compressed_flush_makes_the_records_so_far_readable) {
   for (tfr::Compression compression : {tfr::Compression::kGzip, tfr::Compression::kZlib}) {
-    Written w = writer_into_memory(4096, SIZE_MAX, compression, 6);
+    Written w = writer_into_memory(4096, {}, compression, 6);
     std::vector<std::string> payloads;
     for (size_t i = 0; i < 5; ++i) {
       payloads.push_back(numbered(i, 10 + 1000 * i));
@@ -298,12 +299,12 @@ TEST(compressed_sink_failing) {
   for (size_t i = 0; i < 50; ++i) payloads.push_back(numbered(i, 97 * i));
   const std::string stream = frames(payloads);
   for (tfr::Compression compression : {tfr::Compression::kGzip, tfr::Compression::kZlib}) {
-    Written whole = writer_into_memory(4096, SIZE_MAX, compression, 0);
+    Written whole = writer_into_memory(4096, {}, compression, 0);
     for (const std::string& p : payloads) write(*whole.writer, p);
     whole.writer->close();
     const size_t full = whole.log->data.size();
     for (size_t room = 0; room < full; room += 1 + room / 3) {
-      Written w = writer_into_memory(4096, room, compression, 0);
+      Written w = writer_into_memory(4096, {room}, compression, 0);
       auto error = check::thrown<tfr::IoError>([&] {
         for (const std::string& p : payloads) write(*w.writer, p);
         w.writer->close();
@@ -318,6 +319,56 @@ TEST(compressed_sink_failing) {
       auto got = fixtures::read_all(reader);
       CHECK(got.records == fixtures::first(payloads, got.records.size())) << "room " << room;
       CHECK(!got.loss || got.loss->reason == tfr::LossReason::kTruncated) << "room " << room;
+    }
+  }
+}
+
+// Once any call failed, every later write and flush is refused, whichever call met the failure:
+// a write, or a flush (compressed bytes lost in a flush leave a hole in the stream, and a failed
+// fsync may have lost data). So even when the sink has room again, it holds the start of the
+// stream: read back as whole records, then a clean end or kTruncated, never garbage.
+TEST(after_any_failure_the_writer_refuses_more) {
+  std::vector<std::string> payloads;  // random bytes: deflate's output keeps up with its input
+  std::mt19937 rng(1);
+  for (size_t i = 0; i < 60; ++i) {
+    payloads.emplace_back(50 + 31 * i, '\0');
+    for (char& c : payloads.back()) c = char(rng());
+  }
+  const std::string stream = frames(payloads);
+  auto write_all = [&](tfr::RecordWriter& writer, const std::string& context) {
+    bool failed = false;
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      auto error = check::thrown<tfr::IoError>([&] {
+        write(writer, payloads[i]);
+        if (i % 10 == 9) writer.flush(false);
+      });
+      CHECK(error || !failed) << context << ": record " << i << " accepted after a failure";
+      failed |= bool(error);
+    }
+    check::thrown<tfr::IoError>([&] { writer.close(); });
+  };
+  for (tfr::Compression compression :
+       {tfr::Compression::kNone, tfr::Compression::kGzip, tfr::Compression::kZlib}) {
+    Written whole = writer_into_memory(4096, {}, compression, 6);
+    write_all(*whole.writer, "no faults");
+    std::vector<fixtures::Faults> faults = {{SIZE_MAX, false, true}};
+    for (size_t room = 0; room < whole.log->data.size(); room += 1 + room / 8) {
+      faults.push_back({room, true, false});
+    }
+    for (const fixtures::Faults& f : faults) {
+      const std::string context = "compression " + std::to_string(int(compression)) + ", room " +
+                                  std::to_string(f.capacity) + (f.failing_flush ? ", fsync" : "");
+      Written w = writer_into_memory(4096, f, compression, 6);
+      write_all(*w.writer, context);
+      const std::string plain = compression == tfr::Compression::kNone
+                                    ? w.log->data
+                                    : fixtures::inflatable_prefix(w.log->data, compression);
+      CHECK(stream.compare(0, plain.size(), plain) == 0) << context << ": the start of the stream";
+      tfr::RecordReader reader(tfr::maybe_inflate(fixtures::source(w.log->data), compression), {});
+      auto got = fixtures::read_all(reader);
+      CHECK(got.records == fixtures::first(payloads, got.records.size())) << context;
+      CHECK(!got.loss || got.loss->reason == tfr::LossReason::kTruncated)
+          << context << ": " << (got.loss ? got.loss->what() : "");
     }
   }
 }
