@@ -514,6 +514,24 @@ TEST(skip_corrupt_resynchronises_after_a_bad_header) {
       << got.skipped[0].detail;
 }
 
+TEST(skip_corrupt_drops_a_large_damaged_record) {
+  const std::vector<std::string> payloads = {"r0", numbered(1, 200000), "r2", numbered(3, 40000)};
+  const auto offsets = header_offsets(payloads);
+  std::string stream = frames(payloads);
+  fixtures::increment_byte(stream, size_t(offsets[1]) + 100000);
+  fixtures::increment_byte(stream, size_t(offsets[4]) - 1);
+  tfr::ReaderOptions options = buffer_of(4096);
+  options.skip_corrupt = true;
+  for (const auto& [name, shape] : fixtures::all_shapes()) {
+    auto got = read_all(stream, shape, options);
+    CHECK(!got.loss) << name;
+    CHECK(got.records == (std::vector<std::string>{"r0", "r2"})) << name;
+    REQUIRE_EQ(got.skipped.size(), 2u) << name;
+    CHECK_EQ(got.skipped[0].offset, offsets[1]);
+    CHECK_EQ(got.skipped[1].offset, offsets[3]);
+  }
+}
+
 TEST(skip_corrupt_ends_at_a_truncated_tail) {
   const std::vector<std::string> payloads = {"r0", "r1", numbered(2, 30)};
   const std::string stream = frames(payloads);
@@ -543,8 +561,8 @@ TEST(compressed_input_read_as_plain_says_so) {
       auto got = read_all(packed, shape, options);
       REQUIRE(got.loss) << word << ", " << name;
       CHECK_EQ(got.loss->offset, 0u);
-      CHECK(std::string(got.loss->what()).find(std::string("starts like a ") + word +
-                                               " stream") != std::string::npos)
+      CHECK(std::string(got.loss->what()).find(std::string("starts like a ") + word + " stream") !=
+            std::string::npos)
           << name << ": " << got.loss->what();
     }
     options.hint_compression = false;
@@ -687,6 +705,97 @@ TEST(compressed_stream_corrupted_at_every_byte) {
         }
       }
     }
+  }
+}
+
+// The compressed file fails to read part way: the records inflated before it come first, then
+// the IoError, again on every later call.
+TEST(a_read_error_under_a_compressed_stream) {
+  std::vector<std::string> payloads;
+  for (size_t i = 0; i < 100; ++i) payloads.push_back(numbered(i, 10 + i));
+  const std::string stream = frames(payloads);
+  for (tfr::Compression compression : kCompressions) {
+    const std::string packed = fixtures::compress(stream, compression, 1);
+    for (uint64_t fail_at = 0; fail_at < packed.size(); fail_at += 1 + fail_at / 4) {
+      Shape shape;
+      shape.fail_at = fail_at;
+      shape.max_read = 64;  // so the inflater refills often
+      auto reader = compressed_reader(packed, compression, shape);
+      std::vector<std::string> got;
+      auto error = check::thrown<tfr::IoError>([&] {
+        for (auto batch = reader->read_batch(7, SIZE_MAX); batch->size() > 0;
+             batch = reader->read_batch(7, SIZE_MAX)) {
+          for (size_t i = 0; i < batch->size(); ++i) {
+            got.emplace_back(reinterpret_cast<const char*>(batch->data.data()) + batch->offsets[i],
+                             size_t(batch->offsets[i + 1] - batch->offsets[i]));
+          }
+        }
+      });
+      REQUIRE(error) << "fail at " << fail_at;
+      const size_t available =
+          fixtures::inflatable_prefix(packed.substr(0, fail_at), compression).size();
+      const auto offsets = header_offsets(payloads);
+      size_t whole = 0;
+      while (whole < payloads.size() && uint64_t(offsets[whole + 1]) <= available) ++whole;
+      CHECK(got == fixtures::first(payloads, whole)) << "fail at " << fail_at;
+      CHECK(check::thrown<tfr::IoError>([&] { reader->read_batch(7, SIZE_MAX); }))
+          << "fail at " << fail_at << ": the error sticks";
+    }
+  }
+}
+
+// A compressed file still being written, flushed at record boundaries: each read takes what has
+// arrived, ends cleanly, and reads on once more arrives.
+TEST(a_growing_compressed_file) {
+  for (tfr::Compression compression : kCompressions) {
+    z_stream z{};
+    deflateInit2(&z, 6, Z_DEFLATED,
+                 compression == tfr::Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS, 8,
+                 Z_DEFAULT_STRATEGY);
+    auto file = std::make_shared<std::string>();
+    auto flush_in = [&](const std::string& raw, int mode) {
+      std::string out(raw.size() + 1024, '\0');
+      z.next_in = const_cast<Bytef*>(fixtures::bytes(raw));
+      z.avail_in = uInt(raw.size());
+      z.next_out = reinterpret_cast<Bytef*>(&out[0]);
+      z.avail_out = uInt(out.size());
+      deflate(&z, mode);
+      out.resize(out.size() - z.avail_out);
+      *file += out;
+    };
+    tfr::RecordReader reader(
+        tfr::maybe_inflate(std::make_unique<fixtures::StringSource>(file, Shape{}), compression),
+        {});
+    std::vector<std::string> all;
+    for (size_t round = 0; round < 5; ++round) {
+      std::vector<std::string> payloads;
+      for (size_t i = 0; i <= round; ++i) payloads.push_back(numbered(10 * round + i, 100 * i));
+      flush_in(frames(payloads), round == 4 ? Z_FINISH : Z_SYNC_FLUSH);
+      auto got = read_all(reader);
+      CHECK(!got.loss) << "round " << round << ": " << (got.loss ? got.loss->what() : "");
+      CHECK(got.records == payloads) << "round " << round;
+      all.insert(all.end(), payloads.begin(), payloads.end());
+    }
+    deflateEnd(&z);
+    CHECK_EQ(reader.records_read(), all.size());
+    CHECK(fixtures::decompress(*file, compression) == frames(all));
+  }
+}
+
+TEST(skip_corrupt_ends_at_damage_in_a_compressed_stream) {
+  const std::vector<std::string> payloads = {"r0", numbered(1, 3000), "r2"};
+  const std::string stream = frames(payloads);
+  tfr::ReaderOptions options;
+  options.skip_corrupt = true;
+  for (tfr::Compression compression : kCompressions) {
+    const std::string packed = fixtures::compress(stream, compression, 6) + "garbage!";
+    auto reader = compressed_reader(packed, compression, {}, options);
+    auto got = read_all(*reader);
+    CHECK(!got.loss);
+    CHECK(got.records == payloads);
+    REQUIRE_EQ(got.skipped.size(), 1u);
+    CHECK_EQ(got.skipped[0].reason, LossReason::kCompressedStream);
+    CHECK_EQ(reader->read_batch(SIZE_MAX, SIZE_MAX)->size(), 0u) << "the end stays the end";
   }
 }
 
