@@ -123,9 +123,28 @@ inline std::optional<std::string> decompress(const std::string& packed,
   return out;
 }
 
+// What zlib itself inflates from a (possibly cut) stream before its input runs out or it stops.
+inline std::string inflatable_prefix(const std::string& packed, tfr::Compression compression) {
+  z_stream z{};
+  inflateInit2(&z, compression == tfr::Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS);
+  z.next_in = const_cast<Bytef*>(bytes(packed));
+  z.avail_in = uInt(packed.size());
+  std::string out;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    uint8_t chunk[4096];
+    z.next_out = chunk;
+    z.avail_out = sizeof chunk;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(reinterpret_cast<char*>(chunk), sizeof chunk - z.avail_out);
+  }
+  inflateEnd(&z);
+  return out;
+}
+
 // A stream held in memory, shaped like the sources the reader meets: a file or a buffer (size
 // known), a pipe or a Python file-like (size unknown), short reads, a read error, and a file
-// that grows while it is read (append() to the shared string; rewind_to() then works).
+// that grows while it is read (change the shared string; `rewindable` lets the reader go back).
 struct Shape {
   bool size_known = true;
   size_t max_read = 0;            // reads return at most 1, 2, ..., max_read bytes in turn
@@ -252,7 +271,7 @@ struct ReadAll {
 
 // Reads batches until the clean end or a DataLoss, checking the shape of every batch: n + 1
 // offsets from 0 to the data size, increasing positions, the max_records / max_bytes limits, and
-// that a DataLoss is thrown again by the next call.
+// that a DataLoss is thrown again by the next call (or, for a cut record, that it is retried).
 inline ReadAll read_all(tfr::RecordReader& reader, size_t max_records = SIZE_MAX,
                         size_t max_bytes = kMaxBytes) {
   ReadAll out;
@@ -335,29 +354,8 @@ inline void expect_cut(const std::string& stream, const std::vector<std::string>
   CHECK_EQ(got.loss->reason, tfr::LossReason::kTruncated) << context << ", cut at " << cut;
   CHECK_EQ(got.loss->offset, offsets[whole]) << context << ", cut at " << cut;
   CHECK_EQ(got.loss->record_index, whole) << context << ", cut at " << cut;
-  CHECK(
-      std::string(got.loss->what()).find("truncated record at " + std::to_string(offsets[whole])) ==
-      0)
-      << got.loss->what();
-}
-
-// What zlib itself inflates from a (possibly cut) stream before its input runs out or it stops.
-inline std::string inflatable_prefix(const std::string& packed, tfr::Compression compression) {
-  z_stream z{};
-  inflateInit2(&z, compression == tfr::Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS);
-  z.next_in = const_cast<Bytef*>(bytes(packed));
-  z.avail_in = uInt(packed.size());
-  std::string out;
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    uint8_t chunk[4096];
-    z.next_out = chunk;
-    z.avail_out = sizeof chunk;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(reinterpret_cast<char*>(chunk), sizeof chunk - z.avail_out);
-  }
-  inflateEnd(&z);
-  return out;
+  const std::string message = got.loss->what();
+  CHECK(message.find("truncated record at " + std::to_string(offsets[whole])) == 0) << message;
 }
 
 }  // namespace fixtures

@@ -146,7 +146,8 @@ TEST(the_destructor_closes) {
   CHECK_EQ(log->data, frames({"kept"}));
   CHECK_EQ(log->closes, 1);
   {
-    tfr::RecordWriter writer(std::make_unique<StringSink>(log, fixtures::Faults{log->data.size() + 5}), 4096);
+    tfr::RecordWriter writer(
+        std::make_unique<StringSink>(log, fixtures::Faults{log->data.size() + 5}), 4096);
     writer.write(fixtures::bytes("lost"), 4);
   }  // the sink fails while closing: swallowed by the destructor
   CHECK_EQ(log->closes, 2);
