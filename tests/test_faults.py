@@ -600,6 +600,29 @@ def test_transient_write_failure_never_yields_a_bad_record(compression):
         assert isinstance(read_error, tfrec_fast.DataLossError), repr(read_error)
 
 
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_transient_failure_inside_flush_ends_the_writer(compression):
+    """The disk fails once while flush() pushes the compressed bytes out, then has room again.
+    The lost bytes leave a hole in the stream, so the writer must refuse further records: taking
+    them (and closing without an error) would let them follow the hole and read back as damage."""
+    sink = FullDisk(20, "partial_raise", transient=True)
+    writer = tfrec_fast.TFRecordWriter(sink, compression, buffer_size=8192)
+    records = [b"%d" % i * 50 for i in range(5)]
+    for r in records:
+        writer.write(r)  # small: they wait in the writer's buffer
+    with pytest.raises(OSError) as info:
+        writer.flush()
+    assert info.value is sink.failures[0]
+    with pytest.raises(OSError, match="failed earlier"):
+        writer.write(b"after the failure")
+    with pytest.raises(OSError, match="failed earlier"):
+        writer.flush()
+    writer.close()
+    got, read_error = read_until_error(tfrec_fast.TFRecordReader(bytes(sink.data), compression))
+    assert got == records[:len(got)]
+    assert read_error is None or read_error.reason == "truncated", repr(read_error)
+
+
 def test_real_enospc_from_dev_full():
     """A real fd that is always full: the ENOSPC comes from write(2) and reaches the user."""
     if not os.path.exists("/dev/full"):

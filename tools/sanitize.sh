@@ -78,7 +78,7 @@ for b in portable sse42 avx512 arm64; do
 done
 
 # 4b. The core's own test programs (records, random access, Example decoder), leaks checked.
-for t in test_records test_random_access test_example_decoder; do
+for t in test_record_reader test_record_writer test_random_access test_example_decoder; do
   if out="$(ASAN_OPTIONS="detect_leaks=1:$asan_common" "$BUILD/$t")"; then
     crc_summary+=("$t: $(tail -n1 <<<"$out")")
   else

@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -83,12 +84,23 @@ class DeflateSink final : public Sink {
 
   // After a failed write the stream has a hole: finishing it would append bytes that decode
   // wrongly, so the output is left cut where it failed (a reader reports it as truncated).
+  // The inner sink is closed even when finishing fails; the first error is the one raised.
   void close() override {
+    std::exception_ptr error;
     if (!finished_ && !broken_) {
-      pump(Z_FINISH);
-      finished_ = true;
+      try {
+        pump(Z_FINISH);
+        finished_ = true;
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-    inner_->close();
+    try {
+      inner_->close();
+    } catch (...) {
+      if (!error) throw;
+    }
+    if (error) std::rethrow_exception(error);
   }
 
  private:
