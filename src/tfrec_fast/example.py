@@ -8,6 +8,7 @@ buffer (no copy).
 
 from __future__ import annotations
 
+import base64
 import enum
 import itertools
 import threading
@@ -305,6 +306,79 @@ def normalize_spec(spec) -> Dict[str, Optional[Spec]]:
         else:
             raise TypeError(f"feature {name!r}: unsupported spec {s!r}")
     return out
+
+
+# ---- specs as JSON (manifests, Ray's sinks) ----------------------------------------------
+
+def spec_to_json(spec) -> Optional[Dict[str, Any]]:
+    """A feature spec (what :func:`~tfrec_fast.parse_examples` takes, plus FixedLenSequence /
+    VarLenSequence entries) as JSON-able data; ``None`` stays ``None``.
+
+    Each feature becomes ``{"kind": "FixedLen", "shape": [...], "dtype": ..., "from_bytes": ...,
+    "default": ...}``, ``{"kind": "VarLen", "dtype": ...}``, ``{"kind": "FixedLenSequence",
+    "shape": [...], "dtype": ...}`` or ``{"kind": "VarLenSequence", "dtype": ...}``; a feature
+    given by name only is ``null``. ``dtype`` is "int64", "float32", "bytes" or (FixedLen from
+    raw bytes) a numpy dtype string; a bytes default is ``{"base64": "..."}``.
+    """
+    if spec is None:
+        return None
+    if isinstance(spec, (list, tuple)):
+        return {name: None for name in normalize_spec(spec)}
+    out = {}
+    for name, feature in spec.items():
+        if not isinstance(feature, (FixedLenSequence, VarLenSequence)):
+            feature = normalize_spec({name: feature})[name]
+        out[str(name)] = _feature_to_json(feature)
+    return out
+
+
+def _feature_to_json(s) -> Optional[Dict[str, Any]]:
+    if s is None:
+        return None
+    if isinstance(s, FixedLen):
+        return {"kind": "FixedLen", "shape": list(s.shape),
+                "dtype": str(s.dtype) if s.from_bytes else _KIND_DTYPE[s.kind],
+                "from_bytes": s.from_bytes, "default": _default_to_json(s)}
+    if isinstance(s, FixedLenSequence):
+        return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_DTYPE[s.kind]}
+    if isinstance(s, VarLenSequence):
+        return {"kind": "VarLenSequence", "dtype": _KIND_DTYPE[s.kind]}
+    out: Dict[str, Any] = {"kind": "VarLen", "dtype": _KIND_DTYPE[s.kind]}
+    if s.default is None:
+        out["default"] = None  # required in every record
+    return out
+
+
+def _default_to_json(s: FixedLen):
+    if s.default is None:
+        return None
+    if s.kind == _BYTES and not s.from_bytes:
+        return {"base64": base64.b64encode(bytes(s.default)).decode("ascii")}
+    return np.asarray(s.default, s.dtype).tolist()
+
+
+def spec_from_json(data: Optional[Mapping[str, Any]]):
+    """Inverse of :func:`spec_to_json`: spec objects usable by :func:`~tfrec_fast.parse_examples`
+    (FixedLenSequence / VarLenSequence entries go to ``parse_sequence_examples``)."""
+    if data is None:
+        return None
+    return {name: None if f is None else _feature_from_json(name, f) for name, f in data.items()}
+
+
+def _feature_from_json(name: str, f: Mapping[str, Any]):
+    kind = f.get("kind")
+    if kind == "FixedLen":
+        default = f.get("default")
+        if isinstance(default, dict):
+            default = base64.b64decode(default["base64"])
+        return FixedLen(tuple(f["shape"]), f["dtype"], default, from_bytes=f.get("from_bytes"))
+    if kind == "VarLen":
+        return VarLen(f["dtype"], default=f.get("default", []))
+    if kind == "FixedLenSequence":
+        return FixedLenSequence(tuple(f["shape"]), f["dtype"])
+    if kind == "VarLenSequence":
+        return VarLenSequence(f["dtype"])
+    raise ValueError(f"feature {name!r}: unknown spec kind {kind!r}")
 
 
 def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples: bool = False,

@@ -27,7 +27,8 @@ from .example import VarLen
 from .index import IndexedTFRecordReader, create_index
 from .records import _as_sources, _display, _is_path, detect_compression, file_version
 from .records import normalize_compression
-from .sharded import _Naming, _store_for, manifest_data, spec_to_json
+from .example import spec_to_json
+from .sharded import _Naming, _store_for, manifest_data
 
 try:
     import pyarrow as pa
