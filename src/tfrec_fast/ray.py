@@ -23,11 +23,10 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import arrow as _arrow
-from .example import VarLen
+from .example import VarLen, spec_to_json
 from .index import IndexedTFRecordReader, create_index
-from .records import _as_sources, _display, _is_path, detect_compression, file_version
-from .records import normalize_compression
-from .example import spec_to_json
+from .records import (_as_sources, _display, _is_path, detect_compression, file_version,
+                      normalize_compression)
 from .sharded import _Naming, _store_for, manifest_data
 
 try:
