@@ -236,7 +236,7 @@ class Decoder {
           Cursor packed;
           if (!list.sub(&packed) || (packed.end - packed.p) % 4 != 0) wrong(k, "a bad packed float list");
           const size_t bytes = size_t(packed.end - packed.p);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#if TFR_BIG_ENDIAN
           for (const uint8_t* q = packed.p; q < packed.end; q += 4) {  // to host order
             const uint32_t host = load_le32(q);
             col.values.append(reinterpret_cast<const uint8_t*>(&host), 4);

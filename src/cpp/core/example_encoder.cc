@@ -23,7 +23,7 @@ static_assert(uint32_t(Kind::kBytes) == wire::kBytesList && uint32_t(Kind::kFloa
               "Kind values are the Feature.kind field numbers");
 
 inline size_t varint_size(uint64_t v) {
-  const int bits = 64 - __builtin_clzll(v | 1);
+  const int bits = bit_width64(v);
   return size_t((bits * 9 + 64) / 64);
 }
 
@@ -102,7 +102,7 @@ uint8_t* put_list(const Column& c, size_t row, Kind kind, uint64_t payload, uint
     case Kind::kFloat:
       if (payload == 0) return p;
       p = put_header(p, kListValueTag, payload);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if !TFR_BIG_ENDIAN
       std::memcpy(p, c.floats + b, size_t(payload));
       return p + payload;
 #else

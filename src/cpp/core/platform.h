@@ -1,0 +1,45 @@
+// The few operating-system file calls the engine makes, behind one small interface with one
+// implementation per OS (platform_posix.cc, platform_windows.cc). Failures throw IoError naming
+// the file; files are never inherited by child processes; offsets are 64-bit everywhere.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tfr::platform {
+
+using File = intptr_t;  // a file descriptor, or a Windows HANDLE
+constexpr File kNoFile = -1;
+
+struct FileInfo {
+  bool regular;   // a regular file: its size is known and positional reads work
+  uint64_t size;  // (regular files only)
+};
+
+// Paths are UTF-8 (Windows: converted to UTF-16 for the wide-character API).
+File open_read(const std::string& path);
+File create_write(const std::string& path);  // created, or truncated if it exists
+void close(File file, const std::string& name);  // throws if closing reports an error
+void close_quietly(File file) noexcept;
+FileInfo info(File file, const std::string& name);
+void hint_sequential(File file);  // where the OS takes such a hint
+
+// Reads at the file's own position (pipes, character devices). 0 only at the end.
+size_t read(File file, uint8_t* dst, size_t n, const std::string& name);
+// Reads at `offset` without moving any shared position. 0 only at the end.
+size_t read_at(File file, uint8_t* dst, size_t n, uint64_t offset, const std::string& name);
+
+struct Span {
+  uint8_t* data;
+  size_t size;
+};
+// Fills the spans in order from `offset` until all are full or the file ends (one scatter read
+// where the OS has one); returns the bytes read. Advances `spans` past what it filled.
+size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
+                     const std::string& name);
+
+void write_all(File file, const uint8_t* data, size_t n, const std::string& name);
+void sync(File file, const std::string& name);  // to the disk (fsync / FlushFileBuffers)
+
+}  // namespace tfr::platform

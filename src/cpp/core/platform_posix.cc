@@ -1,0 +1,129 @@
+// platform.h for POSIX systems (Linux, macOS, the BSDs).
+#ifndef _WIN32
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "errors.h"
+#include "platform.h"
+
+namespace tfr::platform {
+namespace {
+
+int fd_of(File file) { return int(file); }
+
+File open_with(const std::string& path, int flags, const char* what) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
+  } while (fd < 0 && errno == EINTR);  // a signal while opening a FIFO, say
+  if (fd < 0) throw_errno(what, path);
+  return File(fd);
+}
+
+}  // namespace
+
+File open_read(const std::string& path) { return open_with(path, O_RDONLY, "cannot open"); }
+
+File create_write(const std::string& path) {
+  return open_with(path, O_WRONLY | O_CREAT | O_TRUNC, "cannot create");
+}
+
+void close(File file, const std::string& name) {
+  if (::close(fd_of(file)) != 0 && errno != EINTR) throw_errno("cannot close", name);
+}
+
+void close_quietly(File file) noexcept {
+  if (file != kNoFile) ::close(fd_of(file));
+}
+
+FileInfo info(File file, const std::string& name) {
+  struct stat st;
+  if (::fstat(fd_of(file), &st) != 0) throw_errno("cannot stat", name);
+  const bool regular = S_ISREG(st.st_mode);
+  return FileInfo{regular, regular ? uint64_t(st.st_size) : 0};
+}
+
+void hint_sequential(File file) {
+#ifdef POSIX_FADV_SEQUENTIAL
+  ::posix_fadvise(fd_of(file), 0, 0, POSIX_FADV_SEQUENTIAL);
+#else
+  (void)file;
+#endif
+}
+
+size_t read(File file, uint8_t* dst, size_t n, const std::string& name) {
+  for (;;) {
+    const ssize_t got = ::read(fd_of(file), dst, n);
+    if (got >= 0) return size_t(got);
+    if (errno != EINTR) throw_errno("cannot read", name);
+  }
+}
+
+size_t read_at(File file, uint8_t* dst, size_t n, uint64_t offset, const std::string& name) {
+  for (;;) {
+    const ssize_t got = ::pread(fd_of(file), dst, n, off_t(offset));
+    if (got >= 0) return size_t(got);
+    if (errno != EINTR) throw_errno("cannot read", name);
+  }
+}
+
+size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
+                     const std::string& name) {
+#ifdef IOV_MAX
+  constexpr size_t kMaxIov = IOV_MAX < 1024 ? IOV_MAX : 1024;
+#else
+  constexpr size_t kMaxIov = 1024;
+#endif
+  size_t total = 0;
+  while (count > 0) {
+    iovec iov[kMaxIov];
+    const size_t n = std::min(count, kMaxIov);
+    for (size_t i = 0; i < n; ++i) iov[i] = iovec{spans[i].data, spans[i].size};
+    const ssize_t got = ::preadv(fd_of(file), iov, int(n), off_t(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot read", name);
+    }
+    if (got == 0) break;
+    total += size_t(got);
+    offset += uint64_t(got);
+    size_t left = size_t(got);
+    while (count > 0 && left >= spans->size) {
+      left -= spans->size;
+      ++spans;
+      --count;
+    }
+    if (count > 0) {
+      spans->data += left;
+      spans->size -= left;
+    }
+  }
+  return total;
+}
+
+void write_all(File file, const uint8_t* data, size_t n, const std::string& name) {
+  while (n > 0) {
+    const ssize_t done = ::write(fd_of(file), data, n);
+    if (done < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", name);
+    }
+    data += done;
+    n -= size_t(done);
+  }
+}
+
+void sync(File file, const std::string& name) {
+  if (::fsync(fd_of(file)) != 0) throw_errno("cannot fsync", name);
+}
+
+}  // namespace tfr::platform
+
+#endif  // !_WIN32
