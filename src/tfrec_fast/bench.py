@@ -125,6 +125,8 @@ def _function(file: str, name: str) -> Callable:
 def _guarded(step: Callable[[], dict]) -> dict:
     try:
         return step()
+    except Skip:
+        raise
     except Exception as error:
         traceback.print_exc()
         return {"error": f"{type(error).__name__}: {error}"}
@@ -166,10 +168,10 @@ def worker(argv: List[str]) -> int:
     """A case in this process, driven over stdin/stdout by _Worker: argv = mode, file, function, opts."""
     mode, file, name, opts = argv[0], argv[1], argv[2], SimpleNamespace(**json.loads(argv[3]))
     sys.stdout = sys.stderr  # library chatter off the protocol channel
-    if mode == "call":
-        _say(_guarded(lambda: {"result": _function(file, name)(opts)}))
-        return 0
     try:
+        if mode == "call":
+            _say(_guarded(lambda: {"result": _function(file, name)(opts)}))
+            return 0
         body = _function(file, name)(opts)
     except Skip as error:
         _say({"skip": str(error)})
@@ -406,10 +408,12 @@ def measure_rss(cases: Sequence[Case], opts: dict, *, timeout: float = 1800.0,
 def call(function: Callable[[SimpleNamespace], Any], opts: dict, *, timeout: float = 1800.0,
          log_dir: Optional[Path] = None) -> Any:
     """``function(opts)`` run in a fresh process (importing what it likes); its JSON-able result.
-    RuntimeError with the process's last words when it fails."""
+    Skip when it raises Skip; RuntimeError with the process's last words when it fails."""
     w = _Worker(Case(function.__name__, function.__name__, function), opts, "call", log_dir)
     try:
         message = w.receive(timeout)
+        if "skip" in message:
+            raise Skip(message["skip"])
         if "error" in message:
             raise RuntimeError(f"{message['error']}; {w.log_tail()}")
         return message["result"]
