@@ -154,6 +154,28 @@ def probe_tfrec_fast():
         return None, str(e)
 
 
+def header(args, text: str) -> str:
+    """The first lines of a script's Markdown: how it measured, its own words, and a warning when
+    tfrec_fast is not importable."""
+    tfr, why = probe_tfrec_fast()
+    return f"{harness.method(args)} {text}\n" + ("" if tfr else f"**tfrec_fast rows skipped: {why}.**\n")
+
+
+def add_writer_arguments(ap) -> None:
+    """The options of make_data.py and make_example_data.py."""
+    ap.add_argument("--writer", choices=["auto", "python", "tfrec_fast"], default="auto")
+    ap.add_argument("--force", action="store_true", help="regenerate even if the file exists")
+
+
+def data_writer(args):
+    """(tfrec_fast or None, why not) for --writer; exits when tfrec_fast is asked for and missing."""
+    ensure_dirs()
+    tfr, why = (None, "python writer requested") if args.writer == "python" else probe_tfrec_fast()
+    if args.writer == "tfrec_fast" and tfr is None:
+        sys.exit(f"error: {why}")
+    return tfr, why
+
+
 def ensure_dirs() -> None:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     (OUT_DIR / "logs").mkdir(parents=True, exist_ok=True)

@@ -220,19 +220,14 @@ def ex_enc_tfrec_fast_columns(opts):
     chunks = [{"index": cols["index"][a:a + bs], "label": cols["label"][a:a + bs],
                "image_raw": Bytes(cols["image_raw"][a:a + bs])} for a in range(0, n, bs)]
 
-    def run():
-        k = 0
-        for c in chunks:
-            k += len(encode_examples(c))
-        return k
-
     def check():
         got = [bytes(r) for r in encode_examples(chunks[0])][:10]
         rows = [(int(cols["index"][k]), int(cols["label"][k]), cols["image_raw"][k].tobytes()) for k in range(10)]
         return _enc_check(lambda row: got[row[0]], rows, Example.FromString)
 
-    return H.Body(run, check=check, info=f"encode_examples(columns) per {bs} rows: int64 numpy columns + "
-                                       "Bytes(uint8 array [rows, 784]) -> a RecordBatch")
+    return H.Body(H.summing(lambda: map(encode_examples, chunks)), check=check,
+                  info=f"encode_examples(columns) per {bs} rows: int64 numpy columns + Bytes(uint8 array [rows, "
+                       "784]) -> a RecordBatch")
 
 
 def ex_enc_tfrec_fast_each(opts):
@@ -351,13 +346,10 @@ def main(argv=None) -> int:
             print(f"error: {D.example_path(name)} missing or stale: run bench/make_example_data.py first",
                   file=sys.stderr)
             return 2
-    tfr, why = C.probe_tfrec_fast()
-    header = [H.method(args) + " Records are read from the file before timing; only parsing (or encoding) is "
-              "timed. ✅/❌ mark the tfrec_fast targets (parse ≥20x TF batched, ≥50x tfrecord; encode ≥10x "
-              "protobuf). MB/s counts the file's bytes."]
-    if tfr is None:
-        header.append(f"**tfrec_fast rows skipped: {why}.**")
-    md, raw, summary = ["\n".join(header) + "\n"], {}, []
+    md = [C.header(args, "Records are read from the file before timing; only parsing (or encoding) is timed. ✅/❌ "
+                         "mark the tfrec_fast targets (parse ≥20x TF batched, ≥50x tfrecord; encode ≥10x protobuf). "
+                         "MB/s counts the file's bytes.")]
+    raw, summary = {}, []
     timing = H.timing_options(args)
 
     if not args.no_parse:

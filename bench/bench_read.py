@@ -176,12 +176,8 @@ def main(argv=None) -> int:
             print(f"error: {C.data_path(name)} missing or stale: run bench/make_data.py first", file=sys.stderr)
             return 2
     C.ensure_dirs()
-    tfr, why = C.probe_tfrec_fast()
-    header = [H.method(args) + f" Writing: {args.write_repeats} runs, one run per sample. 'of ceiling': the "
-              "fraction of the readinto+CRC32C probe's speed on the same file."]
-    if tfr is None:
-        header.append(f"**tfrec_fast rows skipped: {why}.**")
-    md, raw = ["\n".join(header) + "\n"], {}
+    md, raw = [C.header(args, f"Writing: {args.write_repeats} runs, one run per sample. 'of ceiling': the "
+                              "fraction of the readinto+CRC32C probe's speed on the same file.")], {}
     timing = H.timing_options(args)
 
     if not args.no_read:

@@ -284,19 +284,13 @@ def ra_tfrec_fast_batch(opts):
     idx, offsets, sizes, which = _ra_setup(opts)
     reader = IndexedTFRecordReader(opts.file, load_index(idx))
     chunks = [which[a:a + RA_BATCH] for a in range(0, len(which), RA_BATCH)]
-    get_batch = reader.get_batch
-
-    def run():
-        n = 0
-        for c in chunks:
-            n += len(get_batch(c))
-        return n
 
     def check():
         return _ra_check(reader.get_batch(which[:RA_BATCH]).to_list(), _ra_expected(opts.file, offsets, sizes, which))
 
-    return H.Body(run, check=check, info=f"IndexedTFRecordReader(file, load_index(FILE.idx)).get_batch(int64 array of "
-                                       f"{RA_BATCH} random indices) per call; both CRCs and the index's sizes verified")
+    return H.Body(H.summing(lambda: map(reader.get_batch, chunks)), check=check,
+                  info=f"IndexedTFRecordReader(file, load_index(FILE.idx)).get_batch(int64 array of {RA_BATCH} "
+                       "random indices) per call; both CRCs and the index's sizes verified")
 
 
 def ra_tfrec_fast_single(opts):
@@ -419,12 +413,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-random-access", action="store_true")
     args = ap.parse_args(argv)
 
-    tfr, why = C.probe_tfrec_fast()
-    header = [H.method(args) + " ✅/❌ mark the tfrec_fast targets (DataLoader ≥10x the tfrecord package, ≥2x "
-              "TensorFlow's tf.data pipeline). Indexes (FILE.idx, tfrecord/DALI format) are made before timing."]
-    if tfr is None:
-        header.append(f"**tfrec_fast rows skipped: {why}.**")
-    md, raw, summary = ["\n".join(header) + "\n"], {}, []
+    md = [C.header(args, "✅/❌ mark the tfrec_fast targets (DataLoader ≥10x the tfrecord package, ≥2x TensorFlow's "
+                         "tf.data pipeline). Indexes (FILE.idx, tfrecord/DALI format) are made before timing.")]
+    raw, summary = {}, []
     timing = H.timing_options(args)
 
     if not args.no_dataloader:

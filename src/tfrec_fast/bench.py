@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import itertools
 import json
 import math
 import os
@@ -660,56 +661,63 @@ def read_options(files: Sequence[str], compression: Optional[str] = None, storag
                 storage_options=storage_options, batch_records=batch_records)
 
 
-def read_batches(opts) -> Body:
-    tfr = need("tfrec_fast")
+def counting(items: Callable[[], Any]) -> Callable[[], int]:
+    """A run() that goes through ``items()`` and returns how many there were."""
 
     def run() -> int:
         n = 0
-        for path in opts.files:
-            with tfr.TFRecordReader(path, opts.compression, storage_options=opts.storage_options) as reader:
-                for batch in reader.iter_batches(max_records=opts.batch_records):
-                    n += len(batch)
+        for _ in items():
+            n += 1
         return n
 
-    return Body(run, info=f"max_records={opts.batch_records}, both CRCs checked")
+    return run
+
+
+def summing(batches: Callable[[], Any]) -> Callable[[], int]:
+    """A run() that goes through ``batches()`` and returns the sum of their lengths."""
+
+    def run() -> int:
+        n = 0
+        for batch in batches():
+            n += len(batch)
+        return n
+
+    return run
+
+
+def read_batches(opts) -> Body:
+    tfr = need("tfrec_fast")
+
+    def batches():
+        for path in opts.files:
+            with tfr.TFRecordReader(path, opts.compression, storage_options=opts.storage_options) as reader:
+                yield from reader.iter_batches(max_records=opts.batch_records)
+
+    return Body(summing(batches), info=f"max_records={opts.batch_records}, both CRCs checked")
 
 
 def read_each(opts) -> Body:
     tfr = need("tfrec_fast")
-
-    def run() -> int:
-        n = 0
-        for _record in tfr.read_records(opts.files, opts.compression, storage_options=opts.storage_options):
-            n += 1
-        return n
-
-    return Body(run, info="one bytes-like per record, both CRCs checked")
+    return Body(counting(lambda: tfr.read_records(opts.files, opts.compression, storage_options=opts.storage_options)),
+                info="one bytes-like per record, both CRCs checked")
 
 
 def read_tf(opts) -> Body:
     tf = need("tensorflow")
     compression = (opts.compression or "").upper()
-
-    def run() -> int:
-        n = 0
-        for batch in tf.data.TFRecordDataset(opts.files, compression_type=compression).batch(1024):
-            n += int(batch.shape[0])
-        return n
-
-    return Body(run, info=f"TF {tf.__version__}, tf.data.TFRecordDataset(files).batch(1024), CRCs checked")
+    return Body(summing(lambda: tf.data.TFRecordDataset(opts.files, compression_type=compression).batch(1024)),
+                info=f"TF {tf.__version__}, tf.data.TFRecordDataset(files).batch(1024), CRCs checked")
 
 
 def read_tfrecord(opts) -> Body:
     reader = need("tfrecord.reader")
 
-    def run() -> int:
-        n = 0
-        for path in opts.files:
-            for _record in reader.tfrecord_iterator(path, compression_type=opts.compression):
-                n += 1
-        return n
+    def records():
+        return itertools.chain.from_iterable(reader.tfrecord_iterator(path, compression_type=opts.compression)
+                                             for path in opts.files)
 
-    return Body(run, info="tfrecord.reader.tfrecord_iterator: raw records, NO CRC check, one reused buffer")
+    return Body(counting(records),
+                info="tfrecord.reader.tfrecord_iterator: raw records, NO CRC check, one reused buffer")
 
 
 READ_CASES = [
