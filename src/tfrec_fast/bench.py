@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple, cast
 
 # ---- cases -------------------------------------------------------------------------------------
 
@@ -111,8 +111,9 @@ _BOOT = ("import importlib.util as u, sys; s = u.spec_from_file_location('tfrec_
 
 
 def _say(message: dict) -> None:
-    sys.__stdout__.write("@@ " + json.dumps(message, default=str) + "\n")
-    sys.__stdout__.flush()
+    protocol = cast(TextIO, sys.__stdout__)
+    protocol.write("@@ " + json.dumps(message, default=str) + "\n")
+    protocol.flush()
 
 
 def _function(file: str, name: str) -> Callable:
@@ -124,6 +125,8 @@ def _function(file: str, name: str) -> Callable:
     module = sys.modules.get(module_name)
     if module is None:
         spec = importlib.util.spec_from_file_location(module_name, file)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{file}: not a Python module")
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
@@ -228,8 +231,9 @@ class Result:
         return self.skip is None and self.error is None and bool(self.times)
 
     @property
-    def median(self) -> Optional[float]:
-        return statistics.median(self.times) if self.times else None
+    def median(self) -> float:
+        """Of the measured runs (an ok result has some)."""
+        return statistics.median(self.times)
 
 
 def _worker_env() -> dict:
@@ -254,12 +258,13 @@ class _Worker:
         self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, __file__, mode, *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
                                      env=_worker_env())
+        self.stdin, self.stdout = cast(TextIO, self.proc.stdin), cast(TextIO, self.proc.stdout)
         self.messages: queue.Queue = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
-        with self.proc.stdout:
-            for line in self.proc.stdout:
+        with self.stdout:
+            for line in self.stdout:
                 if line.startswith("@@ "):
                     self.messages.put(json.loads(line[3:]))
         self.messages.put(None)
@@ -282,8 +287,8 @@ class _Worker:
 
     def ask(self, command: str, timeout: float) -> dict:
         try:
-            self.proc.stdin.write(command + "\n")
-            self.proc.stdin.flush()
+            self.stdin.write(command + "\n")
+            self.stdin.flush()
         except OSError:
             pass  # it died: receive() says how
         return self.receive(timeout)
@@ -343,13 +348,13 @@ class _Worker:
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
+                self.stdin.write("quit\n")
+                self.stdin.flush()
                 self.proc.wait(timeout=60)
             except (OSError, subprocess.TimeoutExpired):
                 self.kill()
         with contextlib.suppress(OSError):
-            self.proc.stdin.close()
+            self.stdin.close()
         self.log.close()
 
 
@@ -514,24 +519,21 @@ class Versus(Column):
 
     def __init__(self, header: str, *peers: str, target: Optional[float] = None,
                  mine: Callable[[Result], bool] = lambda r: False, suffix: str = "x"):
-        super().__init__(header, self._text)
-        self.peers, self.target, self.mine, self.suffix = peers, target, mine, suffix
+        self.header, self.peers, self.target, self.mine, self.suffix = header, peers, target, mine, suffix
         self.peer = header[3:] if header.startswith("vs ") else header
 
     def ratio(self, r: Result, results: Sequence[Result]) -> Optional[float]:
         peer = fastest(results, self.peers)
         return None if peer is None or not r.ok else peer.median / r.median
 
-    def held(self, r: Result) -> bool:
-        return self.target is not None and self.mine(r)
-
-    def _text(self, r: Result, results: Sequence[Result]) -> str:
+    def cell(self, r: Result, results: Sequence[Result]) -> str:
         x = self.ratio(r, results)
         if x is None:
             return "—"
-        if not self.held(r):
+        target = self.target
+        if target is None or not self.mine(r):
             return f"{x:.2f}{self.suffix}"
-        return f"{x:.2f}{self.suffix} {'✅' if x >= self.target else '❌'} (target ≥{self.target:g}x)"
+        return f"{x:.2f}{self.suffix} {'✅' if x >= target else '❌'} (target ≥{target:g}x)"
 
 
 def timing(spec: str = ".4f") -> List[Column]:
@@ -561,8 +563,10 @@ def targets(results: Sequence[Result], columns: Sequence[Column], what: str) -> 
     """A line per row held to a target: '<what>, <row>: 12.3x <peer> (target 20x: met)'."""
     lines = []
     for c in columns:
+        if not isinstance(c, Versus) or c.target is None:
+            continue
         for r in results:
-            x = c.ratio(r, results) if isinstance(c, Versus) and c.held(r) else None
+            x = c.ratio(r, results) if c.mine(r) else None
             if x is not None:
                 lines.append(f"{what}, {r.label}: {x:.1f}x {c.peer} (target {c.target:g}x: "
                              f"{'met' if x >= c.target else 'MISSED'})")
