@@ -376,52 +376,112 @@ def schema_of(plan: _Plan) -> pa.Schema:
 
 # ---- writing --------------------------------------------------------------------------------
 
-def _to_encoder_column(name: str, array: pa.Array):
-    """One Arrow column -> what encode_examples takes: a numpy array [N, ...] for fixed-size
-    numeric data, Ragged / BytesColumn for lists and bytes (views of the Arrow buffers)."""
-    from .encode import Bytes, Floats, Int64s
-    from .example import BytesColumn, Ragged
+NULLS = ("omit", "empty")  # what write_table makes of a null row
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _plain(array: pa.Array) -> pa.Array:
+    """Extension arrays as their storage, dictionaries decoded, binary/string views as large
+    binary/string: the layouts the encoder reads."""
+    t = array.type
+    if isinstance(t, pa.ExtensionType):
+        return _plain(array.storage)
+    if pa.types.is_dictionary(t):
+        return _plain(array.dictionary_decode())
+    if pa.types.is_binary_view(t) or pa.types.is_string_view(t):
+        return array.cast(pa.large_binary() if pa.types.is_binary_view(t) else pa.large_string())
+    return array
+
+
+def _to_encoder_column(name: str, array, nulls: str):
+    """One Arrow column -> what encode_examples takes: a numpy array for numbers, Ragged /
+    BytesColumn for lists and bytes (views of the Arrow buffers). A null row leaves the feature
+    out of its record (``nulls="omit"``: Partial) or holds an empty list (``"empty"``)."""
+    from .encode import Int64s, Partial
 
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    if isinstance(array.type, pa.ExtensionType):
-        array = array.storage
-    if array.null_count:
-        raise ValueError(f"column {name!r} holds nulls: an Example cannot say 'missing' for "
-                         "one record of a column; fill them or write lists")
-    t = array.type
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        inner = t.value_type
-        if pa.types.is_fixed_size_list(t) and not pa.types.is_fixed_size_list(inner):
-            splits = np.arange(len(array) + 1, dtype=np.int64) * t.list_size
-            values = array.flatten()
-        elif pa.types.is_fixed_size_list(t):
-            size = t.list_size
-            values = array.flatten()
-            while pa.types.is_fixed_size_list(values.type):
-                size *= values.type.list_size
-                values = values.flatten()
-            splits = np.arange(len(array) + 1, dtype=np.int64) * size
-        else:
-            offsets = array.offsets.to_numpy().astype(np.int64)
-            values = array.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-            splits = offsets - offsets[0]
-        if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-            raise TypeError(f"column {name!r}: lists of lists have no Example form (use a "
-                            "fixed_size_list for a fixed shape)")
-        if values.null_count:
-            raise ValueError(f"column {name!r} holds null values inside its lists")
-        flat = _flat_values(name, values)
-        if isinstance(flat, tuple):
-            data, starts, ends = flat
-            return BytesColumn(data, starts, ends, splits)
-        wrap = Int64s if flat.dtype == np.int64 else Floats
-        return wrap(Ragged(flat, splits))
-    flat = _flat_values(name, array)
+    array = _plain(array)
+    if not array.null_count:
+        return _encoder_column(name, array)
+    if nulls == "empty":
+        if pa.types.is_null(array.type):
+            raise _no_kind(name)
+        return _encoder_column(name, _nulls_as_empty(array))
+    present = array.is_valid().to_numpy(zero_copy_only=False)
+    if not present.any():  # no record holds it: any kind will do, nothing is written
+        return Partial(Int64s(np.zeros(len(array), np.int64)), present)
+    return Partial(_encoder_column(name, array), present)
+
+
+def _no_kind(name: str) -> ValueError:
+    return ValueError(f"column {name!r} holds only nulls or empty lists of nulls: no Example "
+                      "kind (int64, float or bytes) to write them as; cast the column to a "
+                      "typed one")
+
+
+def _nulls_as_empty(array: pa.Array) -> pa.Array:
+    """A large_list column with null rows made empty lists (what Ray's writer does)."""
+    if _is_list(array.type):
+        lengths = pc.list_value_length(array).fill_null(0).to_numpy()
+        values = array.flatten()  # the values of the rows that are not null
+    else:
+        lengths = array.is_valid().to_numpy(zero_copy_only=False)
+        values = array.drop_null()
+    offsets = np.zeros(len(array) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.LargeListArray.from_arrays(pa.array(offsets), values)
+
+
+def _encoder_column(name: str, array: pa.Array):
+    from .encode import Bytes, Floats, Int64s
+    from .example import BytesColumn, Ragged
+
+    if not _is_list(array.type):
+        flat = _flat_values(name, array)
+        return Bytes(BytesColumn(*flat)) if isinstance(flat, tuple) else flat
+    values, splits = _list_values(array)
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        raise TypeError(f"column {name!r}: lists of lists have no Example form (use a "
+                        "fixed_size_list for a fixed shape)")
+    if values.null_count and _nulls_inside(array):  # (null rows' values do not count)
+        raise ValueError(f"column {name!r} holds null values inside its lists")
+    flat = _flat_values(name, values)
     if isinstance(flat, tuple):
-        data, starts, ends = flat
-        return Bytes(BytesColumn(data, starts, ends))
-    return flat
+        return BytesColumn(*flat, splits)
+    return (Int64s if flat.dtype == np.int64 else Floats)(Ragged(flat, splits))
+
+
+def _nulls_inside(array: pa.Array) -> bool:
+    """Whether the lists of the rows that are not null hold a null, at any depth."""
+    values = array.flatten()  # the values of the rows that are not null
+    while not values.null_count:
+        if not _is_list(values.type):
+            return False
+        values = values.flatten()
+    return True
+
+
+def _list_values(array: pa.Array) -> Tuple[pa.Array, np.ndarray]:
+    """The values a list column's rows span, and its int64 row splits into them (views; the
+    values of null rows are spanned too). Nested fixed_size_lists flatten into their rows."""
+    t = array.type
+    if pa.types.is_fixed_size_list(t):
+        values = array.values.slice(array.offset * t.list_size, len(array) * t.list_size)
+        splits = np.arange(len(array) + 1, dtype=np.int64) * t.list_size
+    else:
+        offsets = array.offsets.to_numpy().astype(np.int64)
+        values = array.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        splits = offsets - offsets[0]
+    values = _plain(values)
+    while pa.types.is_fixed_size_list(values.type):
+        size = values.type.list_size
+        values = _plain(values.values.slice(values.offset * size, len(values) * size))
+        splits = splits * size
+    return values, splits
 
 
 def _flat_values(name: str, array: pa.Array):
@@ -437,6 +497,8 @@ def _flat_values(name: str, array: pa.Array):
         data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else \
             np.zeros(0, np.uint8)
         return data, offsets[:-1], offsets[1:]
+    if array.null_count and not pa.types.is_null(t):  # null rows are left out: any value will do
+        array = array.fill_null(0)
     if pa.types.is_boolean(t) or pa.types.is_integer(t):
         values = array.to_numpy(zero_copy_only=False)
         if values.dtype == np.uint64 and len(values) and values.max() > np.iinfo(np.int64).max:
@@ -444,21 +506,30 @@ def _flat_values(name: str, array: pa.Array):
         return values.astype(np.int64, copy=False)
     if pa.types.is_floating(t):
         return array.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    if pa.types.is_null(t):
+        raise _no_kind(name)
     raise TypeError(f"column {name!r}: Arrow type {t} has no Example form (numbers, "
                     "binary/string, and lists or fixed_size_lists of them)")
 
 
 def write_table(table, destination, *, batch_size: int = 4096, compression: Optional[str] = None,
-                storage_options=None, filesystem=None) -> int:
+                nulls: str = "omit", storage_options=None, filesystem=None) -> int:
     """Encodes the rows of a ``pyarrow.Table`` / ``RecordBatch`` / ``RecordBatchReader`` as
     tf.train.Examples (one per row, a feature per column) and writes them to ``destination``: a
     path or URL (a new TFRecord file), an open TFRecordWriter or a ShardedWriter. Returns the
-    number of records written. Columns: numbers, binary/string, and list / large_list /
-    fixed_size_list of them (nested fixed_size_lists and fixed_shape_tensor flatten); nulls are
-    refused. ``read_table`` reads the result back (list columns as large_list)."""
+    number of records written.
+
+    Columns: numbers, binary/string (views and dictionaries too), and list / large_list /
+    fixed_size_list of them (nested fixed_size_lists and fixed_shape_tensor flatten). A null row
+    leaves the feature out of that record (``nulls="omit"``, what ``read_table`` reads as null)
+    or writes an empty list of the column's kind (``nulls="empty"``, as Ray's writer does).
+    Nulls inside lists, and columns of no kind (only nulls) that would have to be written, raise
+    ValueError. ``read_table`` reads the result back (list columns as large_list)."""
     from .encode import encode_examples
     from .records import TFRecordWriter
 
+    if nulls not in NULLS:
+        raise ValueError(f"nulls must be one of {NULLS}, not {nulls!r}")
     if isinstance(table, pa.RecordBatchReader):
         chunks: Iterable[pa.RecordBatch] = table
     elif isinstance(table, pa.RecordBatch):
@@ -479,7 +550,7 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
         for chunk in chunks:
             if not chunk.num_rows:
                 continue
-            columns = {name: _to_encoder_column(name, chunk.column(i))
+            columns = {name: _to_encoder_column(name, chunk.column(i), nulls)
                        for i, name in enumerate(chunk.schema.names)}
             writer.write_batch(encode_examples(columns, chunk.num_rows))
             written += chunk.num_rows
