@@ -76,15 +76,28 @@ def _primitive(values: np.ndarray, type_: pa.DataType) -> pa.Array:
 
 def _binary(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray, default: bytes,
             text: bool) -> pa.Array:
-    gathered = RecordBatch.gather(batch, starts, ends, default)
-    array = batch_to_arrow(gathered)
-    if text:
-        array = pa.Array.from_buffers(pa.large_string(), len(array), array.buffers())
-        try:
-            array.validate(full=True)
-        except pa.ArrowInvalid:
-            raise _NotText(_first_not_utf8(gathered)) from None
+    values = _gathered(batch, starts, ends, default)
+    if not text:
+        return values
+    array = pa.Array.from_buffers(pa.large_string(), len(values), values.buffers())
+    try:
+        array.validate(full=True)
+    except pa.ArrowInvalid:
+        raise _NotText(_first_not_utf8(values)) from None
     return array
+
+
+def _gathered(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray,
+              default: bytes) -> pa.Array:
+    """The byte ranges [starts[j], ends[j]) of the batch's buffer (a start of -1: ``default``)
+    as one LargeBinaryArray, copied once in C++ into memory from Arrow's pool (reused from batch
+    to batch, where the first touch of each page of a fresh buffer costs as much as the copy)."""
+    lengths = np.where(starts < 0, len(default), ends - starts)
+    offsets = np.zeros(len(starts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = pa.allocate_buffer(int(offsets[-1]))
+    RecordBatch.gather(batch, starts, ends, default, data)
+    return pa.Array.from_buffers(pa.large_binary(), len(starts), [None, pa.py_buffer(offsets), data])
 
 
 class _NotText(ValueError):
@@ -95,10 +108,10 @@ class _NotText(ValueError):
         self.index = index
 
 
-def _first_not_utf8(values: RecordBatch) -> int:
+def _first_not_utf8(values: pa.Array) -> int:
     for j, value in enumerate(values):
         try:
-            bytes(value).decode("utf-8")
+            value.as_py().decode("utf-8")
         except UnicodeDecodeError:
             return j
     return 0
