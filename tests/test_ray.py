@@ -1,5 +1,6 @@
 """tfrec_fast.ray on a real local Ray cluster (ray.init(num_cpus=2), 127.0.0.1 only)."""
 
+import importlib.util
 import json
 import os
 
@@ -369,3 +370,42 @@ def test_empty_blocks_write_no_shard(cluster, tmp_path):
     (shard,) = tray.write_tfrecords(ds, str(tmp_path))
     assert os.path.basename(shard) == "data-00000-of-00001.tfrecord"
     assert tfr.count_records(shard) == 2
+
+
+# Against Ray's own reader and writer, where the environment has what they import (TensorFlow;
+# the writer also the `crc32c` package): CI's peers step.
+def _has(module):
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.skipif(not _has("tensorflow"), reason="Ray's own reader needs TensorFlow")
+def test_same_rows_and_types_as_rays_own_reader(cluster, tmp_path):
+    with tfr.TFRecordWriter(str(tmp_path / "a.tfrecords")) as w:
+        for features in _partial_records():
+            w.write_example(features)
+    (tmp_path / "more").mkdir()
+    for f in range(2):  # one value, or two, in every record: what Ray's own reader can read
+        with tfr.TFRecordWriter(str(tmp_path / "more" / f"part-{f}.tfrecords")) as w:
+            for n in range(f * 5, f * 5 + 5):
+                w.write_example({"id": [n], "x": [n / 4], "name": [b"r%d" % n],
+                                 "pair": [n, -n]})
+    for path in (str(tmp_path / "a.tfrecords"), str(tmp_path / "more")):
+        ours = tray.read_tfrecords(path, override_num_blocks=1)
+        theirs = ray.data.read_tfrecords(path, override_num_blocks=1)
+        key = "int_item" if path.endswith("tfrecords") else "id"
+        assert sorted((_plain(r) for r in ours.take_all()), key=lambda r: r[key]) == \
+            sorted((_plain(r) for r in theirs.take_all()), key=lambda r: r[key])
+        a, b = ours.schema().base_schema, theirs.schema().base_schema
+        assert dict(zip(a.names, a.types)) == dict(zip(b.names, b.types))
+
+
+@pytest.mark.skipif(not (_has("tensorflow") and _has("crc32c")),
+                    reason="Ray's own writer needs TensorFlow and crc32c")
+def test_same_records_as_rays_own_writer(cluster, tmp_path):
+    ds = ray.data.from_items(_written_partial_rows(), override_num_blocks=1)
+    ds.write_tfrecords(str(tmp_path / "ray"))
+    tray.write_tfrecords(ds, str(tmp_path / "ours"))
+    theirs = [os.path.join(tmp_path / "ray", n) for n in os.listdir(tmp_path / "ray")]
+    ours = [os.path.join(tmp_path / "ours", n) for n in os.listdir(tmp_path / "ours")
+            if not n.startswith("_")]
+    assert _examples(ours) == _examples(theirs)
