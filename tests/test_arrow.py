@@ -480,3 +480,10 @@ def test_iter_batches_scalars_hold_for_later_batches(tmp_path):
         reader.read_next_batch()
     assert info.value.record_index == 3 and info.value.feature == "x"
     assert info.value.path.endswith("s.tfrecord")
+
+
+def test_names_only_spec_learns_kinds_from_every_batch(tmp_path):
+    path = write(tmp_path / "late.tfrecord", [{"a": [1]}] * 3 + [{"a": [2], "late": [7, 8]}])
+    table = ta.read_table(path, ["a", "late"], batch_size=2)
+    assert table.schema.field("late").type == pa.large_list(pa.int64())
+    assert table.column("late").to_pylist() == [None, None, None, [7, 8]]

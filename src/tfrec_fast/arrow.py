@@ -261,18 +261,28 @@ class _Plan:
     def is_sequence(self) -> bool:
         return bool(self.sequence)
 
+    @property
+    def untyped(self) -> bool:
+        """No spec, or names whose kinds the data must tell."""
+        return self.spec is None or any(s is None for s in self.spec.values())
+
     def infer(self, batches: Iterable[RecordBatch]) -> None:
         """Without a spec: every feature the batches hold, as VarLen of the kind it holds first
-        (a feature with no values at all reads as float32, as the `schema` command says)."""
-        if self.spec is not None:
+        (a feature with no values at all reads as float32, as the `schema` command says). With
+        names only: their kinds, so that every batch agrees."""
+        if not self.untyped:
             return
         kinds: Dict[str, Optional[int]] = {}
         for batch in batches:
             for key, kind in feature_kinds(batch, "<records>", self.is_sequence).items():
                 if kinds.get(key) is None:
                     kinds[key] = kind
-        self.spec = {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
-                     for k, kind in sorted(kinds.items())}
+        if self.spec is None:
+            self.spec = {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
+                         for k, kind in sorted(kinds.items())}
+        else:
+            self.spec = {k: VarLen(_KIND_DTYPE[kinds[k]]) if s is None and
+                         kinds.get(k) is not None else s for k, s in self.spec.items()}
 
     def selected(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         spec = dict(self.spec or {})
@@ -356,9 +366,11 @@ def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequen
     """All the Examples of ``paths`` as one ``pyarrow.Table`` (arguments as
     :func:`iter_batches`; without a spec, every feature of every record is a column)."""
     plan = _Plan(spec, sequence_spec, columns, text, fixed_shape, large_types, scalars)
-    batches = list(_record_batches(paths, batch_size, compression, verify, storage_options,
-                                   filesystem))
-    plan.infer(b for b, _ in batches)
+    batches = _record_batches(paths, batch_size, compression, verify, storage_options, filesystem)
+    if plan.untyped:  # the kinds come from every record first
+        batches = list(batches)
+        plan.infer(b for b, _ in batches)
+    # else each batch of records is converted and dropped as it comes (less memory, warm pages)
     scalars = plan.scalars
     if scalars is True:
         plan.scalars = False  # decided below, over every batch at once
