@@ -238,6 +238,11 @@ def _scalar(array: pa.Array) -> pa.Array:
 
 # ---- reading --------------------------------------------------------------------------------
 
+def _var_len(kind: Optional[int]) -> Optional[VarLen]:
+    """A VarLen of a kind seen in the data; None (still unknown) for a feature not seen."""
+    return None if kind is None else VarLen(_KIND_DTYPE[kind])
+
+
 class _Plan:
     """What to decode: the context/Example spec, the feature lists, and the output options."""
 
@@ -281,8 +286,8 @@ class _Plan:
             self.spec = {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
                          for k, kind in sorted(kinds.items())}
         else:
-            self.spec = {k: VarLen(_KIND_DTYPE[kinds[k]]) if s is None and
-                         kinds.get(k) is not None else s for k, s in self.spec.items()}
+            self.spec = {k: s if s is not None else _var_len(kinds.get(k))
+                         for k, s in self.spec.items()}
 
     def selected(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         spec = dict(self.spec or {})
@@ -467,7 +472,10 @@ def _encoder_column(name: str, array: pa.Array):
 
     if not _is_list(array.type):
         flat = _flat_values(name, array)
-        return Bytes(BytesColumn(*flat)) if isinstance(flat, tuple) else flat
+        if isinstance(flat, tuple):
+            data, starts, ends = flat
+            return Bytes(BytesColumn(data, starts, ends))
+        return flat
     values, splits = _list_values(array)
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
         raise TypeError(f"column {name!r}: lists of lists have no Example form (use a "
@@ -476,7 +484,8 @@ def _encoder_column(name: str, array: pa.Array):
         raise ValueError(f"column {name!r} holds null values inside its lists")
     flat = _flat_values(name, values)
     if isinstance(flat, tuple):
-        return BytesColumn(*flat, splits)
+        data, starts, ends = flat
+        return BytesColumn(data, starts, ends, splits)
     return (Int64s if flat.dtype == np.int64 else Floats)(Ragged(flat, splits))
 
 
