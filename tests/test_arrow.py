@@ -171,10 +171,15 @@ def test_inference_sees_every_batch_in_read_table(tmp_path):
     path = write(tmp_path / "late.tfrecord", [{"a": [1]}] * 5 + [{"late": [b"z"]}])
     table = ta.read_table(path, batch_size=2)
     assert table.column("late").to_pylist() == [None] * 5 + [[b"z"]]
-    # iter_batches infers from its first batch: the late feature is left out
+    # iter_batches infers from its first batch: a later feature is an error, not left out
     reader = ta.iter_batches(path, batch_size=2)
     assert reader.schema.names == ["a"]
-    assert reader.read_all().num_rows == 6
+    assert reader.read_next_batch().num_rows == 2
+    with pytest.raises(ExampleParseError, match="first batch") as info:
+        reader.read_all()
+    assert info.value.feature == "late" and info.value.record_index == 5
+    assert info.value.path.endswith("late.tfrecord")
+    assert ta.iter_batches(path, ["a"], batch_size=2).read_all().num_rows == 6  # named: fine
 
 
 def test_scalars_only_when_asked(tmp_path):

@@ -409,3 +409,19 @@ def test_same_records_as_rays_own_writer(cluster, tmp_path):
     ours = [os.path.join(tmp_path / "ours", n) for n in os.listdir(tmp_path / "ours")
             if not n.startswith("_")]
     assert _examples(ours) == _examples(theirs)
+
+
+def test_a_feature_the_sample_did_not_show_is_an_error(cluster, tmp_path):
+    """Without a spec the schema comes from the first block of each file: a feature first seen
+    later would be left out of every row silently; it raises, naming it, file and record."""
+    path = str(tmp_path / "late.tfrecords")
+    with tfr.TFRecordWriter(path) as w:
+        for i in range(10):
+            w.write_example({"id": [i], **({"late": [b"x"]} if i == 7 else {})})
+    with pytest.raises(tfr.ExampleParseError, match="late") as info:
+        tray.read_tfrecords(path, block_size=4).take_all()
+    assert "record 7" in str(info.value) and "late.tfrecords" in str(info.value)
+    rows = tray.read_tfrecords(path, {"id": tfr.FixedLen((), "int64"),
+                                      "late": tfr.VarLen("bytes")}, block_size=4).take_all()
+    late = {r["id"]: r["late"] for r in rows}
+    assert list(late.pop(7)) == [b"x"] and set(late.values()) == {None}  # missing: null

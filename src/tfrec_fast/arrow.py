@@ -261,6 +261,9 @@ class _Plan:
         # True: a column is scalar where this batch has one value in every record; a set of
         # names: exactly those columns, and a record breaking the rule is an error.
         self.scalars = scalars if isinstance(scalars, bool) else frozenset(scalars)
+        # Where the spec was inferred from part of the records (what the first batch or block
+        # holds), what it says about the rest: a feature outside it is an error, never dropped.
+        self.inferred_from: Optional[str] = None
 
     @property
     def is_sequence(self) -> bool:
@@ -304,6 +307,8 @@ class _Plan:
     def convert(self, batch: RecordBatch, segments=None) -> pa.RecordBatch:
         spec, sequence = self.selected()
         try:
+            if self.inferred_from is not None:
+                self._refuse_unknown(batch)
             typed = _typed(batch, spec, "<records>", self.is_sequence)
             raw = _decode(batch, typed, "<records>", sequence if self.is_sequence else None)
             arrays = [_column(batch, key, s, r, text=key in self.text, tensor=self.tensor)
@@ -324,6 +329,19 @@ class _Plan:
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
+    def _refuse_unknown(self, batch: RecordBatch) -> None:
+        """A record holding a feature the inferred spec does not have: an ExampleParseError."""
+        known = self.spec or {}
+        for raw, _, record in _core.feature_kinds(batch, "<records>", self.is_sequence, False):
+            key = raw.decode("utf-8", "surrogateescape")
+            if key not in known:
+                raise ExampleParseError(
+                    f"a feature the schema does not have: the schema was inferred from "
+                    f"{self.inferred_from}; pass a spec that names it (or read_table, which "
+                    "infers it from every record)", path="<records>", record_index=record,
+                    feature=key)
+
+
 def _record_batches(paths, batch_size, compression, verify, storage_options, filesystem):
     return batches_across_files(paths, batch_size, compression, verify=verify,
                                 storage_options=storage_options, filesystem=filesystem)
@@ -338,8 +356,9 @@ def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequ
     list of them, as everywhere), ``batch_size`` records per Arrow batch.
 
     ``spec``: {name: FixedLen | VarLen} or names (kinds from the data); None infers every
-    feature from the first batch (a feature first seen later is left out: pass a spec to pin
-    the schema). ``sequence_spec``: SequenceExample feature lists (then ``spec`` reads the
+    feature from the first batch (a later record holding another feature raises
+    ExampleParseError naming it: pass a spec, or use read_table, which looks at every record
+    first). ``sequence_spec``: SequenceExample feature lists (then ``spec`` reads the
     context). ``text``: bytes features to type as strings (UTF-8 checked). See the module's
     table for the types. Damage raises DataLossError, bad records ExampleParseError, naming the
     file and the record.
@@ -350,6 +369,8 @@ def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequ
     if first is None:
         plan.infer([])
         return pa.RecordBatchReader.from_batches(schema_of(plan), iter(()))
+    if plan.spec is None:
+        plan.inferred_from = f"the first batch ({len(first[0])} records)"
     plan.infer([first[0]])
     head = plan.convert(*first)
     if plan.scalars is True:  # the first batch decides; later records must agree

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -77,7 +77,8 @@ class TFRecordDatasource(Datasource):
                     raise
                 self._files.remove(path)
         self._scalars: Any = False
-        if spec is None:  # one schema for every read task, so Ray's blocks agree
+        self._sampled = spec is None
+        if self._sampled:  # one schema for every read task, so Ray's blocks agree
             self._spec, self._scalars = self._sample()
 
     def _sample(self):
@@ -140,24 +141,30 @@ class TFRecordDatasource(Datasource):
 
     def _read(self, group) -> Iterable[pa.Table]:
         for path, first, end, _, index in group:
-            table = self._read_piece(path, first, end, index)
-            if self._include_paths:
-                table = table.append_column("path", pa.array([_display(path)] * len(table)))
-            for start in range(0, max(len(table), 1), self._block_size):
-                yield table.slice(start, self._block_size)
+            for batch in self._blocks(path, first, end, index):
+                table = pa.Table.from_batches([batch])
+                if self._include_paths:
+                    table = table.append_column("path", pa.array([_display(path)] * len(table)))
+                yield table
 
-    def _read_piece(self, path, first: int, end: int, index) -> pa.Table:
-        if end < 0:
-            return _arrow.read_table(path, self._spec, compression=self._compression,
-                                     verify=self._verify, large_types=False,
-                                     scalars=self._scalars, batch_size=self._block_size,
-                                     **self._options)
+    def _blocks(self, path, first: int, end: int, index) -> Iterator[pa.RecordBatch]:
+        """The Arrow batches of a whole file (end < 0) or of its records [first, end)."""
         plan = _arrow._Plan(self._spec, None, None, (), "list", False, self._scalars)
+        if self._sampled:  # a feature the sample did not show is an error, never dropped
+            plan.inferred_from = (f"the first block ({self._block_size} records) of each of "
+                                  f"the first {SAMPLE_FILES} files")
+        if end < 0:
+            for batch, segments in _arrow._record_batches(path, self._block_size,
+                                                          self._compression, self._verify,
+                                                          **self._options):
+                yield plan.convert(batch, segments)
+            return
         with IndexedTFRecordReader(path, ray.get(index), verify=self._verify,
                                    **self._options) as reader:
-            batch = reader.get_batch(np.arange(first, end, dtype=np.int64))
-        plan.infer([batch])
-        return pa.Table.from_batches([plan.convert(batch, [(_display(path), first, end - first)])])
+            for start in range(first, end, self._block_size):
+                stop = min(end, start + self._block_size)
+                batch = reader.get_batch(np.arange(start, stop, dtype=np.int64))
+                yield plan.convert(batch, [(_display(path), start, stop - start)])
 
 
 def _files(paths, extensions, ignore_missing: bool, **options) -> list:
