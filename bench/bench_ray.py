@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import statistics
 import sys
 import tempfile
@@ -38,6 +39,13 @@ def rows_per_second(read, path: str, n: int, repeats: int) -> float:
     return n / statistics.median(times)
 
 
+def _cause(error: Exception) -> str:
+    """The last "SomeError: ..." line of an error Ray passed on (its own hints come after)."""
+    lines = [x.strip() for x in str(error).splitlines()]
+    found = [x for x in lines if re.match(r"[\w.]*(Error|Exception): ", x)]
+    return (found or lines or [type(error).__name__])[-1][:100]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -62,7 +70,7 @@ def main(argv=None) -> int:
                 try:
                     rows.append((name, label, rows_per_second(read, path, n, args.repeats)))
                 except Exception as error:  # Ray's own reader fails on mixed value counts
-                    rows.append((name, label, f"fails: {str(error).splitlines()[-1][:100]}"))
+                    rows.append((name, label, f"fails: {_cause(error)}"))
     ray.shutdown()
     print(f"ray {ray.__version__}, median of {args.repeats}, ray.init(num_cpus=2)\n")
     print("| data | reader | rows/s | tfrec_fast vs it |")

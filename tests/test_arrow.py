@@ -171,10 +171,15 @@ def test_inference_sees_every_batch_in_read_table(tmp_path):
     path = write(tmp_path / "late.tfrecord", [{"a": [1]}] * 5 + [{"late": [b"z"]}])
     table = ta.read_table(path, batch_size=2)
     assert table.column("late").to_pylist() == [None] * 5 + [[b"z"]]
-    # iter_batches infers from its first batch: the late feature is left out
+    # iter_batches infers from its first batch: a later feature is an error, not left out
     reader = ta.iter_batches(path, batch_size=2)
     assert reader.schema.names == ["a"]
-    assert reader.read_all().num_rows == 6
+    assert reader.read_next_batch().num_rows == 2
+    with pytest.raises(ExampleParseError, match="first batch") as info:
+        reader.read_all()
+    assert info.value.feature == "late" and info.value.record_index == 5
+    assert info.value.path.endswith("late.tfrecord")
+    assert ta.iter_batches(path, ["a"], batch_size=2).read_all().num_rows == 6  # named: fine
 
 
 def test_scalars_only_when_asked(tmp_path):
@@ -300,14 +305,83 @@ def test_write_table_to_writers_and_from_a_reader(tmp_path):
 
 def test_write_table_refuses_what_an_example_cannot_hold(tmp_path):
     path = str(tmp_path / "x.tfrecord")
-    with pytest.raises(ValueError, match="nulls"):
-        ta.write_table(pa.table({"x": pa.array([1, None])}), path)
+    with pytest.raises(ValueError, match="inside its lists"):
+        ta.write_table(pa.table({"x": pa.array([[1, None]])}), path)
+    with pytest.raises(ValueError, match="inside its lists"):  # a null inner list
+        ta.write_table(pa.table({"x": pa.array([[[1, 2], None]],
+                                               pa.list_(pa.list_(pa.int64(), 2)))}), path)
+    with pytest.raises(ValueError, match="no Example kind"):
+        ta.write_table(pa.table({"x": pa.array([[], None], pa.list_(pa.null()))}), path)
+    with pytest.raises(ValueError, match="nulls must be"):
+        ta.write_table(pa.table({"x": [1]}), path, nulls="zero")
     with pytest.raises(TypeError, match="lists of lists"):
         ta.write_table(pa.table({"x": pa.array([[[1]]])}), path)
     with pytest.raises(TypeError, match="no Example form"):
         ta.write_table(pa.table({"x": pa.array([{"a": 1}])}), path)
     with pytest.raises(TypeError, match="Table"):
         ta.write_table({"x": [1]}, path)
+
+
+def records_of(path):
+    return [tfr.parse_example(r) for r in tfr.read_records(path)]
+
+
+NULLABLE = pa.table({
+    "i": pa.array([1, None, 3], pa.int64()),
+    "s": pa.array(["a", "b", None]),
+    "l": pa.array([[1.5], None, []], pa.list_(pa.float32())),
+    "b": pa.array([None, [b"x", b""], [b"y"]], pa.large_list(pa.binary())),
+    "fx": pa.array([[1, 2], [3, 4], None], pa.list_(pa.int64(), 2)),
+    "none": pa.array([None, None, None], pa.null())})
+
+
+def test_write_table_nulls_leave_the_feature_out(tmp_path):
+    path = str(tmp_path / "n.tfrecord")
+    assert ta.write_table(NULLABLE, path) == 3
+    assert records_of(path) == [
+        {"i": [1], "s": [b"a"], "l": [1.5], "fx": [1, 2]},
+        {"s": [b"b"], "b": [b"x", b""], "fx": [3, 4]},
+        {"i": [3], "l": [], "b": [b"y"]}]
+    back = ta.read_table(path)  # null where a record lacks the feature, [] where it is empty
+    assert back.column("l").to_pylist() == [[1.5], None, []]
+    assert back.column("b").to_pylist() == [None, [b"x", b""], [b"y"]]
+    assert back.column("i").to_pylist() == [[1], None, [3]]
+
+
+def test_write_table_nulls_as_empty_lists_as_ray_writes_them(tmp_path):
+    path = str(tmp_path / "e.tfrecord")
+    ta.write_table(NULLABLE.drop_columns(["none"]), path, nulls="empty")
+    assert records_of(path) == [
+        {"i": [1], "s": [b"a"], "l": [1.5], "b": [], "fx": [1, 2]},
+        {"i": [], "s": [b"b"], "l": [], "b": [b"x", b""], "fx": [3, 4]},
+        {"i": [3], "s": [], "l": [], "b": [b"y"], "fx": []}]
+    with pytest.raises(ValueError, match="no Example kind"):
+        ta.write_table(NULLABLE.select(["none"]), path, nulls="empty")
+
+
+def test_read_table_write_table_reproduces_the_records(tmp_path):
+    """A spec-free table of a file with missing features and empty lists writes the same
+    Examples back."""
+    features = [{"a": [1, 2], "b": [b"x"]}, {"a": tfr.Int64s([]), "c": [0.5]},
+                {"b": [b"y"], "c": tfr.Floats([])}, {}]
+    path = write(tmp_path / "in.tfrecord", features)
+    out = str(tmp_path / "out.tfrecord")
+    ta.write_table(ta.read_table(path), out)
+    assert records_of(out) == records_of(path)
+    assert ta.read_table(out).equals(ta.read_table(path))
+
+
+def test_write_table_takes_dictionaries_views_and_nested_fixed_lists(tmp_path):
+    path = str(tmp_path / "d.tfrecord")
+    table = pa.table({
+        "cat": pa.array(["u", "v", "u"]).dictionary_encode(),
+        "view": pa.array(["p", "qq", ""], pa.string_view()),
+        "boxes": pa.array([[[1, 2]], [], [[3, 4], [5, 6]]],
+                          pa.large_list(pa.list_(pa.int64(), 2)))})
+    ta.write_table(table, path)
+    assert records_of(path) == [{"cat": [b"u"], "view": [b"p"], "boxes": [1, 2]},
+                                {"cat": [b"v"], "view": [b"qq"], "boxes": []},
+                                {"cat": [b"u"], "view": [b""], "boxes": [3, 4, 5, 6]}]
 
 
 def test_sliced_arrow_input(tmp_path):
@@ -349,6 +423,32 @@ def test_round_trip_property(tmp_path_factory, table, batch_size):
         assert back.column(name).to_pylist() == table.column(name).to_pylist()
 
 
+@st.composite
+def nullable_tables(draw):
+    """Spec-free read_table's own types: large_list of int64 / float32 / large_binary, null
+    where a record lacks the feature; each column present in some record."""
+    n = draw(st.integers(1, 30))
+    kinds = {"ints": (st.integers(-2**63, 2**63 - 1), pa.int64()),
+             "floats": (st.floats(width=32, allow_nan=False), pa.float32()),
+             "blobs": (st.binary(max_size=50), pa.large_binary())}
+    columns = {}
+    for name, (values, type_) in kinds.items():
+        rows = draw(st.lists(st.none() | st.lists(values, max_size=4), min_size=n, max_size=n))
+        if all(r is None for r in rows):
+            rows[draw(st.integers(0, n - 1))] = []
+        columns[name] = pa.array(rows, pa.large_list(type_))
+    return pa.table(columns)
+
+
+@settings(max_examples=40, deadline=None)
+@given(table=nullable_tables(), batch_size=st.integers(1, 40))
+def test_round_trip_with_nulls_property(tmp_path_factory, table, batch_size):
+    path = str(tmp_path_factory.mktemp("rtn") / "p.tfrecord")
+    ta.write_table(table, path, batch_size=batch_size)
+    back = ta.read_table(path, batch_size=batch_size)
+    assert back.equals(table.select(sorted(table.column_names)))
+
+
 # ---- consumers -------------------------------------------------------------------------------
 
 def test_polars(records):
@@ -385,3 +485,10 @@ def test_iter_batches_scalars_hold_for_later_batches(tmp_path):
         reader.read_next_batch()
     assert info.value.record_index == 3 and info.value.feature == "x"
     assert info.value.path.endswith("s.tfrecord")
+
+
+def test_names_only_spec_learns_kinds_from_every_batch(tmp_path):
+    path = write(tmp_path / "late.tfrecord", [{"a": [1]}] * 3 + [{"a": [2], "late": [7, 8]}])
+    table = ta.read_table(path, ["a", "late"], batch_size=2)
+    assert table.schema.field("late").type == pa.large_list(pa.int64())
+    assert table.column("late").to_pylist() == [None, None, None, [7, 8]]

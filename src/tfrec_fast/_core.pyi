@@ -92,7 +92,7 @@ class RecordBatch:
     def to_arrow(self, large_types: bool = True) -> Any: ...  # a pyarrow.LargeBinaryArray
     @staticmethod
     def gather(source: "RecordBatch", starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
-               default: bytes = b"") -> "RecordBatch": ...
+               default: bytes, out: Any) -> None: ...
 
 class RecordReader:
     @staticmethod

@@ -76,15 +76,28 @@ def _primitive(values: np.ndarray, type_: pa.DataType) -> pa.Array:
 
 def _binary(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray, default: bytes,
             text: bool) -> pa.Array:
-    gathered = RecordBatch.gather(batch, starts, ends, default)
-    array = batch_to_arrow(gathered)
-    if text:
-        array = pa.Array.from_buffers(pa.large_string(), len(array), array.buffers())
-        try:
-            array.validate(full=True)
-        except pa.ArrowInvalid:
-            raise _NotText(_first_not_utf8(gathered)) from None
+    values = _gathered(batch, starts, ends, default)
+    if not text:
+        return values
+    array = pa.Array.from_buffers(pa.large_string(), len(values), values.buffers())
+    try:
+        array.validate(full=True)
+    except pa.ArrowInvalid:
+        raise _NotText(_first_not_utf8(values)) from None
     return array
+
+
+def _gathered(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray,
+              default: bytes) -> pa.Array:
+    """The byte ranges [starts[j], ends[j]) of the batch's buffer (a start of -1: ``default``)
+    as one LargeBinaryArray, copied once in C++ into memory from Arrow's pool (reused from batch
+    to batch, where the first touch of each page of a fresh buffer costs as much as the copy)."""
+    lengths = np.where(starts < 0, len(default), ends - starts)
+    offsets = np.zeros(len(starts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = pa.allocate_buffer(int(offsets[-1]))
+    RecordBatch.gather(batch, starts, ends, default, data)
+    return pa.Array.from_buffers(pa.large_binary(), len(starts), [None, pa.py_buffer(offsets), data])
 
 
 class _NotText(ValueError):
@@ -95,10 +108,10 @@ class _NotText(ValueError):
         self.index = index
 
 
-def _first_not_utf8(values: RecordBatch) -> int:
+def _first_not_utf8(values: pa.Array) -> int:
     for j, value in enumerate(values):
         try:
-            bytes(value).decode("utf-8")
+            value.as_py().decode("utf-8")
         except UnicodeDecodeError:
             return j
     return 0
@@ -225,6 +238,11 @@ def _scalar(array: pa.Array) -> pa.Array:
 
 # ---- reading --------------------------------------------------------------------------------
 
+def _var_len(kind: Optional[int]) -> Optional[VarLen]:
+    """A VarLen of a kind seen in the data; None (still unknown) for a feature not seen."""
+    return None if kind is None else VarLen(_KIND_DTYPE[kind])
+
+
 class _Plan:
     """What to decode: the context/Example spec, the feature lists, and the output options."""
 
@@ -243,23 +261,36 @@ class _Plan:
         # True: a column is scalar where this batch has one value in every record; a set of
         # names: exactly those columns, and a record breaking the rule is an error.
         self.scalars = scalars if isinstance(scalars, bool) else frozenset(scalars)
+        # Where the spec was inferred from part of the records (what the first batch or block
+        # holds), what it says about the rest: a feature outside it is an error, never dropped.
+        self.inferred_from: Optional[str] = None
 
     @property
     def is_sequence(self) -> bool:
         return bool(self.sequence)
 
+    @property
+    def untyped(self) -> bool:
+        """No spec, or names whose kinds the data must tell."""
+        return self.spec is None or any(s is None for s in self.spec.values())
+
     def infer(self, batches: Iterable[RecordBatch]) -> None:
         """Without a spec: every feature the batches hold, as VarLen of the kind it holds first
-        (a feature with no values at all reads as float32, as the `schema` command says)."""
-        if self.spec is not None:
+        (a feature with no values at all reads as float32, as the `schema` command says). With
+        names only: their kinds, so that every batch agrees."""
+        if not self.untyped:
             return
         kinds: Dict[str, Optional[int]] = {}
         for batch in batches:
             for key, kind in feature_kinds(batch, "<records>", self.is_sequence).items():
                 if kinds.get(key) is None:
                     kinds[key] = kind
-        self.spec = {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
-                     for k, kind in sorted(kinds.items())}
+        if self.spec is None:
+            self.spec = {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
+                         for k, kind in sorted(kinds.items())}
+        else:
+            self.spec = {k: s if s is not None else _var_len(kinds.get(k))
+                         for k, s in self.spec.items()}
 
     def selected(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         spec = dict(self.spec or {})
@@ -276,6 +307,8 @@ class _Plan:
     def convert(self, batch: RecordBatch, segments=None) -> pa.RecordBatch:
         spec, sequence = self.selected()
         try:
+            if self.inferred_from is not None:
+                self._refuse_unknown(batch)
             typed = _typed(batch, spec, "<records>", self.is_sequence)
             raw = _decode(batch, typed, "<records>", sequence if self.is_sequence else None)
             arrays = [_column(batch, key, s, r, text=key in self.text, tensor=self.tensor)
@@ -296,6 +329,19 @@ class _Plan:
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
+    def _refuse_unknown(self, batch: RecordBatch) -> None:
+        """A record holding a feature the inferred spec does not have: an ExampleParseError."""
+        known = self.spec or {}
+        for raw, _, record in _core.feature_kinds(batch, "<records>", self.is_sequence, False):
+            key = raw.decode("utf-8", "surrogateescape")
+            if key not in known:
+                raise ExampleParseError(
+                    f"a feature the schema does not have: the schema was inferred from "
+                    f"{self.inferred_from}; pass a spec that names it (or read_table, which "
+                    "infers it from every record)", path="<records>", record_index=record,
+                    feature=key)
+
+
 def _record_batches(paths, batch_size, compression, verify, storage_options, filesystem):
     return batches_across_files(paths, batch_size, compression, verify=verify,
                                 storage_options=storage_options, filesystem=filesystem)
@@ -310,8 +356,9 @@ def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequ
     list of them, as everywhere), ``batch_size`` records per Arrow batch.
 
     ``spec``: {name: FixedLen | VarLen} or names (kinds from the data); None infers every
-    feature from the first batch (a feature first seen later is left out: pass a spec to pin
-    the schema). ``sequence_spec``: SequenceExample feature lists (then ``spec`` reads the
+    feature from the first batch (a later record holding another feature raises
+    ExampleParseError naming it: pass a spec, or use read_table, which looks at every record
+    first). ``sequence_spec``: SequenceExample feature lists (then ``spec`` reads the
     context). ``text``: bytes features to type as strings (UTF-8 checked). See the module's
     table for the types. Damage raises DataLossError, bad records ExampleParseError, naming the
     file and the record.
@@ -322,6 +369,8 @@ def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequ
     if first is None:
         plan.infer([])
         return pa.RecordBatchReader.from_batches(schema_of(plan), iter(()))
+    if plan.spec is None:
+        plan.inferred_from = f"the first batch ({len(first[0])} records)"
     plan.infer([first[0]])
     head = plan.convert(*first)
     if plan.scalars is True:  # the first batch decides; later records must agree
@@ -343,9 +392,11 @@ def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequen
     """All the Examples of ``paths`` as one ``pyarrow.Table`` (arguments as
     :func:`iter_batches`; without a spec, every feature of every record is a column)."""
     plan = _Plan(spec, sequence_spec, columns, text, fixed_shape, large_types, scalars)
-    batches = list(_record_batches(paths, batch_size, compression, verify, storage_options,
-                                   filesystem))
-    plan.infer(b for b, _ in batches)
+    batches = _record_batches(paths, batch_size, compression, verify, storage_options, filesystem)
+    if plan.untyped:  # the kinds come from every record first
+        batches = list(batches)
+        plan.infer(b for b, _ in batches)
+    # else each batch of records is converted and dropped as it comes (less memory, warm pages)
     scalars = plan.scalars
     if scalars is True:
         plan.scalars = False  # decided below, over every batch at once
@@ -376,52 +427,116 @@ def schema_of(plan: _Plan) -> pa.Schema:
 
 # ---- writing --------------------------------------------------------------------------------
 
-def _to_encoder_column(name: str, array: pa.Array):
-    """One Arrow column -> what encode_examples takes: a numpy array [N, ...] for fixed-size
-    numeric data, Ragged / BytesColumn for lists and bytes (views of the Arrow buffers)."""
-    from .encode import Bytes, Floats, Int64s
-    from .example import BytesColumn, Ragged
+NULLS = ("omit", "empty")  # what write_table makes of a null row
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _plain(array: pa.Array) -> pa.Array:
+    """Extension arrays as their storage, dictionaries decoded, binary/string views as large
+    binary/string: the layouts the encoder reads."""
+    t = array.type
+    if isinstance(t, pa.ExtensionType):
+        return _plain(array.storage)
+    if pa.types.is_dictionary(t):
+        return _plain(array.dictionary_decode())
+    if pa.types.is_binary_view(t) or pa.types.is_string_view(t):
+        return array.cast(pa.large_binary() if pa.types.is_binary_view(t) else pa.large_string())
+    return array
+
+
+def _to_encoder_column(name: str, array, nulls: str):
+    """One Arrow column -> what encode_examples takes: a numpy array for numbers, Ragged /
+    BytesColumn for lists and bytes (views of the Arrow buffers). A null row leaves the feature
+    out of its record (``nulls="omit"``: Partial) or holds an empty list (``"empty"``)."""
+    from .encode import Int64s, Partial
 
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    if isinstance(array.type, pa.ExtensionType):
-        array = array.storage
-    if array.null_count:
-        raise ValueError(f"column {name!r} holds nulls: an Example cannot say 'missing' for "
-                         "one record of a column; fill them or write lists")
-    t = array.type
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        inner = t.value_type
-        if pa.types.is_fixed_size_list(t) and not pa.types.is_fixed_size_list(inner):
-            splits = np.arange(len(array) + 1, dtype=np.int64) * t.list_size
-            values = array.flatten()
-        elif pa.types.is_fixed_size_list(t):
-            size = t.list_size
-            values = array.flatten()
-            while pa.types.is_fixed_size_list(values.type):
-                size *= values.type.list_size
-                values = values.flatten()
-            splits = np.arange(len(array) + 1, dtype=np.int64) * size
-        else:
-            offsets = array.offsets.to_numpy().astype(np.int64)
-            values = array.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-            splits = offsets - offsets[0]
-        if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-            raise TypeError(f"column {name!r}: lists of lists have no Example form (use a "
-                            "fixed_size_list for a fixed shape)")
-        if values.null_count:
-            raise ValueError(f"column {name!r} holds null values inside its lists")
-        flat = _flat_values(name, values)
+    array = _plain(array)
+    if not array.null_count:
+        return _encoder_column(name, array)
+    if nulls == "empty":
+        if pa.types.is_null(array.type):
+            raise _no_kind(name)
+        return _encoder_column(name, _nulls_as_empty(array))
+    present = array.is_valid().to_numpy(zero_copy_only=False)
+    if not present.any():  # no record holds it: any kind will do, nothing is written
+        return Partial(Int64s(np.zeros(len(array), np.int64)), present)
+    return Partial(_encoder_column(name, array), present)
+
+
+def _no_kind(name: str) -> ValueError:
+    return ValueError(f"column {name!r} holds only nulls or empty lists of nulls: no Example "
+                      "kind (int64, float or bytes) to write them as; cast the column to a "
+                      "typed one")
+
+
+def _nulls_as_empty(array: pa.Array) -> pa.Array:
+    """A large_list column with null rows made empty lists (what Ray's writer does)."""
+    if _is_list(array.type):
+        lengths = pc.list_value_length(array).fill_null(0).to_numpy()
+        values = array.flatten()  # the values of the rows that are not null
+    else:
+        lengths = array.is_valid().to_numpy(zero_copy_only=False)
+        values = array.drop_null()
+    offsets = np.zeros(len(array) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.LargeListArray.from_arrays(pa.array(offsets), values)
+
+
+def _encoder_column(name: str, array: pa.Array):
+    from .encode import Bytes, Floats, Int64s
+    from .example import BytesColumn, Ragged
+
+    if not _is_list(array.type):
+        flat = _flat_values(name, array)
         if isinstance(flat, tuple):
             data, starts, ends = flat
-            return BytesColumn(data, starts, ends, splits)
-        wrap = Int64s if flat.dtype == np.int64 else Floats
-        return wrap(Ragged(flat, splits))
-    flat = _flat_values(name, array)
+            return Bytes(BytesColumn(data, starts, ends))
+        return flat
+    values, splits = _list_values(array)
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        raise TypeError(f"column {name!r}: lists of lists have no Example form (use a "
+                        "fixed_size_list for a fixed shape)")
+    if values.null_count and _nulls_inside(array):  # (null rows' values do not count)
+        raise ValueError(f"column {name!r} holds null values inside its lists")
+    flat = _flat_values(name, values)
     if isinstance(flat, tuple):
         data, starts, ends = flat
-        return Bytes(BytesColumn(data, starts, ends))
-    return flat
+        return BytesColumn(data, starts, ends, splits)
+    return (Int64s if flat.dtype == np.int64 else Floats)(Ragged(flat, splits))
+
+
+def _nulls_inside(array: pa.Array) -> bool:
+    """Whether the lists of the rows that are not null hold a null, at any depth."""
+    values = array.flatten()  # the values of the rows that are not null
+    while not values.null_count:
+        if not _is_list(values.type):
+            return False
+        values = values.flatten()
+    return True
+
+
+def _list_values(array: pa.Array) -> Tuple[pa.Array, np.ndarray]:
+    """The values a list column's rows span, and its int64 row splits into them (views; the
+    values of null rows are spanned too). Nested fixed_size_lists flatten into their rows."""
+    t = array.type
+    if pa.types.is_fixed_size_list(t):
+        values = array.values.slice(array.offset * t.list_size, len(array) * t.list_size)
+        splits = np.arange(len(array) + 1, dtype=np.int64) * t.list_size
+    else:
+        offsets = array.offsets.to_numpy().astype(np.int64)
+        values = array.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        splits = offsets - offsets[0]
+    values = _plain(values)
+    while pa.types.is_fixed_size_list(values.type):
+        size = values.type.list_size
+        values = _plain(values.values.slice(values.offset * size, len(values) * size))
+        splits = splits * size
+    return values, splits
 
 
 def _flat_values(name: str, array: pa.Array):
@@ -437,6 +552,8 @@ def _flat_values(name: str, array: pa.Array):
         data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else \
             np.zeros(0, np.uint8)
         return data, offsets[:-1], offsets[1:]
+    if array.null_count and not pa.types.is_null(t):  # null rows are left out: any value will do
+        array = array.fill_null(0)
     if pa.types.is_boolean(t) or pa.types.is_integer(t):
         values = array.to_numpy(zero_copy_only=False)
         if values.dtype == np.uint64 and len(values) and values.max() > np.iinfo(np.int64).max:
@@ -444,21 +561,30 @@ def _flat_values(name: str, array: pa.Array):
         return values.astype(np.int64, copy=False)
     if pa.types.is_floating(t):
         return array.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    if pa.types.is_null(t):
+        raise _no_kind(name)
     raise TypeError(f"column {name!r}: Arrow type {t} has no Example form (numbers, "
                     "binary/string, and lists or fixed_size_lists of them)")
 
 
 def write_table(table, destination, *, batch_size: int = 4096, compression: Optional[str] = None,
-                storage_options=None, filesystem=None) -> int:
+                nulls: str = "omit", storage_options=None, filesystem=None) -> int:
     """Encodes the rows of a ``pyarrow.Table`` / ``RecordBatch`` / ``RecordBatchReader`` as
     tf.train.Examples (one per row, a feature per column) and writes them to ``destination``: a
     path or URL (a new TFRecord file), an open TFRecordWriter or a ShardedWriter. Returns the
-    number of records written. Columns: numbers, binary/string, and list / large_list /
-    fixed_size_list of them (nested fixed_size_lists and fixed_shape_tensor flatten); nulls are
-    refused. ``read_table`` reads the result back (list columns as large_list)."""
+    number of records written.
+
+    Columns: numbers, binary/string (views and dictionaries too), and list / large_list /
+    fixed_size_list of them (nested fixed_size_lists and fixed_shape_tensor flatten). A null row
+    leaves the feature out of that record (``nulls="omit"``, what ``read_table`` reads as null)
+    or writes an empty list of the column's kind (``nulls="empty"``, as Ray's writer does).
+    Nulls inside lists, and columns of no kind (only nulls) that would have to be written, raise
+    ValueError. ``read_table`` reads the result back (list columns as large_list)."""
     from .encode import encode_examples
     from .records import TFRecordWriter
 
+    if nulls not in NULLS:
+        raise ValueError(f"nulls must be one of {NULLS}, not {nulls!r}")
     if isinstance(table, pa.RecordBatchReader):
         chunks: Iterable[pa.RecordBatch] = table
     elif isinstance(table, pa.RecordBatch):
@@ -479,7 +605,7 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
         for chunk in chunks:
             if not chunk.num_rows:
                 continue
-            columns = {name: _to_encoder_column(name, chunk.column(i))
+            columns = {name: _to_encoder_column(name, chunk.column(i), nulls)
                        for i, name in enumerate(chunk.schema.names)}
             writer.write_batch(encode_examples(columns, chunk.num_rows))
             written += chunk.num_rows

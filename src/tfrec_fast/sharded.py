@@ -263,6 +263,7 @@ class _LocalStore:
     split = staticmethod(os.path.split)
     relative = staticmethod(_relative)
     exists = staticmethod(os.path.exists)
+    isdir = staticmethod(os.path.isdir)
     replace = staticmethod(os.replace)
     remove = staticmethod(os.remove)
     size = staticmethod(os.path.getsize)
@@ -342,6 +343,10 @@ class _RemoteStore:
 
     def exists(self, path: str) -> bool:
         return self._at(path).exists()
+
+    def isdir(self, path: str) -> bool:
+        at = self._at(path)
+        return at.fs.isdir(at.path)
 
     def replace(self, source: str, target: str) -> None:
         self._at(source).rename(self._at(target))

@@ -1,5 +1,7 @@
 // RecordBatch for Python: numpy views of C++ memory and per-record memoryviews, all read-only and
 // all keeping the batch alive.
+#include <cstring>
+
 #include "py_common.h"
 
 namespace tfr::py_bind {
@@ -36,9 +38,10 @@ struct BatchIterator {
   size_t next = 0;
 };
 
-std::shared_ptr<RecordBatch> gather(std::shared_ptr<RecordBatch> source,
-                                    const py::array_t<int64_t>& starts_in,
-                                    const py::array_t<int64_t>& ends_in, const py::bytes& fill) {
+// Copies byte ranges of `source` back to back into `out` (a writable buffer the caller allocated,
+// e.g. from Arrow's memory pool, whose size must be their total).
+void gather(std::shared_ptr<RecordBatch> source, const py::array_t<int64_t>& starts_in,
+            const py::array_t<int64_t>& ends_in, const py::bytes& fill, const py::buffer& out) {
   // Owned copies, checked once: the copy below runs without the GIL.
   const std::vector<int64_t> starts(starts_in.data(), starts_in.data() + starts_in.size());
   const std::vector<int64_t> ends(ends_in.data(), ends_in.data() + ends_in.size());
@@ -55,20 +58,21 @@ std::shared_ptr<RecordBatch> gather(std::shared_ptr<RecordBatch> source,
       total += uint64_t(ends[j] - starts[j]);
     }
   }
-  auto out = std::make_shared<RecordBatch>();
-  py::gil_scoped_release release;
-  out->data.reserve(size_t(total));
-  out->offsets.reserve(starts.size() + 1);
-  out->positions.assign(starts.size(), -1);
-  for (size_t j = 0; j < starts.size(); ++j) {
-    if (starts[j] < 0) {
-      out->data.append(reinterpret_cast<const uint8_t*>(fallback.data()), fallback.size());
-    } else {
-      out->data.append(source->data.data() + starts[j], size_t(ends[j] - starts[j]));
-    }
-    out->offsets.push_back(int64_t(out->data.size()));
+  const py::buffer_info dst = out.request(/*writable=*/true);
+  if (dst.ndim != 1 || dst.itemsize != 1 || uint64_t(dst.size) != total) {
+    throw std::invalid_argument("out must be a contiguous byte buffer of exactly " +
+                                std::to_string(total) + " bytes");
   }
-  return out;
+  py::gil_scoped_release release;
+  auto* p = static_cast<uint8_t*>(dst.ptr);
+  for (size_t j = 0; j < starts.size(); ++j) {
+    const bool fill_in = starts[j] < 0;
+    const void* from = fill_in ? static_cast<const void*>(fallback.data())
+                               : static_cast<const void*>(source->data.data() + starts[j]);
+    const size_t n = fill_in ? fallback.size() : size_t(ends[j] - starts[j]);
+    if (n) std::memcpy(p, from, n);
+    p += n;
+  }
 }
 
 }  // namespace
@@ -119,10 +123,11 @@ void register_batch(py::module_& m) {
           },
           py::arg("records"), "A batch holding copies of the given bytes-like records.")
       .def_static("gather", &gather, py::arg("source"), py::arg("starts"), py::arg("ends"),
-                  py::arg("default") = py::bytes(),
-                  "A batch of the byte ranges [starts[j], ends[j]) of source's buffer (a start\n"
-                  "of -1: `default`), copied once with the GIL released: a BytesColumn's values\n"
-                  "made contiguous (Arrow's LargeBinary layout).")
+                  py::arg("default"), py::arg("out"),
+                  "Copies the byte ranges [starts[j], ends[j]) of source's buffer (a start of -1:\n"
+                  "`default`) back to back into `out`, a writable buffer of exactly their total\n"
+                  "size, with the GIL released: a BytesColumn's values made contiguous (Arrow's\n"
+                  "LargeBinary layout) in memory the caller chose.")
       .def("__len__", &RecordBatch::size)
       .def("__getitem__",
            [](py::object self, py::ssize_t i) {
