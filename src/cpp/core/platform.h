@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace tfr::platform {
@@ -17,7 +18,9 @@ struct FileInfo {
   uint64_t size;  // (regular files only)
 };
 
-// Paths are UTF-8 (Windows: converted to UTF-16 for the wide-character API).
+// Paths are UTF-8 (Windows: converted to UTF-16 for the wide-character API). A path holding a NUL
+// character is std::invalid_argument (Python: ValueError, as open() says): every OS would read it
+// as the shorter path before the NUL, another file.
 File open_read(const std::string& path);
 File create_write(const std::string& path);  // created, or truncated if it exists
 void close(File file, const std::string& name);  // throws if closing reports an error
@@ -41,5 +44,14 @@ size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
 
 void write_all(File file, const uint8_t* data, size_t n, const std::string& name);
 void sync(File file, const std::string& name);  // to the disk (fsync / FlushFileBuffers)
+
+// The check open_read and create_write make first.
+inline void check_path(const std::string& path) {
+  const size_t nul = path.find('\0');
+  if (nul != std::string::npos) {
+    throw std::invalid_argument("embedded null character in path '" + path.substr(0, nul) +
+                                "\\0...'");
+  }
+}
 
 }  // namespace tfr::platform

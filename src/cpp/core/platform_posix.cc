@@ -19,6 +19,7 @@ namespace {
 int fd_of(File file) { return int(file); }
 
 File open_with(const std::string& path, int flags, const char* what) {
+  check_path(path);
   int fd;
   do {
     fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);

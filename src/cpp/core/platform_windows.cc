@@ -63,6 +63,7 @@ std::wstring wide(const std::string& utf8) {
 
 File open_with(const std::string& path, DWORD access, DWORD share, DWORD disposition,
                DWORD flags, const char* what) {
+  check_path(path);
   SECURITY_ATTRIBUTES attributes{sizeof(SECURITY_ATTRIBUTES), nullptr, FALSE};  // not inherited
   HANDLE h = CreateFileW(wide(path).c_str(), access, share, &attributes, disposition, flags,
                          nullptr);
