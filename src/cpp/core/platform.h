@@ -45,6 +45,24 @@ size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
 void write_all(File file, const uint8_t* data, size_t n, const std::string& name);
 void sync(File file, const std::string& name);  // to the disk (fsync / FlushFileBuffers)
 
+// read_spans_at built from read_at, one read per span, for the systems without a scatter read at
+// an offset: Windows (none for files) and macOS before 11 (no preadv). Same contract.
+inline size_t read_spans_one_by_one(File file, Span* spans, size_t count, uint64_t offset,
+                                    const std::string& name) {
+  size_t total = 0;
+  for (; count > 0; ++spans, --count) {
+    while (spans->size > 0) {
+      const size_t got = read_at(file, spans->data, spans->size, offset, name);
+      if (got == 0) return total;
+      total += got;
+      offset += got;
+      spans->data += got;
+      spans->size -= got;
+    }
+  }
+  return total;
+}
+
 // The check open_read and create_write make first.
 inline void check_path(const std::string& path) {
   const size_t nul = path.find('\0');

@@ -132,19 +132,7 @@ size_t read_at(File file, uint8_t* dst, size_t n, uint64_t offset, const std::st
 
 size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
                      const std::string& name) {
-  // No scatter read for ordinary handles: one positional read per span.
-  size_t total = 0;
-  for (; count > 0; ++spans, --count) {
-    while (spans->size > 0) {
-      const size_t got = read_at(file, spans->data, spans->size, offset, name);
-      if (got == 0) return total;
-      total += got;
-      offset += got;
-      spans->data += got;
-      spans->size -= got;
-    }
-  }
-  return total;
+  return read_spans_one_by_one(file, spans, count, offset, name);  // no scatter read for files
 }
 
 void write_all(File file, const uint8_t* data, size_t n, const std::string& name) {
