@@ -41,7 +41,8 @@ void write_file(const std::string& path, const std::vector<uint8_t>& data) {
 
 // An open file, closed at the end of the scope.
 struct Open {
-  explicit Open(const std::string& p) : path(p), file(platform::open_read(p)) {}
+  explicit Open(const std::string& p)
+      : path(p), file(platform::open_read(p, platform::Access::kSequential)) {}
   ~Open() { platform::close_quietly(file); }
   Open(const Open&) = delete;
   Open& operator=(const Open&) = delete;
@@ -156,12 +157,13 @@ TEST(offsets_past_4_gib) {
 
 TEST(bad_paths) {
   const std::string missing = temp_path("no such file");
-  const auto io = check::thrown<tfr::IoError>([&] { platform::open_read(missing); });
+  const auto io = check::thrown<tfr::IoError>(
+      [&] { platform::open_read(missing, platform::Access::kRandom); });
   REQUIRE(io.has_value());
   CHECK_EQ(io->err, ENOENT);
   CHECK(std::string(io->what()).find(missing) != std::string::npos) << io->what();
   const auto nul = check::thrown<std::invalid_argument>(
-      [&] { platform::open_read(missing + std::string(1, '\0') + "x"); });
+      [&] { platform::open_read(missing + std::string(1, '\0') + "x", platform::Access::kRandom); });
   CHECK(nul.has_value()) << "a NUL in the path";
   CHECK(check::thrown<std::invalid_argument>(
             [&] { platform::create_write(missing + std::string(1, '\0')); })

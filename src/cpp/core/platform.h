@@ -18,15 +18,19 @@ struct FileInfo {
   uint64_t size;  // (regular files only)
 };
 
+// How a file opened for reading will be read: kSequential asks the OS for more read-ahead where
+// it takes such a hint (posix_fadvise on Linux, FILE_FLAG_SEQUENTIAL_SCAN on Windows, which must
+// be given at open time); kRandom leaves its read-ahead alone.
+enum class Access { kSequential, kRandom };
+
 // Paths are UTF-8 (Windows: converted to UTF-16 for the wide-character API). A path holding a NUL
 // character is std::invalid_argument (Python: ValueError, as open() says): every OS would read it
 // as the shorter path before the NUL, another file.
-File open_read(const std::string& path);
+File open_read(const std::string& path, Access access);
 File create_write(const std::string& path);  // created, or truncated if it exists
 void close(File file, const std::string& name);  // throws if closing reports an error
 void close_quietly(File file) noexcept;
 FileInfo info(File file, const std::string& name);
-void hint_sequential(File file);  // where the OS takes such a hint
 
 // Reads at the file's own position (pipes, character devices). 0 only at the end.
 size_t read(File file, uint8_t* dst, size_t n, const std::string& name);

@@ -45,7 +45,16 @@ File open_with(const std::string& path, int flags, const char* what) {
 
 }  // namespace
 
-File open_read(const std::string& path) { return open_with(path, O_RDONLY, "cannot open"); }
+File open_read(const std::string& path, Access access) {
+  const File file = open_with(path, O_RDONLY, "cannot open");
+#if defined(__linux__)
+  // (Refused for a pipe, harmlessly.) macOS reads ahead on its own and takes no such hint.
+  if (access == Access::kSequential) ::posix_fadvise(fd_of(file), 0, 0, POSIX_FADV_SEQUENTIAL);
+#else
+  (void)access;
+#endif
+  return file;
+}
 
 File create_write(const std::string& path) {
   return open_with(path, O_WRONLY | O_CREAT | O_TRUNC, "cannot create");
@@ -64,14 +73,6 @@ FileInfo info(File file, const std::string& name) {
   if (::fstat(fd_of(file), &st) != 0) throw_errno("cannot stat", name);
   const bool regular = S_ISREG(st.st_mode);
   return FileInfo{regular, regular ? uint64_t(st.st_size) : 0};
-}
-
-void hint_sequential(File file) {
-#ifdef POSIX_FADV_SEQUENTIAL
-  ::posix_fadvise(fd_of(file), 0, 0, POSIX_FADV_SEQUENTIAL);
-#else
-  (void)file;
-#endif
 }
 
 size_t read(File file, uint8_t* dst, size_t n, const std::string& name) {
