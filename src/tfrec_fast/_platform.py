@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Callable
 
 __all__ = ["after_fork_in_child", "process_alive"]
@@ -21,7 +22,7 @@ def after_fork_in_child(function: Callable[[], None]) -> None:
 def process_alive(pid: int) -> bool:
     """Whether process ``pid`` still runs. Not os.kill(pid, 0) on Windows, where it ends the
     process (any signal but CTRL_C_EVENT/CTRL_BREAK_EVENT is TerminateProcess there)."""
-    if os.name == "nt":
+    if sys.platform == "win32":  # (mypy checks this branch only for Windows)
         import _winapi
         try:
             handle = _winapi.OpenProcess(_SYNCHRONIZE, False, pid)
