@@ -15,7 +15,7 @@
 # The bindings (src/cpp/python) need each target's Python headers and are not compiled here.
 #
 # Usage:  bash tools/cross_check.sh   (installs the pinned ziglang into .venv-zig beside the repo
-#         if absent; needs zlib's headers on this machine). ~40 s warm, ~2 min on first use.
+#         if absent; needs zlib's headers on this machine). ~30 s; ~1.5 min with the install.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CORE="$ROOT/src/cpp/core"
