@@ -34,6 +34,7 @@ def _same_path_spellings(path):
             str(path.parent / "link.tfrecord"), str(path.parent / "hard.tfrecord")]
 
 
+@pytest.mark.posix  # symlinks need privileges on Windows
 def test_repair_refuses_to_write_over_its_input(data, capsys):
     before = data.read_bytes()
     for out in _same_path_spellings(data):
@@ -87,6 +88,7 @@ def test_index_cli_refuses_to_write_over_the_data(data, capsys):
     assert data.read_bytes() == before
 
 
+@pytest.mark.posix  # symlinks need privileges on Windows
 def test_create_index_refuses_the_data_path(data):
     before = data.read_bytes()
     for index_path in _same_path_spellings(data):

@@ -15,7 +15,7 @@ SCRIPT = textwrap.dedent('''
     import sys
     import torch
     import tfrec_fast as tfr
-    from tfrec_fast.torch import IndexedTFRecordDataset, TFRecordDataset
+    from tfrec_fast.torch import IndexedTFRecordDataset, TFRecordDataset, collate
 
     def main(directory):
         paths = []
@@ -31,11 +31,20 @@ SCRIPT = textwrap.dedent('''
                                              multiprocessing_context="spawn")
         ids = sorted(int(i) for batch in loader for i in batch["id"])
         assert ids == list(range(150)), ids
+        from tfrec_fast import _worker_ring
+        assert _worker_ring._rings, "the batches never came through the shared-memory ring"
         indexed = IndexedTFRecordDataset(paths, spec=spec)
         loader = torch.utils.data.DataLoader(indexed, batch_size=10, shuffle=True,
                                              num_workers=2, multiprocessing_context="spawn")
         ids = sorted(int(i) for batch in loader for i in batch["id"])
         assert ids == list(range(150)), ids
+        _worker_ring._rings.clear()  # the indexed dataset's batches through the ring too
+        loader = torch.utils.data.DataLoader(indexed, batch_size=10, shuffle=True,
+                                             num_workers=2, multiprocessing_context="spawn",
+                                             collate_fn=collate)
+        ids = sorted(int(i) for batch in loader for i in batch["id"])
+        assert ids == list(range(150)), ids
+        assert _worker_ring._rings, "collate's batches never came through the ring"
         print("ok")
 
     if __name__ == "__main__":

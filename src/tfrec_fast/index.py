@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _core
 from ._core import FRAMING_SIZE, RecordBatch
+from ._platform import after_fork_in_child
 from .errors import DataLossError
 from .records import (ITER_BATCH_BYTES, TFRecordReader, _display, _one_path, _resolve,
                       detect_compression, normalize_compression)
@@ -37,7 +38,7 @@ def _forked() -> None:
     _process_generation += 1
 
 
-os.register_at_fork(after_in_child=_forked)
+after_fork_in_child(_forked)
 
 # Records at most this many bytes apart are fetched by one read, up to this many bytes per read.
 MAX_GAP = 64 << 10

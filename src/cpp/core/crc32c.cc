@@ -7,9 +7,10 @@
 #include <stdexcept>
 
 #include "crc32c_internal.h"
+#include "portable.h"  // TFR_MSVC_INTRINSICS
 
 #if (defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)) && \
-    defined(_MSC_VER) && !defined(__clang__)
+    TFR_MSVC_INTRINSICS
 #include <immintrin.h>
 #include <intrin.h>
 #elif defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)
@@ -27,7 +28,7 @@ namespace {
 
 // CPUID leaf/subleaf -> eax, ebx, ecx, edx; false when the CPU has no such leaf.
 bool cpuid(unsigned leaf, unsigned subleaf, unsigned regs[4]) {
-#if defined(_MSC_VER) && !defined(__clang__)
+#if TFR_MSVC_INTRINSICS
   int max[4], out[4];
   __cpuid(max, int(leaf & 0x80000000u));
   if (unsigned(max[0]) < leaf) return false;
@@ -41,7 +42,7 @@ bool cpuid(unsigned leaf, unsigned subleaf, unsigned regs[4]) {
 
 // The register state the OS saves (XCR0); only read once CPUID says OSXSAVE.
 uint64_t xcr0() {
-#if defined(_MSC_VER) && !defined(__clang__)
+#if TFR_MSVC_INTRINSICS
   return _xgetbv(0);
 #else
   unsigned lo = 0, hi = 0;

@@ -13,12 +13,28 @@
 #include "errors.h"
 #include "platform.h"
 
+// preadv is everywhere but in builds for macOS before 11 (its deployment target, not the SDK):
+// there the symbol is missing at run time, so the scatter reads are one read per span.
+#if defined(__APPLE__)
+#include <AvailabilityMacros.h>
+#endif
+#if !defined(__APPLE__) || MAC_OS_X_VERSION_MIN_REQUIRED >= 110000
+#define TFREC_HAVE_PREADV 1
+#endif
+
 namespace tfr::platform {
 namespace {
+
+static_assert(sizeof(off_t) >= 8, "offsets past 2 GiB need a 64-bit off_t (-D_FILE_OFFSET_BITS=64)");
+
+// Bytes one call moves at most: macOS refuses (EINVAL) a read or write of more than INT_MAX bytes,
+// Linux stops short of 2 GiB; the loops around each call take the rest.
+constexpr size_t kMaxIo = size_t(1) << 30;
 
 int fd_of(File file) { return int(file); }
 
 File open_with(const std::string& path, int flags, const char* what) {
+  check_path(path);
   int fd;
   do {
     fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
@@ -29,7 +45,16 @@ File open_with(const std::string& path, int flags, const char* what) {
 
 }  // namespace
 
-File open_read(const std::string& path) { return open_with(path, O_RDONLY, "cannot open"); }
+File open_read(const std::string& path, Access access) {
+  const File file = open_with(path, O_RDONLY, "cannot open");
+#if defined(__linux__)
+  // (Refused for a pipe, harmlessly.) macOS reads ahead on its own and takes no such hint.
+  if (access == Access::kSequential) ::posix_fadvise(fd_of(file), 0, 0, POSIX_FADV_SEQUENTIAL);
+#else
+  (void)access;
+#endif
+  return file;
+}
 
 File create_write(const std::string& path) {
   return open_with(path, O_WRONLY | O_CREAT | O_TRUNC, "cannot create");
@@ -50,17 +75,9 @@ FileInfo info(File file, const std::string& name) {
   return FileInfo{regular, regular ? uint64_t(st.st_size) : 0};
 }
 
-void hint_sequential(File file) {
-#ifdef POSIX_FADV_SEQUENTIAL
-  ::posix_fadvise(fd_of(file), 0, 0, POSIX_FADV_SEQUENTIAL);
-#else
-  (void)file;
-#endif
-}
-
 size_t read(File file, uint8_t* dst, size_t n, const std::string& name) {
   for (;;) {
-    const ssize_t got = ::read(fd_of(file), dst, n);
+    const ssize_t got = ::read(fd_of(file), dst, std::min(n, kMaxIo));
     if (got >= 0) return size_t(got);
     if (errno != EINTR) throw_errno("cannot read", name);
   }
@@ -68,7 +85,7 @@ size_t read(File file, uint8_t* dst, size_t n, const std::string& name) {
 
 size_t read_at(File file, uint8_t* dst, size_t n, uint64_t offset, const std::string& name) {
   for (;;) {
-    const ssize_t got = ::pread(fd_of(file), dst, n, off_t(offset));
+    const ssize_t got = ::pread(fd_of(file), dst, std::min(n, kMaxIo), off_t(offset));
     if (got >= 0) return size_t(got);
     if (errno != EINTR) throw_errno("cannot read", name);
   }
@@ -76,6 +93,9 @@ size_t read_at(File file, uint8_t* dst, size_t n, uint64_t offset, const std::st
 
 size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
                      const std::string& name) {
+#if !defined(TFREC_HAVE_PREADV)
+  return read_spans_one_by_one(file, spans, count, offset, name);
+#else
 #ifdef IOV_MAX
   constexpr size_t kMaxIov = IOV_MAX < 1024 ? IOV_MAX : 1024;
 #else
@@ -84,8 +104,12 @@ size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
   size_t total = 0;
   while (count > 0) {
     iovec iov[kMaxIov];
-    const size_t n = std::min(count, kMaxIov);
-    for (size_t i = 0; i < n; ++i) iov[i] = iovec{spans[i].data, spans[i].size};
+    size_t n = 0;
+    for (size_t bytes = 0; n < count && n < kMaxIov && bytes < kMaxIo; ++n) {
+      const size_t len = std::min(spans[n].size, kMaxIo - bytes);
+      iov[n] = iovec{spans[n].data, len};
+      bytes += len;
+    }
     const ssize_t got = ::preadv(fd_of(file), iov, int(n), off_t(offset));
     if (got < 0) {
       if (errno == EINTR) continue;
@@ -106,11 +130,12 @@ size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
     }
   }
   return total;
+#endif
 }
 
 void write_all(File file, const uint8_t* data, size_t n, const std::string& name) {
   while (n > 0) {
-    const ssize_t done = ::write(fd_of(file), data, n);
+    const ssize_t done = ::write(fd_of(file), data, std::min(n, kMaxIo));
     if (done < 0) {
       if (errno == EINTR) continue;
       throw_errno("cannot write", name);

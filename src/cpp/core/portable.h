@@ -4,7 +4,18 @@
 
 #include <cstdint>
 
+// cl.exe has no GCC builtins, only intrinsics (clang-cl has both and takes the builtins). MinGW
+// declares the same intrinsics, so tools/cross_check.sh compiles this branch there as well
+// (-DTFR_MSVC_INTRINSICS=1): the nearest check of MSVC's code there is without MSVC's headers.
+#ifndef TFR_MSVC_INTRINSICS
 #if defined(_MSC_VER) && !defined(__clang__)
+#define TFR_MSVC_INTRINSICS 1
+#else
+#define TFR_MSVC_INTRINSICS 0
+#endif
+#endif
+
+#if TFR_MSVC_INTRINSICS
 #include <intrin.h>
 #include <stdlib.h>
 #endif
@@ -19,7 +30,7 @@
 namespace tfr {
 
 inline uint64_t byteswap64(uint64_t v) {
-#if defined(_MSC_VER) && !defined(__clang__)
+#if TFR_MSVC_INTRINSICS
   return _byteswap_uint64(v);
 #else
   return __builtin_bswap64(v);
@@ -27,7 +38,7 @@ inline uint64_t byteswap64(uint64_t v) {
 }
 
 inline uint32_t byteswap32(uint32_t v) {
-#if defined(_MSC_VER) && !defined(__clang__)
+#if TFR_MSVC_INTRINSICS
   return _byteswap_ulong(v);
 #else
   return __builtin_bswap32(v);
@@ -36,7 +47,7 @@ inline uint32_t byteswap32(uint32_t v) {
 
 // Bits needed to write v (at least 1).
 inline int bit_width64(uint64_t v) {
-#if defined(_MSC_VER) && !defined(__clang__)
+#if TFR_MSVC_INTRINSICS
   unsigned long top = 0;
   _BitScanReverse64(&top, v | 1);
   return int(top) + 1;

@@ -155,7 +155,7 @@ RandomAccessReader::RandomAccessReader(const std::string& path, std::vector<int6
     }
   }
   options_.max_gap = std::min<uint64_t>(options_.max_gap, 1 << 20);
-  file_ = platform::open_read(path);
+  file_ = platform::open_read(path, platform::Access::kRandom);
   try {
     file_size_ = platform::info(file_, path).size;
   } catch (...) {

@@ -21,14 +21,13 @@ uint64_t Source::skip(uint64_t n) {
 }
 
 FileSource::FileSource(const std::string& path) : Source(path) {
-  file_ = platform::open_read(path);
+  file_ = platform::open_read(path, platform::Access::kSequential);
   try {
     refresh_size();
   } catch (...) {
     platform::close_quietly(file_);
     throw;
   }
-  if (regular_) platform::hint_sequential(file_);
 }
 
 FileSource::~FileSource() { platform::close_quietly(file_); }
