@@ -88,3 +88,60 @@ def save(path: str, dump: dict) -> None:
 def load(path: str) -> dict:
     with gzip.open(path, "rt") as f:
         return {k: [decode(v) for v in examples] for k, examples in json.load(f).items()}
+
+
+# ---- comparing -----------------------------------------------------------------------------
+
+def as_ragged(value: Any) -> Ragged:
+    """A tfrec_fast.Ragged (values, row_splits; values may be Ragged again) -> Ragged here."""
+    lengths = []
+    while hasattr(value, "row_splits") and hasattr(value, "values"):
+        lengths.append(np.diff(value.row_splits))
+        value = value.values
+    return Ragged(value, tuple(lengths))
+
+
+def differences(ours: Any, ref: Any, path: str = "", tolerance=None) -> list:
+    """Where ``ours`` differs from ``ref`` (a dumped value): same types (numpy scalar types,
+    bytes, dicts, tuples), dtypes, shapes and bits. ``tolerance``: {path: max absolute
+    difference} for values that may differ (JPEG pixels decoded another way)."""
+    if hasattr(ours, "row_splits"):
+        ours = as_ragged(ours)
+    if isinstance(ref, Ragged):
+        if not isinstance(ours, Ragged):
+            return [f"{path}: {type(ours).__name__}, expected a ragged value"]
+        if len(ours.nested_row_lengths) != len(ref.nested_row_lengths):
+            return [f"{path}: ragged rank {len(ours.nested_row_lengths)}, expected "
+                    f"{len(ref.nested_row_lengths)}"]
+        out = differences(ours.flat_values, ref.flat_values, path + "(flat values)", tolerance)
+        for k, (a, b) in enumerate(zip(ours.nested_row_lengths, ref.nested_row_lengths)):
+            if not np.array_equal(a, b):
+                out.append(f"{path}: row lengths {k}: {a} != {b}")
+        return out
+    if isinstance(ref, dict):
+        if not isinstance(ours, dict) or set(ours) != set(ref):
+            return [f"{path}: {sorted(ours) if isinstance(ours, dict) else type(ours)}, "
+                    f"expected keys {sorted(ref)}"]
+        return [d for k in ref for d in differences(ours[k], ref[k], f"{path}/{k}", tolerance)]
+    if isinstance(ref, tuple):
+        if not isinstance(ours, tuple) or len(ours) != len(ref):
+            return [f"{path}: {ours!r}, expected a tuple of {len(ref)}"]
+        return [d for i, (a, b) in enumerate(zip(ours, ref))
+                for d in differences(a, b, f"{path}[{i}]", tolerance)]
+    if type(ours) is not type(ref):
+        return [f"{path}: {type(ours).__name__}, expected {type(ref).__name__}"]
+    if isinstance(ref, np.ndarray):
+        if ours.dtype != ref.dtype or ours.shape != ref.shape:
+            return [f"{path}: {ours.dtype}{ours.shape}, expected {ref.dtype}{ref.shape}"]
+        if ref.dtype == object:
+            return [] if ours.tolist() == ref.tolist() else [f"{path}: {ours!r} != {ref!r}"]
+        if ours.tobytes() == ref.tobytes():
+            return []
+        worst = float(np.max(np.abs(ours.astype(np.float64) - ref.astype(np.float64))))
+        allowed = (tolerance or {}).get(path)
+        if allowed is not None and worst <= allowed:
+            return []
+        return [f"{path}: values differ (by up to {worst})"]
+    if isinstance(ref, np.generic):
+        return [] if ours.tobytes() == ref.tobytes() else [f"{path}: {ours!r} != {ref!r}"]
+    return [] if ours == ref else [f"{path}: {ours!r} != {ref!r}"]

@@ -9,9 +9,10 @@ it works in DataLoader workers.
 
 from __future__ import annotations
 
+import collections.abc
 import errno
 import os
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -381,8 +382,9 @@ class Dataset:
         return self.info.data_dir
 
     @property
-    def splits(self) -> Dict[str, Split]:
-        return {name: self[name] for name in self.info.splits}
+    def splits(self) -> Mapping[str, Split]:
+        """Split name -> :class:`Split` (each opened when looked up)."""
+        return _Splits(self)
 
     def __getitem__(self, split) -> Split:
         key = split if isinstance(split, str) else None
@@ -416,6 +418,25 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"<Dataset {self.info.full_name} at {self.data_dir}>"
+
+
+class _Splits(collections.abc.Mapping):
+    def __init__(self, dataset: Dataset):
+        self._dataset = dataset
+
+    def __getitem__(self, name: str) -> Split:
+        if name not in self._dataset.info.splits:
+            raise KeyError(f"no split {name!r}: the splits are {list(self._dataset.info.splits)}")
+        return self._dataset[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dataset.info.splits)
+
+    def __len__(self) -> int:
+        return len(self._dataset.info.splits)
+
+    def __repr__(self) -> str:
+        return repr({name: info for name, info in self._dataset.info.splits.items()})
 
 
 def open(path, *, name: Optional[str] = None, decode_images: bool = False,

@@ -28,9 +28,8 @@ from ..errors import ExampleParseError
 from ..example import BytesColumn, Ragged, VarLen, _rows, feature_kinds, parse_examples
 from .decode import is_skip
 from .errors import UnknownFeatureError
-from .features import STRING, Feature, Image, Tensor, UnknownFeature
-from .spec import (Leaf, TensorInfo, example_spec, leaves, output_template, ragged_keys,
-                   value_keys)
+from .features import Feature, Image, Tensor, UnknownFeature
+from .spec import Leaf, example_spec, leaves, output_template, ragged_keys, value_keys
 
 __all__ = ["Decoder", "decode_image", "skipped_paths"]
 
