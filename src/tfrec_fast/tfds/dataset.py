@@ -142,6 +142,9 @@ class Split:
         self.info = info
         self.name = split if isinstance(split, str) else repr(split)
         self._instructions = file_instructions(split, info.splits)
+        if not self._instructions:  # as TFDS, which refuses to read nothing
+            raise ValueError(f"split {self.name!r} of {info.name} selects no examples "
+                             "(TFDS: corresponds to no data)")
         self._check_shards()
         paths = {leaf.path for leaf in leaves(info.features)}
         self._options = dict(decode_images=bool(decode_images),
