@@ -17,7 +17,5 @@ python3 -m venv "$VENV"
 # tensorflow-datasets imports importlib_resources without declaring it.
 pip install -q ".[tfds]" pytest hypothesis "tensorflow-cpu==2.21.0" \
   "tensorflow-datasets==4.9.10" importlib_resources
-cd tests  # import the installed tfrec_fast, not ../src
-python -m pytest -p no:cacheprovider -c ../pyproject.toml --rootdir .. \
-  test_tfds_peer.py test_tfds.py
+python -m pytest -p no:cacheprovider tests/test_tfds_peer.py tests/test_tfds.py
 deactivate
