@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence as Seq, Set
 
 import numpy as np
@@ -179,6 +181,26 @@ def _stack(elements: list, element_shape, dtype) -> np.ndarray:
     return np.stack(elements)
 
 
+_POOL: Optional[ThreadPoolExecutor] = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The threads decoding images, made on first use in each process."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
+                                   thread_name_prefix="tfrec_fast.tfds-decode")
+    return _POOL
+
+
+def _forget_pool() -> None:  # a forked child has the pool object but none of its threads
+    global _POOL
+    _POOL = None
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 # ---- one leaf ---------------------------------------------------------------------------------
 
 class _LeafDecoder:
@@ -204,6 +226,7 @@ class _LeafDecoder:
             self.element = None
             self.out_shape, self.out_dtype = self.info.inner_shape, self.info.dtype
         self.decoded = self.element is not None
+        self.parallel = self.decoded and isinstance(feature, Image)
         if self.dynamic and self.rank > 1:
             raise NotImplementedError(f"feature {self.path!r}: a Tensor of several unknown "
                                       "dimensions under two Sequences (TFDS cannot decode it)")
@@ -245,15 +268,28 @@ class _LeafDecoder:
     # bytes values: strings, encoded images and tensors
     def _bytes(self, column: BytesColumn, n: int) -> list:
         rows = column.to_list()
-        if self.rank == 0 and self.info.shape == ():
-            if not self.decoded:
-                return rows
-            return [self._element(data, i) for i, data in enumerate(rows)]
+        scalar = self.rank == 0 and self.info.shape == ()
         if not self.decoded:
-            shape = _shape_arg(self.info.shape)
-            return [_object_array(row, shape) for row in rows]
-        return [_stack([self._element(data, i) for data in row], self.out_shape,
-                       self.out_dtype) for i, row in enumerate(rows)]
+            return rows if scalar else [_object_array(row, _shape_arg(self.info.shape))
+                                        for row in rows]
+        if scalar:
+            return self._decode_each(rows, range(len(rows)))
+        return [_stack(elements, self.out_shape, self.out_dtype)
+                for elements in self._decode_rows(rows)]
+
+    def _decode_rows(self, rows: List[list]) -> List[list]:
+        """Each record's elements decoded (all of them in one go, for the thread pool)."""
+        flat = [data for row in rows for data in row]
+        owners = [i for i, row in enumerate(rows) for _ in row]
+        decoded = iter(self._decode_each(flat, owners))
+        return [[next(decoded) for _ in row] for row in rows]
+
+    def _decode_each(self, items: list, records) -> list:
+        """Decodes items (``records[j]`` holding item j); images on a thread pool, as Pillow
+        and simplejpeg decode with the GIL released."""
+        if self.parallel and len(items) > 1:
+            return list(_pool().map(self._element, items, records))
+        return [self._element(data, record) for data, record in zip(items, records)]
 
     def _element(self, data: bytes, record: int, *args):
         try:
@@ -294,7 +330,7 @@ class _LeafDecoder:
             splits = flat.row_splits.tolist()
             items = flat.to_list()
             if self.decoded:
-                elements = [[self._element(v, i) for v in row] for i, row in enumerate(items)]
+                elements = self._decode_rows(items)
             else:
                 elements = items
         else:

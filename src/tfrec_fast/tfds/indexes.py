@@ -58,16 +58,21 @@ def shard_index(path: str, expected: int, *, index_dir: Optional[str] = None) ->
     """``(offsets, sizes)`` of a shard that dataset_info.json says holds ``expected`` records:
     a kept index, or a new one (then kept). A shard holding another number of records raises
     :class:`~tfrec_fast.DataLossError` (reason ``shard_lengths``)."""
-    beside = path + ".idx"
-    cached = _cached_name(path, index_dir)
-    candidates = [cached] if index_dir is not None else [beside, cached]
+    if "://" in path:  # a URL: no place to keep it that could be checked against the shard
+        candidates = []
+    elif index_dir is not None:
+        candidates = [_cached_name(path, index_dir)]
+    else:
+        candidates = [path + ".idx", _cached_name(path, index_dir)]
     for candidate in candidates:
         found = _usable(candidate, path, expected)
         if found is not None:
             return found
     offsets, sizes = create_index(path)
-    check_count(path, expected, len(offsets),
-                int(offsets[expected]) if len(offsets) > expected else os.path.getsize(path))
+    if len(offsets) != expected:
+        end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
+        check_count(path, expected, len(offsets),
+                    int(offsets[expected]) if len(offsets) > expected else end)
     for candidate in candidates:
         try:
             os.makedirs(os.path.dirname(candidate), exist_ok=True)
