@@ -29,8 +29,9 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tfds")
 FIXTURE, ORDERED = "tfrec_fixture/1.2.0", "tfrec_ordered/0.1.0"
 HAVE_SIMPLEJPEG = importlib.util.find_spec("simplejpeg") is not None
 # Without simplejpeg, JPEGs are decoded by Pillow (accurate DCT) where TensorFlow uses the fast
-# integer DCT: pixels may differ by a few levels (measured: at most 6 on the fixture's noise).
-JPEG_TOLERANCE = {} if HAVE_SIMPLEJPEG else {"/photo": 8}
+# integer DCT: pixels may differ by a few levels (measured: at most 10 on the fixture's images of
+# pure noise, the worst case for JPEG).
+JPEG_TOLERANCE = {} if HAVE_SIMPLEJPEG else {"/photo": 16}
 
 
 @pytest.fixture(scope="session")
@@ -92,7 +93,10 @@ def test_value_types_as_tfds_gives_them(data_dir):
     assert ex["objects"]["name"].dtype == object and ex["words"].dtype == object
     assert ex["f64"].dtype == np.float64 and ex["i16_rows"].dtype == np.int16
     assert ex["video"].shape[1:] == (4, 4, 3) and ex["steps"].shape == (3,)
-    assert isinstance(ex["tokens"], tfrec_fast.Ragged)
+    assert isinstance(ex["tokens"], tfrec_fast.Ragged) and isinstance(ex["phrases"],
+                                                                      tfrec_fast.Ragged)
+    assert ex["pairs"].shape == (2, 3, 3, 3) and ex["segmentation"].shape == (4, 4, 1)
+    assert ex["audio"].dtype == np.int16 and ex["languages"]["language"].dtype == object
     assert all(a.flags.writeable for a in (ex["u8_bytes"], ex["f16_zlib"], ex["image"]))
     encoded = tfds.open(os.path.join(data_dir, FIXTURE))["train"][0]
     assert encoded["image"][:4] == b"\x89PNG" and encoded["photo"][:2] == b"\xff\xd8"
@@ -106,13 +110,13 @@ def test_jpeg_pixels_equal_tensorflows_with_simplejpeg(data_dir, dumps):
         assert ours["photo"].tobytes() == ref["photo"].tobytes()
 
 
-def test_jpeg_pixels_with_pillow_differ_by_a_few_levels_at_most(data_dir, dumps, monkeypatch):
+def test_jpeg_pixels_decoded_by_pillow_differ_by_a_few_levels_at_most(data_dir, dumps, monkeypatch):
     pytest.importorskip("PIL")
     monkeypatch.setitem(__import__("sys").modules, "simplejpeg", None)  # as if not installed
     ds = tfds.open(os.path.join(data_dir, FIXTURE), decode_images=True)
     for ours, ref in zip(ds["test"], dumps[FIXTURE]["test/decoded"]):
         assert ours["photo"].shape == ref["photo"].shape
-        assert np.abs(ours["photo"].astype(int) - ref["photo"]).max() <= 8
+        assert np.abs(ours["photo"].astype(int) - ref["photo"]).max() <= 16
 
 
 def test_skip_decoding_per_feature(data_dir, dumps):
@@ -181,6 +185,11 @@ def test_info(data_dir):
     assert features["f16_zlib"].shape == (None, None) and features["f16_zlib"].encoding == "zlib"
     assert features["tokens"].feature.feature.dtype == np.int64
     assert features["steps"].length == 3 and features["maybe"].optional
+    assert features["segmentation"].names == ["background", "thing"]
+    assert isinstance(features["languages"], F.TranslationVariableLanguages)
+    assert features["translation"].languages == ["en", "fr"]
+    assert features["audio"].sample_rate == 8000 and features["audio"].dtype == np.int16
+    assert features["pairs"].length == 2 and features["pairs"].feature.shape == (3, 3, 3)
     assert "ClassLabel" in repr(features) and "tfrec_fixture" in repr(info)
 
 

@@ -36,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "tfds")
 DATASETS = ("tfrec_fixture/1.2.0", "tfrec_ordered/0.1.0")
 HAVE_SIMPLEJPEG = importlib.util.find_spec("simplejpeg") is not None
-TOLERANCE = {} if HAVE_SIMPLEJPEG else {"/photo": 8}
+TOLERANCE = {} if HAVE_SIMPLEJPEG else {"/photo": 16}  # see test_tfds.py
 
 
 @pytest.fixture(scope="module")

@@ -85,6 +85,11 @@ class TfrecFixture(tfds.core.GeneratorBasedBuilder):
                     },
                 },
                 "translation": F.Translation(languages=["en", "fr"]),
+                "languages": F.TranslationVariableLanguages(languages=["de", "en", "fr"]),
+                "segmentation": F.LabeledImage(labels=["background", "thing"], shape=(4, 4, 1)),
+                "audio": F.Audio(shape=(None,), dtype=np.int16, sample_rate=8000),
+                "phrases": F.Sequence(F.Sequence(F.Text())),
+                "pairs": F.Sequence(F.Image(shape=(3, 3, 3)), length=2),
             }),
             supervised_keys=("image", "label"),
             homepage="https://example.org/tfrec_fast",
@@ -143,6 +148,12 @@ def _example(rng, i):
         "meta": {"id": 1000 + i,
                  "info": {"score": float(rng.random()), "tag": ["low", "high"][i % 2]}},
         "translation": {"en": f"hello {i}", "fr": f"bonjour {i}"},
+        "languages": {lang: f"{lang} {i}" for lang in ("de", "en", "fr")[:1 + i % 3]},
+        "segmentation": rng.integers(0, 2, (4, 4, 1), dtype=np.uint8),
+        "audio": rng.integers(-2**15, 2**15, int(rng.integers(0, 6)), dtype=np.int16),
+        "phrases": [[f"p{i}.{j}.{k}" for k in range(int(rng.integers(0, 3)))]
+                    for j in range(int(rng.integers(0, 3)))],
+        "pairs": rng.integers(0, 256, (2, 3, 3, 3), dtype=np.uint8),
     }
 
 
