@@ -8,7 +8,9 @@ turns each leaf's column into one value per record:
 - strings: ``bytes``, or an object array of bytes for a non-scalar shape;
 - Tensors stored as bytes (encoding "bytes"/"zlib"): the raw array read back;
 - Images (and Videos, Sequences of them): the encoded bytes, or with ``decode_images`` the
-  pixels decoded by Pillow (uint8, uint16 or float32 of the declared shape);
+  pixels (uint8, uint16 or float32 of the declared shape), decoded by Pillow on a thread pool;
+  JPEGs by simplejpeg where it is installed, which gives TensorFlow's pixels exactly (Pillow's
+  DCT differs from TensorFlow's fast one by a few levels);
 - under a Sequence: one array with a leading dimension; under two or more: a
   :class:`tfrec_fast.Ragged` (TensorFlow gives a tf.RaggedTensor), values of the innermost
   level first stacked;
