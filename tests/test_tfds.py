@@ -119,6 +119,35 @@ def test_jpeg_pixels_decoded_by_pillow_differ_by_a_few_levels_at_most(data_dir, 
         assert np.abs(ours["photo"].astype(int) - ref["photo"]).max() <= 16
 
 
+def test_images_decoded_on_the_thread_pool(data_dir, dumps, monkeypatch):
+    monkeypatch.setattr("tfrec_fast.tfds.decoder.PARALLEL_BYTES", 0)  # every image, however small
+    ds = tfds.open(os.path.join(data_dir, FIXTURE), decode_images=True)
+    for ours, ref in zip(ds["test"], dumps[FIXTURE]["test/decoded"]):
+        assert_same(ours, ref)
+
+
+@pytest.mark.parametrize("pool", [False, True])
+def test_an_image_that_does_not_decode_names_its_record(own_copy, monkeypatch, pool):
+    if pool:
+        monkeypatch.setattr("tfrec_fast.tfds.decoder.PARALLEL_BYTES", 0)
+    path = os.path.join(own_copy, ORDERED)
+    shard = os.path.join(path, "tfrec_ordered-train.tfrecord-00001-of-00003")
+    records = list(read_records(shard, copy=True))
+    example = tfrec_fast.proto.Example.FromString(records[6])
+    example.features.feature["image"].bytes_list.value[0] = b"\x89PNG not really"
+    records[6] = example.SerializeToString()
+    with TFRecordWriter(shard) as w:
+        for record in records:
+            w.write(record)
+    assert len(list(tfds.open(path)["train"])) == 40  # bytes are bytes
+    split = tfds.open(path, decode_images=True)["train"]
+    for attempt in (lambda: list(split), lambda: split[13 + 6]):
+        with pytest.raises(ExampleParseError, match="cannot decode") as error:
+            attempt()
+        assert (error.value.path, error.value.record_index, error.value.feature) == (
+            shard, 6, "image")
+
+
 def test_skip_decoding_per_feature(data_dir, dumps):
     ds = tfds.open(os.path.join(data_dir, FIXTURE), decode_images=True)
     split = ds.as_dataset("test", decoders={"image": tfds.SkipDecoding(),
@@ -527,10 +556,20 @@ def test_disable_shuffling_reads_shards_one_after_another(data_dir):
     assert [int(e["index"]) for e in split] == list(range(40))
 
 
+def test_read_config_cycle_length_one_is_file_order(data_dir):
+    path = os.path.join(data_dir, FIXTURE)
+    split = tfds.open(path).as_dataset("train", read_config=tfds.ReadConfig(
+        interleave_cycle_length=1))
+    assert meta_ids(split) == _file_order_ids(path, "train") != meta_ids(tfds.open(path)["train"])
+    assert [int(split[i]["meta"]["id"]) for i in (0, 30, 69)] == [
+        _file_order_ids(path, "train")[i] for i in (0, 30, 69)]
+    with pytest.raises(ValueError, match="AUTOTUNE"):
+        tfds.open(path).as_dataset("train", read_config=tfds.ReadConfig(-1))
+
+
 def test_shuffle_files_reads_every_example_once(data_dir):
     ds = tfds.open(os.path.join(data_dir, FIXTURE))
-    split = ds.as_dataset("train", shuffle_files=True,
-                          read_config=type("RC", (), {"shuffle_seed": 3})())
+    split = ds.as_dataset("train", shuffle_files=True, read_config=tfds.ReadConfig(shuffle_seed=3))
     first, second = meta_ids(split), meta_ids(split)
     assert sorted(first) == sorted(second) == sorted(meta_ids(ds["train"]))
     assert first != second or first != meta_ids(ds["train"])

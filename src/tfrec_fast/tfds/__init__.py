@@ -13,7 +13,7 @@ and tfrec_fast.tfds.torch has a map-style PyTorch dataset.
 """
 
 from . import decode, features
-from .compat import as_numpy, builder, builder_from_directory, load
+from .compat import ReadConfig, as_numpy, builder, builder_from_directory, load
 from .dataset import Batched, Dataset, Split, open
 from .decode import SkipDecoding
 from .errors import DatasetInfoError, UnknownFeatureError
@@ -25,6 +25,7 @@ __all__ = [
     "Dataset",
     "DatasetInfo",
     "DatasetInfoError",
+    "ReadConfig",
     "ReadInstruction",
     "SkipDecoding",
     "Split",

@@ -9,12 +9,25 @@ datasets already prepared (nothing is downloaded or built), with the values
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from .dataset import Batched, Dataset, Split
 from .metadata import locate
 
-__all__ = ["load", "builder", "builder_from_directory", "as_numpy"]
+__all__ = ["ReadConfig", "load", "builder", "builder_from_directory", "as_numpy"]
+
+
+@dataclass
+class ReadConfig:
+    """The part of ``tfds.ReadConfig`` that decides the order of the examples (TFDS's own
+    ReadConfig objects are read the same way). ``interleave_cycle_length=None``: TFDS's default,
+    16 shards at a time, or 1 (shard after shard: file order) when the dataset disables
+    shuffling; ``shuffle_seed``: the shard order with ``shuffle_files=True``."""
+
+    interleave_cycle_length: Optional[int] = None
+    interleave_block_length: int = 16
+    shuffle_seed: Optional[int] = None
 
 def _data_dir(data_dir) -> str:
     if data_dir is not None:

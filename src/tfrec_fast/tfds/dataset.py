@@ -154,6 +154,9 @@ class Split:
         self._cycle = getattr(read_config, "interleave_cycle_length", None)
         if not isinstance(self._cycle, int):  # TFDS's MISSING / None: the default
             self._cycle = 1 if info.disable_shuffling else CYCLE_LENGTH
+        elif self._cycle < 1:  # tf.data.AUTOTUNE: an order that depends on TensorFlow's
+            raise ValueError("interleave_cycle_length must be a positive number (AUTOTUNE "
+                             "leaves the order to TensorFlow's view of the machine)")
         self._block = getattr(read_config, "interleave_block_length", None) or BLOCK_LENGTH
         self._rng = np.random.default_rng(getattr(read_config, "shuffle_seed", None))
         self._verify = bool(verify)
