@@ -702,8 +702,27 @@ def test_batches_as_tf_data_batch(data_dir, dumps):
     assert len(whole) == 1 and whole[0]["index"].tolist() == list(range(40))
     encoded = next(iter(tfds.open(os.path.join(data_dir, ORDERED))["train"].batches(4)))
     assert encoded["image"].dtype == object and encoded["image"].shape == (4,)
-    with pytest.raises(ValueError, match="different shapes"):
+    with pytest.raises(TypeError, match="ragged"):
         next(iter(tfds.open(os.path.join(data_dir, FIXTURE))["train"].batches(8)))
+
+
+def test_batches_pad_as_padded_batch(data_dir, dumps):
+    from tfrec_fast.tfds.dataset import _stack  # what Batched does with each batch
+    ragged = ("tokens", "phrases")  # cannot be batched (nor by TensorFlow)
+    examples = tfds.open(os.path.join(data_dir, FIXTURE))["test[:6]"]
+    batch = _stack([{k: v for k, v in e.items() if k not in ragged} for e in examples])
+    ref = dumps[FIXTURE]["test/encoded"]
+    longest = max(len(e["i32_var"]) for e in ref[:6])
+    assert batch["i32_var"].shape == (6, longest) and batch["i32_var"].dtype == np.int32
+    for row, example in zip(batch["i32_var"], ref[:6]):
+        n = len(example["i32_var"])
+        assert row[:n].tolist() == example["i32_var"].tolist() and not row[n:].any()
+    assert batch["text"].dtype == object and batch["text"].tolist() == [e["text"] for e in ref[:6]]
+    words = max(len(e["words"]) for e in ref[:6])
+    assert batch["words"].shape == (6, words)
+    assert batch["words"][0].tolist() == ref[0]["words"].tolist() + [b""] * (
+        words - len(ref[0]["words"]))
+    assert batch["label"].dtype == np.int64 and batch["objects"]["bbox"].shape[2] == 4
 
 
 # ---- torch -----------------------------------------------------------------------------------

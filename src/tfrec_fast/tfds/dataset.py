@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 import numpy as np
 
 from ..errors import ExampleParseError
+from ..example import Ragged
 from ..index import IndexedTFRecordReader
 from ..records import ITER_BATCH_BYTES, TFRecordReader
 from .decoder import Decoder, skipped_paths
@@ -332,9 +333,10 @@ def _select(example: Mapping, keys: Any) -> Any:
 
 
 class Batched:
-    """Examples stacked into batches, as ``tf.data.Dataset.batch`` makes them: each leaf an
-    array with a leading batch dimension (bytes in an object array). Values of different
-    shapes cannot be stacked (TensorFlow refuses them too)."""
+    """Examples in batches, as TFDS's ``batch_size`` makes them (``padded_batch``): each leaf an
+    array with a leading batch dimension, values of different shapes zero-padded (``b""`` for
+    strings) to the largest of the batch; bytes in an object array. The last batch may be
+    smaller. Ragged values (two Sequences deep) cannot be batched, as in TensorFlow."""
 
     def __init__(self, split: Split, batch_size: int):
         if batch_size != -1 and batch_size < 1:
@@ -362,15 +364,18 @@ def _stack(values: list) -> Any:
         return {k: _stack([v[k] for v in values]) for k in first}
     if isinstance(first, tuple):
         return tuple(_stack([v[i] for v in values]) for i in range(len(first)))
+    if isinstance(first, Ragged):
+        raise TypeError("ragged values (features under two Sequences) cannot be batched, as "
+                        "TensorFlow's padded_batch cannot batch them")
     if isinstance(first, bytes):
-        out = np.empty(len(values), dtype=object)
-        out[:] = values
-        return out
-    try:
-        return np.stack(values)
-    except ValueError:
-        raise ValueError("cannot batch values of different shapes (as TensorFlow cannot): "
-                         f"{sorted({np.shape(v) for v in values})}") from None
+        values = [np.array(v, dtype=object) for v in values]
+    arrays = [np.asarray(v) for v in values]
+    shape = tuple(max(dims) for dims in zip(*(a.shape for a in arrays)))
+    out = np.full((len(arrays),) + shape, b"" if arrays[0].dtype == object else 0,
+                  dtype=arrays[0].dtype)
+    for i, a in enumerate(arrays):
+        out[(i,) + tuple(slice(0, d) for d in a.shape)] = a
+    return out
 
 
 class Dataset:
