@@ -196,7 +196,7 @@ def _unpack(future: Future, channel: _Channel, pid: int) -> Iterator:
         raise error
 
 
-def _feed(items: Iterable, channel: _Channel, submit: Callable[[object], Future]) -> None:
+def _feed(items: Iterable, channel: _Channel, submit: Callable[[list], Future]) -> None:
     """A reader thread: takes items from `items` and puts `submit(item)` in the channel."""
     iterator = iter(items)
     try:
@@ -220,6 +220,11 @@ def _done(value) -> Future:
     return future
 
 
+def _submitter(pool: ThreadPoolExecutor, work: Callable) -> Callable[[list], Future]:
+    """submit(bundle): the future of work over the bundle, on the pool."""
+    return lambda bundle: pool.submit(_work_bundle, work, bundle)
+
+
 def ordered(work: Optional[Callable], items: Iterable, num_threads: int, *,
             deterministic: bool = True, size_of: Callable[[object], int] = _alone,
             name: str = "tfrec_fast") -> Iterator:
@@ -239,8 +244,11 @@ def ordered(work: Optional[Callable], items: Iterable, num_threads: int, *,
         finally:
             _close(items)
         return
-    pool = ThreadPoolExecutor(num_threads, thread_name_prefix=f"{name}-work") if work else None
-    submit = (lambda bundle: pool.submit(_work_bundle, work, bundle)) if pool else _done
+    pool: Optional[ThreadPoolExecutor] = None
+    submit: Callable[[list], Future] = _done
+    if work is not None:
+        pool = ThreadPoolExecutor(num_threads, thread_name_prefix=f"{name}-work")
+        submit = _submitter(pool, work)
     try:
         yield from _threaded(_bundles(items, size_of), submit, num_threads + 1, deterministic,
                              name)

@@ -48,6 +48,9 @@ Columns for :func:`encode_examples` (N rows each; ``n`` is inferred and all colu
   ``row_splits``), as the decoder returns it: round trips without a copy per value.
 - any of these wrapped in :class:`Int64s`/:class:`Floats`/:class:`Bytes` to force the kind;
   ``Bytes(uint8_array[N, ...])`` stores each row's raw bytes as one value.
+- any of these wrapped in :class:`Partial` with N ``present`` flags: the records whose flag is
+  false do not hold the feature at all (what readers see as a missing feature, not an empty
+  list).
 
 Conversion happens in C++ with the GIL held; encoding a batch releases it.
 """
@@ -62,7 +65,7 @@ from . import _core
 from ._core import RecordBatch
 
 __all__ = ["encode_example", "encode_examples", "encode_sequence_example",
-           "encode_sequence_examples", "Int64s", "Floats", "Bytes"]
+           "encode_sequence_examples", "Int64s", "Floats", "Bytes", "Partial"]
 
 
 class _Typed:
@@ -78,7 +81,7 @@ class _Typed:
         return f"{type(self).__name__}({self.values!r})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.values == other.values  # type: ignore[attr-defined]
+        return type(self) is type(other) and self.values == getattr(other, "values")
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -102,6 +105,22 @@ class Bytes(_Typed):
 
     __slots__ = ()
     _tfrec_kind = "bytes"
+
+
+class Partial:
+    """A column of N rows that some records lack: record i holds the feature only where
+    ``present[i]`` is true (N booleans); elsewhere the row's values are not read. For
+    :func:`encode_examples` and the context of :func:`encode_sequence_examples`."""
+
+    __slots__ = ("column", "present")
+    _tfrec_partial = True  # read by the C++ converter
+
+    def __init__(self, column: Any, present: Any) -> None:
+        self.column = column
+        self.present = present
+
+    def __repr__(self) -> str:
+        return f"Partial({self.column!r}, present={self.present!r})"
 
 
 def encode_example(features: Mapping[str, Any]) -> bytes:

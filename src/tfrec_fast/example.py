@@ -8,8 +8,10 @@ buffer (no copy).
 
 from __future__ import annotations
 
+import base64
+import enum
 import math
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -21,11 +23,24 @@ from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_pa
 __all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged", "BytesColumn",
            "parse_examples", "parse_example", "parse_sequence_examples", "read_examples"]
 
-# Must match tfr::ValueKind and tfr::Layout in src/cpp/core/example_decoder.h.
-_INT64, _FLOAT, _BYTES = 0, 1, 2
-_FIXED, _VAR, _RAW_BYTES = 0, 1, 2
-_NUMPY = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
-_KIND_DTYPE = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
+# The decoder's own vocabulary (tfr::ValueKind, tfr::Layout), taken from its bound enums as
+# IntEnums (so they also compare and hash as the ints they are).
+class ValueKind(enum.IntEnum):
+    INT64 = int(_core.ValueKind.INT64)
+    FLOAT = int(_core.ValueKind.FLOAT)
+    BYTES = int(_core.ValueKind.BYTES)
+
+
+class Layout(enum.IntEnum):
+    FIXED = int(_core.Layout.FIXED)
+    VAR = int(_core.Layout.VAR)
+    RAW_BYTES = int(_core.Layout.RAW_BYTES)
+
+
+_INT64, _FLOAT, _BYTES = ValueKind.INT64, ValueKind.FLOAT, ValueKind.BYTES
+_FIXED, _VAR, _RAW_BYTES = Layout.FIXED, Layout.VAR, Layout.RAW_BYTES
+_NUMPY: Dict[int, np.dtype] = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
+_KIND_DTYPE: Dict[int, str] = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
 
 _KIND_NAMES = {
     "int64": _INT64, "int": _INT64,
@@ -34,7 +49,7 @@ _KIND_NAMES = {
 }
 
 
-def _kind_of(dtype) -> Optional[int]:
+def _kind_of(dtype) -> Optional[ValueKind]:
     """The list kind a dtype names (int64 / float32 / bytes), or None for other numeric dtypes."""
     if isinstance(dtype, str) and dtype in _KIND_NAMES:
         return _KIND_NAMES[dtype]
@@ -74,11 +89,15 @@ class FixedLen:
         self.from_bytes = kind is None if from_bytes is None else bool(from_bytes)
         if self.from_bytes and kind == _BYTES:
             raise ValueError("from_bytes needs a numeric dtype")
-        self.kind = _BYTES if self.from_bytes else kind
+        if kind is None and not self.from_bytes:
+            raise ValueError(f"FixedLen dtype {dtype!r} is read from raw bytes: from_bytes=False "
+                             "needs 'int64', 'float32' or 'bytes'")
+        self.kind: ValueKind = _BYTES if self.from_bytes or kind is None else kind
         if self.from_bytes:
-            self.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
+            self.dtype: np.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
         else:
-            self.dtype = _NUMPY.get(kind, np.dtype(object))
+            self.dtype = _NUMPY.get(kind, np.dtype(object)) if kind is not None else \
+                np.dtype(object)
         if kind == _BYTES and isinstance(default, str):
             default = default.encode()
         self.default = default
@@ -223,7 +242,8 @@ class BytesColumn:
         return np.where(self.starts < 0, len(self.default), self.ends - self.starts)
 
     def to_list(self) -> list:
-        data = self.values.tobytes() if len(self.values) < (1 << 16) else memoryview(self.values)
+        data: Any = self.values.tobytes() if len(self.values) < (1 << 16) else \
+            memoryview(self.values.data)
         flat = [bytes(data[s:e]) if s >= 0 else self.default
                 for s, e in zip(self.starts.tolist(), self.ends.tolist())]
         if self.row_splits is None:
@@ -263,7 +283,7 @@ def _from_tensorflow(feature) -> Spec:
     raise TypeError(f"unsupported TensorFlow feature spec {kind}")
 
 
-def normalize_spec(spec) -> Dict[str, Spec]:
+def normalize_spec(spec) -> Dict[str, Optional[Spec]]:
     """Accepts {name: FixedLen | VarLen}, the `tfrecord` package's description
     ({name: "byte" | "float" | "int"}), TensorFlow's FixedLenFeature/VarLenFeature objects, or a
     list of names (kinds then come from the data). Returns {name: spec or None}."""
@@ -272,7 +292,7 @@ def normalize_spec(spec) -> Dict[str, Spec]:
     if not isinstance(spec, Mapping):
         raise TypeError("spec must be a dict {name: FixedLen | VarLen | 'int' | 'float' | "
                         "'byte'} or a list of feature names, not " + type(spec).__name__)
-    out = {}
+    out: Dict[str, Optional[Spec]] = {}
     for name, s in spec.items():
         if isinstance(s, (FixedLen, VarLen)) or s is None:
             out[name] = s
@@ -285,14 +305,87 @@ def normalize_spec(spec) -> Dict[str, Spec]:
     return out
 
 
+# ---- specs as JSON (manifests, Ray's sinks) ----------------------------------------------
+
+def spec_to_json(spec) -> Optional[Dict[str, Any]]:
+    """A feature spec (what :func:`~tfrec_fast.parse_examples` takes, plus FixedLenSequence /
+    VarLenSequence entries) as JSON-able data; ``None`` stays ``None``.
+
+    Each feature becomes ``{"kind": "FixedLen", "shape": [...], "dtype": ..., "from_bytes": ...,
+    "default": ...}``, ``{"kind": "VarLen", "dtype": ...}``, ``{"kind": "FixedLenSequence",
+    "shape": [...], "dtype": ...}`` or ``{"kind": "VarLenSequence", "dtype": ...}``; a feature
+    given by name only is ``null``. ``dtype`` is "int64", "float32", "bytes" or (FixedLen from
+    raw bytes) a numpy dtype string; a bytes default is ``{"base64": "..."}``.
+    """
+    if spec is None:
+        return None
+    if isinstance(spec, (list, tuple)):
+        return {name: None for name in normalize_spec(spec)}
+    out = {}
+    for name, feature in spec.items():
+        if not isinstance(feature, (FixedLenSequence, VarLenSequence)):
+            feature = normalize_spec({name: feature})[name]
+        out[str(name)] = _feature_to_json(feature)
+    return out
+
+
+def _feature_to_json(s) -> Optional[Dict[str, Any]]:
+    if s is None:
+        return None
+    if isinstance(s, FixedLen):
+        return {"kind": "FixedLen", "shape": list(s.shape),
+                "dtype": str(s.dtype) if s.from_bytes else _KIND_DTYPE[s.kind],
+                "from_bytes": s.from_bytes, "default": _default_to_json(s)}
+    if isinstance(s, FixedLenSequence):
+        return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_DTYPE[s.kind]}
+    if isinstance(s, VarLenSequence):
+        return {"kind": "VarLenSequence", "dtype": _KIND_DTYPE[s.kind]}
+    out: Dict[str, Any] = {"kind": "VarLen", "dtype": _KIND_DTYPE[s.kind]}
+    if s.default is None:
+        out["default"] = None  # required in every record
+    return out
+
+
+def _default_to_json(s: FixedLen):
+    if s.default is None:
+        return None
+    if s.kind == _BYTES and not s.from_bytes:
+        return {"base64": base64.b64encode(bytes(s.default)).decode("ascii")}
+    return np.asarray(s.default, s.dtype).tolist()
+
+
+def spec_from_json(data: Optional[Mapping[str, Any]]):
+    """Inverse of :func:`spec_to_json`: spec objects usable by :func:`~tfrec_fast.parse_examples`
+    (FixedLenSequence / VarLenSequence entries go to ``parse_sequence_examples``)."""
+    if data is None:
+        return None
+    return {name: None if f is None else _feature_from_json(name, f) for name, f in data.items()}
+
+
+def _feature_from_json(name: str, f: Mapping[str, Any]):
+    kind = f.get("kind")
+    if kind == "FixedLen":
+        default = f.get("default")
+        if isinstance(default, dict):
+            default = base64.b64decode(default["base64"])
+        return FixedLen(tuple(f["shape"]), f["dtype"], default, from_bytes=f.get("from_bytes"))
+    if kind == "VarLen":
+        return VarLen(f["dtype"], default=f.get("default", []))
+    if kind == "FixedLenSequence":
+        return FixedLenSequence(tuple(f["shape"]), f["dtype"])
+    if kind == "VarLenSequence":
+        return VarLenSequence(f["dtype"])
+    raise ValueError(f"feature {name!r}: unknown spec kind {kind!r}")
+
+
 def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples: bool = False,
-                  strict: bool = True) -> Dict[str, Optional[int]]:
+                  strict: bool = True) -> Dict[str, Optional[ValueKind]]:
     """{feature name: its list kind (_INT64, _FLOAT, _BYTES), or None for a Feature holding no
     list} over a batch, in the order first seen: the C++ decoder's own wire scan. A malformed
     record raises ExampleParseError (``strict``) or ends the scan before it. A name that is not
     UTF-8 (which protobuf refuses) is an ExampleParseError naming its record (``strict``) or is
     kept with its bad bytes escaped."""
-    kinds = {}
+    kinds: Dict[str, Optional[ValueKind]] = {}
     for raw, kind, record in _core.feature_kinds(batch, name, sequence_examples, strict):
         try:
             key = raw.decode("utf-8")
@@ -301,21 +394,24 @@ def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples
                 raise ExampleParseError(f"a feature name that is not valid UTF-8: {raw!r}",
                                         path=name, record_index=record) from None
             key = raw.decode("utf-8", "surrogateescape")
-        kinds[key] = None if kind < 0 else kind
+        kinds[key] = None if kind is None else ValueKind(int(kind))
     return kinds
 
 
 def _infer(batch: RecordBatch, names, name: str = "<records>",
-           sequence_examples: bool = False) -> Dict[str, Spec]:
+           sequence_examples: bool = False) -> Dict[str, Optional[Spec]]:
     """VarLen specs for features given by name only, typed from the first record holding each
     (up to the first damaged record, which the decoder then reports). Names no record holds come
     back as None (still unknown)."""
     kinds = feature_kinds(batch, name, sequence_examples, strict=False)
-    return {key: VarLen(_KIND_DTYPE[kinds[key]]) if kinds.get(key) is not None else None
-            for key in names}
+    out: Dict[str, Optional[Spec]] = {}
+    for key in names:
+        kind = kinds.get(key)
+        out[key] = VarLen(_KIND_DTYPE[kind]) if kind is not None else None
+    return out
 
 
-def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
+def _typed(batch: RecordBatch, spec: Dict[str, Optional[Spec]], name: str = "<records>",
            sequence_examples: bool = False) -> Dict[str, Spec]:
     """Resolves by-name specs from this batch (learning their kinds into `spec` once seen); a
     name no record has shown yet reads as an empty float32 VarLen for this batch only."""
@@ -326,13 +422,15 @@ def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
     return {k: VarLen("float32") if s is None else s for k, s in spec.items()}
 
 
-def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> list:
-    """Specs -> the tuples the C++ decoder takes:
-    (name, kind, layout, count, default bytes, is a feature list, required (VarLen))."""
+def _compile(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None) -> list:
+    """Specs -> the decoder's FieldSpecs."""
+    def FieldSpec(name, kind, layout, count=0, default=None, *, sequence=False, required=False):
+        return _core.FieldSpec(name, _core.ValueKind(int(kind)), _core.Layout(int(layout)),
+                               count, default, sequence, required)
     compiled = []
     for name, s in spec.items():
         if isinstance(s, VarLen):
-            compiled.append((name, s.kind, _VAR, 0, None, False, s.default is None))
+            compiled.append(FieldSpec(name, s.kind, _VAR, required=s.default is None))
             continue
         count = math.prod(s.shape)
         default = None
@@ -340,16 +438,16 @@ def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> li
             count *= s.dtype.itemsize
             if s.default is not None:
                 default = np.broadcast_to(np.asarray(s.default, s.dtype), s.shape).tobytes()
-            compiled.append((name, _BYTES, _RAW_BYTES, count, default, False, False))
+            compiled.append(FieldSpec(name, _BYTES, _RAW_BYTES, count, default))
             continue
         if s.default is not None:
             default = (bytes(s.default) if s.kind == _BYTES else
                        np.broadcast_to(np.asarray(s.default, _NUMPY[s.kind]), s.shape).tobytes())
-        compiled.append((name, s.kind, _FIXED, count, default, False, False))
+        compiled.append(FieldSpec(name, s.kind, _FIXED, count, default))
     for name, s in (sequence or {}).items():
         layout = _VAR if isinstance(s, VarLenSequence) else _FIXED
         count = 0 if layout == _VAR else math.prod(s.shape)
-        compiled.append((name, s.kind, layout, count, None, True, False))
+        compiled.append(FieldSpec(name, s.kind, layout, count, sequence=True))
     return compiled
 
 
@@ -357,7 +455,7 @@ def _columns(batch: RecordBatch, spec: Mapping[str, Spec], raw: list) -> Dict[st
     n = len(batch)
     out = {}
     data = batch.data
-    for (name, s), (values, starts, ends, row_splits, _) in zip(spec.items(), raw):
+    for (name, s), (values, starts, ends, row_splits, _, _) in zip(spec.items(), raw):
         if isinstance(s, VarLen):
             out[name] = (BytesColumn(data, starts, ends, row_splits) if s.kind == _BYTES
                          else Ragged(values.view(_NUMPY[s.kind]), row_splits))
@@ -448,8 +546,9 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     out = _columns(batch, context, raw[:len(context)])
     data = batch.data
     seqs = {}
-    for (key, s), (values, starts, ends, row_splits, step_splits) in zip(sequence.items(),
+    for (key, s), (values, starts, ends, row_splits, step_splits, _) in zip(sequence.items(),
                                                                            raw[len(context):]):
+        steps: Any
         if isinstance(s, FixedLenSequence):
             if s.kind == _BYTES:
                 steps = BytesColumn(data, starts, ends)
@@ -481,16 +580,8 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
         return {k: (col.to_list()[0] if isinstance(col, BytesColumn) else col[0].tolist())
                 for k, col in sorted(columns.items())}
     columns = parse_examples([record], spec)
-    row = {}
-    for key, col in columns.items():
-        if isinstance(col, BytesColumn):
-            value = col.to_list()[0]
-        elif isinstance(col, Ragged):
-            value = col[0]
-        else:
-            value = col[0]
-        row[key] = value
-    return row
+    return {key: col.to_list()[0] if isinstance(col, BytesColumn) else col[0]
+            for key, col in columns.items()}
 
 
 def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str] = None, *,
@@ -534,12 +625,34 @@ def _groups(sources, spec, batch_size: int, compression: str, verify: bool, pool
     """(batch of batch_size records, its spec, where its records come from) across the sources,
     in order; on the I/O thread when there are threads. Names-only specs are typed here, batch
     after batch, so what one batch teaches holds for the next."""
+    for batch, segments in _batches_across(sources, batch_size, compression, verify, pool):
+        yield batch, _typed(batch, spec), segments
+
+
+def batches_across_files(paths, batch_size: int, compression: Optional[str] = None, *,
+                         verify: bool = True, storage_options=None,
+                         filesystem=None) -> Iterator[Tuple[RecordBatch, list]]:
+    """RecordBatches of ``batch_size`` records (the last may be smaller) across file boundaries,
+    each with its segments ``[(file, index in the file of its first record there, count)]``
+    for :func:`_locate`. A damaged file first yields the records before the damage (a short
+    batch), then raises."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be positive")
+    compression = normalize_compression(compression)
+    return _batches_across(_as_sources(paths, storage_options, filesystem), batch_size,
+                           compression, verify, None)
+
+
+def _batches_across(sources, batch_size: int, compression: str, verify: bool,
+                    pool) -> Iterator[Tuple[RecordBatch, list]]:
+    """batches_across_files over resolved sources; batches that join parts of several files
+    take their buffers from pool (None: fresh memory), as do the readers' batches."""
     pending: List[RecordBatch] = []
-    segments: list = []  # (path, index of the pending batch's first record in its file, count)
+    segments: list = []
 
     def group():
         batch = pending[0] if len(pending) == 1 else RecordBatch.concat(pending, pool)
-        out = (batch, _typed(batch, spec), list(segments))
+        out = (batch, list(segments))
         pending.clear()
         segments.clear()
         return out
@@ -547,7 +660,8 @@ def _groups(sources, spec, batch_size: int, compression: str, verify: bool, pool
     for source in sources:
         name = _display(source) if _is_path(source) else "<records>"
         with TFRecordReader(source, compression, verify=verify) as reader:
-            reader._reader.set_pool(pool)
+            if pool is not None:
+                reader._reader.set_pool(pool)
             while True:
                 have = sum(len(b) for b in pending)
                 first = reader.records_read

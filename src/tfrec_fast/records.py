@@ -9,7 +9,7 @@ import itertools
 import os
 import stat
 import warnings
-from typing import Callable, Iterable, Iterator, Optional, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional, Union
 
 from . import _core, _pipeline
 from ._core import RecordBatch, masked_crc32c
@@ -27,7 +27,9 @@ ITER_BATCH_BYTES = 512 << 10
 DEFAULT_BUFFER_SIZE = 1 << 20
 _UNLIMITED = (1 << 62)
 
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase"]
+# A path or URL, bytes-like data, or a binary file-like object (sys.stdin.buffer, fsspec files).
+Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase", BinaryIO,
+               "RemotePath", Any]
 
 
 # What the ``compression`` arguments accept (any case; None is "none"). "auto" is for reading only.
@@ -304,7 +306,8 @@ class TFRecordReader:
             elif _is_file_like(source):
                 self._reader = _core.RecordReader.open_file(source, name, compression, *args)
             else:
-                self._reader = _core.RecordReader.open_memory(source, name, compression, *args)
+                data: Any = source  # bytes-like: checked by the extension
+                self._reader = _core.RecordReader.open_memory(data, name, compression, *args)
         except BaseException:
             self._close_owned()
             raise
@@ -345,10 +348,10 @@ class TFRecordReader:
             self._owned.close()
             self._owned = None
 
-    def __iter__(self) -> Iterator[memoryview]:
+    def __iter__(self) -> Iterator[Union[memoryview, bytes]]:
         return self._reader
 
-    def __next__(self) -> memoryview:
+    def __next__(self) -> Union[memoryview, bytes]:
         return next(self._reader)
 
     def read_batch(self, max_records: Optional[int] = None,
@@ -470,7 +473,7 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
                  copy: bool = False, skip_corrupt: bool = False,
                  on_skip: Optional[Callable[[DataLossError], None]] = None,
                  num_threads: Optional[int] = None,
-                 storage_options=None, filesystem=None) -> Iterator[memoryview]:
+                 storage_options=None, filesystem=None) -> Iterator[Union[memoryview, bytes]]:
     """Yields every record of one source or of a list of them, in order.
 
     Paths may be glob patterns (``"train-*.tfrecord"``, matches sorted) and URLs

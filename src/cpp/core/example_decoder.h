@@ -42,6 +42,8 @@ struct Column {
   std::vector<int64_t> row_splits;   // kVar: values of record i are [row_splits[i], row_splits[i+1])
                                      // (for sequences: the steps of record i)
   std::vector<int64_t> step_splits;  // sequence kVar: values of step j are [step_splits[j], ...[j+1])
+  std::vector<uint8_t> present;      // kVar: 1 where record i holds the feature (missing is not
+                                     // an empty list, for callers such as Arrow's nulls)
 };
 
 // A record that is not a valid Example, lacks a required feature, or has the wrong type or size.
@@ -55,6 +57,7 @@ class ParseError : public std::runtime_error {
   size_t record_index;
   bool has_feature;     // false when the record as a whole is malformed
   std::string feature;
+  std::string source;   // the records' file, when the caller knows it
 };
 
 // Parses records data[offsets[i], offsets[i+1]) for i < n: tf.train.Example records, or

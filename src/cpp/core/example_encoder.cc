@@ -23,7 +23,7 @@ static_assert(uint32_t(Kind::kBytes) == wire::kBytesList && uint32_t(Kind::kFloa
               "Kind values are the Feature.kind field numbers");
 
 inline size_t varint_size(uint64_t v) {
-  const int bits = 64 - __builtin_clzll(v | 1);
+  const int bits = bit_width64(v);
   return size_t((bits * 9 + 64) / 64);
 }
 
@@ -47,6 +47,7 @@ inline uint8_t* put_header(uint8_t* p, uint8_t tag, uint64_t n) {
 // The row's list payload: the packed bytes of a numeric list, the repeated fields of a bytes
 // list, the whole message of a serialized Feature. Everything else follows from it in O(1).
 uint64_t payload_size(const Column& c, size_t row) {
+  if (!c.has(row)) return 0;
   const size_t b = c.begin(row), e = c.end(row);
   switch (c.row_kind(row)) {
     case Kind::kInt64: {
@@ -86,6 +87,7 @@ uint64_t features_size(const std::vector<Column>& columns, size_t row, const uin
   uint64_t n = 0;
   for (size_t f = 0; f < columns.size(); ++f) {
     const Column& c = columns[f];
+    if (!c.has(row)) continue;
     n += field_size(entry_size(c, feature_size(c.row_kind(row), payloads[f])));
   }
   return n;
@@ -102,7 +104,7 @@ uint8_t* put_list(const Column& c, size_t row, Kind kind, uint64_t payload, uint
     case Kind::kFloat:
       if (payload == 0) return p;
       p = put_header(p, kListValueTag, payload);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if !TFR_BIG_ENDIAN
       std::memcpy(p, c.floats + b, size_t(payload));
       return p + payload;
 #else
@@ -132,6 +134,7 @@ uint8_t* put_example(const std::vector<Column>& columns, size_t row, const uint6
   p = put_header(p, kExampleFeaturesTag, features_size(columns, row, payloads));
   for (size_t f = 0; f < columns.size(); ++f) {
     const Column& c = columns[f];
+    if (!c.has(row)) continue;
     const Kind kind = c.row_kind(row);
     const uint64_t payload = payloads[f];
     const uint64_t feature = feature_size(kind, payload);
@@ -161,6 +164,7 @@ uint8_t* put_example(const std::vector<Column>& columns, size_t row, const uint6
 void validate(const std::vector<Column>& columns, size_t num_rows) {
   for (const Column& c : columns) {
     for (size_t i = 0; i < num_rows; ++i) {
+      if (!c.has(i)) continue;
       if (c.begins && (c.begins[i] < 0 || c.ends[i] < c.begins[i])) fail(c, i, "bad row bounds");
       const size_t b = c.begin(i), e = c.end(i);
       const Kind kind = c.row_kind(i);
@@ -252,6 +256,9 @@ void encode_sequence_examples(const std::vector<Column>& context,
                               RecordBatch& out) {
   validate(context, num_rows);
   for (const FeatureListColumn& l : lists) {
+    if (l.steps.present) {
+      throw std::invalid_argument("feature list '" + l.steps.name + "': a step cannot be left out");
+    }
     validate({l.steps}, l.num_steps);
     for (size_t i = 0; i < num_rows; ++i) {
       if (l.splits[i] < 0 || l.splits[i + 1] < l.splits[i] ||

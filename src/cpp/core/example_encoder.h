@@ -43,6 +43,8 @@ struct BytesRef {
 //   otherwise:         begin = i * row_size, end = begin + row_size
 // The row's kind is kinds[i] when kinds != nullptr, else `kind`.
 // kBytes and kFeature rows index `bytes`; kFloat `floats`; kInt64 `int64s`.
+// present != nullptr: a row with present[i] == 0 leaves the feature out of its record (a missing
+// feature, not an empty list); its bounds are neither checked nor read.
 struct Column {
   std::string name;  // the feature key (any bytes; UTF-8 from Python)
   Kind kind = Kind::kInt64;
@@ -56,7 +58,9 @@ struct Column {
   size_t row_size = 0;
   const int64_t* begins = nullptr;
   const int64_t* ends = nullptr;
+  const uint8_t* present = nullptr;
 
+  bool has(size_t i) const { return present == nullptr || present[i] != 0; }
   Kind row_kind(size_t i) const { return kinds ? kinds[i] : kind; }
   size_t begin(size_t i) const { return begins ? size_t(begins[i]) : i * row_size; }
   size_t end(size_t i) const { return begins ? size_t(ends[i]) : (i + 1) * row_size; }
@@ -84,7 +88,8 @@ struct FeatureListColumn {
 //   FeatureLists    { map<string, FeatureList> feature_list = 1 }
 //   FeatureList     { repeated Feature feature = 1 }
 // context row i as in encode_examples, then the lists in the order given. Throws
-// std::invalid_argument for bad bounds. Pure computation: call without the GIL.
+// std::invalid_argument for bad bounds, or for steps with `present` (a step cannot be left out).
+// Pure computation: call without the GIL.
 void encode_sequence_examples(const std::vector<Column>& context,
                               const std::vector<FeatureListColumn>& lists, size_t num_rows,
                               RecordBatch& out);

@@ -8,6 +8,8 @@
 //   numpy S/U arrays, object arrays of those        -> bytes_list
 //   list/tuple of one of those kinds                -> that kind (mixing kinds or nesting is an error)
 //   Int64s/Floats/Bytes(x) (attribute _tfrec_kind)   -> x forced to that kind
+//   Partial(column, present) (attribute _tfrec_partial) -> column, left out of the records where
+//                                                        present is false (columns only)
 //   an object of a class named "Feature" with SerializeToString -> embedded as is
 #include <cstring>
 #include <memory>
@@ -596,6 +598,17 @@ void convert_column(ColumnData& d, py::handle col, const Kind* forced) {
   if (!py::isinstance<py::array>(col) && wrapper_kind(col, wrapped)) {
     if (forced && *forced != wrapped) raise(PyExc_TypeError, w, "conflicting kind wrappers");
     return convert_column(d, col.attr("values"), &wrapped);
+  }
+  if (!py::isinstance<py::array>(col) && has_attr(col, "_tfrec_partial")) {
+    convert_column(d, col.attr("column"), forced);
+    auto present = as_contiguous<uint8_t>(col.attr("present"));  // owned: read without the GIL
+    if (present.ndim() != 1 || present.size() != d.rows) {
+      raise(PyExc_ValueError, w, "Partial needs one `present` flag per row (" +
+                                     std::to_string(d.rows) + "), not " + std::to_string(present.size()));
+    }
+    d.col.present = present.data();
+    d.pools.keep.push_back(std::move(present));
+    return;
   }
   if (has_attr(col, "starts") && has_attr(col, "ends") && has_attr(col, "values")) {
     // BytesColumn: value k = values[starts[k]:ends[k]]; rows by row_splits or one value per row.

@@ -1,5 +1,7 @@
 // tf.train.Example decoding for Python: specs in, numpy columns out, GIL released in between.
 #include "example_decoder.h"
+#include <pybind11/stl.h>
+
 #include "py_common.h"
 
 namespace tfr::py_bind {
@@ -16,84 +18,103 @@ py::array adopt(Buffer&& buffer) {
   return py::array(py::dtype::of<T>(), {py::ssize_t(count)}, {py::ssize_t(sizeof(T))}, ptr, owner);
 }
 
-FieldSpec to_spec(const py::tuple& t) {
+// FieldSpec's constructor for Python: keyword fields, the default copied once (owned).
+FieldSpec make_spec(std::string name, ValueKind kind, Layout layout, size_t count,
+                    const py::object& default_value, bool sequence, bool required) {
   FieldSpec s;
-  s.name = t[0].cast<std::string>();
-  s.kind = ValueKind(t[1].cast<int>());
-  s.layout = Layout(t[2].cast<int>());
-  s.count = t[3].cast<size_t>();
-  if (!t[4].is_none()) {
+  s.name = std::move(name);
+  s.kind = kind;
+  s.layout = layout;
+  s.count = count;
+  if (!default_value.is_none()) {
     s.has_default = true;
-    PyBytesView view(t[4]);
+    PyBytesView view(default_value);
     s.default_value.assign(view.data(), view.data() + view.size());
   }
-  s.sequence = t[5].cast<bool>();
-  s.required = t[6].cast<bool>();
+  s.sequence = sequence;
+  s.required = required;
   return s;
 }
 
-// ParseError -> tfrec_fast.errors.ExampleParseError naming the records' source.
-[[noreturn]] void raise_parse_error(const ParseError& e, const std::string& name) {
-  py::object cls = py::module_::import("tfrec_fast.errors").attr("ExampleParseError");
-  py::object err = cls(e.what(), py::arg("path") = name, py::arg("record_index") = e.record_index,
-                       py::arg("feature") = e.has_feature ? py::object(py::str(e.feature))
-                                                          : py::object(py::none()));
-  PyErr_SetObject(cls.ptr(), err.ptr());
-  throw py::error_already_set();
+// Runs a decoder call, naming the records' source in any ParseError (bindings.cc translates it).
+template <typename Call>
+auto naming_source(const std::string& name, Call&& call) {
+  try {
+    return call();
+  } catch (ParseError& e) {
+    e.source = name;
+    throw;
+  }
 }
 
 }  // namespace
 
 void register_example(py::module_& m) {
+  py::enum_<ValueKind>(m, "ValueKind", "The list a feature holds: int64_list, float_list, bytes_list.",
+                       py::arithmetic())
+      .value("INT64", ValueKind::kInt64)
+      .value("FLOAT", ValueKind::kFloat)
+      .value("BYTES", ValueKind::kBytes);
+  py::enum_<Layout>(m, "Layout", "How a requested feature lands in its column.", py::arithmetic())
+      .value("FIXED", Layout::kFixed)
+      .value("VAR", Layout::kVar)
+      .value("RAW_BYTES", Layout::kRawBytes);
+  py::class_<FieldSpec>(m, "FieldSpec", "One requested feature, as the decoder reads it.")
+      .def(py::init(&make_spec), py::arg("name"), py::arg("kind"), py::arg("layout"),
+           py::arg("count") = 0, py::arg("default") = py::none(), py::arg("sequence") = false,
+           py::arg("required") = false)
+      .def_readonly("name", &FieldSpec::name)
+      .def_readonly("kind", &FieldSpec::kind)
+      .def_readonly("layout", &FieldSpec::layout)
+      .def_readonly("count", &FieldSpec::count)
+      .def_readonly("sequence", &FieldSpec::sequence)
+      .def_readonly("required", &FieldSpec::required)
+      .def("__repr__", [](const FieldSpec& f) {
+        return "<FieldSpec " + f.name + " kind " + std::to_string(int(f.kind)) + " layout " +
+               std::to_string(int(f.layout)) + ">";
+      });
   m.def(
       "feature_kinds",
       [](const py::object& batch_obj, const std::string& name, bool sequence_examples,
          bool strict) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
-        std::vector<FeatureKind> kinds;
-        try {
+        std::vector<FeatureKind> kinds = naming_source(name, [&] {
           py::gil_scoped_release release;
-          kinds = feature_kinds(batch.data.data(), batch.offsets.data(), batch.size(),
-                                sequence_examples, strict);
-        } catch (const ParseError& e) {
-          raise_parse_error(e, name);
-        }
+          return feature_kinds(batch.data.data(), batch.offsets.data(), batch.size(),
+                               sequence_examples, strict);
+        });
         py::list out;
         for (const FeatureKind& k : kinds) {
-          out.append(py::make_tuple(py::bytes(k.name), k.kind, k.first_record));
+          py::object kind = k.kind == FeatureKind::kNoList ? py::none() : py::cast(ValueKind(k.kind));
+          out.append(py::make_tuple(py::bytes(k.name), kind, k.first_record));
         }
         return out;
       },
       py::arg("batch"), py::arg("name"), py::arg("sequence_examples") = false,
       py::arg("strict") = true,
-      "[(name as bytes, kind, first record)] of the features the records hold (kind -1: a\n"
-      "Feature with no list); strict=False stops before the first damaged record.");
+      "[(name as bytes, ValueKind or None for a Feature with no list, first record)] of the\n"
+      "features the records hold; strict=False stops before the first damaged record.");
   m.def(
       "decode_examples",
-      [](const py::object& batch_obj, const py::list& spec_tuples, const std::string& name,
+      [](const py::object& batch_obj, const std::vector<FieldSpec>& specs, const std::string& name,
          bool sequence_examples) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
-        std::vector<FieldSpec> specs;
-        for (py::handle t : spec_tuples) specs.push_back(to_spec(t.cast<py::tuple>()));
-        std::vector<Column> columns;
-        try {
+        std::vector<Column> columns = naming_source(name, [&] {
           py::gil_scoped_release release;
-          columns = decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
-                                    sequence_examples);
-        } catch (const ParseError& e) {
-          raise_parse_error(e, name);
-        }
+          return decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
+                                 sequence_examples);
+        });
         py::list out;
         for (Column& c : columns) {
           out.append(py::make_tuple(adopt<uint8_t>(std::move(c.values)), adopt<int64_t>(std::move(c.starts)),
                                     adopt<int64_t>(std::move(c.ends)), adopt<int64_t>(std::move(c.row_splits)),
-                                    adopt<int64_t>(std::move(c.step_splits))));
+                                    adopt<int64_t>(std::move(c.step_splits)), adopt<uint8_t>(std::move(c.present))));
         }
         return out;
       },
       py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
       "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns\n"
-      "(values, starts, ends, row_splits, step_splits).");
+      "(values, starts, ends, row_splits, step_splits, present: 1 per record holding a VarLen).");
 }
 
 }  // namespace tfr::py_bind

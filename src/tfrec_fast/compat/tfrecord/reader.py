@@ -37,7 +37,7 @@ __all__ = ["tfrecord_iterator", "example_loader", "sequence_loader", "tfrecord_l
 
 Description = Union[List[str], Dict[str, str], None]
 _TYPENAMES = {"byte": _BYTES, "float": _FLOAT, "int": _INT64}
-_NAMES = {_BYTES: "byte", _FLOAT: "float", _INT64: "int"}
+_NAMES: Dict[Optional[int], str] = {_BYTES: "byte", _FLOAT: "float", _INT64: "int"}
 
 
 def _batches(data_path, index_path, shard, compression_type) -> Iterator[RecordBatch]:
@@ -71,7 +71,7 @@ def _kinds_of(description: Description) -> Optional[Dict[str, Optional[int]]]:
         return None
     if isinstance(description, (list, tuple)):
         return {str(k): None for k in description}
-    kinds = {}
+    kinds: Dict[str, Optional[int]] = {}
     for key, typename in description.items():
         if typename is not None and typename not in _TYPENAMES:
             raise ValueError(f"feature {key!r}: type {typename!r} is not 'byte', 'float' or 'int'")
@@ -88,7 +88,8 @@ def _value(column, i):
 
 
 def _record_keys(batch: RecordBatch, i: int, name: str) -> Dict[str, Optional[int]]:
-    return feature_kinds(RecordBatch.from_records([batch[i]]), name)
+    kinds = feature_kinds(RecordBatch.from_records([batch[i]]), name)
+    return {k: None if v is None else int(v) for k, v in kinds.items()}
 
 
 def example_loader(data_path: str, index_path: Optional[str], description: Description = None,
@@ -114,7 +115,8 @@ def _examples(batch: RecordBatch, wanted, name: str) -> Iterator[Dict[str, objec
             if wanted is not None:  # named, and in no record of the batch: the first one fails
                 raise _package_error(batch, 0, key, want, name)
             continue
-        kind = want if want is not None else union[key] if union[key] is not None else _FLOAT
+        found = union[key]
+        kind = want if want is not None else found if found is not None else _FLOAT
         # Described keys are required in every record (the package's KeyError).
         spec[key] = VarLen(_KIND_DTYPE[kind], default=None if wanted is not None else [])
     try:
