@@ -22,9 +22,8 @@ from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_pa
 __all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged", "BytesColumn",
            "parse_examples", "parse_example", "parse_sequence_examples", "read_examples"]
 
-# Must match tfr::ValueKind and tfr::Layout in src/cpp/core/example_decoder.h.
-_INT64, _FLOAT, _BYTES = 0, 1, 2
-_FIXED, _VAR, _RAW_BYTES = 0, 1, 2
+_INT64, _FLOAT, _BYTES = _core.Kind.INT64, _core.Kind.FLOAT, _core.Kind.BYTES
+_FIXED, _VAR, _RAW_BYTES = _core.Layout.FIXED, _core.Layout.VAR, _core.Layout.RAW_BYTES
 _NUMPY = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
 _KIND_DTYPE = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
 
@@ -287,7 +286,7 @@ def normalize_spec(spec) -> Dict[str, Spec]:
 
 
 def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples: bool = False,
-                  strict: bool = True) -> Dict[str, Optional[int]]:
+                  strict: bool = True) -> Dict[str, Optional[_core.Kind]]:
     """{feature name: its list kind (_INT64, _FLOAT, _BYTES), or None for a Feature holding no
     list} over a batch, in the order first seen: the C++ decoder's own wire scan. A malformed
     record raises ExampleParseError (``strict``) or ends the scan before it. A name that is not
@@ -302,7 +301,7 @@ def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples
                 raise ExampleParseError(f"a feature name that is not valid UTF-8: {raw!r}",
                                         path=name, record_index=record) from None
             key = raw.decode("utf-8", "surrogateescape")
-        kinds[key] = None if kind < 0 else kind
+        kinds[key] = kind
     return kinds
 
 
@@ -328,12 +327,12 @@ def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
 
 
 def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> list:
-    """Specs -> the tuples the C++ decoder takes:
-    (name, kind, layout, count, default bytes, is a feature list, required (VarLen))."""
+    """Specs -> the FieldSpecs the C++ decoder takes."""
+    FieldSpec = _core.FieldSpec
     compiled = []
     for name, s in spec.items():
         if isinstance(s, VarLen):
-            compiled.append((name, s.kind, _VAR, 0, None, False, s.default is None))
+            compiled.append(FieldSpec(name, s.kind, _VAR, required=s.default is None))
             continue
         count = math.prod(s.shape)
         default = None
@@ -341,16 +340,16 @@ def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> li
             count *= s.dtype.itemsize
             if s.default is not None:
                 default = np.broadcast_to(np.asarray(s.default, s.dtype), s.shape).tobytes()
-            compiled.append((name, _BYTES, _RAW_BYTES, count, default, False, False))
+            compiled.append(FieldSpec(name, _BYTES, _RAW_BYTES, count=count, default=default))
             continue
         if s.default is not None:
             default = (bytes(s.default) if s.kind == _BYTES else
                        np.broadcast_to(np.asarray(s.default, _NUMPY[s.kind]), s.shape).tobytes())
-        compiled.append((name, s.kind, _FIXED, count, default, False, False))
+        compiled.append(FieldSpec(name, s.kind, _FIXED, count=count, default=default))
     for name, s in (sequence or {}).items():
         layout = _VAR if isinstance(s, VarLenSequence) else _FIXED
         count = 0 if layout == _VAR else math.prod(s.shape)
-        compiled.append((name, s.kind, layout, count, None, True, False))
+        compiled.append(FieldSpec(name, s.kind, layout, count=count, sequence=True))
     return compiled
 
 

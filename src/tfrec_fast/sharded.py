@@ -46,7 +46,7 @@ import numpy as np
 
 from ._core import RecordBatch
 from .encode import encode_example, encode_examples
-from .example import (_BYTES, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
+from .example import (_BYTES, _KIND_DTYPE, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
                       normalize_spec)
 from .index import write_index
 from .records import (DEFAULT_BUFFER_SIZE, TFRecordWriter, _resolve, normalize_compression,
@@ -67,7 +67,6 @@ _ITERABLE_CHUNK = 4096  # records gathered per RecordBatch when write_batch gets
 _ROUND_ROBIN_BUFFERS = 64 << 20
 _MIN_BUFFER = 64 << 10
 _TF_COMPRESSION = {"": "", "gzip": "GZIP", "zlib": "ZLIB"}
-_KIND_NAMES = ("int64", "float32", "bytes")  # indexed by a spec's kind
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -180,13 +179,13 @@ def _feature_to_json(s) -> Optional[Dict[str, Any]]:
         return None
     if isinstance(s, FixedLen):
         return {"kind": "FixedLen", "shape": list(s.shape),
-                "dtype": str(s.dtype) if s.from_bytes else _KIND_NAMES[s.kind],
+                "dtype": str(s.dtype) if s.from_bytes else _KIND_DTYPE[s.kind],
                 "from_bytes": s.from_bytes, "default": _default_to_json(s)}
     if isinstance(s, FixedLenSequence):
-        return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_NAMES[s.kind]}
+        return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_DTYPE[s.kind]}
     if isinstance(s, VarLenSequence):
-        return {"kind": "VarLenSequence", "dtype": _KIND_NAMES[s.kind]}
-    out = {"kind": "VarLen", "dtype": _KIND_NAMES[s.kind]}
+        return {"kind": "VarLenSequence", "dtype": _KIND_DTYPE[s.kind]}
+    out = {"kind": "VarLen", "dtype": _KIND_DTYPE[s.kind]}
     if s.default is None:
         out["default"] = None  # required in every record
     return out
