@@ -1,10 +1,12 @@
 """Python values -> the C++ encoder's columns: the value rules of :mod:`tfrec_fast.encode`.
 
 A column, as ``_core.encode_examples`` takes it (see ``_core.pyi``), is a tuple
-``(kind, values, offsets, row_splits)``: int64 or float32 values, or one bytes buffer with int64
-offsets, plus int64 row_splits, the shape the decoder returns (Ragged, BytesColumn). This module
+``(kind, values, offsets, row_splits)``: int64 or float32 values, or bytes values (one buffer
+with int64 offsets, or a list of bytes objects), plus int64 row_splits: the shape the decoder
+returns (Ragged, BytesColumn). This module
 decides the kinds and builds those arrays with numpy: values are grouped per column in one numpy
-call (not one per value where numpy can do it), bytes values are joined once.
+call (not one per value where numpy can do it); bytes values given as Python bytes objects go as
+one list of them, which the encoder reads in place (immutable: no copy).
 
 Every Python container is copied (a list of references) before it is looked at, so another
 thread changing it meanwhile cannot make the kinds and the values disagree; the C++ side then
@@ -13,7 +15,6 @@ copies what can still change (see py_encode.cc) and checks every bound before it
 
 from __future__ import annotations
 
-from array import array
 from itertools import chain
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
@@ -233,11 +234,6 @@ def splits_of(lengths: Iterable[int], n: int) -> np.ndarray:
     return out
 
 
-def joined(values: List[Any]) -> Tuple[bytes, np.ndarray]:
-    """Bytes values as one buffer and their offsets."""
-    return b"".join(values), splits_of(map(len, values), len(values))
-
-
 def _from_list(values: list, kind: Kind, name: str,
                rows: Optional[Sequence[list]] = None) -> np.ndarray:
     """Python numbers as int64 or float32 (`kind`); `rows`: the rows they came from, for errors
@@ -267,11 +263,11 @@ def _out_of_range(x: Any, kind: Kind) -> Optional[str]:
         return f"{x!r}: {e}"
 
 
-def pack(kind: Kind, parts: List[Any], name: str) -> Tuple[Any, Optional[np.ndarray]]:
-    """The values of rows `parts` (each a list or an array) of one kind, back to back:
-    (values, offsets) with offsets only for bytes kinds."""
+def pack(kind: Kind, parts: List[Any], name: str) -> Tuple[Any, None]:
+    """The values of rows `parts` (each a list or an array) of one kind, back to back: a numpy
+    array of numbers, or a list of bytes objects (read in place by the encoder); no offsets."""
     if kind is BYTES or kind is FEATURE:
-        return joined(parts[0] if len(parts) == 1 else list(chain.from_iterable(parts)))
+        return parts[0] if len(parts) == 1 else list(chain.from_iterable(parts)), None
     if all(type(p) is list for p in parts):
         flat = parts[0] if len(parts) == 1 else list(chain.from_iterable(parts))
         return _from_list(flat, kind, name, parts), None
@@ -382,7 +378,7 @@ def _rows_column(name: str, rows: Sequence, forced: Optional[Kind]) -> Tuple[int
             if kind is BYTES:
                 if first is not bytes:
                     rows = [_bytes_of(r, name, i) for i, r in enumerate(rows)]
-                return n, (BYTES, *joined(rows), None)
+                return n, (BYTES, rows, None, None)
             return n, (kind, _from_list(rows, kind, name), None, None)
     parts = [values_of(r, forced, name, i) for i, r in enumerate(rows)]
     kinds = {k for k, _ in parts if k is not None}
@@ -415,10 +411,9 @@ def _mixed_column(name: str, parts: List[Values], default_kind: Kind) -> Column:
         sub = [parts[i][1] for i in rows]
         values, offsets = pack(kind, sub, name)
         column = (kind, values, offsets, splits_of(map(len, sub), len(sub)))
-        encoded = _core.encode_features(name, column)
-        for j, i in enumerate(rows):
-            features[i] = encoded[j]
-    return (FEATURE, *joined(features), None)
+        for i, feature in zip(rows, _core.encode_features(name, column).to_list()):
+            features[i] = feature
+    return (FEATURE, features, None, None)
 
 
 def one_row(name: str, value: Any) -> Tuple[Kind, Any, Any]:
@@ -428,15 +423,3 @@ def one_row(name: str, value: Any) -> Tuple[Kind, Any, Any]:
         raise error(ValueError, name, None, "an empty list has no kind: use tfrec_fast.Int64s([]), "
                                             "Floats([]) or Bytes([])")
     return (kind, *pack(kind, [values], name))
-
-
-def int64_scalar(value: int, key: Any) -> array:
-    try:
-        return array("q", (value,))
-    except OverflowError:
-        raise error(OverflowError, display(key), None,
-                    f"int {value} out of int64 range") from None
-
-
-def float_scalar(value: float) -> array:
-    return array("f", (value,))  # rounded to float32 as protobuf does (+-inf beyond its range)

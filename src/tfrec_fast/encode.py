@@ -64,8 +64,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from . import _core
-from ._columns import (BYTES, FLOAT, INT64, Typed, column_of, display, float_scalar, int64_scalar,
-                       items, one_row, row_splits_of, splits_of)
+from ._columns import (BYTES, FLOAT, INT64, Typed, column_of, display, items, one_row,
+                       row_splits_of, splits_of)
 from ._core import RecordBatch
 
 __all__ = ["encode_example", "encode_examples", "encode_sequence_example",
@@ -95,15 +95,16 @@ class Bytes(Typed):
 
 def encode_example(features: Mapping[str, Any]) -> bytes:
     """Serializes ``features`` (name -> value, see the module docstring) as one tf.train.Example."""
+    pairs = items(features, "features") if type(features) is not dict else features.items()
     out = {}
-    for key, value in items(features, "features"):
-        t = type(value)  # the usual scalars first, without the general rules' checks
+    for key, value in pairs:
+        t = type(value)  # the usual scalars as they are (the encoder takes them so)
         if t is int or t is bool:
-            out[key] = (INT64, int64_scalar(value, key), None)
+            out[key] = (INT64, value, None)
         elif t is bytes:
             out[key] = (BYTES, value, None)
         elif t is float:
-            out[key] = (FLOAT, float_scalar(value), None)
+            out[key] = (FLOAT, value, None)
         else:
             out[key] = one_row(display(key), value)
     return _core.encode_example(out)

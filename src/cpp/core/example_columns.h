@@ -54,6 +54,12 @@ struct Column {
   std::vector<int64_t> step_splits;  // sequence kVar: values of step j are [step_splits[j], ...[j+1])
 };
 
+// One bytes value held elsewhere.
+struct BytesRef {
+  const uint8_t* data;
+  size_t size;
+};
+
 // A read-only array the caller keeps alive and unchanged while it is in use.
 template <typename T>
 struct Span {
@@ -68,16 +74,16 @@ struct Span {
 // values of row i are [begin(i), end(i)) of the array of the column's kind:
 //   row_splits given (N + 1 entries): [row_splits[i], row_splits[i + 1])
 //   otherwise:                        value i alone (one value per row)
-// kInt64 reads int64s, kFloat floats; kBytes and kFeature read value j as bytes[starts[j],
-// ends[j]) (Arrow's offsets o are starts = o, ends = o + 1). With `present` (N flags), a row whose
-// flag is 0 leaves the feature out of its record; its values are neither checked nor read.
+// kInt64 reads int64s, kFloat floats, kBytes and kFeature bytes (wherever each value lives: in one
+// buffer, as Arrow and the decoder keep them, or in separate objects). With `present` (N flags), a
+// row whose flag is 0 leaves the feature out of its record; its values are neither checked nor
+// read.
 struct ColumnView {
   std::string name;  // the feature key (any bytes; UTF-8 from Python)
   Kind kind = Kind::kInt64;
   Span<int64_t> int64s;
   Span<float> floats;
-  Span<uint8_t> bytes;
-  Span<int64_t> starts, ends;
+  Span<BytesRef> bytes;
   Span<int64_t> row_splits;
   Span<uint8_t> present;
 
@@ -86,7 +92,7 @@ struct ColumnView {
       case Kind::kInt64: return int64s.size;
       case Kind::kFloat: return floats.size;
       case Kind::kBytes:
-      case Kind::kFeature: return starts.size;
+      case Kind::kFeature: return bytes.size;
     }
     return 0;
   }

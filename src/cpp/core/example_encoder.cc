@@ -50,9 +50,6 @@ inline uint8_t* put_bytes(uint8_t* p, const uint8_t* data, size_t n) {
   return p + n;
 }
 
-inline size_t value_size(const ColumnView& c, size_t j) { return size_t(c.ends[j] - c.starts[j]); }
-inline const uint8_t* value_data(const ColumnView& c, size_t j) { return c.bytes.data + c.starts[j]; }
-
 // The row's list payload: the packed bytes of a numeric list, the repeated fields of a bytes
 // list, the whole message of a serialized Feature. Everything else follows from it in O(1).
 uint64_t payload_size(const ColumnView& c, size_t row) {
@@ -68,11 +65,11 @@ uint64_t payload_size(const ColumnView& c, size_t row) {
       return uint64_t(e - b) * 4;
     case Kind::kBytes: {
       uint64_t n = 0;
-      for (size_t k = b; k < e; ++k) n += field_size(value_size(c, k));
+      for (size_t k = b; k < e; ++k) n += field_size(c.bytes[k].size);
       return n;
     }
     case Kind::kFeature:
-      return value_size(c, b);
+      return c.bytes[b].size;
   }
   return 0;
 }
@@ -124,8 +121,8 @@ uint8_t* put_list(const ColumnView& c, size_t row, uint64_t payload, uint8_t* p)
 #endif
     case Kind::kBytes:
       for (size_t k = b; k < e; ++k) {
-        p = put_header(p, kListValueTag, value_size(c, k));
-        p = put_bytes(p, value_data(c, k), value_size(c, k));
+        p = put_header(p, kListValueTag, c.bytes[k].size);
+        p = put_bytes(p, c.bytes[k].data, c.bytes[k].size);
       }
       return p;
     case Kind::kFeature:
@@ -137,8 +134,8 @@ uint8_t* put_list(const ColumnView& c, size_t row, uint64_t payload, uint8_t* p)
 // The Feature message of a row: a serialized Feature as it is, else the list's tag + list.
 uint8_t* put_feature(const ColumnView& c, size_t row, uint64_t payload, uint8_t* p) {
   if (c.kind == Kind::kFeature) {
-    const size_t j = c.begin(row);
-    return put_bytes(p, value_data(c, j), value_size(c, j));
+    const BytesRef& v = c.bytes[c.begin(row)];
+    return put_bytes(p, v.data, v.size);
   }
   p = put_header(p, tag(uint32_t(c.kind)), list_size(c.kind, payload));
   return put_list(c, row, payload, p);
@@ -205,14 +202,6 @@ void validate(const ColumnView& c, size_t num_rows) {
     default: fail(c, "unknown kind");
   }
   const size_t values = c.num_values();
-  if (c.kind == Kind::kBytes || c.kind == Kind::kFeature) {
-    if (c.ends.size != values) fail(c, "starts and ends differ in length");
-    for (size_t j = 0; j < values; ++j) {
-      if (c.starts[j] < 0 || c.ends[j] < c.starts[j] || uint64_t(c.ends[j]) > c.bytes.size) {
-        fail(c, "bytes value " + std::to_string(j) + " out of bounds");
-      }
-    }
-  }
   if (!c.present.empty() && c.present.size != num_rows) {
     fail(c, std::to_string(c.present.size) + " present flags for " + std::to_string(num_rows) + " rows");
   }

@@ -28,8 +28,9 @@
 namespace tfr {
 
 // Throws std::invalid_argument unless the column has num_rows rows, each present row within the
-// values (0 <= begin <= end <= number of values), every bytes value within `bytes`, `present`
-// empty or num_rows flags, and each present kFeature row holding exactly one value.
+// values (0 <= begin <= end <= number of values), `present` empty or num_rows flags, and each
+// present kFeature row holding exactly one value. (Bytes values are whole BytesRefs: their
+// maker checks them against their buffer.)
 void validate(const ColumnView& column, size_t num_rows);
 
 // Encodes one Example per row: record i holds row i of columns[0], columns[1], ... in that order

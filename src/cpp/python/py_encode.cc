@@ -4,18 +4,21 @@
 // with the GIL released and calls the encoder. A column is a tuple
 //   (kind, values, offsets, row_splits[, present])
 //   kind        a Kind
-//   values      INT64: int64 elements; FLOAT: float32 elements; BYTES and FEATURE: any bytes-like
-//   offsets     BYTES and FEATURE: int64 [M + 1], value j = values[offsets[j]:offsets[j + 1]]
+//   values      INT64: int64 elements; FLOAT: float32 elements; BYTES and FEATURE: a list of
+//               bytes objects (one value each), or any bytes-like buffer
+//   offsets     for a buffer: int64 [M + 1], value j = values[offsets[j]:offsets[j + 1]]
 //               (Arrow's layout), or a pair (starts, ends) of int64 [M] (a BytesColumn's), or
-//               None: the whole buffer is one value. None for INT64 and FLOAT.
+//               None: the whole buffer is one value. None otherwise.
 //   row_splits  int64 [N + 1]: row i holds values [row_splits[i], row_splits[i + 1]); None: row
 //               i holds value i alone
 //   present     bool or uint8 [N], or None: a row whose flag is 0 leaves the feature out
 // Arrays are C-contiguous buffers (numpy, array.array, bytes, memoryview) in native byte order.
 // Before the GIL is released every one is owned (PyBytesView: memory that can change is copied
-// here, memory that cannot is held by reference), so the encoder, which validates the columns
-// before it reads a value, reads one snapshot that nothing changes.
-#include <deque>
+// here, memory that cannot is held by reference; a list is copied, which holds its bytes
+// objects), and every bytes value is checked against its buffer; the encoder checks the rows
+// before it reads a value. So it reads, without the GIL, one snapshot that nothing changes.
+#include <array>
+#include <list>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,10 +29,31 @@
 namespace tfr::py_bind {
 namespace {
 
-// The memory of every column of one call, alive and unchanged until the call returns.
+// The memory of every column of one call, alive and unchanged until the call returns. (Spans
+// point into the inner vectors' heap memory, which stays put when the outer vectors grow.)
 struct Owned {
-  std::deque<PyBytesView> views;
-  std::deque<std::vector<int64_t>> made;  // bounds made here (one value, one row)
+  std::list<PyBytesView> views;
+  std::vector<py::object> lists;                // lists of bytes objects, copied (they hold them)
+  std::vector<std::vector<BytesRef>> values;    // where each bytes value is
+};
+
+// The row_splits and single values of one-row columns (encode_example), made here. Room for
+// every column is reserved up front, so spans into them stay valid.
+struct OneRow {
+  explicit OneRow(size_t columns) {
+    splits.reserve(columns);
+    int64s.reserve(columns);
+    floats.reserve(columns);
+  }
+  template <typename T>
+  static Span<T> add(std::vector<T>& v, T value) {
+    if (v.size() == v.capacity()) throw std::logic_error("OneRow: more columns than reserved");
+    v.push_back(value);
+    return {&v.back(), 1};
+  }
+  std::vector<std::array<int64_t, 2>> splits;
+  std::vector<int64_t> int64s;
+  std::vector<float> floats;
 };
 
 std::string type_name(py::handle v) { return Py_TYPE(v.ptr())->tp_name; }
@@ -78,29 +102,58 @@ Span<T> take(Owned& owned, py::handle obj, const std::string& name, const char* 
   return {reinterpret_cast<const T*>(v.data()), v.size() / sizeof(T)};
 }
 
-Span<int64_t> made(Owned& owned, std::vector<int64_t> values) {
-  const std::vector<int64_t>& v = owned.made.emplace_back(std::move(values));
-  return {v.data(), v.size()};
+[[noreturn]] void out_of_bounds(const std::string& name, size_t j) {
+  value_error(name, "bytes value " + std::to_string(j) + " lies outside its buffer");
 }
 
-// BYTES and FEATURE values: the buffer, then where each value lies in it.
-void take_bytes(ColumnView& c, Owned& owned, py::handle values, py::handle offsets) {
-  const PyBytesView& v = owned.views.emplace_back(values);
-  c.bytes = {v.data(), v.size()};
+// A list of bytes objects: each is one value, read in place (a bytes object never changes).
+Span<BytesRef> bytes_in_list(Owned& owned, py::handle values, const std::string& name) {
+  PyObject* list = PySequence_List(values.ptr());
+  if (list == nullptr) throw py::error_already_set();
+  owned.lists.push_back(py::reinterpret_steal<py::object>(list));
+  std::vector<BytesRef>& refs = owned.values.emplace_back(size_t(PyList_GET_SIZE(list)));
+  for (size_t j = 0; j < refs.size(); ++j) {
+    PyObject* item = PyList_GET_ITEM(list, py::ssize_t(j));
+    if (!PyBytes_Check(item)) {
+      type_error(name, "BYTES values in a list are bytes objects, not " + type_name(item) +
+                           " (element " + std::to_string(j) + ")");
+    }
+    refs[j] = {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(item)), size_t(PyBytes_GET_SIZE(item))};
+  }
+  return {refs.data(), refs.size()};
+}
+
+// BYTES and FEATURE values: a list of bytes objects, or a buffer and where each value lies in it.
+Span<BytesRef> take_bytes(Owned& owned, py::handle values, py::handle offsets, const std::string& name) {
+  if (PyList_Check(values.ptr())) {
+    if (!offsets.is_none()) type_error(name, "values in a list of bytes objects take no offsets");
+    return bytes_in_list(owned, values, name);
+  }
+  const PyBytesView& buffer = owned.views.emplace_back(values);
+  const auto size = int64_t(buffer.size());
+  std::vector<BytesRef> refs;
+  auto add = [&](int64_t start, int64_t end) {
+    if (start < 0 || end < start || end > size) out_of_bounds(name, refs.size());
+    refs.push_back({buffer.data() + start, size_t(end - start)});
+  };
   if (offsets.is_none()) {
-    c.starts = made(owned, {0});
-    c.ends = made(owned, {int64_t(v.size())});
+    add(0, size);
   } else if (PyTuple_Check(offsets.ptr())) {
     auto pair = py::reinterpret_borrow<py::tuple>(offsets);
-    if (pair.size() != 2) type_error(c.name, "offsets as a tuple are a pair (starts, ends)");
-    c.starts = take<int64_t>(owned, pair[0], c.name, "starts");
-    c.ends = take<int64_t>(owned, pair[1], c.name, "ends");
+    if (pair.size() != 2) type_error(name, "offsets as a tuple are a pair (starts, ends)");
+    const Span<int64_t> starts = take<int64_t>(owned, pair[0], name, "starts");
+    const Span<int64_t> ends = take<int64_t>(owned, pair[1], name, "ends");
+    if (starts.size != ends.size) value_error(name, "starts and ends differ in length");
+    refs.reserve(starts.size);
+    for (size_t j = 0; j < starts.size; ++j) add(starts[j], ends[j]);
   } else {
-    const Span<int64_t> o = take<int64_t>(owned, offsets, c.name, "offsets");
-    if (o.empty()) value_error(c.name, "offsets need M + 1 entries");
-    c.starts = {o.data, o.size - 1};
-    c.ends = {o.data + 1, o.size - 1};
+    const Span<int64_t> o = take<int64_t>(owned, offsets, name, "offsets");
+    if (o.empty()) value_error(name, "offsets need M + 1 entries");
+    refs.reserve(o.size - 1);
+    for (size_t j = 0; j + 1 < o.size; ++j) add(o[j], o[j + 1]);
   }
+  const std::vector<BytesRef>& kept = owned.values.emplace_back(std::move(refs));
+  return {kept.data(), kept.size()};
 }
 
 std::string key_of(py::handle key) {
@@ -114,31 +167,41 @@ std::string key_of(py::handle key) {
   throw py::type_error("feature names must be str, not " + type_name(key));
 }
 
-// One column. `whole_row`: the tuple is (kind, values, offsets) and all its values form one row.
-ColumnView column_of(py::handle key, py::handle spec, Owned& owned, bool whole_row) {
+// The parts every column tuple starts with: its name (the mapping's key) and kind.
+ColumnView column_named(py::handle key, py::handle spec, size_t min_size, size_t max_size,
+                        const char* shape) {
   ColumnView c;
   c.name = key_of(key);
-  const char* shape = whole_row ? "(kind, values, offsets)" : "(kind, values, offsets, row_splits[, present])";
-  if (!PyTuple_Check(spec.ptr())) type_error(c.name, std::string("a column is a tuple ") + shape + ", not " + type_name(spec));
-  auto t = py::reinterpret_borrow<py::tuple>(spec);
-  if (whole_row ? t.size() != 3 : t.size() != 4 && t.size() != 5) {
-    type_error(c.name, std::string("a column is a tuple ") + shape);
+  if (!PyTuple_Check(spec.ptr())) {
+    type_error(c.name, std::string("a column is a tuple ") + shape + ", not " + type_name(spec));
   }
-  if (!py::isinstance<Kind>(t[0])) type_error(c.name, "the kind is a tfrec_fast._core.Kind, not " + type_name(t[0]));
-  c.kind = t[0].cast<Kind>();
+  const auto t = py::reinterpret_borrow<py::tuple>(spec);
+  if (t.size() < min_size || t.size() > max_size) type_error(c.name, std::string("a column is a tuple ") + shape);
+  try {
+    c.kind = t[0].cast<Kind>();
+  } catch (const py::cast_error&) {
+    type_error(c.name, "the kind is a tfrec_fast._core.Kind, not " + type_name(t[0]));
+  }
   const bool numeric = c.kind == Kind::kInt64 || c.kind == Kind::kFloat;
   if (numeric && !t[2].is_none()) type_error(c.name, "offsets are for BYTES and FEATURE values");
+  return c;
+}
+
+void take_values(ColumnView& c, Owned& owned, py::handle values, py::handle offsets) {
   switch (c.kind) {
-    case Kind::kInt64: c.int64s = take<int64_t>(owned, t[1], c.name, "INT64 values"); break;
-    case Kind::kFloat: c.floats = take<float>(owned, t[1], c.name, "FLOAT values"); break;
+    case Kind::kInt64: c.int64s = take<int64_t>(owned, values, c.name, "INT64 values"); return;
+    case Kind::kFloat: c.floats = take<float>(owned, values, c.name, "FLOAT values"); return;
     case Kind::kBytes:
-    case Kind::kFeature: take_bytes(c, owned, t[1], t[2]); break;
-    default: value_error(c.name, "unknown kind");
+    case Kind::kFeature: c.bytes = take_bytes(owned, values, offsets, c.name); return;
   }
-  if (whole_row) {
-    c.row_splits = made(owned, {0, int64_t(c.num_values())});
-    return c;
-  }
+  value_error(c.name, "unknown kind");
+}
+
+// A column of N rows: (kind, values, offsets, row_splits[, present]).
+ColumnView column_of(py::handle key, py::handle spec, Owned& owned) {
+  ColumnView c = column_named(key, spec, 4, 5, "(kind, values, offsets, row_splits[, present])");
+  const auto t = py::reinterpret_borrow<py::tuple>(spec);
+  take_values(c, owned, t[1], t[2]);
   if (!t[3].is_none()) {
     c.row_splits = take<int64_t>(owned, t[3], c.name, "row_splits");
     if (c.row_splits.empty()) value_error(c.name, "row_splits need N + 1 entries");
@@ -147,28 +210,67 @@ ColumnView column_of(py::handle key, py::handle spec, Owned& owned, bool whole_r
   return c;
 }
 
+// One feature of one Example: (kind, values, offsets), every value in its one row. A single INT64
+// or FLOAT value may be a Python int or float (the common scalar, without an array for it).
+ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row) {
+  ColumnView c = column_named(key, spec, 3, 3, "(kind, values, offsets)");
+  const auto t = py::reinterpret_borrow<py::tuple>(spec);
+  PyObject* v = t[1].ptr();
+  if (c.kind == Kind::kInt64 && PyLong_Check(v)) {
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) {
+      const std::string what = "feature '" + c.name + "': int " + py::repr(v).cast<std::string>() + " out of int64 range";
+      PyErr_SetString(PyExc_OverflowError, what.c_str());
+      throw py::error_already_set();
+    }
+    c.int64s = OneRow::add(row.int64s, int64_t(x));
+  } else if (c.kind == Kind::kFloat && PyFloat_Check(v)) {
+    c.floats = OneRow::add(row.floats, static_cast<float>(PyFloat_AS_DOUBLE(v)));  // as protobuf
+  } else {
+    take_values(c, owned, t[1], t[2]);
+  }
+  row.splits.push_back({0, int64_t(c.num_values())});
+  c.row_splits = {row.splits.back().data(), 2};
+  return c;
+}
+
 // The (name, column) pairs of a mapping, as a list that holds them (no Python code runs while
 // they are read).
 py::list items_of(py::handle mapping, const char* what) {
-  if (!PyDict_Check(mapping.ptr()) && !PyObject_HasAttrString(mapping.ptr(), "items")) {
+  if (PyDict_Check(mapping.ptr())) {
+    PyObject* items = PyDict_Items(mapping.ptr());
+    if (items == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::list>(items);
+  }
+  if (!PyObject_HasAttrString(mapping.ptr(), "items")) {
     throw py::type_error(std::string(what) + " must be a mapping of feature name to column, not " +
                          type_name(mapping));
   }
   return py::list(mapping.attr("items")());
 }
 
-std::vector<ColumnView> columns_of(py::handle mapping, Owned& owned, bool whole_row) {
+std::vector<ColumnView> columns_of(py::handle mapping, Owned& owned) {
+  const py::list items = items_of(mapping, "columns");
   std::vector<ColumnView> columns;
-  for (py::handle item : items_of(mapping, "columns")) {
+  columns.reserve(items.size());
+  for (py::handle item : items) {
     auto pair = py::reinterpret_borrow<py::tuple>(item);
-    columns.push_back(column_of(pair[0], pair[1], owned, whole_row));
+    columns.push_back(column_of(pair[0], pair[1], owned));
   }
   return columns;
 }
 
 py::bytes encode_example(py::handle features) {
+  const py::list items = items_of(features, "features");
   Owned owned;
-  const std::vector<ColumnView> columns = columns_of(features, owned, true);
+  OneRow row(items.size());
+  std::vector<ColumnView> columns;
+  columns.reserve(items.size());
+  for (py::handle item : items) {
+    auto pair = py::reinterpret_borrow<py::tuple>(item);
+    columns.push_back(feature_of(pair[0], pair[1], owned, row));
+  }
   std::vector<uint64_t> scratch;
   const size_t size = example_size(columns, scratch);
   PyObject* out = PyBytes_FromStringAndSize(nullptr, py::ssize_t(size));
@@ -186,7 +288,7 @@ py::bytes encode_example(py::handle features) {
 
 py::object encode_examples(py::handle columns, size_t num_rows) {
   Owned owned;
-  const std::vector<ColumnView> views = columns_of(columns, owned, false);
+  const std::vector<ColumnView> views = columns_of(columns, owned);
   auto batch = std::make_shared<RecordBatch>();
   {
     py::gil_scoped_release release;
@@ -197,7 +299,7 @@ py::object encode_examples(py::handle columns, size_t num_rows) {
 
 py::object encode_sequence_examples(py::handle context, py::handle feature_lists, size_t num_rows) {
   Owned owned;
-  const std::vector<ColumnView> views = columns_of(context, owned, false);
+  const std::vector<ColumnView> views = columns_of(context, owned);
   std::vector<FeatureListView> lists;
   for (py::handle item : items_of(feature_lists, "feature_lists")) {
     auto pair = py::reinterpret_borrow<py::tuple>(item);
@@ -207,7 +309,7 @@ py::object encode_sequence_examples(py::handle context, py::handle feature_lists
       type_error(l.steps.name, "a feature list is a pair (steps column, step splits)");
     }
     auto entry = py::reinterpret_borrow<py::tuple>(pair[1]);
-    l.steps = column_of(pair[0], entry[0], owned, false);
+    l.steps = column_of(pair[0], entry[0], owned);
     l.num_steps = l.steps.num_rows();
     l.splits = take<int64_t>(owned, entry[1], l.steps.name, "step splits");
     lists.push_back(std::move(l));
@@ -222,7 +324,7 @@ py::object encode_sequence_examples(py::handle context, py::handle feature_lists
 
 py::object encode_features(py::handle name, py::handle column) {
   Owned owned;
-  const ColumnView view = column_of(name, column, owned, false);
+  const ColumnView view = column_of(name, column, owned);
   auto batch = std::make_shared<RecordBatch>();
   {
     py::gil_scoped_release release;
