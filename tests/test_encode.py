@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 import tfrec_fast
 from tfrec_fast import proto
-from tfrec_fast.encode import Bytes, Floats, Int64s, encode_example, encode_examples
+from tfrec_fast.encode import (Bytes, Floats, Int64s, Partial, encode_example,
+                              encode_examples)
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
@@ -450,6 +451,55 @@ def test_columnar_errors(columns, n, exc, words):
 def test_columnar_mixed_row_kinds():
     batch = encode_examples({"x": [1, 2.5, b"z", Int64s()]})
     assert [parse(r) for r in batch] == [{"x": [1]}, {"x": [2.5]}, {"x": [b"z"]}, {"x": []}]
+
+
+def test_partial_columns_leave_the_feature_out():
+    present = np.array([True, False, True, False])
+    columns = {
+        "n": Partial(np.array([1, 2, 3, 4]), present),
+        "f": Partial(Floats([[0.5], [9.0], [], [1.0]]), present),
+        "r": Partial(RaggedLike(np.array([7, 8, 9], np.int64), [0, 2, 2, 2, 3]), present),
+        "b": Partial(BytesColumnLike(np.frombuffer(b"abcd", np.uint8),
+                                     np.array([0, 1, 2, 3]), np.array([1, 2, 3, 4])), present),
+        "all": [b"x", b"y", b"z", b"w"],
+    }
+    got = [bytes(r) for r in encode_examples(columns)]
+    expected = [encode_example({"n": 1, "f": [0.5], "r": [7, 8], "b": b"a", "all": b"x"}),
+                encode_example({"all": b"y"}),
+                encode_example({"n": 3, "f": Floats([]), "r": Int64s([]), "b": b"c",
+                                "all": b"z"}),
+                encode_example({"all": b"w"})]
+    assert got == expected  # an empty list stays an empty list; a missing row is no feature
+    assert parse(got[1]) == {"all": [b"y"]}
+
+
+def test_partial_rows_left_out_are_not_read():
+    """The bounds of a row left out may be anything: they are neither checked nor read."""
+    bad = RaggedLike(np.array([5], np.int64), [0, 1, 0])  # row 1 would end before it begins
+    with pytest.raises(ValueError, match="row 1"):
+        encode_examples({"r": bad})
+    batch = encode_examples({"r": Partial(bad, [1, 0])})
+    assert [parse(r) for r in batch] == [{"r": [5]}, {}]
+
+
+def test_partial_nests_with_kind_wrappers_and_checks_its_length():
+    for column in (Int64s(Partial([[], [1]], [True, True])),
+                   Partial(Int64s([[], [1]]), np.array([1, 1], np.uint8))):
+        assert [parse(r) for r in encode_examples({"x": column})] == [{"x": []}, {"x": [1]}]
+    with pytest.raises(ValueError, match="one `present` flag per row"):
+        encode_examples({"x": Partial(np.arange(3), [True, False])})
+
+
+def test_partial_context_of_sequence_examples():
+    batch = tfrec_fast.encode_sequence_examples(
+        {"id": Partial(np.array([1, 2]), [False, True])}, {"s": [[[1]], []]})
+    context, steps = tfrec_fast.parse_sequence_examples(batch, ["id"], {
+        "s": tfrec_fast.VarLenSequence("int64")})
+    assert context["id"].to_list() == [[], [2]] and steps["s"].row_lengths.tolist() == [1, 0]
+    assert proto.SequenceExample.FromString(bytes(batch[0])).context.feature.keys() == set()
+    with pytest.raises(ValueError, match="step cannot be left out"):
+        tfrec_fast.encode_sequence_examples({}, {"s": Int64s(tfrec_fast.Ragged(
+            Partial(np.array([1, 2]), [True, False]), np.array([0, 2])))})
 
 
 # ---- writer ---------------------------------------------------------------------------------

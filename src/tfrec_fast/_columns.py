@@ -3,10 +3,10 @@
 A column, as ``_core.encode_examples`` takes it (see ``_core.pyi``), is a tuple
 ``(kind, values, offsets, row_splits)``: int64 or float32 values, or bytes values (one buffer
 with int64 offsets, or a list of bytes objects), plus int64 row_splits: the shape the decoder
-returns (Ragged, BytesColumn). This module
-decides the kinds and builds those arrays with numpy: values are grouped per column in one numpy
-call (not one per value where numpy can do it); bytes values given as Python bytes objects go as
-one list of them, which the encoder reads in place (immutable: no copy).
+returns (Ragged, BytesColumn). This module decides the kinds and builds those arrays with numpy:
+the values of a column are converted by one numpy call, not one per value; bytes values that
+are Python bytes objects go as one list of them, which the encoder reads in place (a bytes
+object never changes, so it needs no copy).
 
 Every Python container is copied (a list of references) before it is looked at, so another
 thread changing it meanwhile cannot make the kinds and the values disagree; the C++ side then
@@ -30,7 +30,7 @@ _EXACT = {int: INT64, bool: INT64, float: FLOAT, bytes: BYTES, str: BYTES, bytea
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _DTYPES = {INT64: np.int64, FLOAT: np.float32}
 
-Column = Tuple[Kind, Any, Any, Optional[np.ndarray]]  # (kind, values, offsets, row_splits)
+Column = Tuple[Any, ...]  # (kind, values, offsets, row_splits[, present])
 Values = Tuple[Optional[Kind], Any]  # one row's kind (None: an empty plain list) and values
 
 
@@ -50,6 +50,22 @@ class Typed:
         return type(self) is type(other) and self.values == other.values  # type: ignore[attr-defined]
 
     __hash__ = None  # type: ignore[assignment]
+
+
+class Partial:
+    """A column of N rows that some records lack: record i holds the feature only where
+    ``present[i]`` is true (N booleans); elsewhere the row's values are not read. For
+    :func:`~tfrec_fast.encode_examples` and the context of
+    :func:`~tfrec_fast.encode_sequence_examples`."""
+
+    __slots__ = ("column", "present")
+
+    def __init__(self, column: Any, present: Any) -> None:
+        self.column = column
+        self.present = present
+
+    def __repr__(self) -> str:
+        return f"Partial({self.column!r}, present={self.present!r})"
 
 
 # ---- errors ------------------------------------------------------------------------------------
@@ -263,18 +279,18 @@ def _out_of_range(x: Any, kind: Kind) -> Optional[str]:
         return f"{x!r}: {e}"
 
 
-def pack(kind: Kind, parts: List[Any], name: str) -> Tuple[Any, None]:
+def pack(kind: Kind, parts: List[Any], name: str) -> Any:
     """The values of rows `parts` (each a list or an array) of one kind, back to back: a numpy
-    array of numbers, or a list of bytes objects (read in place by the encoder); no offsets."""
+    array of numbers, or a list of bytes objects (read in place by the encoder)."""
     if kind is BYTES or kind is FEATURE:
-        return parts[0] if len(parts) == 1 else list(chain.from_iterable(parts)), None
+        return parts[0] if len(parts) == 1 else list(chain.from_iterable(parts))
     if all(type(p) is list for p in parts):
         flat = parts[0] if len(parts) == 1 else list(chain.from_iterable(parts))
-        return _from_list(flat, kind, name, parts), None
+        return _from_list(flat, kind, name, parts)
     arrays = [p if isinstance(p, np.ndarray) else _from_list(p, kind, name, [p]) for p in parts]
     if len(arrays) == 1:
-        return arrays[0], None
-    return np.concatenate(arrays) if arrays else np.zeros(0, _DTYPES[kind]), None
+        return arrays[0]
+    return np.concatenate(arrays) if arrays else np.zeros(0, _DTYPES[kind])
 
 
 # ---- columns ------------------------------------------------------------------------------------
@@ -285,6 +301,13 @@ def column_of(name: str, col: Any, forced: Optional[Kind] = None) -> Tuple[int, 
         if forced is not None and forced is not col.kind:
             raise error(TypeError, name, None, "conflicting kind wrappers")
         return column_of(name, col.values, col.kind)
+    if isinstance(col, Partial):
+        n, column = column_of(name, col.column, forced)
+        present = np.ascontiguousarray(col.present).astype(np.bool_, copy=False)
+        if present.shape != (n,):
+            raise error(ValueError, name, None, f"Partial needs one `present` flag per row ({n}), "
+                                                f"not {present.size}")
+        return n, (*column[:4], present)
     if isinstance(col, np.ndarray):
         return _array_column(name, col, forced)
     if isinstance(col, (list, tuple)):
@@ -299,7 +322,7 @@ def column_of(name: str, col: Any, forced: Optional[Kind] = None) -> Tuple[int, 
                                                 "tfrec_fast.Int64s/Floats/Bytes")
         if kind is FEATURE:
             raise error(TypeError, name, None, "Ragged values cannot be a Feature message")
-        return len(splits) - 1, (kind, *pack(kind, [values], name), splits)
+        return len(splits) - 1, (kind, pack(kind, [values], name), None, splits)
     raise error(TypeError, name, None,
                 f"unsupported column of type {_type_name(col)} (use a numpy array [N, ...], a "
                 "list of N row values, a Ragged or a BytesColumn)")
@@ -355,11 +378,11 @@ def _bytes_column(name: str, col: Any, forced: Optional[Kind]) -> Tuple[int, Col
     ends = np.ascontiguousarray(col.ends, np.int64)
     if starts.shape != ends.shape or starts.ndim != 1:
         raise error(ValueError, name, None, "BytesColumn starts and ends differ in length")
-    default = starts == -1  # the decoder's mark for a missing feature's default
-    if default.any():
-        data = bytes(memoryview(data)) + bytes(getattr(col, "default", b""))
-        size = len(data) - len(getattr(col, "default", b""))
-        starts, ends = np.where(default, size, starts), np.where(default, len(data), ends)
+    missing = starts == -1  # the decoder's mark for a missing feature's default
+    if missing.any():
+        size, default = len(memoryview(data).cast("B")), bytes(getattr(col, "default", b""))
+        data = bytes(memoryview(data)) + default
+        starts, ends = np.where(missing, size, starts), np.where(missing, len(data), ends)
     splits = getattr(col, "row_splits", None)
     if splits is None:
         return len(starts), (BYTES, data, (starts, ends), None)
@@ -390,10 +413,9 @@ def _rows_column(name: str, rows: Sequence, forced: Optional[Kind]) -> Tuple[int
         column_kind = INT64
     if len(kinds) > 1:
         return n, _mixed_column(name, parts, column_kind)
-    values, offsets = pack(column_kind, [v for _, v in parts], name)
     lengths = [len(v) for _, v in parts]
     splits = None if all(x == 1 for x in lengths) else splits_of(lengths, n)
-    return n, (column_kind, values, offsets, splits)
+    return n, (column_kind, pack(column_kind, [v for _, v in parts], name), None, splits)
 
 
 def _mixed_column(name: str, parts: List[Values], default_kind: Kind) -> Column:
@@ -406,11 +428,13 @@ def _mixed_column(name: str, parts: List[Values], default_kind: Kind) -> Column:
     for kind, rows in rows_of_kind.items():
         if kind is FEATURE:
             for i in rows:
+                if not parts[i][1]:  # an empty plain list among Feature messages
+                    raise error(ValueError, name, i, "an empty list has no kind: use "
+                                                     "tfrec_fast.Int64s([]), Floats([]) or Bytes([])")
                 features[i] = parts[i][1][0]
             continue
         sub = [parts[i][1] for i in rows]
-        values, offsets = pack(kind, sub, name)
-        column = (kind, values, offsets, splits_of(map(len, sub), len(sub)))
+        column = (kind, pack(kind, sub, name), None, splits_of(map(len, sub), len(sub)))
         for i, feature in zip(rows, _core.encode_features(name, column).to_list()):
             features[i] = feature
     return (FEATURE, features, None, None)
@@ -422,4 +446,4 @@ def one_row(name: str, value: Any) -> Tuple[Kind, Any, Any]:
     if kind is None:
         raise error(ValueError, name, None, "an empty list has no kind: use tfrec_fast.Int64s([]), "
                                             "Floats([]) or Bytes([])")
-    return (kind, *pack(kind, [values], name))
+    return kind, pack(kind, [values], name), None

@@ -48,12 +48,16 @@ Columns for :func:`encode_examples` (N rows each; ``n`` is inferred and all colu
   ``row_splits``), as the decoder returns it: round trips without a copy per value.
 - any of these wrapped in :class:`Int64s`/:class:`Floats`/:class:`Bytes` to force the kind;
   ``Bytes(uint8_array[N, ...])`` stores each row's raw bytes as one value.
+- any of these wrapped in :class:`Partial` with N ``present`` flags: the records whose flag is
+  false do not hold the feature at all (what readers see as a missing feature, not an empty
+  list).
 
-Python and numpy decide the kinds and build the columns (``tfrec_fast._columns``): values are
-grouped per column with numpy and bytes values joined once. The C++ encoder takes those columns
-(``tfrec_fast._core.encode_examples``: int64/float32 arrays, one bytes buffer with int64 offsets,
-int64 row_splits, as the decoder returns them), owns them before it releases the GIL, and
-encodes without it.
+Python and numpy decide the kinds and build the columns (``tfrec_fast._columns``), one numpy
+conversion per column. The C++ encoder takes only columns (``tfrec_fast._core.encode_examples``,
+documented in ``_core.pyi``: int64/float32 arrays, bytes values as one buffer with int64 offsets
+or as a list of bytes objects, int64 row_splits: the decoder's shapes), so a caller that already
+has columns (numpy views of Arrow buffers, say) can call it directly. It owns every input before
+it releases the GIL and encodes without it.
 """
 
 from __future__ import annotations
@@ -64,12 +68,12 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from . import _core
-from ._columns import (BYTES, FLOAT, INT64, Typed, column_of, display, items, one_row,
+from ._columns import (BYTES, FLOAT, INT64, Partial, Typed, column_of, display, items, one_row,
                        row_splits_of, splits_of)
 from ._core import RecordBatch
 
 __all__ = ["encode_example", "encode_examples", "encode_sequence_example",
-           "encode_sequence_examples", "Int64s", "Floats", "Bytes"]
+           "encode_sequence_examples", "Int64s", "Floats", "Bytes", "Partial"]
 
 
 class Int64s(Typed):

@@ -34,7 +34,7 @@ _KIND_NAMES = {
 }
 
 
-def _kind_of(dtype) -> Optional[int]:
+def _kind_of(dtype) -> Optional[_core.Kind]:
     """The list kind a dtype names (int64 / float32 / bytes), or None for other numeric dtypes."""
     if isinstance(dtype, str) and dtype in _KIND_NAMES:
         return _KIND_NAMES[dtype]
