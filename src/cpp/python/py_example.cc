@@ -111,7 +111,12 @@ void register_example(py::module_& m) {
          bool sequence_examples) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
         std::vector<FieldSpec> specs;
-        for (py::handle s : spec_list) specs.push_back(s.cast<const FieldSpec&>());
+        for (py::handle s : spec_list) {
+          if (!py::isinstance<FieldSpec>(s)) {
+            throw py::type_error(std::string("specs are FieldSpec objects, not ") + Py_TYPE(s.ptr())->tp_name);
+          }
+          specs.push_back(s.cast<const FieldSpec&>());
+        }
         std::vector<Column> columns;
         try {
           py::gil_scoped_release release;
