@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "example_columns.h"
-#include "record_reader.h"
+#include "record_batch.h"
 
 namespace tfr {
 
