@@ -3,8 +3,9 @@
 //
 // A column holds one feature of N records, the way Arrow and the Python layer (Ragged,
 // BytesColumn) hold lists: all values back to back, and row_splits saying which values each
-// record holds. The decoder writes Column (it owns its buffers); the encoder reads ColumnView
-// (memory its caller keeps alive). The same fields mean the same thing in both.
+// record holds. The decoder writes Column (it owns its buffers; bytes values stay in the records
+// and are given as [starts, ends) in them); the encoder reads ColumnView (memory its caller keeps
+// alive; bytes values as BytesRefs, so they may live in one buffer or in many objects).
 #pragma once
 
 #include <cstddef>
