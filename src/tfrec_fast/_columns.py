@@ -172,9 +172,10 @@ def _sequence(seq: Sequence, forced: Optional[Kind], name: str, row: Optional[in
     seq = list(seq)  # one snapshot: the kinds and the values come from the same elements
     if not seq:
         return forced, seq
-    first = type(seq[0])
+    types = set(map(type, seq))
+    first = types.pop() if len(types) == 1 else None
     kind = _EXACT.get(first)
-    if forced is None and kind is not None and all(type(x) is first for x in seq):
+    if forced is None and kind is not None:  # all of one builtin type
         if kind is BYTES and first is not bytes:
             seq = [_bytes_of(x, name, row) for x in seq]
         return kind, seq
@@ -394,10 +395,10 @@ def _rows_column(name: str, rows: Sequence, forced: Optional[Kind]) -> Tuple[int
     """A column given as N per-row values."""
     rows = list(rows)  # one snapshot (another thread may change the caller's list)
     n = len(rows)
-    if forced is None and n:
-        first = type(rows[0])
-        kind = _EXACT.get(first)
-        if kind is not None and all(type(r) is first for r in rows):  # one scalar per row
+    types = set(map(type, rows))
+    first = types.pop() if len(types) == 1 else None
+    kind = _EXACT.get(first)
+    if forced is None and kind is not None:  # one scalar of one builtin type per row
             if kind is BYTES:
                 if first is not bytes:
                     rows = [_bytes_of(r, name, i) for i, r in enumerate(rows)]

@@ -37,23 +37,22 @@ struct Owned {
   std::vector<std::vector<BytesRef>> values;    // where each bytes value is
 };
 
-// The row_splits and single values of one-row columns (encode_example), made here. Room for
-// every column is reserved up front, so spans into them stay valid.
+// What the features of one Example (encode_example) need made here: each one's row_splits, and
+// a single value given as a Python int, float or bytes object. One slot per feature, all
+// reserved up front, so spans into them stay valid.
 struct OneRow {
-  explicit OneRow(size_t columns) {
-    splits.reserve(columns);
-    int64s.reserve(columns);
-    floats.reserve(columns);
+  struct Slot {
+    std::array<int64_t, 2> splits;
+    int64_t int64;
+    float floating;
+    BytesRef bytes;
+  };
+  explicit OneRow(size_t features) { slots.reserve(features); }
+  Slot& next() {
+    if (slots.size() == slots.capacity()) throw std::logic_error("OneRow: more features than reserved");
+    return slots.emplace_back();
   }
-  template <typename T>
-  static Span<T> add(std::vector<T>& v, T value) {
-    if (v.size() == v.capacity()) throw std::logic_error("OneRow: more columns than reserved");
-    v.push_back(value);
-    return {&v.back(), 1};
-  }
-  std::vector<std::array<int64_t, 2>> splits;
-  std::vector<int64_t> int64s;
-  std::vector<float> floats;
+  std::vector<Slot> slots;
 };
 
 std::string type_name(py::handle v) { return Py_TYPE(v.ptr())->tp_name; }
@@ -68,7 +67,7 @@ std::string type_name(py::handle v) { return Py_TYPE(v.ptr())->tp_name; }
 
 // The struct-module code of a buffer's elements when they are in native byte order, else 0.
 char native_code(const std::string& format) {
-  constexpr char kNativeOrder = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '<' : '>';
+  constexpr char kNativeOrder = PY_LITTLE_ENDIAN ? '<' : '>';
   size_t i = 0;
   if (!format.empty() && (format[0] == '@' || format[0] == '=' || format[0] == kNativeOrder)) i = 1;
   return format.size() == i + 1 ? format[i] : 0;
@@ -210,12 +209,14 @@ ColumnView column_of(py::handle key, py::handle spec, Owned& owned) {
   return c;
 }
 
-// One feature of one Example: (kind, values, offsets), every value in its one row. A single INT64
-// or FLOAT value may be a Python int or float (the common scalar, without an array for it).
+// One feature of one Example: (kind, values, offsets), every value in its one row. A single value
+// may be a Python int (INT64), float (FLOAT) or bytes object (BYTES, FEATURE): the common
+// scalars, read without an array for them. `spec` outlives the call (the caller holds it).
 ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row) {
   ColumnView c = column_named(key, spec, 3, 3, "(kind, values, offsets)");
   const auto t = py::reinterpret_borrow<py::tuple>(spec);
-  PyObject* v = t[1].ptr();
+  PyObject* v = PyTuple_GET_ITEM(t.ptr(), 1);
+  OneRow::Slot& slot = row.next();
   if (c.kind == Kind::kInt64 && PyLong_Check(v)) {
     int overflow = 0;
     const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
@@ -224,14 +225,20 @@ ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row
       PyErr_SetString(PyExc_OverflowError, what.c_str());
       throw py::error_already_set();
     }
-    c.int64s = OneRow::add(row.int64s, int64_t(x));
+    slot.int64 = int64_t(x);
+    c.int64s = {&slot.int64, 1};
   } else if (c.kind == Kind::kFloat && PyFloat_Check(v)) {
-    c.floats = OneRow::add(row.floats, static_cast<float>(PyFloat_AS_DOUBLE(v)));  // as protobuf
+    slot.floating = static_cast<float>(PyFloat_AS_DOUBLE(v));  // as protobuf: +-inf beyond range
+    c.floats = {&slot.floating, 1};
+  } else if ((c.kind == Kind::kBytes || c.kind == Kind::kFeature) && PyBytes_Check(v) &&
+             t[2].is_none()) {
+    slot.bytes = {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(v)), size_t(PyBytes_GET_SIZE(v))};
+    c.bytes = {&slot.bytes, 1};
   } else {
     take_values(c, owned, t[1], t[2]);
   }
-  row.splits.push_back({0, int64_t(c.num_values())});
-  c.row_splits = {row.splits.back().data(), 2};
+  slot.splits = {0, int64_t(c.num_values())};
+  c.row_splits = {slot.splits.data(), 2};
   return c;
 }
 
