@@ -47,7 +47,7 @@ class Typed:
         return f"{type(self).__name__}({self.values!r})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.values == other.values  # type: ignore[attr-defined]
+        return type(self) is type(other) and self.values == getattr(other, "values")
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -173,7 +173,7 @@ def _sequence(seq: Sequence, forced: Optional[Kind], name: str, row: Optional[in
     if not seq:
         return forced, seq
     types = set(map(type, seq))
-    first = types.pop() if len(types) == 1 else None
+    first = types.pop() if len(types) == 1 else type(None)
     kind = _EXACT.get(first)
     if forced is None and kind is not None:  # all of one builtin type
         if kind is BYTES and first is not bytes:
@@ -396,7 +396,7 @@ def _rows_column(name: str, rows: Sequence, forced: Optional[Kind]) -> Tuple[int
     rows = list(rows)  # one snapshot (another thread may change the caller's list)
     n = len(rows)
     types = set(map(type, rows))
-    first = types.pop() if len(types) == 1 else None
+    first = types.pop() if len(types) == 1 else type(None)
     kind = _EXACT.get(first)
     if forced is None and kind is not None:  # one scalar of one builtin type per row
             if kind is BYTES:
