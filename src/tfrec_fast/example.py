@@ -24,8 +24,8 @@ __all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged",
 
 _INT64, _FLOAT, _BYTES = _core.Kind.INT64, _core.Kind.FLOAT, _core.Kind.BYTES
 _FIXED, _VAR, _RAW_BYTES = _core.Layout.FIXED, _core.Layout.VAR, _core.Layout.RAW_BYTES
-_NUMPY = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
-_KIND_DTYPE = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
+_NUMPY: Dict[_core.Kind, np.dtype] = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
+_KIND_DTYPE: Dict[_core.Kind, str] = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
 
 _KIND_NAMES = {
     "int64": _INT64, "int": _INT64,
