@@ -1,20 +1,35 @@
-"""Shared helpers for the benchmark scripts: paths, data sets, a pure-Python TFRecord framer/parser,
-timing (median of N after a warm-up), the tfrec_fast availability probe and Markdown tables.
+"""What the bench scripts share: the harness (src/tfrec_fast/bench.py of this checkout, as
+`harness`), paths, the data sets of make_data.py, a pure-Python TFRecord framer/parser and index.
 
-Only the standard library is imported at module level: workers import this module before they take
-their RSS baseline, and peers (TensorFlow, `tfrecord`) must not be imported into other processes.
+Only the standard library is imported at module level: case processes import this module before
+they take their RSS baseline, and a peer's process (TensorFlow) must not import tfrec_fast. That is
+also why the harness is loaded by its path rather than imported from the package.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import statistics
 import struct
-import time
+import sys
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
+
+
+def _load_harness():
+    """The checkout's src/tfrec_fast/bench.py as module `tfrec_fast_bench` (the name its case
+    processes load it under, so that both see one Skip class)."""
+    name = "tfrec_fast_bench"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, BENCH_DIR.parent / "src" / "tfrec_fast" / "bench.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+harness = _load_harness()
 DATA_DIR = BENCH_DIR / "data"  # git-ignored
 OUT_DIR = BENCH_DIR / "out"  # git-ignored: scratch output of write benchmarks, logs, partial tables
 
@@ -130,110 +145,35 @@ def ensure_index_py(path) -> Path:
 # ---------------------------------------------------------------------------------------------
 # tfrec_fast availability
 
-TFREC_FAST_NEEDED = (
-    "crc32c",
-    "masked_crc32c",
-    "crc32c_backend",
-    "read_records",
-    "TFRecordReader",
-    "TFRecordWriter",
-    "DataLossError",
-)
-
 
 def probe_tfrec_fast():
-    """(module, None) when tfrec_fast imports and has the API the benches use, else (None, reason)."""
+    """(module, None) when tfrec_fast imports, else (None, reason)."""
     try:
-        import tfrec_fast  # noqa: PLC0415
-    except Exception as e:  # ImportError, or a broken build raising something else
-        return None, f"tfrec_fast not importable ({type(e).__name__}: {e})"
-    missing = [n for n in TFREC_FAST_NEEDED if not hasattr(tfrec_fast, n)]
-    if missing:
-        return None, f"tfrec_fast lacks {', '.join(missing)} (see /work/api_spec.md)"
-    return tfrec_fast, None
+        return harness.need("tfrec_fast"), None
+    except harness.Skip as e:
+        return None, str(e)
 
 
-KNOWN_CRC_BACKENDS = ("avx512", "sse42", "arm64", "portable")
+def header(args, text: str) -> str:
+    """The first lines of a script's Markdown: how it measured, its own words, and a warning when
+    tfrec_fast is not importable."""
+    tfr, why = probe_tfrec_fast()
+    return f"{harness.method(args)} {text}\n" + ("" if tfr else f"**tfrec_fast rows skipped: {why}.**\n")
 
 
-def crc_backends(tfr) -> tuple[list[str], str | None]:
-    """tfrec_fast._core.crc32c_backends(), or (if that is missing or raises) the known names that
-    crc32c_with accepts; the second item is a note about the fallback."""
-    core = getattr(tfr, "_core", None)
-    if core is None or not hasattr(core, "crc32c_with"):
-        return [], "tfrec_fast._core.crc32c_with missing"
-    try:
-        return list(core.crc32c_backends()), None
-    except Exception as e:
-        found = []
-        for b in KNOWN_CRC_BACKENDS:
-            try:
-                core.crc32c_with(b, b"123456789")
-                found.append(b)
-            except Exception:
-                pass
-        return found, (f"tfrec_fast._core.crc32c_backends() failed ({type(e).__name__}: {str(e).splitlines()[0]}); "
-                       f"backends found by trying crc32c_with: {found}")
+def add_writer_arguments(ap) -> None:
+    """The options of make_data.py and make_example_data.py."""
+    ap.add_argument("--writer", choices=["auto", "python", "tfrec_fast"], default="auto")
+    ap.add_argument("--force", action="store_true", help="regenerate even if the file exists")
 
 
-# ---------------------------------------------------------------------------------------------
-# Timing
-
-
-def median_time(fn, repeats: int = 5, warmup: int = 1) -> tuple[float, list[float]]:
-    """Median wall time of fn() over `repeats` runs after `warmup` unmeasured runs."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times
-
-
-def spread(times: list[float]) -> float:
-    """Interquartile range / median: the noise indicator shown next to each median (NaN if < 2 runs)."""
-    if len(times) < 2:
-        return float("nan")
-    q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive")
-    m = statistics.median(times)
-    return (q3 - q1) / m if m else float("nan")
-
-
-def rss_kib() -> int:
-    """Current resident set size (VmRSS) of this process in KiB (Linux)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
-
-
-# ---------------------------------------------------------------------------------------------
-# Formatting
-
-
-def fmt_rate(x: float | None) -> str:
-    if x is None:
-        return "—"
-    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if x >= div:
-            return f"{x / div:.2f} {unit}"
-    return f"{x:.0f}"
-
-
-def fmt_num(x: float | None, spec: str = ".2f", suffix: str = "") -> str:
-    if x is None or x != x:  # None or NaN
-        return "—"
-    return f"{x:{spec}}{suffix}"
-
-
-def md_table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(headers), sep, *(line(r) for r in rows)])
+def data_writer(args):
+    """(tfrec_fast or None, why not) for --writer; exits when tfrec_fast is asked for and missing."""
+    ensure_dirs()
+    tfr, why = (None, "python writer requested") if args.writer == "python" else probe_tfrec_fast()
+    if args.writer == "tfrec_fast" and tfr is None:
+        sys.exit(f"error: {why}")
+    return tfr, why
 
 
 def ensure_dirs() -> None:
@@ -241,25 +181,6 @@ def ensure_dirs() -> None:
     (OUT_DIR / "logs").mkdir(parents=True, exist_ok=True)
 
 
-def env_for_workers() -> dict:
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's banner out of the logs
-    env.setdefault("PYTHONHASHSEED", "0")
-    return env
-
-
-def emit(md: list[str], raw: dict, markdown: str | None, json_path: str | None,
-         summary: list[str] | None = None) -> int:
-    """Prints the Markdown sections (plus a Targets list when there is a summary) and writes
-    them and the raw timings to the files asked for; the exit status of a bench script."""
-    if summary:
-        md = md + ["### Targets\n\n" + "\n".join(f"- {s}" for s in summary) + "\n"]
-    text = "\n".join(md)
-    print(text)
-    if markdown:
-        with open(markdown, "w") as f:
-            f.write(text)
-    if json_path:
-        with open(json_path, "w") as f:
-            json.dump(raw, f, indent=1, default=str)
-    return 0
+def log_dir(tag: str) -> Path:
+    """Where the case processes of one measurement write their stderr."""
+    return OUT_DIR / "logs" / tag

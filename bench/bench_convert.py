@@ -32,7 +32,7 @@ default): those calls are timed by wrapping them, shown in the notes. After the 
 is verified (untimed) in two separate processes: tfrec_fast reads every output (TF's too), TensorFlow reads every
 output (tfrec_fast's too); see check_outputs().
 
-  python bench/bench_convert.py [--repeats 5] [--markdown FILE] [--json FILE]
+  python bench/bench_convert.py [--repeats 5] [--per-class 300] [--markdown FILE] [--json FILE]
   python bench/bench_convert.py --profile tfr_w1     # cProfile one run of a case, in this process
 """
 
@@ -44,17 +44,16 @@ import datetime
 import io
 import json
 import os
-import platform
-import queue
 import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import _common as C
+from _common import harness as H
 
 JPEG_DIR = C.DATA_DIR / "jpeg_folder"
 JPEG_META = C.DATA_DIR / "jpeg_folder.json"
@@ -67,19 +66,6 @@ PREFIX = "train"
 FEATURES = ("image/encoded", "image/format", "image/class/label", "image/class/text", "image/height",
             "image/width", "image/filename")
 
-CASES = {  # name -> label
-    "tf_pillow": "TF script (Pillow size, seed 002)",
-    "tf_decode": "TF script (tf.image.decode_jpeg size, seed 003 / TF tutorial)",
-    "tfr_w1": "tfrec_fast convert_imagefolder(workers=1)",
-    "tfr_w2": "tfrec_fast convert_imagefolder(workers=2)",
-    "probe": "probe: read() every file + write() to one file",
-    "tfr_w1_tiny": "tfrec_fast convert_imagefolder(workers=1), 20-image folder",
-    "tfr_w2_tiny": "tfrec_fast convert_imagefolder(workers=2), 20-image folder",
-}
-MAIN_CASES = ("tf_pillow", "tf_decode", "tfr_w1", "tfr_w2", "probe")
-TINY_CASES = ("tfr_w1_tiny", "tfr_w2_tiny")  # the fixed cost of one call
-TF_CASES = ("tf_pillow", "tf_decode")
-TFR_CASES = ("tfr_w1", "tfr_w2")
 TINY_DIR = C.DATA_DIR / "jpeg_folder_tiny"  # 2 classes x 10 images copied from jpeg_folder
 
 
@@ -106,9 +92,9 @@ def _scan(root: Path) -> list[tuple[str, int, Path]]:
     return [(c, i, p) for i, c in enumerate(classes) for p in sorted((root / c).iterdir()) if p.is_file()]
 
 
-def ensure_jpegs(quiet=False) -> dict:
+def ensure_jpegs(per_class=PER_CLASS, quiet=False) -> dict:
     """Makes bench/data/jpeg_folder/ unless the sidecar matches what is on disk; returns the sidecar."""
-    want = {"version": GEN_VERSION, "classes": CLASSES, "per_class": PER_CLASS}
+    want = {"version": GEN_VERSION, "classes": CLASSES, "per_class": per_class}
     if JPEG_META.exists() and JPEG_DIR.is_dir():
         meta = json.loads(JPEG_META.read_text())
         if all(meta.get(k) == v for k, v in want.items()):
@@ -118,12 +104,12 @@ def ensure_jpegs(quiet=False) -> dict:
     import numpy as np  # noqa: PLC0415
 
     if not quiet:
-        print(f"== making {len(CLASSES)} x {PER_CLASS} JPEGs in {JPEG_DIR}", file=sys.stderr)
+        print(f"== making {len(CLASSES)} x {per_class} JPEGs in {JPEG_DIR}", file=sys.stderr)
     shutil.rmtree(JPEG_DIR, ignore_errors=True)
     rng = np.random.default_rng(6)
     for cls in CLASSES:
         (JPEG_DIR / cls).mkdir(parents=True)
-        for i in range(PER_CLASS):
+        for i in range(per_class):
             w, h = int(rng.integers(480, 521)), int(rng.integers(355, 396))
             img = _render(rng, w, h, float(rng.uniform(3, 12)))
             img.save(JPEG_DIR / cls / f"{cls}_{i:04d}.jpg", "JPEG", quality=90)
@@ -155,18 +141,32 @@ def warm_folder() -> float:
 
 
 # --------------------------------------------------------------------------------------- cases
+# opts: src (the folder), tiny_src (the 20-image folder, for cases named *_tiny), num_shards, case.
 
 
-class Skip(Exception):
-    pass
+def _src(opts) -> str:
+    return opts.tiny_src if opts.case.endswith("_tiny") else opts.src
 
 
-def setup_tf_script(src: str, out: str, num_shards: int, size_from: str):
+def _out(opts) -> str:
+    return str(OUT_ROOT / opts.case)
+
+
+def prepare_out(out: str) -> None:
+    """Untimed, before every run: an empty output directory, the previous run's pages written back."""
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    os.sync()
+
+
+def _tf_script(opts, size_from: str):
     """The TensorFlow script as users write it (seed 002 / seed 003), in a function."""
     import glob  # noqa: PLC0415
 
-    import tensorflow as tf  # noqa: PLC0415
+    tf = H.need("tensorflow")
     from PIL import Image  # noqa: PLC0415
+
+    src, out, num_shards = _src(opts), _out(opts), opts.num_shards
 
     def _bytes_feature(value):
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
@@ -224,51 +224,64 @@ def setup_tf_script(src: str, out: str, num_shards: int, size_from: str):
                 output_tfrecords[idx % num_shards].write(tf_example.SerializeToString())
         return len(images)
 
-    return run, f"TensorFlow {tf.__version__}", None
+    return H.Body(run, prepare=lambda: prepare_out(out), info=f"TensorFlow {tf.__version__}")
 
 
-def setup_tfrec_fast(src: str, out: str, num_shards: int, workers: int):
-    tfr, why = C.probe_tfrec_fast()
-    if tfr is None:
-        raise Skip(why)
-    try:
-        from tfrec_fast.convert import convert_imagefolder  # noqa: PLC0415
-    except ImportError as e:
-        raise Skip(f"tfrec_fast.convert not importable ({e})") from None
+def tf_pillow(opts):
+    return _tf_script(opts, "pillow")
+
+
+def tf_decode(opts):
+    return _tf_script(opts, "decode")
+
+
+def _tfrec_fast(opts, workers: int):
+    tfr = H.need("tfrec_fast")
+    from tfrec_fast.convert import convert_imagefolder  # noqa: PLC0415
+    import tfrec_fast.sharded as sharded  # noqa: PLC0415
 
     # ShardedWriter fsyncs each shard (and the directory) when it closes: time those calls (behaviour
     # unchanged) so that the table can say how much of a run they are.
     fsync = [0.0]
-    try:
-        import tfrec_fast.sharded as sharded  # noqa: PLC0415
 
-        def timed(fn):
-            def wrapper(*a, **k):
-                t0 = time.perf_counter()
-                try:
-                    return fn(*a, **k)
-                finally:
-                    fsync[0] += time.perf_counter() - t0
-            return wrapper
+    def timed(fn):
+        def wrapper(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                fsync[0] += time.perf_counter() - t0
+        return wrapper
 
-        for name in ("_fsync_file", "_fsync_directory"):
-            if hasattr(sharded, name):
-                setattr(sharded, name, timed(getattr(sharded, name)))
-    except ImportError:
-        pass
+    for name in ("_fsync_file", "_fsync_directory"):
+        setattr(sharded, name, timed(getattr(sharded, name)))
+    src, out = _src(opts), _out(opts)
+
+    def prepare():
+        fsync[0] = 0.0
+        prepare_out(out)
 
     def run():
-        fsync[0] = 0.0
-        s = convert_imagefolder(src, out, prefix=PREFIX, num_shards=num_shards, workers=workers)
+        s = convert_imagefolder(src, out, prefix=PREFIX, num_shards=opts.num_shards, workers=workers)
         if s.skipped:
             raise RuntimeError(f"convert_imagefolder skipped {len(s.skipped)} images: {s.skipped[:3]}")
         return s.records
 
-    return run, f"tfrec_fast {getattr(tfr, '__version__', '?')} from {Path(tfr.__file__).parent}", \
-        lambda: {"fsync_s": fsync[0]}
+    return H.Body(run, prepare=prepare, info=f"tfrec_fast {tfr.__version__} from {Path(tfr.__file__).parent}",
+                  extras=lambda: {"fsync_s": fsync[0]})
 
 
-def setup_probe(src: str, out: str, num_shards: int):
+def tfr_w1(opts):
+    return _tfrec_fast(opts, 1)
+
+
+def tfr_w2(opts):
+    return _tfrec_fast(opts, 2)
+
+
+def probe(opts):
+    src, out = _src(opts), _out(opts)
+
     def run():
         classes = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))
         paths = [os.path.join(src, c, f) for c in classes for f in sorted(os.listdir(os.path.join(src, c)))]
@@ -278,185 +291,18 @@ def setup_probe(src: str, out: str, num_shards: int):
                     o.write(f.read())
         return len(paths)
 
-    return run, "", None
+    return H.Body(run, prepare=lambda: prepare_out(out))
 
 
-def setup_case(case: str, src: str, out: str, num_shards: int):
-    if case == "tf_pillow":
-        return setup_tf_script(src, out, num_shards, "pillow")
-    if case == "tf_decode":
-        return setup_tf_script(src, out, num_shards, "decode")
-    if case in ("tfr_w1", "tfr_w1_tiny"):
-        return setup_tfrec_fast(src, out, num_shards, 1)
-    if case in ("tfr_w2", "tfr_w2_tiny"):
-        return setup_tfrec_fast(src, out, num_shards, 2)
-    if case == "probe":
-        return setup_probe(src, out, num_shards)
-    raise ValueError(case)
-
-
-def prepare_out(out: str) -> None:
-    """Untimed, before every run: an empty output directory, the previous run's pages written back."""
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
-    os.sync()
-
-
-# -------------------------------------------------------------------------------------- worker
-
-
-def say(obj) -> None:
-    sys.__stdout__.write("@@ " + json.dumps(obj) + "\n")
-    sys.__stdout__.flush()
-
-
-def worker_main(opts) -> int:
-    """One case in this process, driven over stdin/stdout (the protocol of _worker.py)."""
-    import traceback  # noqa: PLC0415
-
-    sys.stdout = sys.stderr
-    try:
-        run, info, extra = setup_case(opts.worker, opts.src, opts.out, opts.num_shards)
-    except Skip as e:
-        say({"skip": str(e)})
-        return 0
-    except Exception as e:
-        traceback.print_exc()
-        say({"skip": f"setup failed: {type(e).__name__}: {e}"})
-        return 0
-    say({"ready": True, "info": info})
-    for line in sys.stdin:
-        cmd = line.strip()
-        if cmd == "run":
-            try:
-                prepare_out(opts.out)
-                c0, t0 = time.process_time(), time.perf_counter()
-                n = run()
-                dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-                say({"seconds": dt, "records": int(n), "cpu_s": cpu, **(extra() if extra else {})})
-            except Exception as e:
-                traceback.print_exc()
-                say({"error": f"{type(e).__name__}: {e}"})
-        elif cmd == "quit":
-            break
-    return 0
-
-
-class Result:
-    def __init__(self, case):
-        self.case, self.label = case, CASES[case]
-        self.info, self.times, self.records = "", [], None
-        self.skip: str | None = None
-        self.error: str | None = None
-        self.check: str | None = None  # verification summary
-        self.extra: dict = {}  # per measured run: name -> [values]
-
-    @property
-    def ok(self):
-        return self.skip is None and self.error is None and bool(self.times)
-
-    @property
-    def median(self):
-        return statistics.median(self.times) if self.times else None
-
-
-class Worker:
-    def __init__(self, case: str, src: Path, out: Path, num_shards: int):
-        self.case, self.out, self.result = case, out, Result(case)
-        self.log_path = C.OUT_DIR / "logs" / f"convert-{case}.log"
-        self._log = open(self.log_path, "w")
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", case, "--src", str(src), "--out", str(out),
-               "--num-shards", str(num_shards)]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True,
-                                     bufsize=1, env=C.env_for_workers(), cwd=str(C.BENCH_DIR))
-        self._q: queue.Queue = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            if line.startswith("@@ "):
-                self._q.put(json.loads(line[3:]))
-        self._q.put(None)
-
-    def recv(self, timeout):
-        try:
-            msg = self._q.get(timeout=timeout)
-        except queue.Empty:
-            self.kill()
-            raise RuntimeError(f"timed out after {timeout:.0f} s (log: {self.log_path})") from None
-        if msg is None:
-            self._log.flush()
-            tail = " | ".join(x for x in self.log_path.read_text(errors="replace").splitlines()[-3:] if x.strip())
-            raise RuntimeError(f"worker died (exit {self.proc.wait()}): {tail} (log: {self.log_path})")
-        return msg
-
-    def send(self, cmd):
-        self.proc.stdin.write(cmd + "\n")
-        self.proc.stdin.flush()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-    def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.send("quit")
-                self.proc.wait(timeout=60)
-            except Exception:
-                self.kill()
-        self._log.close()
-
-
-def measure(cases, num_shards, repeats, warmup, timeout, verbose=True) -> list[Result]:
-    """cases: [(case, source folder)]."""
-    workers = [Worker(c, src, OUT_ROOT / c, num_shards) for c, src in cases]
-    live = []
-    for w in workers:
-        try:
-            msg = w.recv(timeout)
-        except RuntimeError as e:
-            w.result.skip = f"setup crashed: {e}"
-            continue
-        if "skip" in msg:
-            w.result.skip = msg["skip"]
-            w.close()
-            if verbose:
-                print(f"  skip {w.case}: {w.result.skip}", file=sys.stderr)
-        else:
-            w.result.info = msg.get("info", "")
-            live.append(w)
-    for r in range(warmup + repeats):
-        keep = r >= warmup
-        k = r % len(live) if live else 0
-        for w in live[k:] + live[:k]:
-            if w.result.error:
-                continue
-            try:
-                w.send("run")
-                msg = w.recv(timeout)
-            except RuntimeError as e:
-                w.result.error = str(e)
-                w.kill()
-                continue
-            if "error" in msg:
-                w.result.error = msg["error"]
-                continue
-            if w.result.records is not None and msg["records"] != w.result.records:
-                w.result.error = f"record count changed between runs ({w.result.records} -> {msg['records']})"
-                continue
-            w.result.records = msg["records"]
-            if keep:
-                w.result.times.append(msg["seconds"])
-                for key, value in msg.items():
-                    if key not in ("seconds", "records"):
-                        w.result.extra.setdefault(key, []).append(value)
-            if verbose:
-                print(f"  {'run ' if keep else 'warm'} {r}: {w.case:<10} {msg['seconds']:8.3f} s", file=sys.stderr)
-    for w in workers:
-        w.close()
-    return [w.result for w in workers]
+MAIN = [H.Case("tf_pillow", "TF script (Pillow size, seed 002)", tf_pillow),
+        H.Case("tf_decode", "TF script (tf.image.decode_jpeg size, seed 003 / TF tutorial)", tf_decode),
+        H.Case("tfr_w1", "tfrec_fast convert_imagefolder(workers=1)", tfr_w1),
+        H.Case("tfr_w2", "tfrec_fast convert_imagefolder(workers=2)", tfr_w2),
+        H.Case("probe", "probe: read() every file + write() to one file", probe)]
+TINY = [H.Case("tfr_w1_tiny", "tfrec_fast convert_imagefolder(workers=1), 20-image folder", tfr_w1),  # the fixed
+        H.Case("tfr_w2_tiny", "tfrec_fast convert_imagefolder(workers=2), 20-image folder", tfr_w2)]  # cost of a call
+TF_CASES = ("tf_pillow", "tf_decode")
+TFR_CASES = ("tfr_w1", "tfr_w2")
 
 
 # -------------------------------------------------------------------------------------- checks
@@ -504,81 +350,77 @@ def _check_record(feats: dict, exp: dict, seen: set, full: bool) -> str | None:
     return None
 
 
-def check_main(opts) -> int:
-    """Run in its own process: --check tfrec_fast | tf. Prints one JSON line: dir -> report."""
-    src, dirs, n_shards = Path(opts.src), [Path(d) for d in opts.dirs], opts.num_shards
-    exp = _expected(src)
-    out = {}
-    for d in dirs:
-        rep = {"errors": []}
-        out[str(d)] = rep
-        if not d.is_dir():
-            rep["errors"].append("no output directory")
-            continue
-        shards, err = _shards(d, n_shards)
-        if err:
-            rep["errors"].append(err)
-        seen: set = set()
-        counts, formats, per_shard = [], set(), []
-        if opts.check == "tfrec_fast":
-            import tfrec_fast as tfr  # noqa: PLC0415
+def read_back(opts) -> dict:
+    """In a process of its own (harness.call): every output directory in opts.dirs read back by
+    tfrec_fast (opts.kind 'tfrec_fast': every record's image bytes compared with the file) or by
+    TensorFlow ('tf': every 30th record's bytes compared and its JPEG decoded). dir -> report."""
+    if opts.kind == "tfrec_fast":
+        tfr = H.need("tfrec_fast")
 
-            for s in shards:
-                counts.append(tfr.count_records(str(s)))
-                per_shard.append(order := [])
-                for rec in tfr.read_records(str(s)):
-                    feats = tfr.parse_example(bytes(rec))
-                    e = _check_record(feats, exp, seen, full=True)  # every record's bytes compared
-                    if e:
-                        rep["errors"].append(e)
-                        break
-                    formats.add(bytes(feats["image/format"][0]).decode())
-                    order.append(os.path.basename(bytes(feats["image/filename"][0]).decode()))
-        else:
-            import tensorflow as tf  # noqa: PLC0415
+        def read(shard):
+            return (tfr.parse_example(bytes(rec)) for rec in tfr.read_records(shard))
 
-            for s in shards:
-                n = 0
-                per_shard.append(order := [])
-                for raw in tf.data.TFRecordDataset([str(s)]):
-                    ex = tf.train.Example.FromString(raw.numpy())
-                    f = ex.features.feature
-                    feats = {k: list(v.bytes_list.value) or list(v.int64_list.value) for k, v in f.items()}
-                    sample = len(seen) % 30 == 0  # every 30th record: bytes compared, JPEG decoded by TF
-                    e = _check_record(feats, exp, seen, full=sample)
-                    if e is None and sample:
-                        shape = tf.image.decode_jpeg(feats["image/encoded"][0]).shape
-                        if (shape[1], shape[0]) != (feats["image/width"][0], feats["image/height"][0]):
-                            e = f"decode_jpeg shape {shape} != width/height features"
-                    if e:
-                        rep["errors"].append(e)
-                        break
-                    formats.add(bytes(feats["image/format"][0]).decode())
-                    order.append(os.path.basename(bytes(feats["image/filename"][0]).decode()))
-                    n += 1
-                counts.append(n)
-        if len(seen) != len(exp) and not rep["errors"]:
-            rep["errors"].append(f"{len(seen)} distinct images written, {len(exp)} in the folder")
-        # record k of the source order goes to shard k % n as its (k // n)-th record
-        want = sorted(exp, key=lambda b: (exp[b][0], b))
-        rr = [want[i::len(per_shard)] for i in range(len(per_shard))] if per_shard else []
-        rep.update(records=sum(counts), shard_counts=counts, formats=sorted(formats), round_robin_order=per_shard == rr)
-    print("@@ " + json.dumps(out))
-    return 0
+        every, decoded_size = 1, None
+    else:
+        tf = H.need("tensorflow")
+
+        def read(shard):
+            for rec in tf.data.TFRecordDataset([shard]):
+                f = tf.train.Example.FromString(rec.numpy()).features.feature
+                yield {k: list(v.bytes_list.value) or list(v.int64_list.value) for k, v in f.items()}
+
+        def decoded_size(data):
+            height, width = tf.image.decode_jpeg(data).shape[:2]
+            return width, height
+
+        every = 30
+    exp = _expected(Path(opts.src))
+    return {d: _read_back_dir(Path(d), exp, opts.num_shards, read, every, decoded_size) for d in opts.dirs}
 
 
-def run_checker(kind: str, dirs: list[Path], src: Path, num_shards: int, timeout: float) -> dict:
-    log = C.OUT_DIR / "logs" / f"convert-check-{kind}.log"
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--check", kind, "--src", str(src),
-           "--num-shards", str(num_shards), "--dirs", *map(str, dirs)]
-    with open(log, "w") as lf:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=lf, text=True, env=C.env_for_workers(),
-                           cwd=str(C.BENCH_DIR), timeout=timeout)
-    for line in p.stdout.splitlines():
-        if line.startswith("@@ "):
-            return json.loads(line[3:])
-    tail = " | ".join(log.read_text(errors="replace").splitlines()[-3:])
-    return {str(d): {"errors": [f"{kind} checker failed (exit {p.returncode}): {tail} (log: {log})"]} for d in dirs}
+def _read_back_dir(d: Path, exp: dict, num_shards: int, read, every: int, decoded_size) -> dict:
+    rep = {"errors": []}
+    if not d.is_dir():
+        rep["errors"].append("no output directory")
+        return rep
+    shards, err = _shards(d, num_shards)
+    if err:
+        rep["errors"].append(err)
+    seen: set = set()
+    formats, per_shard = set(), []
+    for s in shards:
+        per_shard.append(order := [])
+        for feats in read(str(s)):
+            full = len(seen) % every == 0
+            e = _check_record(feats, exp, seen, full)
+            if e is None and full and decoded_size is not None:
+                size = decoded_size(feats["image/encoded"][0])
+                if size != (feats["image/width"][0], feats["image/height"][0]):
+                    e = f"decode_jpeg size {size} != width/height features"
+            if e:
+                rep["errors"].append(e)
+                break
+            formats.add(bytes(feats["image/format"][0]).decode())
+            order.append(os.path.basename(bytes(feats["image/filename"][0]).decode()))
+    if len(seen) != len(exp) and not rep["errors"]:
+        rep["errors"].append(f"{len(seen)} distinct images written, {len(exp)} in the folder")
+    # record k of the source order goes to shard k % n as its (k // n)-th record
+    want = sorted(exp, key=lambda b: (exp[b][0], b))
+    rr = [want[i::len(per_shard)] for i in range(len(per_shard))] if per_shard else []
+    counts = [len(order) for order in per_shard]
+    rep.update(records=sum(counts), shard_counts=counts, formats=sorted(formats), round_robin_order=per_shard == rr)
+    return rep
+
+
+def run_checker(kind: str, dirs: list[Path], src: Path, num_shards: int, timeout: float) -> tuple[dict, str | None]:
+    """(dir -> report, None), or ({}, why) when the reader is not installed."""
+    opts = {"kind": kind, "src": str(src), "dirs": [str(d) for d in dirs], "num_shards": num_shards}
+    try:
+        return H.call(read_back, opts, timeout=timeout, log_dir=C.log_dir(f"convert-check-{kind}")), None
+    except H.Skip as e:
+        return {}, f"{kind} read-back skipped: {e}"
+    except RuntimeError as e:
+        return {str(d): {"errors": [f"{kind} checker failed: {e}"]} for d in dirs}, None
 
 
 def run_cli_once(src: Path, out: Path, num_shards: int, timeout: float) -> str | None:
@@ -586,19 +428,18 @@ def run_cli_once(src: Path, out: Path, num_shards: int, timeout: float) -> str |
     prepare_out(str(out))
     cmd = [sys.executable, "-m", "tfrec_fast", "convert", "imagefolder", str(src), str(out), "--workers", "2",
            "--num-shards", str(num_shards)]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=C.env_for_workers(), timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if p.returncode:
-        return f"exit {p.returncode}: {(p.stderr or p.stdout).strip().splitlines()[-1:] }"
+        return f"exit {p.returncode}: {(p.stderr or p.stdout).strip().splitlines()[-1:]}"
     return None
 
 
 def check_outputs(results, src, meta, num_shards, timeout, n_tiny) -> list[str]:
     """Every output read back by tfrec_fast and by TensorFlow; errors go on the rows, facts in notes."""
     notes = []
-    by = {r.case: r for r in results}
-    dirs = [OUT_ROOT / r.case for r in results if r.ok and r.case in TF_CASES + TFR_CASES]
+    by = {r.name: r for r in results}
+    dirs = [OUT_ROOT / r.name for r in results if r.ok and r.name in TF_CASES + TFR_CASES]
     cli_dir = OUT_ROOT / "cli"
-    cli_err = None
     if any(by.get(c) and by[c].ok for c in TFR_CASES):
         cli_err = run_cli_once(src, cli_dir, num_shards, timeout)
         if cli_err is None:
@@ -606,14 +447,17 @@ def check_outputs(results, src, meta, num_shards, timeout, n_tiny) -> list[str]:
         else:
             notes.append(f"**CLI `tfrec-fast convert imagefolder ... --workers 2 --num-shards {num_shards}` failed**: "
                          f"{cli_err}")
-    reports = {k: run_checker(k, dirs, src, num_shards, timeout) for k in ("tfrec_fast", "tf")} if dirs else {}
+    reports = {}
+    for kind in ("tfrec_fast", "tf") if dirs else ():
+        reports[kind], skipped = run_checker(kind, dirs, src, num_shards, timeout)
+        notes += [skipped] if skipped else []
     shard_counts = {}
     for d in dirs:
         name = d.name
         errs = [f"{k} read-back: {e}" for k in reports for e in reports[k].get(str(d), {}).get("errors", [])]
-        tfr_rep, tf_rep = reports.get("tfrec_fast", {}).get(str(d), {}), reports.get("tf", {}).get(str(d), {})
+        tfr_rep, tf_rep = reports.get("tfrec_fast", {}).get(str(d), {}), reports.get("tf", {}).get(str(d))
         shard_counts[name] = tuple(tfr_rep.get("shard_counts", ()))
-        if tf_rep.get("shard_counts") != tfr_rep.get("shard_counts"):
+        if tf_rep is not None and tf_rep.get("shard_counts") != tfr_rep.get("shard_counts"):
             errs.append(f"shard record counts: tfrec_fast reads {tfr_rep.get('shard_counts')}, "
                         f"TF reads {tf_rep.get('shard_counts')}")
         order = (f"record k of class-then-file order in shard k % {num_shards}" if tfr_rep.get("round_robin_order")
@@ -623,179 +467,127 @@ def check_outputs(results, src, meta, num_shards, timeout, n_tiny) -> list[str]:
         if name in by:
             if errs:
                 by[name].error = "; ".join(errs[:3])
-            by[name].check = summary
+            by[name].notes.append(f"output checked: {summary}")
         elif name == "cli":
             notes.append("CLI `python -m tfrec_fast convert imagefolder SRC OUT --workers 2 --num-shards "
                          f"{num_shards}` (run once, untimed): " + ("; ".join(errs[:3]) if errs else "ok, " + summary))
     ref = shard_counts.get("tf_pillow")
     for name, counts in shard_counts.items():
         if ref and counts != ref and name in by and by[name].ok:
-            notes.append(f"{CASES.get(name, name)}: shards hold {list(counts)} records, the TF script's {list(ref)}")
+            notes.append(f"{by[name].label}: shards hold {list(counts)} records, the TF script's {list(ref)}")
     p = by.get("probe")
     if p and p.ok:
         size = (OUT_ROOT / "probe" / "all.bin").stat().st_size
         if size != meta["bytes"]:
             p.error = f"wrote {size} bytes, the folder holds {meta['bytes']}"
         else:
-            p.check = f"{size:,} bytes = the folder's"
-    for r in results:
-        n = n_tiny if r.case in TINY_CASES else meta["n_images"]
-        if r.ok and r.records != n:
-            r.error = f"handled {r.records} images, expected {n}"
+            p.notes.append(f"output checked: {size:,} bytes = the folder's")
+    H.expect_records([r for r in results if r.name in TFR_CASES + TF_CASES + ("probe",)], meta["n_images"])
+    H.expect_records([r for r in results if r.name.endswith("_tiny")], n_tiny)
     return notes
 
 
 # -------------------------------------------------------------------------------------- report
 
 
-def _ratio(t, tp):
-    return "—" if t is None or tp is None else f"{tp / t:.2f}x"
+def _median_extra(key):
+    return lambda r: statistics.median(r.extra[key]) if r.extra.get(key) else None
 
 
-def machine_lines(load_before, load_after) -> list[str]:
-    model = "?"
-    try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
-            if line.startswith("Model name:"):
-                model = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or str(os.cpu_count())
-    fmt = lambda la: ", ".join(f"{x:.2f}" for x in la)  # noqa: E731
-    return [f"Machine: `nproc` = {nproc}, `lscpu` Model name: {model}; Python {platform.python_version()} "
-            f"({sys.executable}); load average (1, 5, 15 min) {fmt(load_before)} before, {fmt(load_after)} after."]
-
-
-def table(results, meta) -> tuple[str, list[str]]:
-    t_pil = next((r.median for r in results if r.case == "tf_pillow" and r.ok), None)
-    t_dec = next((r.median for r in results if r.case == "tf_decode" and r.ok), None)
-    rows, notes = [], []
+def table(results, meta):
     for r in results:
-        if r.case not in MAIN_CASES:
-            continue
-        if not r.ok:
-            notes.append(f"{r.label}: {'skipped' if r.skip else 'FAILED'} -- {r.skip or r.error}")
-            continue
-        t = r.median
-        cpu = statistics.median(r.extra["cpu_s"]) if r.extra.get("cpu_s") else None
-        rows.append([r.label, f"{meta['n_images'] / t:,.0f}", f"{meta['bytes'] / t / 1e6:.0f}", _ratio(t, t_pil),
-                     _ratio(t, t_dec), f"{t:.3f}", C.fmt_num(100 * C.spread(r.times), ".0f", "%"),
-                     C.fmt_num(cpu, ".3f")])
-        fsync = (f"of each run, {statistics.median(r.extra['fsync_s']):.3f} s (median) went to the fsyncs of "
-                 "ShardedWriter.close (shards + directory; the TF script and the probe do not fsync)"
-                 if r.extra.get("fsync_s") else "")
-        extra = "; ".join(x for x in (r.info, fsync, f"output checked: {r.check}" if r.check else "") if x)
-        if extra:
-            notes.append(f"{r.label}: {extra}")
-    headers = ["implementation", "images/s", "MB/s (JPEG bytes)", "vs TF script (Pillow)",
-               "vs TF script (decode_jpeg)", "median s", "IQR/median", "CPU s of its process"]
-    return C.md_table(headers, rows), notes
+        fsync = _median_extra("fsync_s")(r)
+        if fsync is not None:
+            r.notes.insert(0, f"of each run, {fsync:.3f} s (median) went to the fsyncs of ShardedWriter.close "
+                              "(shards + directory; the TF script and the probe do not fsync)")
+    columns = [H.per_second("images/s", meta["n_images"], ",.0f"), H.per_second("MB/s (JPEG bytes)", meta["bytes"] / 1e6, ".0f"),
+               H.Versus("vs TF script (Pillow)", "tf_pillow"), H.Versus("vs TF script (decode_jpeg)", "tf_decode"),
+               *H.timing(".3f")[:2], H.figure("CPU s of its process", _median_extra("cpu_s"), ".3f")]
+    return H.table(results, columns)
 
 
-def tiny_table(results, n_tiny) -> tuple[str, list[str]]:
-    rows, notes = [], []
-    for r in results:
-        if r.case not in TINY_CASES:
-            continue
-        if not r.ok:
-            notes.append(f"{r.label}: {'skipped' if r.skip else 'FAILED'} -- {r.skip or r.error}")
-            continue
-        rows.append([r.label, f"{r.median:.3f}", C.fmt_num(100 * C.spread(r.times), ".0f", "%")])
-    t1 = next((r.median for r in results if r.case == "tfr_w1_tiny" and r.ok), None)
-    t2 = next((r.median for r in results if r.case == "tfr_w2_tiny" and r.ok), None)
+def tiny_table(results, n_tiny):
+    text, notes = H.table(results, H.timing(".3f")[:2])
+    t1, t2 = (H.fastest(results, [name]) for name in ("tfr_w1_tiny", "tfr_w2_tiny"))
     if t1 is not None and t2 is not None:
-        notes.append(f"workers=2 costs {t2 - t1:.2f} s more per call than workers=1 before any image is done: the "
-                     "process pool's start-up (forked worker processes when no other thread runs, else a forkserver "
-                     "whose workers import tfrec_fast, numpy and Pillow), paid by every convert_imagefolder call")
-    return C.md_table(["implementation", "median s per call", "IQR/median"], rows), notes
+        notes.append(f"workers=2 costs {t2.median - t1.median:.2f} s more per call than workers=1 before any image is "
+                     "done: the process pool's start-up (forked worker processes when no other thread runs, else a "
+                     "forkserver whose workers import tfrec_fast, numpy and Pillow), paid by every convert_imagefolder "
+                     "call")
+    return text, notes
 
 
 def profile_case(case, src, num_shards, out_n=30):
     import cProfile  # noqa: PLC0415
     import pstats  # noqa: PLC0415
 
-    out = OUT_ROOT / f"profile-{case}"
-    run, info, _ = setup_case(case, str(src), str(out), num_shards)
-    prepare_out(str(out))
-    run()  # warm-up
-    prepare_out(str(out))
+    setup = next(c.setup for c in MAIN + TINY if c.name == case)
+    body = setup(SimpleNamespace(case=case, src=str(src), tiny_src=str(TINY_DIR), num_shards=num_shards))
+    body.prepare()
+    body.run()  # warm-up
+    body.prepare()
     prof = cProfile.Profile()
     t0 = time.perf_counter()
     prof.enable()
-    run()
+    body.run()
     prof.disable()
-    print(f"== {case} ({info}): {time.perf_counter() - t0:.3f} s under cProfile", file=sys.stderr)
+    print(f"== {case} ({body.info}): {time.perf_counter() - t0:.3f} s under cProfile", file=sys.stderr)
     pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(out_n)
-    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(OUT_ROOT / case, ignore_errors=True)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=5, help="measured runs per case (median shown)")
-    ap.add_argument("--warmup", type=int, default=1, help="unmeasured runs per case first")
-    ap.add_argument("--cases", help=f"comma list of {', '.join(CASES)} (default: all)")
+    H.add_arguments(ap, repeats=5, min_time=0)
     ap.add_argument("--num-shards", type=int, default=NUM_SHARDS)
-    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per single run")
+    ap.add_argument("--per-class", type=int, default=PER_CLASS, help="JPEGs per class in the folder (>= 10)")
     ap.add_argument("--keep-output", action="store_true", help=f"leave the outputs in {OUT_ROOT}")
-    ap.add_argument("--markdown", help="also write the table to this Markdown file")
-    ap.add_argument("--json", help="also write the raw timings to this JSON file")
     ap.add_argument("--profile", metavar="CASE", help="cProfile one run of CASE in this process, then exit")
-    ap.add_argument("-q", "--quiet", action="store_true")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
-    ap.add_argument("--check", choices=["tfrec_fast", "tf"], help=argparse.SUPPRESS)
-    ap.add_argument("--src", help=argparse.SUPPRESS)
-    ap.add_argument("--out", help=argparse.SUPPRESS)
-    ap.add_argument("--dirs", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.worker:
-        return worker_main(args)
-    if args.check:
-        return check_main(args)
 
     C.ensure_dirs()
-    meta = ensure_jpegs(args.quiet)
+    meta = ensure_jpegs(args.per_class, args.quiet)
+    n_tiny = ensure_tiny()
     if args.profile:
         warm_folder()
         profile_case(args.profile, JPEG_DIR, args.num_shards)
         return 0
-    n_tiny = ensure_tiny()
-    cases = [(c, TINY_DIR if c in TINY_CASES else JPEG_DIR) for c in CASES
-             if not args.cases or c in args.cases.split(",")]
     pythonpath = os.environ.get("PYTHONPATH")
     cmdline = (f"{'PYTHONPATH=' + pythonpath + ' ' if pythonpath else ''}{sys.executable} bench/bench_convert.py"
                + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:])))
-    load_before = os.getloadavg()
+    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     t_warm = warm_folder()
     if not args.quiet:
         print(f"== convert: {meta['n_images']} JPEGs ({meta['bytes'] / 1e6:.1f} MB), folder read once in "
               f"{t_warm:.2f} s", file=sys.stderr)
     t0 = time.time()
-    results = measure(cases, args.num_shards, args.repeats, args.warmup, args.timeout, not args.quiet)
-    load_after = os.getloadavg()
+    opts = {"src": str(JPEG_DIR), "tiny_src": str(TINY_DIR), "num_shards": args.num_shards}
+    results = H.measure(H.select(MAIN + TINY, args.cases), opts, log_dir=C.log_dir("convert"),
+                        **H.timing_options(args))
     check_notes = check_outputs(results, JPEG_DIR, meta, args.num_shards, args.timeout, n_tiny)
     if not args.keep_output:
         shutil.rmtree(OUT_ROOT, ignore_errors=True)
-    tbl, notes = table(results, meta)
-    tiny_tbl, tiny_notes = tiny_table(results, n_tiny)
+    main_results = [r for r in results if not r.name.endswith("_tiny")]
+    tiny_results = [r for r in results if r.name.endswith("_tiny")]
+    tbl, notes = table(main_results, meta)
     head = [
         f"- Command: `{cmdline}` (from the repository root); "
         f"date {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; "
         f"{time.time() - t0:.0f} s wall.",
-        "- " + machine_lines(load_before, load_after)[0],
+        *(f"- {line}" for line in H.machine()), f"- Load average before the runs: {load_before}.",
         f"- Data: {meta['n_images']:,} JPEGs in {len(meta['classes'])} class sub-directories of "
         "bench/data/jpeg_folder/ "
         f"(made by this script: 480..520 x 355..395 px, Pillow quality 90), {meta['bytes'] / 1e6:.1f} MB, "
         f"{meta['min_bytes'] / 1e3:.0f}..{meta['max_bytes'] / 1e3:.0f} KB, mean "
         f"{meta['bytes'] / meta['n_images'] / 1e3:.0f} KB. Output: {args.num_shards} shards "
         f"`{PREFIX}-0000i-of-{args.num_shards:05d}.tfrecord`, seven features per Example.",
-        f"- Median of {args.repeats} runs after {args.warmup} warm-up, each case in its own process, rounds "
-        "round-robin with a rotating start. **Warm page cache**: caches cannot be dropped here, so the folder "
+        f"- {H.method(args)} **Warm page cache**: caches cannot be dropped here, so the folder "
         f"was read once ({t_warm:.2f} s) before the first run and every run reads it from memory. Untimed "
         "before every run: the output directory emptied and `os.sync()`. Timed: listing the folder .. last shard "
         "closed (the TF script and the probe leave their data in the page cache; convert_imagefolder fsyncs its "
-        "shards, see the notes). Ratios: how many times faster than that TF script row (>1 = faster). MB/s counts the "
-        "source JPEG bytes. 'CPU s of its process': median user+sys time of the case's own process (all its "
-        "threads) during a run; for workers=2 the pool's worker processes come on top.",
+        "shards, see the notes). MB/s counts the source JPEG bytes. 'CPU s of its process': median user+sys time "
+        "of the case's own process (all its threads) during a run; for workers=2 the pool's worker processes come "
+        "on top.",
     ]
     notes = notes + check_notes + [
         "Verification (untimed, after the runs, in two separate processes): tfrec_fast reads every output "
@@ -804,16 +596,14 @@ def main(argv=None) -> int:
         "(tf.data.TFRecordDataset + tf.train.Example.FromString: counts, features, image/encoded bytes and "
         "tf.image.decode_jpeg shape vs height/width for every 30th record)."]
     text = "\n".join(head) + "\n\n" + tbl + "\n\n" + "\n".join(f"- {x}" for x in notes) + "\n"
-    if tiny_tbl.count("\n") > 1 or tiny_notes:
+    if tiny_results:
+        tiny_tbl, tiny_notes = tiny_table(tiny_results, n_tiny)
         text += (f"\nFixed cost of one call: the same converter on a {n_tiny}-image folder (2 classes x 10 of the "
                  "images above, bench/data/jpeg_folder_tiny/), measured in the same rounds:\n\n" + tiny_tbl + "\n\n"
                  + "".join(f"- {x}\n" for x in tiny_notes))
-    print(text)
-    if args.markdown:
-        Path(args.markdown).write_text(text)
-    if args.json:
-        Path(args.json).write_text(json.dumps({r.case: vars(r) for r in results}, indent=1, default=str))
-    return 0  # failed rows are in the table; a non-zero exit would make run_all.sh drop it
+    raw = H.raw(results)
+    return H.emit([text], raw, args.markdown, args.json)  # failed rows are in the table; a non-zero exit
+    # would make run_all.sh drop it
 
 
 if __name__ == "__main__":

@@ -1,125 +1,96 @@
 #!/usr/bin/env python3
 """CRC32C throughput (GB/s) on 4 KiB, 64 KiB, 1 MiB and 64 MiB buffers, all implementations in this run:
 tfrec_fast.crc32c, every backend via tfrec_fast._core.crc32c_with, the `crc32c` package and
-google_crc32c.value. Ratios are against the `crc32c` package. Samples of all implementations are
-interleaved round-robin; each sample loops until it has taken at least --min-time seconds.
-All implementations must agree on the checksum of each buffer, else the row says MISMATCH.
+google_crc32c.value. Ratios are against the `crc32c` package. A run is as many calls as make 16 MiB
+(at least one) on the same buffer; every implementation must give the same checksum, else its row
+says MISMATCH.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import functools
 import sys
-import time
 
 import _common as C
+from _common import harness as H
 
 SIZES = {"4 KiB": 4 << 10, "64 KiB": 64 << 10, "1 MiB": 1 << 20, "64 MiB": 64 << 20}
 
 
-def implementations():
-    """[(label, fn, extra_args_before_data)], plus notes about what is missing."""
-    impls, notes = [], []
-    tfr, why = C.probe_tfrec_fast()
-    if tfr is not None:
-        impls.append((f"tfrec_fast.crc32c ({tfr.crc32c_backend()})", tfr.crc32c, ()))
-        backends, note = C.crc_backends(tfr)
-        for b in backends:
-            impls.append((f"tfrec_fast._core.crc32c_with('{b}')", tfr._core.crc32c_with, (b,)))
-        if note:
-            notes.append(note)
-    else:
-        notes.append(f"tfrec_fast rows skipped: {why}")
-    try:
-        import crc32c
+def _body(opts, crc, info):
+    import numpy as np
 
-        impls.append((f"`crc32c` package {_version('crc32c')} (hw={crc32c.hardware_based})", crc32c.crc32c, ()))
-    except ImportError as e:
-        notes.append(f"`crc32c` package missing: {e}")
-    try:
-        import google_crc32c
+    data = np.random.default_rng(opts.size).bytes(opts.size)  # bytes: the one type all accept
+    calls = max(1, (16 << 20) // opts.size)
 
-        impls.append((f"google_crc32c.value {_version('google-crc32c')} (impl={google_crc32c.implementation})",
-                      google_crc32c.value, ()))
-    except ImportError as e:
-        notes.append(f"google-crc32c missing: {e}")
-    return impls, notes
+    def run():
+        for _ in range(calls):
+            crc(data)
+        return calls
+
+    return H.Body(run, info=info, extras=lambda: {"checksum": crc(data)})
 
 
-def _version(dist):
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "?"
+def crc_tfrec_fast(opts):
+    tfr = H.need("tfrec_fast")
+    return _body(opts, tfr.crc32c, f"backend {tfr.crc32c_backend()}")
 
 
-def sample(fn, args, min_time, loops):
-    """Seconds per call, looping `loops` times (grown until the sample takes >= min_time)."""
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(loops):
-            fn(*args)
-        dt = time.perf_counter() - t0
-        if dt >= min_time:
-            return dt / loops, loops
-        loops = max(loops * 2, int(loops * min_time / max(dt, 1e-9) * 1.2))
+def crc_backend(opts):
+    """Case name backend_<name>: tfrec_fast._core.crc32c_with(<name>, data)."""
+    core = H.need("tfrec_fast._core")
+    backend = opts.case.split("_", 1)[1]
+    return _body(opts, functools.partial(core.crc32c_with, backend), "")
+
+
+def crc_package(opts):
+    crc32c = H.need("crc32c")
+    return _body(opts, crc32c.crc32c, f"{H.versions(['crc32c'])}, hardware_based={crc32c.hardware_based}")
+
+
+def crc_google(opts):
+    google_crc32c = H.need("google_crc32c")
+    return _body(opts, google_crc32c.value, f"{H.versions(['google-crc32c'])}, implementation="
+                                            f"{google_crc32c.implementation}")
+
+
+def cases():
+    """tfrec_fast's default, each of its backends this CPU runs, the two packages."""
+    tfr, _ = C.probe_tfrec_fast()
+    backends = tfr._core.crc32c_backends() if tfr is not None else []
+    return [H.Case("tfrec_fast", "tfrec_fast.crc32c", crc_tfrec_fast),
+            *(H.Case(f"backend_{b}", f"tfrec_fast._core.crc32c_with('{b}')", crc_backend) for b in backends),
+            H.Case("crc32c", "`crc32c` package", crc_package),
+            H.Case("google_crc32c", "google_crc32c.value", crc_google)]
+
+
+def agrees(r, results):
+    sums = {x.extra["checksum"][0] for x in results if x.ok}
+    return "ok" if len(sums) == 1 else "MISMATCH"
+
+
+def columns(size):
+    return [H.per_second("GB/s", lambda r: size * r.records / 1e9, ".2f"), H.Versus("vs crc32c pkg", "crc32c"),
+            H.figure("us/call", lambda r: r.median / r.records * 1e6, ".2f"), *H.timing(".5f"),
+            H.Column("checksum", agrees)]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=9, help="samples per implementation and size (median shown)")
-    ap.add_argument("--min-time", type=float, default=0.1, help="minimum seconds per sample")
+    H.add_arguments(ap, repeats=9, min_time=0.1)
     ap.add_argument("--sizes", default=",".join(SIZES), help="comma list of: " + ", ".join(SIZES))
-    ap.add_argument("--markdown", help="also write the table to this Markdown file")
     args = ap.parse_args(argv)
 
-    import numpy as np
-
-    impls, notes = implementations()
-    ref_label = next((lab for lab, _, _ in impls if lab.startswith("`crc32c`")), None)
-    rows = []
-    for size_name in [s.strip() for s in args.sizes.split(",") if s.strip()]:
-        n = SIZES[size_name]
-        data = np.random.default_rng(n).bytes(n)  # bytes: the one type every implementation accepts
-        sums = {lab: fn(*extra, data) for lab, fn, extra in impls}
-        agree = len(set(sums.values())) == 1
-        loops = {lab: 1 for lab, _, _ in impls}
-        times = {lab: [] for lab, _, _ in impls}
-        for lab, fn, extra in impls:  # warm-up, and find the loop count
-            _, loops[lab] = sample(fn, extra + (data,), args.min_time, 1)
-        for r in range(args.repeats):
-            k = r % len(impls)
-            for lab, fn, extra in impls[k:] + impls[:k]:
-                t, _ = sample(fn, extra + (data,), args.min_time / 2, loops[lab])
-                times[lab].append(t)
-        ref = statistics.median(times[ref_label]) if ref_label else None
-        for lab, _, _ in impls:
-            t = statistics.median(times[lab])
-            rows.append([
-                size_name,
-                lab,
-                C.fmt_num(n / t / 1e9, ".2f"),
-                C.fmt_num(ref / t if ref else None, ".2f", "x"),
-                C.fmt_num(t * 1e6, ".2f"),
-                C.fmt_num(100 * C.spread(times[lab]), ".0f", "%"),
-                "ok" if agree and sums[lab] == sums[ref_label or lab] else "MISMATCH",
-            ])
-        print(f"  {size_name} done", file=sys.stderr)
-
-    headers = ["buffer", "implementation", "GB/s", "vs crc32c pkg", "us/call", "IQR/median", "checksum"]
-    out = [f"### CRC32C throughput (median of {args.repeats} interleaved samples, >= {args.min_time}s each)",
-           "", C.md_table(headers, rows)]
-    if notes:
-        out += [""] + [f"- {x}" for x in notes]
-    text = "\n".join(out) + "\n"
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text)
-    return 0
+    chosen = H.select(cases(), args.cases)
+    md, raw = [H.method(args) + "\n"], {}
+    for name in [s.strip() for s in args.sizes.split(",") if s.strip()]:
+        print(f"== {name}", file=sys.stderr)
+        res = H.measure(chosen, {"size": SIZES[name]}, log_dir=C.log_dir(f"crc-{SIZES[name]}"),
+                        **H.timing_options(args))
+        md.append(H.section(f"CRC32C of a {name} buffer", *H.table(res, columns(SIZES[name]))))
+        raw[name] = H.raw(res)
+    return H.emit(md, raw, args.markdown, args.json)
 
 
 if __name__ == "__main__":

@@ -3,15 +3,15 @@
 
     python bench/bench_remote.py [--size-mb 200] [--repeat 3] [--batches 20] [--write-results]
 
-Rows, each the median of --repeat runs taken in turn (the cases interleaved):
+Rows, each the median of --repeat runs, the cases interleaved, each in its own process:
 - sequential read MB/s: s3fs ``fs.cat()`` of the object (the transport limit: s3fs's own
-  concurrent range requests into memory), tfrec_fast (both CRCs checked), and the ``tfrecord``
-  package's reader given an fsspec file object (when it is importable here: it reads paths with
-  io.open, so io.open is pointed at ``fs.open``);
+  concurrent range requests into memory), tfrec_fast (both CRCs checked; the cases of
+  `tfrec-fast bench`), and the ``tfrecord`` package's reader given an fsspec file object (when it
+  is installed: it reads paths with io.open, so io.open is pointed at ``fs.open``);
 - random access: ``IndexedTFRecordReader.get_batch`` of 256 random records (latency, range
-  requests per batch), against 256 single-record reads one after another, from an HTTP server
-  with Range support (in its own process), as is and with a round trip of 20 ms added to each
-  request (a cloud store's first-byte latency);
+  requests per batch; median of --batches), against 256 single-record reads one after another,
+  from an HTTP server with Range support (in its own process), as is and with a round trip of
+  20 ms added to each request (a cloud store's first-byte latency);
 - write MB/s: ``TFRecordWriter("s3://...")`` (multipart, streaming) against ``fs.pipe_file`` of
   the same bytes (one upload of data already in memory).
 
@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import platform
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,27 +36,16 @@ from pathlib import Path
 
 import numpy as np
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent / "src"))  # the checkout's tfrec_fast, if not installed
-
-import tfrec_fast as tfr  # noqa: E402
-from tfrec_fast import remote  # noqa: E402
+import _common as C
+from _common import harness as H
 
 SECTION = "## Remote data (S3 protocol, moto on 127.0.0.1)"
 _MOTO = ("import sys; from moto.server import ThreadedMotoServer; "
          "s = ThreadedMotoServer(ip_address='127.0.0.1', port=int(sys.argv[1]), verbose=False); "
          "s.start(); print('ready', flush=True); sys.stdin.read()")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 _HTTP = r"""
 import http.server, os, re, sys, time
-path, port, latency = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]) / 1000
+port, path, latency = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]) / 1000
 data = open(path, "rb").read()
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -85,42 +72,33 @@ server.daemon_threads = True
 print("ready", flush=True)
 server.serve_forever()
 """
-
-
-@contextlib.contextmanager
-def http_server(path: str, latency_ms: float):
-    """An HTTP server with Range support for one file, in its own process."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", _HTTP, path, str(port), str(latency_ms)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        if proc.stdout.readline().strip() != "ready":
-            raise RuntimeError("HTTP server did not start")
-        yield f"http://127.0.0.1:{port}/data.tfrecord"
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-
-
-@contextlib.contextmanager
-def moto_server():
-    """An S3 server in its own process (so that it does not compete for our GIL)."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", _MOTO, str(port)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        if proc.stdout.readline().strip() != "ready":
-            raise RuntimeError("moto server did not start")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=30)
-
-
+LATENCIES_MS = (0, 20)
+BATCH = 256
 # name -> (label, smallest and largest record): each data set is --size-mb MB of records.
 DATASETS = {"large": ("75-125 KB records", 75_000, 125_000),
             "small": ("0.5-1.5 KB records", 500, 1_500),
             "tiny": ("64-256 B records", 64, 256)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def server(script: str, *args):
+    """A server in its own process (so that it does not compete for a case's GIL): its port."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", script, str(port), *map(str, args)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        if proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("server did not start")
+        yield port
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
 
 
 def make_records(size_mb: int, low: int, high: int, seed: int = 1):
@@ -132,82 +110,40 @@ def make_records(size_mb: int, low: int, high: int, seed: int = 1):
     return [data[e - n:e] for e, n in zip(ends.tolist(), sizes.tolist())]
 
 
-def median_of(repeat, cases):
-    """{name: median seconds}: each case run ``repeat`` times, the cases taken in turn."""
-    times = {name: [] for name in cases}
-    for _ in range(repeat):
-        for name, run in cases.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+# ---- cases (opts: storage_options, files = [the s3:// URL], local = the same file on disk) -----------
 
 
-def tfrecord_peer(fs, path):
-    """A run of the tfrecord package's reader over ``fs.open(path)``, or None if not installed."""
-    try:
-        import tfrecord.reader as peer
-    except ImportError:
-        return None
+def _s3(opts):
+    return H.need("s3fs").S3FileSystem(**opts.storage_options, skip_instance_cache=True)
 
-    class _IO:  # tfrecord_iterator calls io.open(path, "rb") and os.path.getsize(path)
-        open = staticmethod(lambda p, mode="rb": fs.open(p, mode))
 
-    class _Path:
-        getsize = staticmethod(fs.size)
-
-    class _OS:
-        path = _Path
+def cat(opts):
+    fs = _s3(opts)
 
     def run():
-        saved = peer.io, peer.os
-        peer.io, peer.os = _IO, _OS
-        try:
-            n = sum(1 for _ in peer.tfrecord_iterator(path))
-        finally:
-            peer.io, peer.os = saved
-        return n
-    return run
+        fs.cat(opts.files[0])
+        return 0  # bytes, not records
+
+    return H.Body(run, info="s3fs: concurrent range requests into memory")
 
 
-def random_access(args, local, records):
-    """The random-access table: get_batch(256) against 256 single reads, per added latency."""
-    import fsspec
+def tfrecord_on_fsspec(opts):
+    """The tfrecord package's reader over ``fs.open(path)``: its module's io.open and
+    os.path.getsize pointed at the filesystem's (this process is the case's own)."""
+    peer = H.need("tfrecord.reader")
+    fs = _s3(opts)
+    path = opts.files[0][len("s3://"):]
 
-    index = tfr.create_index(local)
-    counter = RequestCounter(fsspec.filesystem("http"))
-    rng = np.random.default_rng(0)
-    lines = [f"### Random access: 256 random records of the {os.path.getsize(local) / 1e6:.0f} "
-             f"MB object ({len(records):,} records), HTTP server with Range support "
-             f"({args.batches} batches)", "",
-             "| added round trip | how | latency per 256 records | range requests per 256 "
-             "records |", "|---|---|---|---|"]
-    for latency in (0, 20):
-        with http_server(local, latency) as url:
-            reader = tfr.IndexedTFRecordReader(url, index)
-            reader.get_batch(rng.integers(0, len(records), 256))  # warm-up: connections
-            batch_s, requests = [], []
-            for _ in range(args.batches):
-                indices = rng.integers(0, len(records), 256)
-                counter.count = 0
-                start = time.perf_counter()
-                batch = reader.get_batch(indices)
-                batch_s.append(time.perf_counter() - start)
-                requests.append(counter.count)
-                assert bytes(batch[0]) == records[indices[0]]
-            indices = rng.integers(0, len(records), 256)
-            counter.count = 0
-            start = time.perf_counter()
-            for i in indices:
-                reader[int(i)]
-            one_by_one = time.perf_counter() - start
-            lines += [f"| {latency} ms | get_batch(256): coalesced, concurrent | "
-                      f"{statistics.median(batch_s) * 1e3:.0f} ms median (max "
-                      f"{max(batch_s) * 1e3:.0f}) | {statistics.median(requests):.0f} median, "
-                      f"{max(requests)} max |",
-                      f"| {latency} ms | reader[i] 256 times, one after another | "
-                      f"{one_by_one * 1e3:.0f} ms | {counter.count} |"]
-    return lines
+    class _IO:
+        open = staticmethod(lambda p, mode="rb": fs.open(p, mode))
+
+    class _OS:
+        class path:
+            getsize = staticmethod(fs.size)
+
+    peer.io, peer.os = _IO, _OS
+    return H.Body(lambda: sum(1 for _ in peer.tfrecord_iterator(path)), info=f"{H.versions(['tfrecord'])}, "
+                  "no CRC check")
 
 
 class RequestCounter:
@@ -223,102 +159,151 @@ class RequestCounter:
         fs._cat_file = counted
 
 
+def _random_reads(opts, read_all):
+    """``read_all(reader, indices)`` of BATCH new random records every run, from the HTTP server
+    whose added latency ends the case's name; figures: the range requests of each run."""
+    fsspec, tfr = H.need("fsspec"), H.need("tfrec_fast")
+    counter = RequestCounter(fsspec.filesystem("http"))
+    url = opts.urls[opts.case.rsplit("_", 1)[1]]
+    reader = tfr.IndexedTFRecordReader(url, tfr.create_index(opts.local))
+    records = [bytes(r) for r in tfr.read_records(opts.local)]
+    rng = np.random.default_rng(0)
+    drawn = [np.zeros(0, np.int64)]
+
+    def prepare():
+        drawn[0] = rng.integers(0, len(records), BATCH)
+        counter.count = 0
+
+    def check():
+        prepare()
+        got = [bytes(r) for r in read_all(reader, drawn[0])]
+        return None if got == [records[i] for i in drawn[0]] else "records differ from the file's"
+
+    def run():
+        return len(read_all(reader, drawn[0]))
+
+    return H.Body(run, prepare=prepare, check=check, extras=lambda: {"requests": counter.count})
+
+
+def get_batch(opts):
+    return _random_reads(opts, lambda reader, indices: reader.get_batch(indices))
+
+
+def one_by_one(opts):
+    return _random_reads(opts, lambda reader, indices: [reader[i] for i in indices.tolist()])
+
+
+def pipe_file(opts):
+    fs, data = _s3(opts), Path(opts.local).read_bytes()
+
+    def run():
+        fs.pipe_file("bench/piped.tfrecord", data)
+        return 0  # bytes, not records
+
+    return H.Body(run)
+
+
+def tfrec_fast_write(opts):
+    tfr = H.need("tfrec_fast")
+    records = [bytes(r) for r in tfr.read_records(opts.local)]
+    url = "s3://bench/written.tfrecord"
+
+    def run():
+        with tfr.TFRecordWriter(url, storage_options=opts.storage_options) as writer:
+            writer.write_batch(records)
+        return len(records)
+
+    def check():
+        size = _s3(opts).size(url)
+        return None if size == os.path.getsize(opts.local) else f"wrote {size} bytes"
+
+    return H.Body(run, check=check, info="framing + CRCs, multipart upload")
+
+
+CAT = H.Case("cat", "fs.cat() (transport limit)", cat)
+SEQUENTIAL = [CAT, *H.READ_CASES[:2], H.Case("tfrecord", "tfrecord on fs.open()", tfrecord_on_fsspec)]
+BATCHES = [H.Case(f"get_batch_{ms}", f"get_batch(256): coalesced, concurrent; {ms} ms round trip", get_batch)
+           for ms in LATENCIES_MS]
+SINGLES = [H.Case(f"single_{ms}", f"reader[i] 256 times, one after another; {ms} ms round trip", one_by_one)
+           for ms in LATENCIES_MS]
+WRITE = [H.Case("pipe", "fs.pipe_file() of the bytes in memory (transport limit)", pipe_file),
+         H.Case("tfrec_fast_write", "tfrec_fast TFRecordWriter('s3://...')", tfrec_fast_write)]
+
+
+# ---- tables ------------------------------------------------------------------------------------------
+
+
+def sequential_columns(size):
+    return [H.per_second("MB/s", size / 1e6, ".0f"), H.Versus("of fs.cat()", "cat", suffix=""),
+            H.Versus("vs tfrecord", "tfrecord"), *H.timing(".2f")]
+
+
+RANDOM_COLUMNS = [
+    H.Column("latency per 256 records", lambda r, _: f"{r.median * 1e3:.0f} ms median (max {max(r.times) * 1e3:.0f})"),
+    H.Column("range requests per 256 records",
+             lambda r, _: f"{np.median(r.extra['requests']):.0f} median, {max(r.extra['requests'])} max")]
+
+
+def tables(args, options, tmp) -> tuple[list[str], dict]:
+    fs = H.need("s3fs").S3FileSystem(**options, skip_instance_cache=True)
+    fs.mkdir("bench")
+    timing = dict(H.timing_options(args), min_time=0)
+    md, raw = [], {}
+    for name, (label, low, high) in DATASETS.items():
+        url, local, records = upload(fs, tmp, name, make_records(args.size_mb, low, high))
+        size = os.path.getsize(local)
+        opts = dict(H.read_options([url], storage_options=options), local=local)
+        res = H.measure(H.select(SEQUENTIAL, args.cases), opts, log_dir=C.log_dir(f"remote-{name}"), **timing)
+        H.expect_records(res, len(records), exempt=["cat"])
+        title = f"Sequential read: {size / 1e6:.0f} MB object, {len(records):,} {label} (median of {args.repeats})"
+        md.append(H.section(title, *H.table(res, sequential_columns(size), first="reader")))
+        raw[f"sequential_{name}"] = H.raw(res)
+        fs.rm(url)
+
+    url, local, records = upload(fs, tmp, "data", make_records(args.size_mb, *DATASETS["large"][1:]))
+    size = os.path.getsize(local)
+    with contextlib.ExitStack() as stack:
+        urls = {str(ms): f"http://127.0.0.1:{stack.enter_context(server(_HTTP, local, ms))}/data.tfrecord"
+                for ms in LATENCIES_MS}
+        opts = {"urls": urls, "local": local}
+        log = C.log_dir("remote-random")
+        res = (H.measure(H.select(BATCHES, args.cases), opts, log_dir=log, **dict(timing, repeats=args.batches))
+               + H.measure(H.select(SINGLES, args.cases), opts, log_dir=log, **timing))
+    H.expect_records(res, BATCH)
+    title = (f"Random access: 256 random records of the {size / 1e6:.0f} MB object ({len(records):,} records), "
+             f"HTTP server with Range support (get_batch: {args.batches} batches; reader[i]: {args.repeats} x 256)")
+    md.append(H.section(title, *H.table(res, RANDOM_COLUMNS, first="how")))
+    raw["random_access"] = H.raw(res)
+
+    opts = dict(storage_options=options, local=local)
+    res = H.measure(H.select(WRITE, args.cases), opts, log_dir=C.log_dir("remote-write"), **timing)
+    H.expect_records(res, len(records), exempt=["pipe"])
+    title = f"Write: {size / 1e6:.0f} MB (median of {args.repeats})"
+    md.append(H.section(title, *H.table(res, [H.per_second("MB/s", size / 1e6, ".0f"),
+                                                  H.Versus("of fs.pipe_file()", "pipe", suffix="")], first="writer")))
+    raw["write"] = H.raw(res)
+    return md, raw
+
+
 def upload(fs, tmp, name, records):
-    """Writes the records to a local file and puts it on the server: (url, local path, size)."""
+    """Writes the records to a local file and puts it on the server: (url, local path, records)."""
+    tfr = H.need("tfrec_fast")
     local = os.path.join(tmp, f"{name}.tfrecord")
     with tfr.TFRecordWriter(local) as writer:
         writer.write_batch(records)
     fs.put(local, f"bench/{name}.tfrecord")
-    return f"s3://bench/{name}.tfrecord", local, os.path.getsize(local)
-
-
-def sequential(args, fs, options, url, records, size, label):
-    """The sequential-read table of one object."""
-    def tfrec_fast_batches():
-            with tfr.TFRecordReader(url, storage_options=options) as reader:
-                assert sum(len(b) for b in reader.iter_batches()) == len(records)
-
-    def tfrec_fast_records():
-        assert sum(1 for _ in tfr.read_records(url, storage_options=options)) == len(records)
-
-    cases = {"fs.cat() (transport limit)": lambda: fs.cat(url),
-             "tfrec_fast TFRecordReader.iter_batches (both CRCs)": tfrec_fast_batches,
-             "tfrec_fast read_records, per record (both CRCs)": tfrec_fast_records}
-    peer = tfrecord_peer(fs, url[len("s3://"):])
-    if peer is not None:
-        cases["tfrecord 1.14.6 on fs.open() (no CRC check)"] = peer
-    tfrec_fast_batches()  # warm-up: connections, imports
-    seconds = median_of(args.repeat, cases)
-    cat = seconds["fs.cat() (transport limit)"]
-    peer_s = seconds.get("tfrecord 1.14.6 on fs.open() (no CRC check)")
-    lines = [f"### Sequential read: {size / 1e6:.0f} MB object, {len(records):,} {label} "
-             f"(median of {args.repeat})", "",
-             "| reader | MB/s | of fs.cat() | vs tfrecord | median s |", "|---|---|---|---|---|"]
-    for name, s in seconds.items():
-        vs_peer = f"{peer_s / s:.1f}x" if peer_s else "-"
-        lines.append(f"| {name} | {size / s / 1e6:.0f} | {cat / s:.2f} | {vs_peer} | {s:.2f} |")
-    if peer is None:
-        lines += ["", "(tfrecord not importable here: its row was skipped)"]
-    return lines
-
-
-def run(args) -> str:
-    import s3fs
-
-    lines = []
-    with moto_server() as endpoint, tempfile.TemporaryDirectory() as tmp:
-        options = {"endpoint_url": endpoint, "key": "bench", "secret": "bench"}
-        fs = s3fs.S3FileSystem(**options, skip_instance_cache=True)
-        fs.mkdir("bench")
-        for name, (label, low, high) in DATASETS.items():
-            records = make_records(args.size_mb, low, high)
-            url, local, size = upload(fs, tmp, name, records)
-            lines += sequential(args, fs, options, url, records, size, label) + [""]
-            fs.rm(url)
-        records = make_records(args.size_mb, *DATASETS["large"][1:])
-        url, local, size = upload(fs, tmp, "data", records)
-        data = Path(local).read_bytes()
-
-        # -- random access (HTTP server: see the module docstring) --
-        lines += random_access(args, local, records)
-
-        # -- writing --
-        def tfrec_fast_write():
-            with tfr.TFRecordWriter("s3://bench/written.tfrecord",
-                                    storage_options=options) as writer:
-                writer.write_batch(records)
-
-        write_s = median_of(args.repeat, {
-            "fs.pipe_file() of the bytes in memory (transport limit)":
-                lambda: fs.pipe_file("bench/piped.tfrecord", data),
-            "tfrec_fast TFRecordWriter('s3://...') (framing + CRCs, multipart)":
-                tfrec_fast_write})
-        assert fs.size("bench/written.tfrecord") == size
-        pipe = write_s["fs.pipe_file() of the bytes in memory (transport limit)"]
-        lines += ["", f"### Write: {size / 1e6:.0f} MB (median of {args.repeat})", "",
-                  "| writer | MB/s | of fs.pipe_file() |", "|---|---|---|"]
-        for name, s in write_s.items():
-            lines.append(f"| {name} | {size / s / 1e6:.0f} | {pipe / s:.2f} |")
-    return "\n".join(lines)
+    return f"s3://bench/{name}.tfrecord", local, records
 
 
 def environment() -> str:
-    import fsspec
-    import s3fs
-    versions = [f"tfrec_fast {tfr.__version__}", f"fsspec {fsspec.__version__}",
-                f"s3fs {s3fs.__version__}"]
-    for name in ("moto", "aiobotocore", "tfrecord"):
-        try:
-            from importlib.metadata import version
-            versions.append(f"{name} {version(name)}")
-        except Exception:
-            pass
-    return (f"- Python {platform.python_version()} ({sys.executable}); {', '.join(versions)}\n"
-            f"- {os.cpu_count()} logical CPUs, shared with the server process; blocks of "
-            f"1/4 of the object within {remote.MIN_BLOCK_SIZE >> 20}-"
-            f"{remote.MAX_BLOCK_SIZE >> 20} MiB, {remote.DEFAULT_READ_AHEAD} ahead; random "
-            f"access: ranges within {remote.MAX_GAP >> 10} KiB coalesced, up to "
-            f"{remote.DEFAULT_CONCURRENCY} requests in flight")
+    from tfrec_fast import remote
+
+    return "\n".join([*(f"- {line}" for line in H.machine()),
+                      f"- {H.versions(['tfrec_fast', 'fsspec', 's3fs', 'moto', 'aiobotocore', 'tfrecord'])}",
+                      f"- The server runs on the same CPUs; blocks of 1/4 of the object within "
+                      f"{remote.MIN_BLOCK_SIZE >> 20}-{remote.MAX_BLOCK_SIZE >> 20} MiB, {remote.DEFAULT_READ_AHEAD} "
+                      f"ahead; random access: ranges within {remote.MAX_GAP >> 10} KiB coalesced, up to "
+                      f"{remote.DEFAULT_CONCURRENCY} requests in flight"])
 
 
 NOTES = """Reading the numbers:
@@ -337,7 +322,7 @@ NOTES = """Reading the numbers:
 
 
 def write_results(section: str) -> None:
-    path = BENCH / "RESULTS.md"
+    path = C.BENCH_DIR / "RESULTS.md"
     text = path.read_text() if path.exists() else "# tfrec_fast benchmark results\n"
     start = text.find(SECTION)
     if start >= 0:
@@ -348,23 +333,26 @@ def write_results(section: str) -> None:
     path.write_text(text)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    H.add_arguments(parser, repeats=3, min_time=0)
+    parser.add_argument("--repeat", type=int, dest="repeats", default=argparse.SUPPRESS, help="the same as --repeats")
     parser.add_argument("--size-mb", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--batches", type=int, default=20, help="get_batch(256) calls measured per latency")
     parser.add_argument("--write-results", action="store_true",
                         help="replace the Remote data section of bench/RESULTS.md")
-    args = parser.parse_args()
-    tables = run(args)
+    args = parser.parse_args(argv)
+    with server(_MOTO) as port, tempfile.TemporaryDirectory() as tmp:
+        md, raw = tables(args, {"endpoint_url": f"http://127.0.0.1:{port}", "key": "bench", "secret": "bench"}, tmp)
     section = (f"{SECTION}\n\n- Command: `{Path(sys.executable).name} bench/bench_remote.py "
-               f"--size-mb {args.size_mb} --repeat {args.repeat}`; "
-               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n{environment()}\n\n"
-               f"{tables}\n\n{NOTES}")
-    print(section)
+               f"--size-mb {args.size_mb} --repeats {args.repeats} --batches {args.batches}`; "
+               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n{environment()}\n- {H.method(args)}\n\n"
+               + "\n".join(md) + f"\n{NOTES}")
+    H.emit([section], raw, args.markdown, args.json)
     if args.write_results:
         write_results(section)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -60,17 +60,12 @@ def write_tfrec_fast(path, spec, tfr) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--which", default="large,small", help="comma list of data sets (large, small)")
-    ap.add_argument("--writer", choices=["auto", "python", "tfrec_fast"], default="auto")
-    ap.add_argument("--force", action="store_true", help="regenerate even if the file exists")
+    C.add_writer_arguments(ap)
     ap.add_argument("--large-records", type=int, help="override the record count of 'large' (quick tests)")
     ap.add_argument("--small-records", type=int, help="override the record count of 'small' (quick tests)")
     args = ap.parse_args(argv)
 
-    C.ensure_dirs()
-    tfr, why = (None, "python writer requested") if args.writer == "python" else C.probe_tfrec_fast()
-    if args.writer == "tfrec_fast" and tfr is None:
-        print(f"error: {why}", file=sys.stderr)
-        return 2
+    tfr, why = C.data_writer(args)
 
     for name in [w.strip() for w in args.which.split(",") if w.strip()]:
         spec = dict(C.DATASETS[name])

@@ -183,17 +183,13 @@ def write_python(path, cols: dict, n: int) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--which", default=",".join(EXAMPLE_DATASETS), help="comma list: mnist, tutorial, voc")
-    ap.add_argument("--writer", choices=["auto", "python", "tfrec_fast"], default="auto")
-    ap.add_argument("--force", action="store_true", help="regenerate even if the file exists")
+    C.add_writer_arguments(ap)
+    ap.add_argument("--records", type=int, help="override every data set's record count (quick tests)")
     args = ap.parse_args(argv)
 
-    C.ensure_dirs()
-    tfr, why = (None, "python writer requested") if args.writer == "python" else C.probe_tfrec_fast()
-    if args.writer == "tfrec_fast" and tfr is None:
-        print(f"error: {why}", file=sys.stderr)
-        return 2
+    tfr, why = C.data_writer(args)
     for name in [w.strip() for w in args.which.split(",") if w.strip()]:
-        spec = EXAMPLE_DATASETS[name]
+        spec = dict(EXAMPLE_DATASETS[name], **({"n_records": args.records} if args.records else {}))
         path, meta = example_path(name), example_meta(name)
         wanted = {k: spec[k] for k in ("n_records", "seed")}
         if meta and not args.force and all(meta.get(k) == v for k, v in wanted.items()):

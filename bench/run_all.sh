@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Run every tfrec_fast benchmark with the peers venv and write bench/RESULTS.md.
 #
-#   bash bench/run_all.sh [--quick] [--no-install] [-- extra args for bench_read.py]
+#   bash bench/run_all.sh [--quick] [--smoke] [--no-install] [-- extra args for bench_read.py]
 #
-#   --quick       fewer repeats (a smoke run: 3 read / 1 write / 5 CRC samples)
+#   --quick       fewer repeats (3 read / 1 write / 5 CRC samples)
+#   --smoke       every script end to end on small data with one repeat, into bench/out/RESULTS.md
+#                 (a check that the benchmarks run, not a measurement)
 #   --no-install  do not (re)install tfrec_fast from this checkout into the venv
 #   BENCHENV=DIR  the peers venv (default /work/benchenv; created from bench/requirements.txt if missing)
 #
@@ -18,11 +20,13 @@ PY=$VENV/bin/python
 CMDLINE="bash bench/run_all.sh $*"
 
 QUICK=0
+SMOKE=0
 INSTALL=1
 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
+    --smoke) SMOKE=1 ;;
     --no-install) INSTALL=0 ;;
     --) shift; EXTRA+=("$@"); break ;;
     *) EXTRA+=("$1") ;;
@@ -55,11 +59,26 @@ else
 fi
 
 echo "== data"
-"$PY" "$BENCH/make_data.py" || exit 1
-"$PY" "$BENCH/make_example_data.py" || exit 1
+if [ "$SMOKE" = 1 ]; then
+  DATA_ARGS=(--large-records 40 --small-records 20000)
+  EXAMPLE_DATA_ARGS=(--records 3000)
+  RESULTS=$OUT/RESULTS.md
+else
+  DATA_ARGS=()
+  EXAMPLE_DATA_ARGS=()
+  RESULTS=$BENCH/RESULTS.md
+fi
+"$PY" "$BENCH/make_data.py" "${DATA_ARGS[@]}" || exit 1
+"$PY" "$BENCH/make_example_data.py" "${EXAMPLE_DATA_ARGS[@]}" || exit 1
 cat "$BENCH"/data/*.tfrecord >/dev/null  # warm the page cache
 
-if [ "$QUICK" = 1 ]; then
+if [ "$SMOKE" = 1 ]; then
+  READ_ARGS=(--repeats 1 --write-repeats 1 --min-time 0)
+  CRC_ARGS=(--repeats 1 --min-time 0)
+  EXAMPLE_ARGS=(--repeats 1 --min-time 0)
+  TORCH_ARGS=(--repeats 1 --min-time 0 --n-access 2048)
+  CONVERT_ARGS=(--repeats 1 --per-class 12)
+elif [ "$QUICK" = 1 ]; then
   READ_ARGS=(--repeats 3 --write-repeats 1)
   CRC_ARGS=(--repeats 5)
   EXAMPLE_ARGS=(--repeats 3)
@@ -74,7 +93,7 @@ else
 fi
 
 echo "== CRC32C"
-"$PY" "$BENCH/bench_crc.py" "${CRC_ARGS[@]}" --markdown "$OUT/crc.md" >/dev/null || echo "bench_crc.py failed" >"$OUT/crc.md"
+"$PY" "$BENCH/bench_crc.py" "${CRC_ARGS[@]}" --markdown "$OUT/crc.md" --json "$OUT/crc.json" >/dev/null || echo "bench_crc.py failed" >"$OUT/crc.md"
 echo "== read / write / RSS"
 "$PY" "$BENCH/bench_read.py" "${READ_ARGS[@]}" "${EXTRA[@]}" --markdown "$OUT/read.md" --json "$OUT/read.json" >/dev/null \
   || echo "bench_read.py failed" >"$OUT/read.md"
@@ -120,7 +139,7 @@ echo "== converting a folder of JPEGs (makes bench/data/jpeg_folder/ once)"
   echo "## Converting a folder of JPEGs"
   echo
   cat "$OUT/convert.md"
-} >"$BENCH/RESULTS.md"
+} >"$RESULTS"
 
-echo "== wrote $BENCH/RESULTS.md"
-cat "$BENCH/RESULTS.md"
+echo "== wrote $RESULTS"
+cat "$RESULTS"

@@ -5,11 +5,28 @@ import io
 import os
 import random
 import struct
+import sys
 
 import pytest
 
 import _corpus
 import _oracle
+
+
+# ---- OS features (markers declared in pyproject.toml) --------------------------------
+
+_LACKING = {
+    "posix": (os.name != "posix", "needs POSIX (fork, signals, FIFOs, /dev files, symlinks)"),
+    "linux": (not sys.platform.startswith("linux"), "needs Linux (/dev/full, /proc)"),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked with an OS feature this system lacks are skipped, saying which."""
+    for item in items:
+        for name, (lacking, reason) in _LACKING.items():
+            if lacking and item.get_closest_marker(name) is not None:
+                item.add_marker(pytest.mark.skip(reason=f"{reason}; this is {sys.platform}"))
 
 
 # ---- corpus -----------------------------------------------------------------

@@ -45,7 +45,7 @@ COMPRESS = {"none": lambda b: b, "gzip": gzip.compress, "zlib": zlib.compress}
 
 
 @pytest.mark.parametrize("kind", sorted(COMPRESS))
-@pytest.mark.parametrize("name", ["/dev/stdin", "-"])
+@pytest.mark.parametrize("name", [pytest.param("/dev/stdin", marks=pytest.mark.posix), "-"])
 def test_verify_reads_a_pipe(kind, name):
     data = COMPRESS[kind](_oracle.build_file(PAYLOADS))
     out = run_cli("verify", name, stdin=data)

@@ -290,6 +290,7 @@ def fork_file(tmp_path):
 
 
 # (A caller's own file object is not covered: it shares its offset across fork by nature.)
+@pytest.mark.posix
 @pytest.mark.parametrize("source", ["path", "gzip_path", "bytes"])
 def test_reader_survives_fork_without_sharing_position(tmp_path, source):
     path, recs = fork_file(tmp_path)
@@ -322,6 +323,7 @@ def test_reader_survives_fork_without_sharing_position(tmp_path, source):
         pass
 
 
+@pytest.mark.posix
 def test_reader_in_child_after_parent_read_everything_else(tmp_path):
     """The reverse order: the parent reads on while the child is still alive and reading."""
     path, recs = fork_file(tmp_path)
@@ -352,6 +354,7 @@ def test_reader_in_child_after_parent_read_everything_else(tmp_path):
         "test_reader_survives_fork_without_sharing_position)")
 
 
+@pytest.mark.posix
 def test_indexed_reader_survives_fork(tmp_path):
     path, recs = fork_file(tmp_path)
     reader = tfrec_fast.IndexedTFRecordReader(path)

@@ -175,3 +175,13 @@ def test_bad_arguments(folder, tmp_path):
     (tmp_path / "flat" / "a.jpg").write_bytes(b"")
     with pytest.raises(ValueError, match="no class subdirectories"):
         convert_imagefolder(tmp_path / "flat", tmp_path / "out")
+
+
+def test_file_url_output_writes_the_label_map(folder, tmp_path):
+    # A file:// URL is a local path everywhere; the label map was written as a remote file
+    # (resolve() gave a str: AttributeError 'str' object has no attribute 'write_bytes').
+    src, _ = folder
+    out = tmp_path / "out"
+    summary = convert_imagefolder(src, out.as_uri())
+    assert summary.records == 5
+    assert (out / "train.labels.txt").read_text() == "".join(c + "\n" for c in FOLDER_CLASSES)

@@ -34,13 +34,28 @@ def test_everything_builds_with_warnings_as_errors(werror_build):
     assert list(werror_build.glob("_core*.so")), "the extension was not built"
 
 
+def run_program(path, env=None, cwd=None):
+    """Runs a C++ test program; on failure the assertion shows its failed checks."""
+    result = subprocess.run([str(path)], env=env, cwd=cwd, capture_output=True, text=True)
+    failures = "\n".join(line for line in result.stdout.splitlines() if "FAILED" in line)
+    assert result.returncode == 0, (failures or result.stdout[-4000:]) + result.stderr[-4000:]
+    assert " 0 failed" in result.stdout
+    return result
+
+
 @pytest.mark.parametrize("backend", [None, "portable"])
 def test_crc32c_program(werror_build, backend):
     """Every backend the CPU has: RFC 3720 vectors, agreement on all lengths and alignments."""
     env = dict(os.environ)
     if backend:
         env["TFREC_FAST_CRC32C"] = backend
-    result = subprocess.run([str(werror_build / "test_crc32c")], env=env,
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    assert " 0 failed" in result.stdout
+    run_program(werror_build / "test_crc32c", env=env)
+
+
+@pytest.mark.parametrize("program", ["test_record_reader", "test_record_writer",
+                                     "test_random_access", "test_example_decoder",
+                                     "test_platform"])
+def test_core_program(werror_build, program, tmp_path):
+    """tests/cpp/<program>.cc: in-memory sources and sinks, damage at each field, every boundary
+    (random access writes its files under TMPDIR)."""
+    run_program(werror_build / program, env={**os.environ, "TMPDIR": str(tmp_path)}, cwd=tmp_path)

@@ -350,6 +350,7 @@ def slow_writer(fd_or_path, data, *, piece=3000, pause=0.001, delay=0.0, errors=
     return t
 
 
+@pytest.mark.posix
 @pytest.mark.parametrize("how", ["path", "raw_file", "buffered_file"])
 def test_eintr_while_reading_a_pipe(how):
     """SIGALRM every ms interrupts blocking read(2)s on a pipe; the reader retries, loses
@@ -376,6 +377,7 @@ def test_eintr_while_reading_a_pipe(how):
         f"only {ticker.delivered} signals arrived during the read; the test proves nothing")
 
 
+@pytest.mark.posix
 def test_signal_handler_exception_reaches_caller_from_file_like():
     """A handler that raises while a file-like read is interrupted: that exception propagates
     (like Ctrl-C), after the records already complete."""
@@ -406,6 +408,7 @@ def test_signal_handler_exception_reaches_caller_from_file_like():
     assert got == records[:len(got)] and len(got) < len(records)
 
 
+@pytest.mark.posix
 def test_eintr_while_opening_a_fifo(tmp_path):
     """open(2) of a FIFO blocks until a writer arrives; a signal meanwhile (EINTR) must be
     retried like every other interrupted call (PEP 475), not surface as InterruptedError."""
@@ -600,6 +603,30 @@ def test_transient_write_failure_never_yields_a_bad_record(compression):
         assert isinstance(read_error, tfrec_fast.DataLossError), repr(read_error)
 
 
+@pytest.mark.parametrize("compression", ["gzip", "zlib"])
+def test_transient_failure_inside_flush_ends_the_writer(compression):
+    """The disk fails once while flush() pushes the compressed bytes out, then has room again.
+    The lost bytes leave a hole in the stream, so the writer must refuse further records: taking
+    them (and closing without an error) would let them follow the hole and read back as damage."""
+    sink = FullDisk(20, "partial_raise", transient=True)
+    writer = tfrec_fast.TFRecordWriter(sink, compression, buffer_size=8192)
+    records = [b"%d" % i * 50 for i in range(5)]
+    for r in records:
+        writer.write(r)  # small: they wait in the writer's buffer
+    with pytest.raises(OSError) as info:
+        writer.flush()
+    assert info.value is sink.failures[0]
+    with pytest.raises(OSError, match="failed earlier"):
+        writer.write(b"after the failure")
+    with pytest.raises(OSError, match="failed earlier"):
+        writer.flush()
+    writer.close()
+    got, read_error = read_until_error(tfrec_fast.TFRecordReader(bytes(sink.data), compression))
+    assert got == records[:len(got)]
+    assert read_error is None or read_error.reason == "truncated", repr(read_error)
+
+
+@pytest.mark.linux
 def test_real_enospc_from_dev_full():
     """A real fd that is always full: the ENOSPC comes from write(2) and reaches the user."""
     if not os.path.exists("/dev/full"):
@@ -616,6 +643,7 @@ def test_real_enospc_from_dev_full():
     writer.close()  # nothing buffered goes out after a failure: no second error
 
 
+@pytest.mark.linux
 def test_dev_full_in_a_with_block_raises_enospc():
     with pytest.raises(OSError) as info:
         with tfrec_fast.TFRecordWriter("/dev/full") as writer:

@@ -34,6 +34,7 @@ def _same_path_spellings(path):
             str(path.parent / "link.tfrecord"), str(path.parent / "hard.tfrecord")]
 
 
+@pytest.mark.posix  # symlinks need privileges on Windows
 def test_repair_refuses_to_write_over_its_input(data, capsys):
     before = data.read_bytes()
     for out in _same_path_spellings(data):
@@ -87,6 +88,7 @@ def test_index_cli_refuses_to_write_over_the_data(data, capsys):
     assert data.read_bytes() == before
 
 
+@pytest.mark.posix  # symlinks need privileges on Windows
 def test_create_index_refuses_the_data_path(data):
     before = data.read_bytes()
     for index_path in _same_path_spellings(data):
@@ -145,3 +147,20 @@ def test_voc_keeps_a_label_file_that_is_the_label_map(tmp_path):
     assert summary.records == 3 and summary.skipped == []
     assert summary.label_map == str(labels)
     assert labels.read_text() == text
+
+
+def test_repair_refuses_its_input_named_by_a_file_url(data, capsys):
+    # A file:// URL is a local path: it is the input as much as the plain path is.
+    before = data.read_bytes()
+    for args in ([str(data), data.as_uri()], [data.as_uri(), str(data)]):
+        assert main(["verify", args[0], "--repair", args[1]]) == 2, args
+        assert "is the input file" in capsys.readouterr().err
+        assert data.read_bytes() == before
+
+
+def test_repair_into_a_file_url(data, tmp_path, capsys):
+    # It used to fail with AttributeError ('str' object has no attribute 'parent').
+    out = tmp_path / "fixed.tfrecord"
+    assert main(["verify", str(data), "--repair", out.as_uri()]) == 0
+    assert out.read_bytes() == data.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["fixed.tfrecord", "in.tfrecord"]

@@ -177,6 +177,32 @@ def test_compressed_file_read_as_plain_says_so(tmp_path, kind):
         assert info.value.path in (str(path), "<memory>") and info.value.offset == 0
 
 
+class OneByteReads(io.RawIOBase):
+    """A file-like whose reads return one byte each (a pipe fed slowly)."""
+
+    def __init__(self, data):
+        self._data = data
+        self._pos = 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if self._pos >= len(self._data):
+            return 0
+        b[0] = self._data[self._pos]
+        self._pos += 1
+        return 1
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zlib"])
+def test_compression_hint_when_the_first_read_brings_one_byte(kind):
+    data = compressed(kind, _oracle.build_file([example(i) for i in range(5)]))
+    with pytest.raises(tfrec_fast.DataLossError) as info:
+        list(tfrec_fast.read_records(OneByteReads(data)))
+    assert f"pass compression='{kind}' or 'auto'" in str(info.value)
+
+
 def test_plain_file_errors_carry_no_compression_hint(tmp_path):
     path = tmp_path / "f.tfrecord"
     path.write_bytes(_oracle.build_file([b"x" * 50])[:-3])

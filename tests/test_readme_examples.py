@@ -78,10 +78,24 @@ def all_blocks():
     return found
 
 
-HAVE_TORCH = importlib.util.find_spec("torch") is not None
-NEEDS_TORCH = pytest.mark.skipif(not HAVE_TORCH, reason="PyTorch not installed (the torch extra)")
-OTHER_BLOCKS = [pytest.param(first, code, id=f"line{first}",
-                             marks=[NEEDS_TORCH] if "import torch" in code else [])
+def missing_packages(code):
+    """The optional packages a snippet imports (or uses for its URLs: fsspec) that are not
+    installed: the extras the README names for it (a wheel's test run has only the core's)."""
+    wanted = set(re.findall(r"^\s*(?:import|from)\s+([A-Za-z_]\w*)", code, re.MULTILINE))
+    wanted -= set(sys.stdlib_module_names) | {"tfrec_fast"}
+    if "://" in code:
+        wanted.add("fsspec")
+    if "decode_images=True" in code:  # tfrec_fast.tfds decodes with Pillow
+        wanted.add("PIL")
+    return sorted(m for m in wanted if importlib.util.find_spec(m) is None)
+
+
+def needs_marks(code):
+    missing = missing_packages(code)
+    return [pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (an extra)")]
+
+
+OTHER_BLOCKS = [pytest.param(first, code, id=f"line{first}", marks=needs_marks(code))
                 for first, code in all_blocks() if first not in {f for _, f, _ in EXAMPLES}]
 
 
@@ -89,6 +103,7 @@ OTHER_BLOCKS = [pytest.param(first, code, id=f"line{first}",
 def test_every_readme_snippet_runs_as_written(first, code, tmp_path):
     """Each snippet is self-contained (it writes its own input) and runs as a script, so code
     under `if __name__ == "__main__":` runs too (DataLoader workers may import it again)."""
+    (tmp_path / "tests").symlink_to(README.parent / "tests")  # "run from the repository"
     script = tmp_path / "snippet.py"
     script.write_text("\n" * (first - 1) + code)  # README.md's line numbers in tracebacks
     out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,

@@ -2,7 +2,9 @@
 file:// URLs, --storage-option, and the error a URL gives where fsspec is not installed."""
 from __future__ import annotations
 
+import importlib.util
 import sys
+import uuid
 
 import pytest
 
@@ -76,3 +78,24 @@ def test_local_paths_take_no_storage_option_from_the_cli(tmp_path, capsys):
         writer.write(b"x")
     assert main(["count", "--storage-option", "anon=true", str(path)]) == 0
     assert capsys.readouterr().out == f"1\t{path}\n"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("fsspec") is None, reason="needs fsspec")
+def test_remote_path_read_with_one_bound_reads_to_the_end_or_from_the_start():
+    # read(start) used to fail with a TypeError (end - start with end None), and read(end=n)
+    # returned the whole object.
+    rp = remote.resolve(f"memory://tfrec-fast-read-{uuid.uuid4().hex}/x.bin")
+    rp.write_bytes(b"0123456789")
+    try:
+        assert rp.read() == b"0123456789"
+        assert rp.read(3, 5) == b"34"
+        assert rp.read(7) == b"789"
+        assert rp.read(end=4) == b"0123"
+    finally:
+        rp.remove()
+
+
+def test_expand_refuses_a_local_path_clearly(tmp_path):
+    # It used to fail with AttributeError ('str' object has no attribute 'path').
+    with pytest.raises(ValueError, match="is a local path"):
+        remote.expand(str(tmp_path / "*.tfrecord"))

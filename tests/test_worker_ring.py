@@ -204,3 +204,21 @@ def test_collate_takes_an_indexed_batch_as_parsed(tmp_path):
         rows = ds.__getitems__(indices)
         same(collate(rows), torch.utils.data.default_collate(list(rows)))
         assert collate(rows)["id"].tolist() == [int(i) for i in indices]
+
+
+def test_rings_of_dead_workers_are_forgotten_and_live_ones_left_alone(monkeypatch):
+    """The training process drops the rings of workers that are gone, and only looks at the
+    live ones: on Windows os.kill(pid, 0), what this used, terminates the process."""
+    import subprocess
+    import sys
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        monkeypatch.setattr(ring, "_rings", {(live.pid, 1): "live ring", (dead.pid, 2): "dead ring"})
+        ring._forget_dead_rings()
+        assert ring._rings == {(live.pid, 1): "live ring"}
+        assert live.poll() is None, "looking at the worker ended it"
+    finally:
+        live.kill()
+        live.wait()

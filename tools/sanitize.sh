@@ -2,7 +2,8 @@
 # Build tfrec_fast with AddressSanitizer + UndefinedBehaviorSanitizer (TFREC_SANITIZE=ON) and run
 # the C++ CRC32C test program (once per backend) and the whole pytest suite against that build.
 #
-# Usage:  tools/sanitize.sh [extra pytest args...]     e.g.  tools/sanitize.sh -x -k reader
+# Usage:  tools/sanitize.sh [pytest args...]   e.g. tools/sanitize.sh -x -k reader, or name test
+#         files (tools/sanitize.sh tests/test_mutation.py) to run only those
 # Env:    PYTHON  interpreter with the project's deps, i.e. `pip install ".[test]"` (default: python3)
 #         BUILD   build directory (default: <repo>/build/asan)
 # Needs cmake (+ ninja if present), pybind11 and GCC; exits non-zero on any test failure or any
@@ -76,6 +77,15 @@ for b in portable sse42 avx512 arm64; do
   fi
 done
 
+# 4b. The core's own test programs (records, random access, Example decoder), leaks checked.
+for t in test_record_reader test_record_writer test_random_access test_example_decoder; do
+  if out="$(ASAN_OPTIONS="detect_leaks=1:$asan_common" "$BUILD/$t")"; then
+    crc_summary+=("$t: $(tail -n1 <<<"$out")")
+  else
+    crc_summary+=("$t: FAILED"); crc_fail=1; printf '%s\n' "$out" | tail -n 20
+  fi
+done
+
 # 5. The whole pytest suite (subprocesses inherit the environment). PYTHONMALLOC=malloc lets ASan
 #    see Python's small allocations too. Two passes:
 #    a) everything except the RSS-bound test of (b) and tests/test_cpp.py, which builds a
@@ -103,12 +113,20 @@ got="$(cd "$ROOT" && env LD_PRELOAD="$preload" ASAN_OPTIONS="detect_leaks=0:$asa
          PYTHONPATH="$PKG${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
          'import tfrec_fast._core as c; print(c.__file__)')"
 [[ "$got" == "$PKG/tfrec_fast/"* ]] || { echo "sanitize.sh: tests would import $got" >&2; exit 1; }
+# Arguments naming tests (not starting with -) replace the whole suite; then pass (b) runs only
+# if it was named.
+targets=(tests) options=() named=()
+for arg in "$@"; do [[ $arg == -* ]] && options+=("$arg") || named+=("$arg"); done
+(( ${#named[@]} )) && targets=("${named[@]}")
 set +e
-run_pytest "" tests --ignore=tests/test_cpp.py --deselect "$RSS_BOUND" \
-  "${NEEDS_FORK[@]/#/--deselect=}" "$@"
+run_pytest "" "${targets[@]}" --ignore=tests/test_cpp.py --deselect "$RSS_BOUND" \
+  "${NEEDS_FORK[@]/#/--deselect=}" "${options[@]}"
 pytest_rc=$?
-run_pytest ":quarantine_size_mb=16" "$RSS_BOUND" "$@"
-rss_rc=$?
+rss_rc=0
+if (( ! ${#named[@]} )) || [[ " ${named[*]} " == *" $RSS_BOUND "* ]]; then
+  run_pytest ":quarantine_size_mb=16" "$RSS_BOUND" "${options[@]}"
+  rss_rc=$?
+fi
 set -e
 
 # 6. Summary.
@@ -116,7 +134,7 @@ reports=("$LOGS"/*)
 [[ -e "${reports[0]}" ]] || reports=()
 for f in "${reports[@]}"; do echo "==== sanitizer report: $f"; head -n 40 "$f"; done
 echo "================ sanitize.sh summary ================"
-printf 'test_crc32c  %s\n' "${crc_summary[@]}"
+printf 'C++ tests    %s\n' "${crc_summary[@]}"
 echo "pytest       exit code $pytest_rc (the suite), $rss_rc (the RSS-bound test)"
 echo "sanitizer    ${#reports[@]} report file(s) in $LOGS"
 echo "not run      tests/test_cpp.py (an unsanitized build of its own) ${NEEDS_FORK[*]} (need fork)"

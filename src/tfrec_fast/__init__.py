@@ -2,8 +2,8 @@
 
 from . import proto
 from .crc import crc32c, crc32c_backend, masked_crc32c
-from .encode import (Bytes, Floats, Int64s, encode_example, encode_examples, encode_sequence_example,
-                     encode_sequence_examples)
+from .encode import (Bytes, Floats, Int64s, Partial, encode_example, encode_examples,
+                     encode_sequence_example, encode_sequence_examples)
 from .errors import DataLossError, ExampleParseError
 from .example import (BytesColumn, FixedLen, FixedLenSequence, Ragged, VarLen, VarLenSequence,
                       parse_example, parse_examples, parse_sequence_examples, read_examples)
@@ -24,6 +24,7 @@ __all__ = [
     "IndexedTFRecordReader",
     "Floats",
     "Int64s",
+    "Partial",
     "Ragged",
     "RecordBatch",
     "ShardedWriter",

@@ -7,6 +7,8 @@ import numpy.typing as npt
 
 BytesLike = Union[bytes, bytearray, memoryview, npt.NDArray[np.uint8]]
 
+FRAMING_SIZE: int  # bytes around each record payload (length, its CRC, data CRC)
+
 def crc32c(data: BytesLike, value: int = 0) -> int: ...
 def masked_crc32c(data: BytesLike) -> int: ...
 def crc32c_backend() -> str: ...
@@ -105,8 +107,10 @@ def decode_examples(batch: "RecordBatch", specs: List[FieldSpec], name: str,
                                                                    npt.NDArray[np.int64],
                                                                    npt.NDArray[np.int64],
                                                                    npt.NDArray[np.int64],
-                                                                   npt.NDArray[np.int64]]]:
-    """Per spec (values, starts, ends, row_splits, step_splits)."""
+                                                                   npt.NDArray[np.int64],
+                                                                   npt.NDArray[np.uint8]]]:
+    """Per spec (values, starts, ends, row_splits, step_splits, present: 1 per record holding a
+    VarLen feature)."""
 def feature_kinds(batch: "RecordBatch", name: str, sequence_examples: bool = False,
                   strict: bool = True) -> List[Tuple[bytes, Optional[Kind], int]]:
     """(name, kind of its list or None, first record) of each feature the records hold."""
@@ -126,17 +130,25 @@ class RecordBatch:
     @property
     def nbytes(self) -> int: ...
     def to_list(self) -> List[bytes]: ...
+    def to_arrow(self, large_types: bool = True) -> Any: ...  # a pyarrow.LargeBinaryArray
+    @staticmethod
+    def gather(source: "RecordBatch", starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+               default: bytes, out: Any) -> None: ...
 
 class RecordReader:
     @staticmethod
     def open_path(path: str, compression: str, verify: bool, copy: bool, buffer_size: int,
-                  batch_records: int, batch_bytes: int) -> "RecordReader": ...
+                  batch_records: int, batch_bytes: int,
+                  skip_corrupt: bool = False) -> "RecordReader": ...
     @staticmethod
     def open_memory(data: BytesLike, name: str, compression: str, verify: bool, copy: bool,
-                    buffer_size: int, batch_records: int, batch_bytes: int) -> "RecordReader": ...
+                    buffer_size: int, batch_records: int, batch_bytes: int,
+                    skip_corrupt: bool = False) -> "RecordReader": ...
     @staticmethod
     def open_file(file: Any, name: str, compression: str, verify: bool, copy: bool,
-                  buffer_size: int, batch_records: int, batch_bytes: int) -> "RecordReader": ...
+                  buffer_size: int, batch_records: int, batch_bytes: int,
+                  skip_corrupt: bool = False) -> "RecordReader": ...
+    def skipped(self) -> List[Any]: ...  # DataLossErrors of the damage skipped since the last call
     def __iter__(self) -> "RecordReader": ...
     def __next__(self) -> Union[memoryview, bytes]: ...
     def read_batch(self, max_records: int, max_bytes: int) -> RecordBatch: ...

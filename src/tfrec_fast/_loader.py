@@ -200,6 +200,7 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
             skip -= dropped
     try:
         remaining = None if stop is None else stop - start
+        last = stop if stop is not None else 0  # (only read when remaining is known)
         while remaining is None or remaining > 0:
             limit = max_records if remaining is None else min(remaining, max_records or remaining)
             batch = reader.read_batch(max_records=limit)
@@ -207,7 +208,7 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
                 if remaining is not None:
                     raise DataLossError(f"the file ended {remaining} records before record "
                                         f"{stop} the index promised: is the index stale?",
-                                        path=path, record_index=stop - remaining,
+                                        path=path, record_index=last - remaining,
                                         offset=reader.tell(), reason="index_mismatch")
                 return
             if remaining is not None:

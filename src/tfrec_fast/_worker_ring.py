@@ -23,6 +23,8 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
+from ._platform import process_alive
+
 __all__ = ["RingWriter", "ring_writer"]
 
 ALIGN = 64                 # each value starts on a cache line (also any dtype's alignment)
@@ -49,12 +51,8 @@ def _free_slot(header: np.ndarray, slot: int) -> None:
 
 def _forget_dead_rings() -> None:
     for key in list(_rings):
-        try:
-            os.kill(key[0], 0)
-        except ProcessLookupError:
+        if not process_alive(key[0]):
             del _rings[key]
-        except OSError:
-            pass
 
 
 def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, size: int):

@@ -1,123 +1,772 @@
-"""``tfrec-fast bench``: reading throughput of tfrec_fast, and of its peers when installed.
+"""The benchmark harness: ``tfrec-fast bench`` and every script in bench/ measure with it.
 
-Each peer runs in its own subprocess (so TensorFlow is never imported next to us and its import
-time is not counted); every number is the median of ``repeat`` runs.
+Method: every case runs in a process of its own, so a peer (TensorFlow, the ``tfrecord``
+package) is never imported next to tfrec_fast and no import is timed. The processes stay alive
+across runs and are driven round-robin, the start rotating every round, one busy at a time, so
+that a shared machine's noise falls on every case alike. Tables show the median of the measured
+runs after a warm-up, IQR/median as the noise, and ratios between rows of the same run.
+
+A case is a name, a row label and a setup function, ``setup(opts) -> Body``: setup imports and
+prepares, untimed (raising Skip when a peer is missing); ``Body.run`` is the timed part.
+
+Only the standard library is imported at module level: worker processes load this file by its
+path (not as part of the package, which a TensorFlow worker must not import), and bench/ loads
+the checkout's copy the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
+import inspect
+import itertools
 import json
+import math
 import os
+import platform
+import queue
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple, cast
 
-from .records import TFRecordReader, read_records
-from .remote import is_url
+# ---- cases -------------------------------------------------------------------------------------
 
-# Each peer script gets argv = [compression or "", repeat, *files] and prints
-# {"records": n, "seconds": [t, ...]} as JSON.
-_TENSORFLOW = r"""
-import json, os, sys, time
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import tensorflow as tf
-comp, repeat, files = sys.argv[1].upper(), int(sys.argv[2]), sys.argv[3:]
-seconds = []
-for _ in range(repeat):
-    start, n = time.perf_counter(), 0
-    for batch in tf.data.TFRecordDataset(files, compression_type=comp).batch(1024):
-        n += int(batch.shape[0])
-    seconds.append(time.perf_counter() - start)
-print(json.dumps({"records": n, "seconds": seconds}))
-"""
 
-_TFRECORD = r"""
-import json, sys, time
-from tfrecord.reader import tfrecord_iterator
-comp, repeat, files = sys.argv[1] or None, int(sys.argv[2]), sys.argv[3:]
-seconds = []
-for _ in range(repeat):
-    start, n = time.perf_counter(), 0
-    for path in files:
-        for _record in tfrecord_iterator(path, compression_type=comp):
+class Skip(Exception):
+    """The case cannot run here (a peer is not installed, an input is missing); says why."""
+
+
+def _is_skip(error: BaseException) -> bool:
+    """A Skip of this file, whether the case imported it as tfrec_fast.bench or, as worker
+    processes and bench/ do, loaded it by its path as tfrec_fast_bench."""
+    return type(error).__name__ == "Skip" and type(error).__module__ in ("tfrec_fast.bench", "tfrec_fast_bench")
+
+
+def need(module: str):
+    """``module``, imported; Skip saying it is not installed (or not importable) otherwise."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        top = module.split(".")[0]
+        if isinstance(error, ModuleNotFoundError) and error.name == top:
+            raise Skip(f"{top} not installed") from None
+        raise Skip(f"{module} not importable ({type(error).__name__}: {error})") from None
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass
+class Body:
+    """What a case's setup returns. ``run()`` is timed and returns how many records it handled;
+    ``prepare()`` runs untimed before every run; ``check()`` runs once after the warm-up and
+    returns an error message or None; ``extras()`` adds figures of a run to the result (for
+    example the seconds it spent in fsync)."""
+
+    run: Callable[[], int]
+    prepare: Callable[[], None] = _nothing
+    check: Callable[[], Optional[str]] = _nothing
+    info: str = ""
+    extras: Callable[[], Dict[str, Any]] = dict
+
+
+@dataclass(frozen=True)
+class Case:
+    """A table row: ``name`` (for --cases and ratios), ``label`` (what the table shows) and
+    ``setup``, a module-level function that worker processes find by its file and name."""
+
+    name: str
+    label: str
+    setup: Callable[[SimpleNamespace], Body]
+
+
+def select(cases: Sequence[Case], names: Optional[str]) -> List[Case]:
+    """The cases named in a comma list (all when ``names`` is empty), in their order."""
+    want = set(names.split(",")) if names else None
+    return [c for c in cases if want is None or c.name in want]
+
+
+# ---- the worker process --------------------------------------------------------------------------
+# Protocol: lines on stdout that start with '@@ ' are JSON messages (anything else is ignored).
+#   worker -> {"ready": true, "info": ...} or {"skip": reason} (and exits)
+#   "run K"  -> {"seconds", "cpu_s", "records", "loops", **extras}: K x (prepare, timed run), means
+#   "check"  -> {"error": null or a message}
+#   "quit"
+# Mode "rss" runs once and reports peak RSS; mode "call" returns setup(opts) itself as {"result"}.
+
+_BOOT = ("import importlib.util as u, sys; s = u.spec_from_file_location('tfrec_fast_bench', sys.argv[1]); "
+         "m = u.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m); "
+         "sys.exit(m.worker(sys.argv[2:]))")
+
+
+def _say(message: dict) -> None:
+    protocol = cast(TextIO, sys.__stdout__)
+    protocol.write("@@ " + json.dumps(message, default=str) + "\n")
+    protocol.flush()
+
+
+def _function(file: str, name: str) -> Callable:
+    """Function ``name`` of this module, or of a script loaded as a module (its folder on sys.path)."""
+    if os.path.realpath(file) == os.path.realpath(__file__):
+        return globals()[name]
+    sys.path.insert(0, os.path.dirname(os.path.realpath(file)))
+    module_name = Path(file).stem
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, file)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"{file}: not a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def _guarded(step: Callable[[], dict]) -> dict:
+    try:
+        return step()
+    except Exception as error:
+        if _is_skip(error):
+            raise
+        traceback.print_exc()
+        return {"error": f"{type(error).__name__}: {error}"}
+
+
+def _timed(body: Body, loops: int) -> dict:
+    seconds = cpu = 0.0
+    records = 0
+    for _ in range(loops):
+        body.prepare()
+        cpu_start, start = time.process_time(), time.perf_counter()
+        records = body.run()
+        seconds += time.perf_counter() - start
+        cpu += time.process_time() - cpu_start
+    return {"seconds": seconds / loops, "cpu_s": cpu / loops, "records": int(records), "loops": loops,
+            **body.extras()}
+
+
+def rss_kib() -> int:
+    """This process's resident set size (VmRSS) in KiB; -1 where /proc does not say."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return -1
+
+
+def _peak_rss(body: Body) -> dict:
+    import resource  # Unix only
+
+    base, base_max = rss_kib(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    body.prepare()
+    records = body.run()
+    return {"records": records, "rss_base_kib": base, "maxrss_base_kib": base_max,
+            "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+
+
+def worker(argv: List[str]) -> int:
+    """A case in this process, driven over stdin/stdout by _Worker: argv = mode, file, function, opts."""
+    mode, file, name, opts = argv[0], argv[1], argv[2], SimpleNamespace(**json.loads(argv[3]))
+    sys.stdout = sys.stderr  # library chatter off the protocol channel
+    try:
+        if mode == "call":
+            _say(_guarded(lambda: {"result": _function(file, name)(opts)}))
+            return 0
+        body = _function(file, name)(opts)
+    except Exception as error:
+        if _is_skip(error):
+            _say({"skip": str(error)})
+            return 0
+        traceback.print_exc()
+        _say({"skip": f"setup failed: {type(error).__name__}: {error}"})
+        return 0
+    if mode == "rss":
+        _say({"info": body.info, **_guarded(lambda: _peak_rss(body))})
+        return 0
+    _say({"ready": True, "info": body.info})
+    for line in sys.stdin:
+        command = line.split()
+        if command[:1] == ["run"]:
+            _say(_guarded(lambda: _timed(body, int(command[1]))))
+        elif command == ["check"]:
+            _say(_guarded(lambda: {"error": body.check()}))
+        elif command == ["quit"]:
+            break
+    return 0
+
+
+# ---- the runner ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    """One case's measurements: seconds per run, plus any per-run ``extra`` figures (``cpu_s``:
+    the case process's CPU time, all its threads). ok: it ran, passed its check, has times."""
+
+    name: str
+    label: str
+    opts: Dict[str, Any]
+    info: str = ""
+    times: List[float] = field(default_factory=list)
+    records: Optional[int] = None
+    loops: int = 1  # runs averaged per measured sample
+    extra: Dict[str, list] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)  # shown under the table
+    skip: Optional[str] = None  # could not run (why)
+    error: Optional[str] = None  # ran, but failed or gave wrong output
+
+    @property
+    def ok(self) -> bool:
+        return self.skip is None and self.error is None and bool(self.times)
+
+    @property
+    def median(self) -> float:
+        """Of the measured runs (an ok result has some)."""
+        return statistics.median(self.times)
+
+
+def _worker_env() -> dict:
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's banner out of the logs
+    env.setdefault("PYTHONHASHSEED", "0")
+    return env
+
+
+class _Worker:
+    """A case's process. Its stderr goes to ``log_dir/<case>.log`` (a temporary file without one)."""
+
+    def __init__(self, case: Case, opts: dict, mode: str, log_dir: Optional[Path]):
+        self.result = Result(case.name, case.label, dict(opts))
+        if log_dir is not None:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+            self.log_path: Optional[Path] = Path(log_dir) / f"{case.name}.log"
+            self.log = open(self.log_path, "w+")
+        else:
+            self.log_path, self.log = None, tempfile.TemporaryFile("w+")
+        args = [inspect.getfile(case.setup), case.setup.__name__, json.dumps({"case": case.name, **opts}, default=str)]
+        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, __file__, mode, *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
+                                     env=_worker_env())
+        self.stdin, self.stdout = cast(TextIO, self.proc.stdin), cast(TextIO, self.proc.stdout)
+        self.messages: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        with self.stdout:
+            for line in self.stdout:
+                if line.startswith("@@ "):
+                    self.messages.put(json.loads(line[3:]))
+        self.messages.put(None)
+
+    def log_tail(self, n: int = 3) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        lines = [x for x in self.log.read().splitlines() if x.strip()]
+        return " | ".join(lines[-n:]) + (f" (log: {self.log_path})" if self.log_path else "")
+
+    def receive(self, timeout: float) -> dict:
+        try:
+            message = self.messages.get(timeout=timeout)
+        except queue.Empty:
+            self.kill()
+            raise RuntimeError(f"timed out after {timeout:.0f} s; {self.log_tail()}") from None
+        if message is None:
+            raise RuntimeError(f"worker died (exit {self.proc.wait()}); {self.log_tail()}")
+        return message
+
+    def ask(self, command: str, timeout: float) -> dict:
+        try:
+            self.stdin.write(command + "\n")
+            self.stdin.flush()
+        except OSError:
+            pass  # it died: receive() says how
+        return self.receive(timeout)
+
+    def start(self, timeout: float) -> bool:
+        """Waits for the setup; False (and the reason on the result) when the case cannot run."""
+        try:
+            message = self.receive(timeout)
+        except RuntimeError as error:
+            message = {"skip": f"setup crashed: {error}"}
+        self.result.info = message.get("info", "")
+        if "skip" in message:
+            self.result.skip = message["skip"]
+            self.close()
+            return False
+        return True
+
+    def fail(self, error: str) -> None:
+        self.result.error = error
+        self.kill()
+
+    def step(self, loops: int, keep: bool, timeout: float) -> Optional[float]:
+        """One sample (``loops`` runs); recorded when ``keep``. Its seconds, or None on failure."""
+        r = self.result
+        try:
+            message = self.ask(f"run {loops}", timeout)
+        except RuntimeError as error:
+            message = {"error": str(error)}
+        if "error" in message:
+            self.fail(message["error"])
+            return None
+        if r.records is not None and message["records"] != r.records:
+            self.fail(f"record count changed between runs ({r.records} -> {message['records']})")
+            return None
+        r.records = message.pop("records")
+        seconds = message.pop("seconds")
+        if keep:
+            r.times.append(seconds)
+            r.loops = message.pop("loops")
+            for key, value in message.items():
+                r.extra.setdefault(key, []).append(value)
+        return seconds
+
+    def check(self, timeout: float) -> None:
+        try:
+            error = self.ask("check", timeout).get("error")
+        except RuntimeError as e:
+            error = str(e)
+        if error:
+            self.fail(error)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.stdin.write("quit\n")
+                self.stdin.flush()
+                self.proc.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        with contextlib.suppress(OSError):
+            self.stdin.close()
+        self.log.close()
+
+
+def measure(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: int = 1, min_time: float = 0.0,
+            timeout: float = 1800.0, verbose: bool = True, log_dir: Optional[Path] = None) -> List[Result]:
+    """Every case with ``opts`` (its setup sees them as attributes, plus ``case``, its name).
+    All processes start together (setup is untimed); warm-up rounds, then each case's check, then
+    the measured rounds go round-robin. A case faster than ``min_time`` is looped K times per
+    sample (K from its last warm-up run) and the sample is the mean: one scheduling blip then
+    cannot decide a short case's number."""
+    workers = [_Worker(c, opts, "loop", log_dir) for c in cases]
+    live = [w for w in workers if w.start(timeout)]
+    for w in workers:
+        if verbose and w.result.skip:
+            print(f"  skip {w.result.name}: {w.result.skip}", file=sys.stderr)
+    loops: Dict[str, int] = {}
+
+    def one_round(r: int, keep: bool) -> None:
+        k = r % len(live) if live else 0
+        for w in live[k:] + live[:k]:
+            name = w.result.name
+            if w.result.error:
+                continue
+            seconds = w.step(loops.get(name, 1) if keep else 1, keep, timeout)
+            if seconds is None:
+                continue
+            if not keep and min_time > 0:
+                loops[name] = max(1, math.ceil(min_time / max(seconds, 1e-6)))
+            if verbose:
+                k_text = f" x{loops[name]}" if keep and loops.get(name, 1) > 1 else ""
+                print(f"  {'run ' if keep else 'warm'} {r}: {name:<24} {seconds:8.4f} s{k_text}", file=sys.stderr)
+
+    for r in range(warmup):
+        one_round(r, keep=False)
+    for w in live:
+        if not w.result.error:
+            w.check(timeout)
+    for r in range(repeats):
+        one_round(r, keep=True)
+    for w in workers:
+        w.close()
+    return [w.result for w in workers]
+
+
+def measure_rss(cases: Sequence[Case], opts: dict, *, timeout: float = 1800.0,
+                log_dir: Optional[Path] = None) -> List[Result]:
+    """Each case run once in a fresh process, one after another. ``extra``: ``rss_base_kib``
+    (VmRSS right after the setup), ``maxrss_base_kib`` (the peak by then) and ``maxrss_kib``."""
+    results = []
+    for case in cases:
+        w = _Worker(case, opts, "rss", log_dir)
+        try:
+            message = w.receive(timeout)
+        except RuntimeError as error:
+            message = {"error": str(error)}
+        r = w.result
+        r.info, r.skip, r.error = message.pop("info", ""), message.pop("skip", None), message.pop("error", None)
+        if not (r.skip or r.error):
+            r.records = message.pop("records")
+            r.extra = {k: [v] for k, v in message.items()}
+            r.times = [0.0]  # ran once; RSS, not time, is its figure
+        w.close()
+        results.append(r)
+    return results
+
+
+def call(function: Callable[[SimpleNamespace], Any], opts: dict, *, timeout: float = 1800.0,
+         log_dir: Optional[Path] = None) -> Any:
+    """``function(opts)`` run in a fresh process (importing what it likes); its JSON-able result.
+    Skip when it raises Skip; RuntimeError with the process's last words when it fails."""
+    w = _Worker(Case(function.__name__, function.__name__, function), opts, "call", log_dir)
+    try:
+        message = w.receive(timeout)
+        if "skip" in message:
+            raise Skip(message["skip"])
+        if "error" in message:
+            raise RuntimeError(f"{message['error']}; {w.log_tail()}")
+        return message["result"]
+    finally:
+        w.close()
+
+
+def expect_records(results: Sequence[Result], n: int, exempt: Sequence[str] = ()) -> None:
+    """Marks as failed every row (but the exempt ones) that did not handle exactly n records."""
+    for r in results:
+        if r.ok and r.name not in exempt and r.records != n:
+            r.error = f"handled {r.records} records, expected {n}"
+
+
+# ---- numbers and tables ----------------------------------------------------------------------------
+
+
+def spread(times: Sequence[float]) -> float:
+    """Interquartile range / median: the noise shown next to each median (NaN under 2 runs)."""
+    m = statistics.median(times) if times else 0.0
+    if len(times) < 2 or not m:
+        return float("nan")
+    q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive")
+    return (q3 - q1) / m
+
+
+def fastest(results: Sequence[Result], names: Sequence[str]) -> Optional[Result]:
+    """The ok result with the smallest median among those named, or None."""
+    return min((r for r in results if r.ok and r.name in names), key=lambda r: r.median, default=None)
+
+
+def fmt_rate(x: Optional[float]) -> str:
+    """1.23 G, 4.56 M, 7.89 k, 12."""
+    if x is None or x != x:
+        return "—"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= div:
+            return f"{x / div:.2f} {unit}"
+    return f"{x:.0f}"
+
+
+def fmt_num(x: Optional[float], spec: str = ".2f", suffix: str = "") -> str:
+    if x is None or x != x:  # None or NaN
+        return "—"
+    return f"{x:{spec}}{suffix}"
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+class Column:
+    """A table column: its header and the cell of an ok row (given all rows, for ratios)."""
+
+    def __init__(self, header: str, cell: Callable[[Result, Sequence[Result]], str]):
+        self.header, self._cell = header, cell
+
+    def cell(self, r: Result, results: Sequence[Result]) -> str:
+        return self._cell(r, results)
+
+
+def figure(header: str, value: Callable[[Result], Optional[float]], spec: str = ".2f", suffix: str = "") -> Column:
+    return Column(header, lambda r, _: fmt_num(value(r), spec, suffix))
+
+
+def per_second(header: str, amount: Any, spec: Optional[str] = None) -> Column:
+    """``amount`` (a number, or a function of the row; None gives '—') per second of the row's
+    median; ``spec`` None writes 1.23 M."""
+
+    def cell(r: Result, _: Sequence[Result]) -> str:
+        a = amount(r) if callable(amount) else amount
+        x = None if a is None else a / r.median
+        return fmt_rate(x) if spec is None else fmt_num(x, spec)
+
+    return Column(header, cell)
+
+
+class Versus(Column):
+    """How many times faster a row is than the fastest of ``peers`` (their median over its own).
+    Rows for which ``mine(row)`` holds are held to ``target``: ✅ or ❌ in the cell, a line in
+    targets()."""
+
+    def __init__(self, header: str, *peers: str, target: Optional[float] = None,
+                 mine: Callable[[Result], bool] = lambda r: False, suffix: str = "x"):
+        self.header, self.peers, self.target, self.mine, self.suffix = header, peers, target, mine, suffix
+        self.peer = header[3:] if header.startswith("vs ") else header
+
+    def ratio(self, r: Result, results: Sequence[Result]) -> Optional[float]:
+        peer = fastest(results, self.peers)
+        return None if peer is None or not r.ok else peer.median / r.median
+
+    def cell(self, r: Result, results: Sequence[Result]) -> str:
+        x = self.ratio(r, results)
+        if x is None:
+            return "—"
+        target = self.target
+        if target is None or not self.mine(r):
+            return f"{x:.2f}{self.suffix}"
+        return f"{x:.2f}{self.suffix} {'✅' if x >= target else '❌'} (target ≥{target:g}x)"
+
+
+def timing(spec: str = ".4f") -> List[Column]:
+    """The columns every table ends with: median seconds, IQR/median, runs per sample."""
+    return [figure("median s", lambda r: r.median, spec), figure("IQR/median", lambda r: 100 * spread(r.times), ".0f", "%"),
+            Column("runs/sample", lambda r, _: str(r.loops))]
+
+
+def notes(results: Sequence[Result]) -> List[str]:
+    """Why rows are missing (skipped: could not run here; FAILED: an error or wrong output), then
+    what each row measured."""
+    missing = [f"{r.label}: {'skipped' if r.skip else 'FAILED'} -- {r.skip or r.error or 'no runs'}"
+               for r in results if not r.ok]
+    said = [f"{r.label}: {'; '.join(x for x in (r.info, *r.notes) if x)}" for r in results
+            if r.ok and (r.info or r.notes)]
+    return missing + said
+
+
+def table(results: Sequence[Result], columns: Sequence[Column],
+          first: str = "implementation") -> Tuple[str, List[str]]:
+    """(Markdown table of the ok rows, notes)."""
+    rows = [[r.label, *(c.cell(r, results) for c in columns)] for r in results if r.ok]
+    return md_table([first, *(c.header for c in columns)], rows), notes(results)
+
+
+def targets(results: Sequence[Result], columns: Sequence[Column], what: str) -> List[str]:
+    """A line per row held to a target: '<what>, <row>: 12.3x <peer> (target 20x: met)'."""
+    lines = []
+    for c in columns:
+        if not isinstance(c, Versus) or c.target is None:
+            continue
+        for r in results:
+            x = c.ratio(r, results) if c.mine(r) else None
+            if x is not None:
+                lines.append(f"{what}, {r.label}: {x:.1f}x {c.peer} (target {c.target:g}x: "
+                             f"{'met' if x >= c.target else 'MISSED'})")
+    return lines
+
+
+def section(title: str, text: str, lines: Sequence[str] = ()) -> str:
+    """'### title', the table, and the notes as a list."""
+    out = [f"### {title}", "", text]
+    if lines:
+        out += [""] + [f"- {x}" for x in lines]
+    return "\n".join(out) + "\n"
+
+
+def raw(results: Sequence[Result]) -> dict:
+    return {r.name: asdict(r) for r in results}
+
+
+# ---- scripts: options, header, output ----------------------------------------------------------------
+
+
+def add_arguments(parser, *, repeats: int = 5, min_time: float = 0.5) -> None:
+    """The options every bench script takes."""
+    parser.add_argument("--repeats", type=int, default=repeats, help="measured runs per case (the median is shown)")
+    parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs per case first")
+    parser.add_argument("--min-time", type=float, default=min_time,
+                        help="a sample loops a fast case until it takes about this long (0: one run per sample)")
+    parser.add_argument("--cases", help="comma list of case names to run (default: all)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per single run")
+    parser.add_argument("--markdown", help="also write the tables to this Markdown file")
+    parser.add_argument("--json", help="also write the raw timings to this JSON file")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+
+def timing_options(args) -> dict:
+    """measure()'s keyword arguments from add_arguments()' options."""
+    return dict(repeats=args.repeats, warmup=args.warmup, min_time=args.min_time, timeout=args.timeout,
+                verbose=not args.quiet)
+
+
+def method(args) -> str:
+    """The sentence that says how the tables were measured."""
+    looping = (f"; a sample averages K back-to-back runs of a case faster than {args.min_time} s (K: 'runs/sample')"
+               if args.min_time else "")
+    return (f"Median of {args.repeats} runs after {args.warmup} warm-up, cases interleaved round-robin, each in "
+            f"its own process{looping}. Ratios: how many times faster than that row's peer (>1 = faster), "
+            "measured in the same run.")
+
+
+def emit(md: Sequence[str], raw_data: dict, markdown: Optional[str], json_path: Optional[str],
+         summary: Sequence[str] = ()) -> int:
+    """Prints the Markdown sections (and a Targets list when there is a summary), writes them and
+    the raw timings to the files asked for; the exit status of a bench script."""
+    if summary:
+        md = [*md, "### Targets\n\n" + "\n".join(f"- {s}" for s in summary) + "\n"]
+    text = "\n".join(md)
+    print(text)
+    if markdown:
+        Path(markdown).write_text(text)
+    if json_path:
+        Path(json_path).write_text(json.dumps(raw_data, indent=1, default=str))
+    return 0
+
+
+def _lscpu() -> Dict[str, str]:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return {}
+    return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+
+
+def machine() -> List[str]:
+    """The machine, as Markdown list items: CPU, memory, system, Python, load."""
+    cpu = _lscpu()
+    flags = cpu.get("Flags", "").split()
+    try:
+        memory = f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB"
+    except (ValueError, OSError, AttributeError):
+        memory = "?"
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return [f"CPU: {cpu.get('Model name', platform.processor() or '?')}; {os.cpu_count()} logical CPUs "
+            f"(threads/core {cpu.get('Thread(s) per core', '?')}, sse4_2={'yes' if 'sse4_2' in flags else 'no'}, "
+            f"pclmulqdq={'yes' if 'pclmulqdq' in flags else 'no'}, hypervisor {cpu.get('Hypervisor vendor', 'none')})",
+            f"Memory: {memory}; kernel {platform.release()}; {platform.platform()}",
+            f"Python {platform.python_version()} ({sys.executable}); load average (1, 5, 15 min) {load}"]
+
+
+def versions(distributions: Sequence[str]) -> str:
+    """'numpy 2.4.6, tensorflow (not installed), ...' from package metadata (nothing imported)."""
+    out = []
+    for d in distributions:
+        try:
+            out.append(f"{d} {version(d)}")
+        except PackageNotFoundError:
+            out.append(f"{d} (not installed)")
+    return ", ".join(out)
+
+
+# ---- reading: the cases of `tfrec-fast bench`, also rows of bench/bench_read.py ----------------------
+
+
+def read_options(files: Sequence[str], compression: Optional[str] = None, storage_options: Optional[dict] = None,
+                 batch_records: Optional[int] = None) -> dict:
+    return dict(files=[os.fspath(f) for f in files], compression=compression or None,
+                storage_options=storage_options, batch_records=batch_records)
+
+
+def counting(items: Callable[[], Any]) -> Callable[[], int]:
+    """A run() that goes through ``items()`` and returns how many there were."""
+
+    def run() -> int:
+        n = 0
+        for _ in items():
             n += 1
-    seconds.append(time.perf_counter() - start)
-print(json.dumps({"records": n, "seconds": seconds}))
-"""
+        return n
 
-PEERS = [
-    ("TensorFlow tf.data (batched 1024)", "tensorflow", _TENSORFLOW),
-    ("tfrecord package (no CRC check)", "tfrecord", _TFRECORD),
+    return run
+
+
+def summing(batches: Callable[[], Any]) -> Callable[[], int]:
+    """A run() that goes through ``batches()`` and returns the sum of their lengths."""
+
+    def run() -> int:
+        n = 0
+        for batch in batches():
+            n += len(batch)
+        return n
+
+    return run
+
+
+def read_batches(opts) -> Body:
+    tfr = need("tfrec_fast")
+
+    def batches():
+        for path in opts.files:
+            with tfr.TFRecordReader(path, opts.compression, storage_options=opts.storage_options) as reader:
+                yield from reader.iter_batches(max_records=opts.batch_records)
+
+    return Body(summing(batches), info=f"max_records={opts.batch_records}, both CRCs checked")
+
+
+def read_each(opts) -> Body:
+    tfr = need("tfrec_fast")
+    return Body(counting(lambda: tfr.read_records(opts.files, opts.compression, storage_options=opts.storage_options)),
+                info="one bytes-like per record, both CRCs checked")
+
+
+def read_tf(opts) -> Body:
+    tf = need("tensorflow")
+    compression = (opts.compression or "").upper()
+    return Body(summing(lambda: tf.data.TFRecordDataset(opts.files, compression_type=compression).batch(1024)),
+                info=f"TF {tf.__version__}, tf.data.TFRecordDataset(files).batch(1024), CRCs checked")
+
+
+def read_tfrecord(opts) -> Body:
+    reader = need("tfrecord.reader")
+
+    def records():
+        return itertools.chain.from_iterable(reader.tfrecord_iterator(path, compression_type=opts.compression)
+                                             for path in opts.files)
+
+    return Body(counting(records),
+                info="tfrecord.reader.tfrecord_iterator: raw records, NO CRC check, one reused buffer")
+
+
+READ_CASES = [
+    Case("tfrec_fast_batches", "tfrec_fast batched (TFRecordReader.iter_batches)", read_batches),
+    Case("tfrec_fast_records", "tfrec_fast per record (read_records)", read_each),
+    Case("tf", "TensorFlow TFRecordDataset.batch(1024)", read_tf),
+    Case("tfrecord", "tfrecord tfrecord_iterator", read_tfrecord),
 ]
 
 
-def _time(repeat, func):
-    seconds = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        count = func()
-        seconds.append(time.perf_counter() - start)
-    return count, statistics.median(seconds)
-
-
-def _batched(files, compression, storage_options):
-    def run():
-        n = 0
-        for path in files:
-            with TFRecordReader(path, compression, storage_options=storage_options) as reader:
-                for batch in reader.iter_batches():
-                    n += len(batch)
-        return n
-    return run
-
-
-def _per_record(files, compression, storage_options):
-    def run():
-        n = 0
-        for _record in read_records(files, compression, storage_options=storage_options):
-            n += 1
-        return n
-    return run
-
-
-def _peer(script, files, compression, repeat):
-    proc = subprocess.run([sys.executable, "-c", script, compression or "", str(repeat), *files],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr else "failed")
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result["records"], statistics.median(result["seconds"])
-
-
 def run_bench(files, compression=None, repeat=3, peers=True, storage_options=None) -> int:
-    """URLs are read through fsspec (``storage_options``); the peers then are not run (they
-    read local files only)."""
+    """``tfrec-fast bench``: reading ``files`` with READ_CASES, each in its own process. The files
+    are read once here first, so that damage is reported as such. URLs are read through fsspec
+    (``storage_options``); the peers, which read local files only, are then left out."""
+    from .records import TFRecordReader
+    from .remote import is_url
+
     files = [os.fspath(f) for f in files]
-    payload = 0
+    records = payload = 0
     for path in files:
         with TFRecordReader(path, compression, storage_options=storage_options) as reader:
-            payload += sum(batch.nbytes for batch in reader.iter_batches())
-    rows = [("tfrec_fast batched (both CRCs)",
-             *_time(repeat, _batched(files, compression, storage_options))),
-            ("tfrec_fast per record (both CRCs)",
-             *_time(repeat, _per_record(files, compression, storage_options)))]
-    if peers and any(is_url(f) for f in files):
-        print("(peers: they read local files only, skipped for URLs)")
-    elif peers:
-        for name, module, script in PEERS:
-            if importlib.util.find_spec(module) is None:
-                print(f"({name}: not installed, skipped)")
-                continue
-            try:
-                rows.append((name, *_peer(script, files, compression, repeat)))
-            except (RuntimeError, ValueError) as error:
-                print(f"({name}: failed: {error})")
-
-    base = rows[0][2]
-    print(f"{'reader':38} {'records/s':>14} {'GB/s':>8} {'time vs tfrec_fast batched':>28}")
-    for name, records, seconds in rows:
-        print(f"{name:38} {records / seconds:14,.0f} {payload / seconds / 1e9:8.3f} "
-              f"{seconds / base:27.2f}x")
-    return 0
+            for batch in reader.iter_batches():
+                records, payload = records + len(batch), payload + batch.nbytes
+    remote = any(is_url(f) for f in files)
+    cases = READ_CASES if peers and not remote else READ_CASES[:2]
+    results = measure(cases, read_options(files, compression, storage_options), repeats=repeat, min_time=0.1,
+                      verbose=False)
+    expect_records(results, records)
+    columns = [per_second("records/s", records), per_second("GB/s (payload)", payload / 1e9, ".3f"),
+               Versus("vs TF", "tf"), Versus("vs tfrecord", "tfrecord"), *timing()]
+    text, lines = table(results, columns, first="reader")
+    if peers and remote:
+        lines.append("TensorFlow and tfrecord read local files only: not run for URLs")
+    print(f"{records:,} records, {payload / 1e6:.1f} MB of payload. Median of {repeat} runs after 1 warm-up, "
+          "each reader in its own process; a sample averages K runs of a reader faster than 0.1 s.\n")
+    print(text)
+    print("".join(f"\n- {x}" for x in lines))
+    return 0 if all(r.ok for r in results[:2]) else 1

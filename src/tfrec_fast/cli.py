@@ -19,10 +19,11 @@ import tempfile
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__
+from ._progress import Progress
 from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
 from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter, expand_pattern, same_file
-from .remote import is_url, redact
+from .remote import RemotePath, is_url, redact, resolve
 
 STDIN = "-"
 
@@ -119,29 +120,6 @@ def _report(path, error) -> int:
     return 1
 
 
-class _Progress:
-    """A tqdm bar counting file bytes, shown only on a terminal and only when tqdm is installed."""
-
-    def __init__(self, total, desc):
-        self.bar = None
-        if not sys.stderr.isatty():
-            return
-        try:
-            from tqdm import tqdm
-        except ImportError:
-            return
-        self.bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, file=sys.stderr,
-                        leave=False)
-
-    def advance(self, nbytes):
-        if self.bar is not None:
-            self.bar.update(nbytes)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
-
-
 def _for_each_file(args, desc, action) -> int:
     """Runs action(path, progress) on each file the FILE arguments name; an argument naming
     nothing, damage or an unreadable file is reported and makes the status 1."""
@@ -152,7 +130,7 @@ def _for_each_file(args, desc, action) -> int:
             files.extend(_expand(args, arg))
         except OSError as error:
             status = _report(arg, error)
-    progress = _Progress(sum(_size(f) for f in files), desc)
+    progress = Progress(sum(_size(f) for f in files), desc, unit="B")
     for path in files:
         try:
             action(path, progress)
@@ -167,10 +145,12 @@ def _replacing(path: str, storage_options) -> Iterator[Any]:
     """A temporary file beside ``path``, renamed to it only when the block succeeds: a failed
     or interrupted write leaves ``path`` as it was (a URL too: the temporary object is copied
     to its name, then removed)."""
-    if is_url(path):
-        with _replacing_remote(path, storage_options) as temp:
-            yield temp
+    target = resolve(path, storage_options)  # a file:// URL is a local path
+    if isinstance(target, RemotePath):
+        with _replacing_remote(target) as remote_temp:
+            yield remote_temp
         return
+    path = target
     directory, name = os.path.split(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
     os.close(fd)
@@ -187,9 +167,7 @@ def _replacing(path: str, storage_options) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _replacing_remote(url: str, storage_options) -> Iterator[Any]:
-    from .remote import resolve
-    target = resolve(url, storage_options)
+def _replacing_remote(target: RemotePath) -> Iterator[RemotePath]:
     temp = target.parent.join(f".{target.basename}.tmp-{secrets.token_hex(4)}")
     try:
         yield temp
@@ -201,11 +179,10 @@ def _replacing_remote(url: str, storage_options) -> Iterator[Any]:
 
 
 def _same_file(args, a: str, b: str) -> bool:
-    if is_url(a) or is_url(b):
-        from .remote import resolve
-        return is_url(a) and is_url(b) and \
-            resolve(a, _options(args, a)) == resolve(b, _options(args, b))
-    return same_file(a, b)
+    ra, rb = resolve(a, _options(args, a)), resolve(b, _options(args, b))
+    if isinstance(ra, RemotePath) or isinstance(rb, RemotePath):
+        return ra == rb
+    return same_file(ra, rb)  # file:// URLs are local paths
 
 
 # ---- commands ------------------------------------------------------------------------------------
@@ -257,8 +234,8 @@ def cmd_repair(args) -> int:
                 records += len(batch)
     except (OSError, ValueError) as error:
         return _report(path, error)
-    for error in reader.skipped:
-        print(f"SKIPPED {error}", file=sys.stderr, flush=True)
+    for damage in reader.skipped:
+        print(f"SKIPPED {damage}", file=sys.stderr, flush=True)
     print(f"{'REPAIRED' if reader.skipped else 'OK'} {_display(path)}: {records} intact records "
           f"written to {_display(out)}, {len(reader.skipped)} damaged stretches skipped")
     return 1 if reader.skipped else 0

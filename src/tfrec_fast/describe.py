@@ -166,19 +166,22 @@ def record_to_json(record, index: int = 0, path: str = "<records>", *, sequence:
 class _Stats:
     """What was seen of one feature (or feature list) across records."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.present = 0  # records holding it
         self.kinds: Dict[str, int] = {}  # Feature.kind -> records (steps) holding that kind
-        self.min_len = self.max_len = None  # values per record (per step for feature lists)
-        self.min_steps = self.max_steps = None  # feature lists only
+        # Values per record (per step for feature lists); None until a value is added.
+        self.min_len: Optional[int] = None
+        self.max_len: Optional[int] = None
+        self.min_steps: Optional[int] = None  # feature lists only
+        self.max_steps: Optional[int] = None
 
-    def add_values(self, kind: Optional[str], n: int):
+    def add_values(self, kind: Optional[str], n: int) -> None:
         if kind is not None:  # a Feature with no list set fits any kind
             self.kinds[kind] = self.kinds.get(kind, 0) + 1
         self.min_len = n if self.min_len is None else min(self.min_len, n)
         self.max_len = n if self.max_len is None else max(self.max_len, n)
 
-    def add_steps(self, n: int):
+    def add_steps(self, n: int) -> None:
         self.min_steps = n if self.min_steps is None else min(self.min_steps, n)
         self.max_steps = n if self.max_steps is None else max(self.max_steps, n)
 
@@ -261,7 +264,8 @@ class SchemaBuilder:
             return 'tfr.VarLen("float32")', f"kind unknown (no values), {self._where(s)}"
         shown, dtype = _KINDS[next(iter(s.kinds))]
         note = f"{shown}, {_span(s.min_len, s.max_len, 'value')}, {self._where(s)}"
-        if s.present == self.records and s.min_len == s.max_len and s.min_len > 0:
+        if s.present == self.records and s.min_len is not None and s.min_len == s.max_len \
+                and s.min_len > 0:
             shape = "()" if s.min_len == 1 else f"({s.min_len},)"
             return f'tfr.FixedLen({shape}, "{dtype}")', note
         return f'tfr.VarLen("{dtype}")', note

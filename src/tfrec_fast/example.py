@@ -8,13 +8,16 @@ buffer (no copy).
 
 from __future__ import annotations
 
+import base64
 import itertools
+import threading
 import math
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _core
+from ._parallel import parallel_map, read_ahead, resolve_threads
 from .errors import ExampleParseError
 from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_path,
                       normalize_compression)
@@ -74,11 +77,15 @@ class FixedLen:
         self.from_bytes = kind is None if from_bytes is None else bool(from_bytes)
         if self.from_bytes and kind == _BYTES:
             raise ValueError("from_bytes needs a numeric dtype")
-        self.kind = _BYTES if self.from_bytes else kind
+        if kind is None and not self.from_bytes:
+            raise ValueError(f"FixedLen dtype {dtype!r} is read from raw bytes: from_bytes=False "
+                             "needs 'int64', 'float32' or 'bytes'")
+        self.kind: _core.Kind = _BYTES if self.from_bytes or kind is None else kind
         if self.from_bytes:
-            self.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
+            self.dtype: np.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
         else:
-            self.dtype = _NUMPY.get(kind, np.dtype(object))
+            self.dtype = _NUMPY.get(kind, np.dtype(object)) if kind is not None else \
+                np.dtype(object)
         if kind == _BYTES and isinstance(default, str):
             default = default.encode()
         self.default = default
@@ -223,7 +230,8 @@ class BytesColumn:
         return np.where(self.starts < 0, len(self.default), self.ends - self.starts)
 
     def to_list(self) -> list:
-        data = self.values.tobytes() if len(self.values) < (1 << 16) else memoryview(self.values)
+        data: Any = self.values.tobytes() if len(self.values) < (1 << 16) else \
+            memoryview(self.values.data)
         flat = [bytes(data[s:e]) if s >= 0 else self.default
                 for s, e in zip(self.starts.tolist(), self.ends.tolist())]
         if self.row_splits is None:
@@ -263,7 +271,7 @@ def _from_tensorflow(feature) -> Spec:
     raise TypeError(f"unsupported TensorFlow feature spec {kind}")
 
 
-def normalize_spec(spec) -> Dict[str, Spec]:
+def normalize_spec(spec) -> Dict[str, Optional[Spec]]:
     """Accepts {name: FixedLen | VarLen}, the `tfrecord` package's description
     ({name: "byte" | "float" | "int"}), TensorFlow's FixedLenFeature/VarLenFeature objects, or a
     list of names (kinds then come from the data). Returns {name: spec or None}."""
@@ -272,7 +280,7 @@ def normalize_spec(spec) -> Dict[str, Spec]:
     if not isinstance(spec, Mapping):
         raise TypeError("spec must be a dict {name: FixedLen | VarLen | 'int' | 'float' | "
                         "'byte'} or a list of feature names, not " + type(spec).__name__)
-    out = {}
+    out: Dict[str, Optional[Spec]] = {}
     for name, s in spec.items():
         if isinstance(s, (FixedLen, VarLen)) or s is None:
             out[name] = s
@@ -285,6 +293,79 @@ def normalize_spec(spec) -> Dict[str, Spec]:
     return out
 
 
+# ---- specs as JSON (manifests, Ray's sinks) ----------------------------------------------
+
+def spec_to_json(spec) -> Optional[Dict[str, Any]]:
+    """A feature spec (what :func:`~tfrec_fast.parse_examples` takes, plus FixedLenSequence /
+    VarLenSequence entries) as JSON-able data; ``None`` stays ``None``.
+
+    Each feature becomes ``{"kind": "FixedLen", "shape": [...], "dtype": ..., "from_bytes": ...,
+    "default": ...}``, ``{"kind": "VarLen", "dtype": ...}``, ``{"kind": "FixedLenSequence",
+    "shape": [...], "dtype": ...}`` or ``{"kind": "VarLenSequence", "dtype": ...}``; a feature
+    given by name only is ``null``. ``dtype`` is "int64", "float32", "bytes" or (FixedLen from
+    raw bytes) a numpy dtype string; a bytes default is ``{"base64": "..."}``.
+    """
+    if spec is None:
+        return None
+    if isinstance(spec, (list, tuple)):
+        return {name: None for name in normalize_spec(spec)}
+    out = {}
+    for name, feature in spec.items():
+        if not isinstance(feature, (FixedLenSequence, VarLenSequence)):
+            feature = normalize_spec({name: feature})[name]
+        out[str(name)] = _feature_to_json(feature)
+    return out
+
+
+def _feature_to_json(s) -> Optional[Dict[str, Any]]:
+    if s is None:
+        return None
+    if isinstance(s, FixedLen):
+        return {"kind": "FixedLen", "shape": list(s.shape),
+                "dtype": str(s.dtype) if s.from_bytes else _KIND_DTYPE[s.kind],
+                "from_bytes": s.from_bytes, "default": _default_to_json(s)}
+    if isinstance(s, FixedLenSequence):
+        return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_DTYPE[s.kind]}
+    if isinstance(s, VarLenSequence):
+        return {"kind": "VarLenSequence", "dtype": _KIND_DTYPE[s.kind]}
+    out: Dict[str, Any] = {"kind": "VarLen", "dtype": _KIND_DTYPE[s.kind]}
+    if s.default is None:
+        out["default"] = None  # required in every record
+    return out
+
+
+def _default_to_json(s: FixedLen):
+    if s.default is None:
+        return None
+    if s.kind == _BYTES and not s.from_bytes:
+        return {"base64": base64.b64encode(bytes(s.default)).decode("ascii")}
+    return np.asarray(s.default, s.dtype).tolist()
+
+
+def spec_from_json(data: Optional[Mapping[str, Any]]):
+    """Inverse of :func:`spec_to_json`: spec objects usable by :func:`~tfrec_fast.parse_examples`
+    (FixedLenSequence / VarLenSequence entries go to ``parse_sequence_examples``)."""
+    if data is None:
+        return None
+    return {name: None if f is None else _feature_from_json(name, f) for name, f in data.items()}
+
+
+def _feature_from_json(name: str, f: Mapping[str, Any]):
+    kind = f.get("kind")
+    if kind == "FixedLen":
+        default = f.get("default")
+        if isinstance(default, dict):
+            default = base64.b64decode(default["base64"])
+        return FixedLen(tuple(f["shape"]), f["dtype"], default, from_bytes=f.get("from_bytes"))
+    if kind == "VarLen":
+        return VarLen(f["dtype"], default=f.get("default", []))
+    if kind == "FixedLenSequence":
+        return FixedLenSequence(tuple(f["shape"]), f["dtype"])
+    if kind == "VarLenSequence":
+        return VarLenSequence(f["dtype"])
+    raise ValueError(f"feature {name!r}: unknown spec kind {kind!r}")
+
+
 def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples: bool = False,
                   strict: bool = True) -> Dict[str, Optional[_core.Kind]]:
     """{feature name: its list kind (_INT64, _FLOAT, _BYTES), or None for a Feature holding no
@@ -292,7 +373,7 @@ def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples
     record raises ExampleParseError (``strict``) or ends the scan before it. A name that is not
     UTF-8 (which protobuf refuses) is an ExampleParseError naming its record (``strict``) or is
     kept with its bad bytes escaped."""
-    kinds = {}
+    kinds: Dict[str, Optional[_core.Kind]] = {}
     for raw, kind, record in _core.feature_kinds(batch, name, sequence_examples, strict):
         try:
             key = raw.decode("utf-8")
@@ -306,16 +387,19 @@ def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples
 
 
 def _infer(batch: RecordBatch, names, name: str = "<records>",
-           sequence_examples: bool = False) -> Dict[str, Spec]:
+           sequence_examples: bool = False) -> Dict[str, Optional[Spec]]:
     """VarLen specs for features given by name only, typed from the first record holding each
     (up to the first damaged record, which the decoder then reports). Names no record holds come
     back as None (still unknown)."""
     kinds = feature_kinds(batch, name, sequence_examples, strict=False)
-    return {key: VarLen(_KIND_DTYPE[kinds[key]]) if kinds.get(key) is not None else None
-            for key in names}
+    out: Dict[str, Optional[Spec]] = {}
+    for key in names:
+        kind = kinds.get(key)
+        out[key] = VarLen(_KIND_DTYPE[kind]) if kind is not None else None
+    return out
 
 
-def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
+def _typed(batch: RecordBatch, spec: Dict[str, Optional[Spec]], name: str = "<records>",
            sequence_examples: bool = False) -> Dict[str, Spec]:
     """Resolves by-name specs from this batch (learning their kinds into `spec` once seen); a
     name no record has shown yet reads as an empty float32 VarLen for this batch only."""
@@ -326,7 +410,7 @@ def _typed(batch: RecordBatch, spec: Dict[str, Spec], name: str = "<records>",
     return {k: VarLen("float32") if s is None else s for k, s in spec.items()}
 
 
-def _compile(spec: Mapping[str, Spec], sequence: Mapping[str, Any] = None) -> list:
+def _compile(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None) -> list:
     """Specs -> the FieldSpecs the C++ decoder takes."""
     FieldSpec = _core.FieldSpec
     compiled = []
@@ -357,7 +441,7 @@ def _columns(batch: RecordBatch, spec: Mapping[str, Spec], raw: list) -> Dict[st
     n = len(batch)
     out = {}
     data = batch.data
-    for (name, s), (values, starts, ends, row_splits, _) in zip(spec.items(), raw):
+    for (name, s), (values, starts, ends, row_splits, _, _) in zip(spec.items(), raw):
         if isinstance(s, VarLen):
             out[name] = (BytesColumn(data, starts, ends, row_splits) if s.kind == _BYTES
                          else Ragged(values.view(_NUMPY[s.kind]), row_splits))
@@ -448,8 +532,9 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     out = _columns(batch, context, raw[:len(context)])
     data = batch.data
     seqs = {}
-    for (key, s), (values, starts, ends, row_splits, step_splits) in zip(sequence.items(),
+    for (key, s), (values, starts, ends, row_splits, step_splits, _) in zip(sequence.items(),
                                                                            raw[len(context):]):
+        steps: Any
         if isinstance(s, FixedLenSequence):
             if s.kind == _BYTES:
                 steps = BytesColumn(data, starts, ends)
@@ -481,42 +566,61 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
         return {k: (col.to_list()[0] if isinstance(col, BytesColumn) else col[0].tolist())
                 for k, col in sorted(columns.items())}
     columns = parse_examples([record], spec)
-    row = {}
-    for key, col in columns.items():
-        if isinstance(col, BytesColumn):
-            value = col.to_list()[0]
-        elif isinstance(col, Ragged):
-            value = col[0]
-        else:
-            value = col[0]
-        row[key] = value
-    return row
+    return {key: col.to_list()[0] if isinstance(col, BytesColumn) else col[0]
+            for key, col in columns.items()}
 
 
 def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str] = None, *,
-                  verify: bool = True, storage_options=None,
+                  verify: bool = True, num_threads: Optional[int] = 1,
+                  deterministic: bool = True, storage_options=None,
                   filesystem=None) -> Iterator[Dict[str, Any]]:
     """Reads and parses Examples in batches of ``batch_size`` records (the last may be smaller),
     across file boundaries. Errors name the file and the record's index in it. Paths may be
-    globs and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`)."""
+    globs and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`).
+
+    ``num_threads`` > 1 (None: the cores available, at most 8; 1, the default: all in the
+    calling thread): the next batches are read on a thread of their own and parsed on a pool,
+    in file order (``deterministic=False``: as they are ready). An error comes after the
+    batches before it."""
+    spec = normalize_spec(spec)
+    threads = resolve_threads(num_threads)
+    learning = threading.Lock()  # names-only specs learn their kinds from the first batches
+
+    def parse(item):
+        batch, segments = item
+        try:
+            with learning:
+                typed = _typed(batch, spec)
+            return _columns(batch, typed, _decode(batch, typed, ""))
+        except ExampleParseError as error:
+            raise _locate(error, segments) from None
+
+    batches = batches_across_files(paths, batch_size, compression, verify=verify,
+                                   storage_options=storage_options, filesystem=filesystem)
+    if threads > 1:
+        batches = read_ahead(batches)
+    return parallel_map(parse, batches, threads, deterministic)
+
+
+def batches_across_files(paths, batch_size: int, compression: Optional[str] = None, *,
+                         verify: bool = True, storage_options=None,
+                         filesystem=None) -> Iterator[Tuple[RecordBatch, list]]:
+    """RecordBatches of ``batch_size`` records (the last may be smaller) across file boundaries,
+    each with its segments ``[(file, index in the file of its first record there, count)]``
+    for :func:`_locate`."""
     if batch_size < 1:
         raise ValueError("batch_size must be positive")
     compression = normalize_compression(compression)
-    spec = normalize_spec(spec)
     pending: List[RecordBatch] = []
-    segments: list = []  # (path, index of the pending batch's first record in its file, count)
+    segments: list = []
 
     def flush():
         batch = pending[0] if len(pending) == 1 else RecordBatch.from_records(
             itertools.chain.from_iterable(pending))
-        try:
-            typed = _typed(batch, spec)
-            columns = _columns(batch, typed, _decode(batch, typed, ""))
-        except ExampleParseError as error:
-            raise _locate(error, segments) from None
+        out = batch, list(segments)
         pending.clear()
         segments.clear()
-        return columns
+        return out
 
     for source in _as_sources(paths, storage_options, filesystem):
         name = _display(source) if _is_path(source) else "<records>"

@@ -15,7 +15,8 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._core import RecordBatch
+from ._core import FRAMING_SIZE, RecordBatch
+from ._platform import after_fork_in_child
 from .errors import DataLossError
 from .records import (ITER_BATCH_BYTES, TFRecordReader, _display, _one_path, _resolve,
                       detect_compression, normalize_compression)
@@ -25,6 +26,7 @@ __all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
 
 Index = Tuple[np.ndarray, np.ndarray]
 PathLike = Union[str, os.PathLike]
+Resolved = Union[str, RemotePath]  # what records._resolve makes of a path: local or remote
 
 # Bumped in every forked child: a reader opened before a fork reopens its file in the child
 # (cheaper to check than os.getpid(), a system call, on every r[i]).
@@ -36,7 +38,7 @@ def _forked() -> None:
     _process_generation += 1
 
 
-os.register_at_fork(after_in_child=_forked)
+after_fork_in_child(_forked)
 
 # Records at most this many bytes apart are fetched by one read, up to this many bytes per read.
 MAX_GAP = 64 << 10
@@ -70,17 +72,18 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
     file is streamed once (headers cannot be skipped without a request each), its records'
     checksums checked on the way.
     """
-    tfrecord_path = _one_path(tfrecord_path, storage_options, filesystem)
+    path: Resolved = _one_path(tfrecord_path, storage_options, filesystem)
+    index: Optional[Resolved] = None
     if index_path is not None:
-        index_path = _related(index_path, storage_options, filesystem)
-        _refuse_same_file(tfrecord_path, index_path)
-    _check_uncompressed(tfrecord_path, compression)
-    if isinstance(tfrecord_path, RemotePath):
-        offsets, sizes = _scan_stream(tfrecord_path)
+        index = _related(index_path, storage_options, filesystem)
+        _refuse_same_file(path, index)
+    _check_uncompressed(path, compression)
+    if isinstance(path, RemotePath):
+        offsets, sizes = _scan_stream(path)
     else:
-        offsets, sizes = _core.scan_index(tfrecord_path)
-    if index_path is not None:
-        write_index(index_path, offsets, sizes)
+        offsets, sizes = _core.scan_index(path)
+    if index is not None:
+        write_index(index, offsets, sizes)
     return offsets, sizes
 
 
@@ -99,7 +102,7 @@ def _scan_stream(rp: RemotePath) -> Index:
     with TFRecordReader(rp) as reader:
         for batch in reader.iter_batches(max_bytes=ITER_BATCH_BYTES):
             offsets.append(np.array(batch.positions))
-            sizes.append(np.diff(batch.offsets) + 16)
+            sizes.append(np.diff(batch.offsets) + FRAMING_SIZE)
     if not offsets:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate(offsets), np.concatenate(sizes)
@@ -120,23 +123,23 @@ def _refuse_same_file(data_path, index_path) -> None:
                          f"{data_path} itself: writing the index would destroy the data")
 
 
-def write_index(index_path: PathLike, offsets, sizes, *, storage_options=None,
+def write_index(index_path: Union[PathLike, RemotePath], offsets, sizes, *, storage_options=None,
                 filesystem=None) -> None:
     """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one
     (a remote index is put in one request)."""
     text = _core.format_index(np.asarray(offsets, dtype=np.int64),
                               np.asarray(sizes, dtype=np.int64))
-    index_path = _resolve(index_path, storage_options, filesystem)
-    if isinstance(index_path, RemotePath):
-        index_path.write_bytes(text)
+    resolved: Resolved = _resolve(index_path, storage_options, filesystem)
+    if isinstance(resolved, RemotePath):
+        resolved.write_bytes(text)
         return
-    directory = os.path.dirname(os.path.abspath(index_path))
+    directory = os.path.dirname(os.path.abspath(resolved))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".idx", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(text)
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, index_path)
+        os.replace(tmp, resolved)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -157,12 +160,12 @@ def load_index(index_path: PathLike, *, storage_options=None, filesystem=None) -
 
     A file that is not an index raises ``ValueError`` naming the line.
     """
-    index_path = _resolve(index_path, storage_options, filesystem)
-    if isinstance(index_path, RemotePath):
-        return _core.parse_index(index_path.read(), index_path.name)
-    with open(index_path, "rb") as f:
+    resolved: Resolved = _resolve(index_path, storage_options, filesystem)
+    if isinstance(resolved, RemotePath):
+        return _core.parse_index(resolved.read(), resolved.name)
+    with open(resolved, "rb") as f:
         data = f.read()
-    return _core.parse_index(data, index_path)
+    return _core.parse_index(data, resolved)
 
 
 def _as_index(path, index, storage_options=None, filesystem=None) -> Index:
@@ -288,7 +291,8 @@ class IndexedTFRecordReader:
                              f"({n} records)")
         return memoryview(self._live().read_one(i % n))
 
-    def get_batch(self, indices: Sequence[int], *, skip_corrupt: bool = False) -> RecordBatch:
+    def get_batch(self, indices: Union[Sequence[int], np.ndarray], *,
+                  skip_corrupt: bool = False) -> RecordBatch:
         """The records at ``indices`` (any integer sequence or array), in that order.
 
         With ``skip_corrupt=True`` a damaged record is left out (the index says where the next
@@ -378,11 +382,12 @@ class _RemoteIndexedReader:
     checked in C++ the same way. The object's size is taken when it is opened."""
 
     def __init__(self, rp: RemotePath, offsets: np.ndarray, sizes: np.ndarray, verify: bool):
-        bad = np.flatnonzero((offsets < 0) | (sizes < 16))
+        bad = np.flatnonzero((offsets < 0) | (sizes < FRAMING_SIZE))
         if len(bad):
             i = int(bad[0])
             raise ValueError(f"index of '{rp.name}': entry {i} (offset {int(offsets[i])}, size "
-                             f"{int(sizes[i])}) is impossible: a record takes at least 16 bytes")
+                             f"{int(sizes[i])}) is impossible: a record takes at least "
+                             f"{FRAMING_SIZE} bytes")
         self._rp = rp
         self._offsets = offsets
         self._sizes = sizes

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Tuple
 
 import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf.message import Message
 
 __all__ = [
     "Example", "Features", "Feature", "BytesList", "FloatList", "Int64List",
@@ -187,7 +188,8 @@ def _as_bytes(v) -> bytes:
     return v.encode("utf-8") if isinstance(v, str) else bytes(v)
 
 
-def _array_feature(a: np.ndarray) -> Feature:
+# The message classes are built at run time, so annotations name their base class, Message.
+def _array_feature(a: np.ndarray) -> Message:
     a = a.ravel()
     if a.dtype.kind in "biu":
         if a.dtype.kind == "u" and a.size and a.max() > _INT64_MAX:
@@ -202,7 +204,7 @@ def _array_feature(a: np.ndarray) -> Feature:
     raise TypeError("unsupported numpy dtype %s" % a.dtype)
 
 
-def _feature(value) -> Feature:
+def _feature(value) -> Message:
     if isinstance(value, Feature):
         return value
     if isinstance(value, np.ndarray):
@@ -231,7 +233,7 @@ def _feature(value) -> Feature:
     return Feature(float_list=FloatList(value=[float(v) for v in values]))
 
 
-def dict_to_example(d: Mapping[str, Any]) -> Example:
+def dict_to_example(d: Mapping[str, Any]) -> Message:
     """An Example from {name: value}. Values as encode_example takes them: int/bool -> int64,
     float -> float32, bytes/str -> bytes (str as UTF-8), a list/tuple of one of those kinds,
     a numpy array (integer/bool -> int64, floating -> float32, bytes/str -> bytes; flattened),

@@ -9,11 +9,12 @@ import itertools
 import os
 import stat
 import warnings
-from typing import Callable, Iterable, Iterator, Optional, Union
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional, Union
 
 from . import _core
 from ._core import RecordBatch, masked_crc32c
 from .errors import DataLossError
+from ._parallel import read_ahead, resolve_threads
 from .remote import RemotePath, is_url
 
 __all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "count_records",
@@ -27,7 +28,9 @@ ITER_BATCH_BYTES = 512 << 10
 DEFAULT_BUFFER_SIZE = 1 << 20
 _UNLIMITED = (1 << 62)
 
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase"]
+# A path or URL, bytes-like data, or a binary file-like object (sys.stdin.buffer, fsspec files).
+Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase", BinaryIO,
+               "RemotePath", Any]
 
 
 # What the ``compression`` arguments accept (any case; None is "none"). "auto" is for reading only.
@@ -304,7 +307,8 @@ class TFRecordReader:
             elif _is_file_like(source):
                 self._reader = _core.RecordReader.open_file(source, name, compression, *args)
             else:
-                self._reader = _core.RecordReader.open_memory(source, name, compression, *args)
+                data: Any = source  # bytes-like: checked by the extension
+                self._reader = _core.RecordReader.open_memory(data, name, compression, *args)
         except BaseException:
             self._close_owned()
             raise
@@ -345,10 +349,10 @@ class TFRecordReader:
             self._owned.close()
             self._owned = None
 
-    def __iter__(self) -> Iterator[memoryview]:
+    def __iter__(self) -> Iterator[Union[memoryview, bytes]]:
         return self._reader
 
-    def __next__(self) -> memoryview:
+    def __next__(self) -> Union[memoryview, bytes]:
         return next(self._reader)
 
     def read_batch(self, max_records: Optional[int] = None,
@@ -456,7 +460,8 @@ def _as_sources(paths, storage_options=None, filesystem=None) -> list:
 def read_records(paths, compression: Optional[str] = None, *, verify: bool = True,
                  copy: bool = False, skip_corrupt: bool = False,
                  on_skip: Optional[Callable[[DataLossError], None]] = None,
-                 storage_options=None, filesystem=None) -> Iterator[memoryview]:
+                 num_threads: Optional[int] = 1, storage_options=None,
+                 filesystem=None) -> Iterator[Union[memoryview, bytes]]:
     """Yields every record of one source or of a list of them, in order.
 
     Paths may be glob patterns (``"train-*.tfrecord"``, matches sorted) and URLs
@@ -464,12 +469,24 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
     :mod:`tfrec_fast.remote`); ``compression="auto"`` tells each file's compression from its
     first bytes. Each file is opened only when reached and closed when done. With
     ``skip_corrupt=True`` damaged records are skipped and ``on_skip`` (default: a warning) gets a
-    DataLossError for each. See :class:`TFRecordReader`.
+    DataLossError for each. ``num_threads`` > 1 (None: as many as there are cores, at most 8)
+    reads the next batch on a thread of its own while the current one is consumed; 1 (the
+    default) reads in the calling thread. See :class:`TFRecordReader`.
     """
     compression = normalize_compression(compression)  # fail before the first file
-    readers = _open_each(_as_sources(paths, storage_options, filesystem), compression, verify,
-                         copy, skip_corrupt, on_skip or _warn_skip)
-    return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
+    sources = _as_sources(paths, storage_options, filesystem)
+    if skip_corrupt or resolve_threads(num_threads) == 1:
+        readers = _open_each(sources, compression, verify, copy, skip_corrupt,
+                             on_skip or _warn_skip)
+        return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
+    batches = read_ahead(_batches_each(sources, compression, verify))
+    return itertools.chain.from_iterable(b.__iter__(copy) for b in batches)
+
+
+def _batches_each(sources, compression, verify) -> Iterator[RecordBatch]:
+    for source in sources:
+        with TFRecordReader(source, compression, verify=verify) as reader:
+            yield from reader.iter_batches()
 
 
 def _warn_skip(error: DataLossError) -> None:

@@ -291,11 +291,14 @@ class RemotePath:
     # -- reading --
 
     def read(self, start: Optional[int] = None, end: Optional[int] = None) -> bytes:
-        """Bytes [start, end) (the whole object by default), retried as needed; a short answer is
-        retried, and the error after the last attempt names the URL and the offset."""
+        """Bytes [start, end) (from byte 0 / to the end of the object by default), retried as
+        needed; a short answer is retried, and the error after the last attempt names the URL
+        and the offset."""
         fs = self.fs
-        if start is None:
+        if start is None and end is None:
             return _retrying(lambda: fs.cat_file(self.path), "reading", self.name, 0)
+        start = 0 if start is None else start
+        end = self.size() if end is None else end
         want = end - start
         if want <= 0:
             return b""
@@ -496,6 +499,9 @@ def expand(path, storage_options=None, filesystem=None) -> List[RemotePath]:
     exists, else the files matching (sorted; a wildcard matches no leading "." of a name, as
     the local glob; directories left out). No match is FileNotFoundError naming the pattern."""
     rp = resolve(path, storage_options, filesystem)
+    if not isinstance(rp, RemotePath):
+        raise ValueError(f"{path!r} is a local path: expand() is for remote paths (URLs, or "
+                         "paths on a filesystem)")
     if not _has_magic(rp) or rp.exists():
         return [rp]
     fs = rp.fs

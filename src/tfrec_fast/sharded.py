@@ -31,7 +31,6 @@ paths resolved.
 from __future__ import annotations
 
 import array
-import base64
 import contextlib
 import json
 import operator
@@ -40,14 +39,13 @@ import posixpath
 import re
 import secrets
 from itertools import islice
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from ._core import RecordBatch
+from ._core import FRAMING_SIZE, RecordBatch
 from .encode import encode_example, encode_examples
-from .example import (_BYTES, _KIND_DTYPE, FixedLen, FixedLenSequence, VarLen, VarLenSequence,
-                      normalize_spec)
+from .example import spec_from_json, spec_to_json
 from .index import write_index
 from .records import (DEFAULT_BUFFER_SIZE, TFRecordWriter, _resolve, normalize_compression,
                       same_file)
@@ -60,7 +58,6 @@ DEFAULT_SHARD_BYTES = 128 << 20  # framed, uncompressed: TensorFlow's advice is 
 MANIFEST_FORMAT = "tfrec_fast.shards"
 MANIFEST_VERSION = 1
 
-_FRAMING = 16  # length (8) + its CRC (4) + data CRC (4) around each record
 _UNLIMITED = 1 << 62
 _ITERABLE_CHUNK = 4096  # records gathered per RecordBatch when write_batch gets a plain iterable
 # Round robin keeps every shard open; cap the buffers' total so 1000 shards stay affordable.
@@ -79,6 +76,23 @@ _FIELD = re.compile(r"%(?:%|[-+ #0]*\d*[diu])")
 
 def _unescape(text: str) -> str:
     return text.replace("%%", "%")
+
+
+def manifest_data(store, manifest: str, shards, compression: str, spec, index: bool):
+    """A manifest's fields: ``shards`` is [(final path, records, bytes)] in order, ``spec`` as
+    :func:`spec_to_json` gives it. Shard paths are stored relative to the manifest."""
+    from . import __version__  # here: the package imports this module before setting it
+
+    base = store.dirname(manifest)
+    rows = [{"file": store.relative(final, base), "records": records, "bytes": size,
+             "index": store.relative(final + ".idx", base) if index else None}
+            for final, records, size in shards]
+    return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
+            "created_by": f"tfrec_fast {__version__}",
+            "compression": _TF_COMPRESSION[compression],
+            "total_records": sum(records for _, records, _ in shards),
+            "total_bytes": sum(r["bytes"] for r in rows),
+            "spec": spec, "shards": rows}
 
 
 class _Naming:
@@ -151,77 +165,6 @@ def _check_plain_name(what: str, name, *, allow_empty: bool) -> None:
 
 
 # ---- spec <-> JSON -----------------------------------------------------------------------------
-
-def spec_to_json(spec) -> Optional[Dict[str, Any]]:
-    """A feature spec (what :func:`~tfrec_fast.parse_examples` takes, plus FixedLenSequence /
-    VarLenSequence entries) as JSON-able data; ``None`` stays ``None``.
-
-    Each feature becomes ``{"kind": "FixedLen", "shape": [...], "dtype": ..., "from_bytes": ...,
-    "default": ...}``, ``{"kind": "VarLen", "dtype": ...}``, ``{"kind": "FixedLenSequence",
-    "shape": [...], "dtype": ...}`` or ``{"kind": "VarLenSequence", "dtype": ...}``; a feature
-    given by name only is ``null``. ``dtype`` is "int64", "float32", "bytes" or (FixedLen from
-    raw bytes) a numpy dtype string; a bytes default is ``{"base64": "..."}``.
-    """
-    if spec is None:
-        return None
-    if isinstance(spec, (list, tuple)):
-        return {name: None for name in normalize_spec(spec)}
-    out = {}
-    for name, feature in spec.items():
-        if not isinstance(feature, (FixedLenSequence, VarLenSequence)):
-            feature = normalize_spec({name: feature})[name]
-        out[str(name)] = _feature_to_json(feature)
-    return out
-
-
-def _feature_to_json(s) -> Optional[Dict[str, Any]]:
-    if s is None:
-        return None
-    if isinstance(s, FixedLen):
-        return {"kind": "FixedLen", "shape": list(s.shape),
-                "dtype": str(s.dtype) if s.from_bytes else _KIND_DTYPE[s.kind],
-                "from_bytes": s.from_bytes, "default": _default_to_json(s)}
-    if isinstance(s, FixedLenSequence):
-        return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_DTYPE[s.kind]}
-    if isinstance(s, VarLenSequence):
-        return {"kind": "VarLenSequence", "dtype": _KIND_DTYPE[s.kind]}
-    out = {"kind": "VarLen", "dtype": _KIND_DTYPE[s.kind]}
-    if s.default is None:
-        out["default"] = None  # required in every record
-    return out
-
-
-def _default_to_json(s: FixedLen):
-    if s.default is None:
-        return None
-    if s.kind == _BYTES and not s.from_bytes:
-        return {"base64": base64.b64encode(bytes(s.default)).decode("ascii")}
-    return np.asarray(s.default, s.dtype).tolist()
-
-
-def spec_from_json(data: Optional[Mapping[str, Any]]):
-    """Inverse of :func:`spec_to_json`: spec objects usable by :func:`~tfrec_fast.parse_examples`
-    (FixedLenSequence / VarLenSequence entries go to ``parse_sequence_examples``)."""
-    if data is None:
-        return None
-    return {name: None if f is None else _feature_from_json(name, f) for name, f in data.items()}
-
-
-def _feature_from_json(name: str, f: Mapping[str, Any]):
-    kind = f.get("kind")
-    if kind == "FixedLen":
-        default = f.get("default")
-        if isinstance(default, dict):
-            default = base64.b64decode(default["base64"])
-        return FixedLen(tuple(f["shape"]), f["dtype"], default, from_bytes=f.get("from_bytes"))
-    if kind == "VarLen":
-        return VarLen(f["dtype"], default=f.get("default", []))
-    if kind == "FixedLenSequence":
-        return FixedLenSequence(tuple(f["shape"]), f["dtype"])
-    if kind == "VarLenSequence":
-        return VarLenSequence(f["dtype"])
-    raise ValueError(f"feature {name!r}: unknown spec kind {kind!r}")
-
 
 # ---- the manifest ------------------------------------------------------------------------------
 
@@ -316,15 +259,23 @@ def _fsync_directory(path: str) -> None:
 class _LocalStore:
     """The local file system: atomic renames, fsync for durability."""
 
-    abspath = staticmethod(os.path.abspath)
     join = staticmethod(os.path.join)
     split = staticmethod(os.path.split)
-    dirname = staticmethod(os.path.dirname)
     relative = staticmethod(_relative)
     exists = staticmethod(os.path.exists)
+    isdir = staticmethod(os.path.isdir)
     replace = staticmethod(os.replace)
     remove = staticmethod(os.remove)
     size = staticmethod(os.path.getsize)
+
+    # Not staticmethod(os.path.abspath): mypy loses the str -> str overload that way.
+    @staticmethod
+    def abspath(path: str) -> str:
+        return os.path.abspath(path)
+
+    @staticmethod
+    def dirname(path: str) -> str:
+        return os.path.dirname(path)
 
     @staticmethod
     def fsync_file(path: str) -> None:
@@ -381,7 +332,10 @@ class _RemoteStore:
 
     join = staticmethod(posixpath.join)
     split = staticmethod(posixpath.split)
-    dirname = staticmethod(posixpath.dirname)
+
+    @staticmethod
+    def dirname(path: str) -> str:
+        return posixpath.dirname(path)
 
     @staticmethod
     def relative(path: str, start: str) -> str:
@@ -389,6 +343,10 @@ class _RemoteStore:
 
     def exists(self, path: str) -> bool:
         return self._at(path).exists()
+
+    def isdir(self, path: str) -> bool:
+        at = self._at(path)
+        return at.fs.isdir(at.path)
 
     def replace(self, source: str, target: str) -> None:
         self._at(source).rename(self._at(target))
@@ -431,14 +389,17 @@ def _is_remote_path(path) -> bool:
     return isinstance(path, RemotePath) or is_url(os.fspath(path))
 
 
-def _store_for(path, storage_options, filesystem):
+_Store = Union[_LocalStore, _RemoteStore]
+
+
+def _store_for(path, storage_options, filesystem) -> Tuple[_Store, str]:
     """(store, path in it) for an output directory or shard name pattern."""
     if isinstance(path, RemotePath):
         return _RemoteStore(path), path.path
     text = os.fspath(path)
     if not isinstance(text, str):
         raise TypeError(f"path must be a str or os.PathLike of str, not {type(text).__name__}")
-    resolved = _resolve(text, storage_options, filesystem)
+    resolved: Union[str, RemotePath] = _resolve(text, storage_options, filesystem)
     if isinstance(resolved, RemotePath):
         return _RemoteStore(resolved), resolved.path
     return _LocalStore(), resolved
@@ -463,6 +424,18 @@ class _Shard:
     @property
     def path(self) -> str:
         return self.final or self.temp
+
+    @property
+    def open_writer(self) -> TFRecordWriter:
+        if self.writer is None:  # the writer hands out only shards being written
+            raise RuntimeError(f"shard {self.temp} written to after it was finished")
+        return self.writer
+
+    def close_writer(self) -> None:
+        """Closes the shard's file (its records complete); idempotent."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
 
 
 def _positive(name: str, value) -> Optional[int]:
@@ -520,8 +493,8 @@ class ShardedWriter:
                  manifest: Union[bool, PathLike] = True, spec=None, overwrite: bool = False,
                  sync: bool = True, protect: Iterable[PathLike] = (), storage_options=None,
                  filesystem=None):
-        self._store, path = _store_for(path, storage_options, filesystem)
-        self._naming = _Naming.from_args(self._store, path, prefix, suffix)
+        self._store, where = _store_for(path, storage_options, filesystem)
+        self._naming = _Naming.from_args(self._store, where, prefix, suffix)
         self._compression = normalize_compression(compression, auto=False)
         self._level = level
         self._num_shards = _positive("num_shards", num_shards)
@@ -577,10 +550,10 @@ class ShardedWriter:
     def write(self, record) -> None:
         """Writes one record (any bytes-like object)."""
         self._check_writable()
-        size = memoryview(record).nbytes + _FRAMING
+        size = memoryview(record).nbytes + FRAMING_SIZE
         part = self._part_for(size)
         with self._failing():
-            part.writer.write(record)
+            part.open_writer.write(record)
         self._count(part, size)
 
     def write_batch(self, records: Union[RecordBatch, Iterable]) -> None:
@@ -605,7 +578,7 @@ class ShardedWriter:
         self.write_batch(encode_examples(columns, n))
 
     def _write_batch(self, batch: RecordBatch) -> None:
-        sizes = np.diff(batch.offsets) + _FRAMING
+        sizes = np.diff(batch.offsets) + FRAMING_SIZE
         if self._num_shards is not None:
             # Record j of the batch goes to shard (first + j) % N: one write_batch per shard.
             n, first = self._num_shards, self._records % self._num_shards
@@ -613,12 +586,12 @@ class ShardedWriter:
             for j in range(min(n, len(records))):
                 part = self._round_robin_part((first + j) % n)
                 with self._failing():
-                    part.writer.write_batch(records[j::n])
+                    part.open_writer.write_batch(records[j::n])
                 self._count(part, sizes[j::n])
             return
         # Size cutting, one write_batch per run of records that fits in the current shard.
         ends = np.cumsum(sizes)  # ends[j]: framed bytes of records 0..j
-        records = iter(batch)
+        rest = iter(batch)
         p = 0
         while p < len(batch):
             part = self._current()
@@ -632,7 +605,7 @@ class ShardedWriter:
                 take = 1  # larger than the limit on its own: a shard of its own
             with self._failing():
                 # The whole batch as it is when it fits: the writer's fast path for a RecordBatch.
-                part.writer.write_batch(batch if take == len(batch) else islice(records, take))
+                part.open_writer.write_batch(batch if take == len(batch) else islice(rest, take))
             self._count(part, sizes[p:p + take])
             p += take
 
@@ -648,21 +621,23 @@ class ShardedWriter:
         return part
 
     def _round_robin_part(self, i: int) -> _Shard:
-        if self._parts[i] is None:
-            self._parts[i] = self._open(i)
-        return self._parts[i]
+        part = self._parts[i]
+        if part is None:
+            self._parts[i] = part = self._open(i)
+        return part
 
     def _current(self) -> _Shard:
         """Size cutting: the shard being filled, a new one if the last was finished."""
-        if not self._parts or self._parts[-1].writer is None:
-            self._parts.append(self._open(len(self._parts)))
-        return self._parts[-1]
+        last = self._parts[-1] if self._parts else None
+        if last is None or last.writer is None:
+            last = self._open(len(self._parts))
+            self._parts.append(last)
+        return last
 
     def _finish_current(self) -> None:
-        part = self._parts[-1]
+        part = self._current()
         with self._failing():
-            part.writer.close()  # one open file at a time when cutting by size
-        part.writer = None
+            part.close_writer()  # one open file at a time when cutting by size
 
     def _manifest_path(self, manifest, storage_options, filesystem) -> str:
         """A manifest path given by the caller, in the output's store."""
@@ -734,17 +709,18 @@ class ShardedWriter:
         return self.shards
 
     def _finish(self) -> None:
-        if self._num_shards is not None:
-            for i, part in enumerate(self._parts):
-                if part is None:  # every one of the N shards exists, empty ones too
-                    self._parts[i] = part = self._open(i)
-                    part.writer.close()
-        n = len(self._parts)  # size cutting with no records: shard 0, empty
+        parts: List[_Shard] = []
+        for i, part in enumerate(self._parts):
+            if part is None:  # round robin: every one of the N shards exists, empty ones too
+                self._parts[i] = part = self._open(i)
+                part.close_writer()
+            parts.append(part)
+        n = len(parts)  # size cutting with no records: shard 0, empty
         finals = [self._naming.final(i, n) for i in range(n)]
         if not self._overwrite:
             self._check_free()  # something may have appeared while we wrote
         store = self._store
-        for part in self._parts:
+        for part in parts:
             if self._sync:
                 store.fsync_file(part.temp)
             if self._index:  # under a temporary name too, renamed with its shard
@@ -753,14 +729,15 @@ class ShardedWriter:
                 store.write_index(part.temp + ".idx", offsets, sizes)
                 if self._sync:
                     store.fsync_file(part.temp + ".idx")
-        for part, final in zip(self._parts, finals):
+        for part, final in zip(parts, finals):
             if self._index:
                 store.replace(part.temp + ".idx", final + ".idx")
             store.replace(part.temp, final)
             part.final = final
         self._shard_bytes = [store.size(final) for final in finals]
         if self._manifest is not None:
-            store.write_json(self._manifest, self._manifest_data(), self._token, self._sync)
+            store.write_json(self._manifest, self._manifest_data(self._manifest, parts),
+                             self._token, self._sync)
         self._shards = finals
         self._state = "closed"  # the output is complete from here on
         if self._overwrite:
@@ -771,24 +748,16 @@ class ShardedWriter:
                     store.dirname(self._manifest) != self._naming.directory:
                 store.fsync_directory(store.dirname(self._manifest))
 
-    def _manifest_data(self) -> Dict[str, Any]:
-        from . import __version__  # here: the package imports this module before setting it
-
-        base = self._store.dirname(self._manifest)
-        relative = self._store.relative
-        shards = [{"file": relative(part.final, base), "records": part.records, "bytes": size,
-                   "index": relative(part.final + ".idx", base) if self._index else None}
-                  for part, size in zip(self._parts, self._shard_bytes)]
-        return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
-                "created_by": f"tfrec_fast {__version__}",
-                "compression": _TF_COMPRESSION[self._compression],
-                "total_records": self._records,
-                "total_bytes": sum(s["bytes"] for s in shards),
-                "spec": self._spec, "shards": shards}
+    def _manifest_data(self, manifest: str, parts: List[_Shard]) -> Dict[str, Any]:
+        return manifest_data(self._store, manifest,
+                             [(part.path, part.records, size)
+                              for part, size in zip(parts, self._shard_bytes)],
+                             self._compression, self._spec, self._index)
 
     def _check_free(self) -> None:
         taken = self._naming.family()
-        for manifest in {self._manifest, self._naming.default_manifest()} - {None}:
+        manifests = {self._naming.default_manifest(), self._manifest}
+        for manifest in (m for m in manifests if m is not None):
             if self._store.exists(manifest):
                 taken.append(manifest)
         if taken:

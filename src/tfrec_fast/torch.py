@@ -34,7 +34,8 @@ from __future__ import annotations
 import collections.abc
 import os
 import warnings
-from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple)
 
 import numpy as np
 import torch
@@ -94,7 +95,7 @@ def _numpy_rows(col, n: int) -> list:
 def _rows(columns: Mapping[str, Any], n: int, compat: set) -> List[dict]:
     """Parsed columns of n records -> n dicts of per-record values: tensor views, or for features
     named the ``tfrecord`` package's way its numpy values (tensors come from the collate)."""
-    per_feature = []
+    per_feature: List[Any] = []
     for name, col in columns.items():
         if name in compat:
             per_feature.append(_numpy_rows(col, n))
@@ -113,7 +114,7 @@ def _rows(columns: Mapping[str, Any], n: int, compat: set) -> List[dict]:
 
 def _batch(columns: Mapping[str, Any], compat: set, ragged: str) -> dict:
     """Parsed columns of a batch -> one dict of batched values."""
-    out = {}
+    out: Dict[str, Any] = {}
     for name, col in columns.items():
         if isinstance(col, np.ndarray):
             out[name] = _tensor(col)
@@ -227,11 +228,11 @@ class _Slot(NamedTuple):
     seed: int
 
     @property
-    def index(self) -> int:  # this (rank, worker) among all of the job's
+    def position(self) -> int:  # this (rank, worker) among all of the job's
         return self.rank * self.workers + self.worker
 
     @property
-    def count(self) -> int:
+    def slots(self) -> int:  # (rank, worker) pairs in the job
         return self.world * self.workers
 
 
@@ -311,7 +312,7 @@ class _Streaming(torch.utils.data.IterableDataset):
             mode, segments = "ranges", _loader.plan_ranks(order, count, slot.rank, slot.world,
                                                           slot.worker, slot.workers, self.uneven)
         else:
-            mode, segments = _loader.plan_slot(len(files), order, slot.index, slot.count, count)
+            mode, segments = _loader.plan_slot(len(files), order, slot.position, slot.slots, count)
         limit = self.batch_size if self.batch_size and not self.shuffle_buffer else None
         for i, start, stop in segments:
             offsets = None
@@ -352,6 +353,7 @@ class _Streaming(torch.utils.data.IterableDataset):
         transform = self.transform
         handoff = _worker_ring_handoff() if self.batch_size and self.worker_ring else None
         for batch in batches:
+            rows: List[Any]
             if self._spec is None:
                 rows = batch.to_list()
                 if self.batch_size:
@@ -439,7 +441,7 @@ class TFRecordDataset(_Streaming):
 
     def __iter__(self):
         slot = self._slot()
-        rng = _loader.epoch_rng(slot.seed, self.epoch, slot.index)
+        rng = _loader.epoch_rng(slot.seed, self.epoch, slot.position)
         return self._output(self._segments(self.files, self._index_paths, slot), rng)
 
     def __repr__(self):
@@ -533,8 +535,8 @@ class MultiTFRecordDataset(_Streaming):
 
     def __iter__(self):
         slot = self._slot()
-        rng = _loader.epoch_rng(slot.seed, self.epoch, slot.index)
-        records = self._mixed(slot, _loader.epoch_rng(slot.seed, self.epoch, slot.index, 1))
+        rng = _loader.epoch_rng(slot.seed, self.epoch, slot.position)
+        records = self._mixed(slot, _loader.epoch_rng(slot.seed, self.epoch, slot.position, 1))
         if self.shuffle_buffer:
             batches = _loader.shuffle_records(records, self.shuffle_buffer, rng,
                                               self.batch_size or _loader.SHUFFLE_CHUNK)
@@ -568,14 +570,16 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         self._spec = None if spec is None else normalize_spec(spec)
         self.transform = transform
         self.verify = verify
-        self._indexes = []
+        self._indexes: List[Tuple[np.ndarray, np.ndarray]] = []
         for path, ix in zip(self.files, _loader.index_paths(self.files, index)):
             if ix is not None:
                 from .index import load_index
-                self._indexes.append(tuple(np.asarray(a, np.int64) for a in load_index(ix)))
+                offsets, sizes = load_index(ix)
+                self._indexes.append((np.asarray(offsets, np.int64), np.asarray(sizes, np.int64)))
             else:
                 from .index import create_index
-                self._indexes.append(tuple(np.asarray(a, np.int64) for a in create_index(path)))
+                offsets, sizes = create_index(path)
+                self._indexes.append((np.asarray(offsets, np.int64), np.asarray(sizes, np.int64)))
         lengths = [len(offsets) for offsets, _ in self._indexes]
         self._starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
         self._readers: Dict[int, Any] = {}
@@ -614,6 +618,7 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         for k in np.unique(files).tolist():
             where = np.flatnonzero(files == k)
             batch = self._reader(k).get_batch(idx[where] - self._starts[k])
+            rows: List[Any]
             if self._spec is None:
                 rows = batch.to_list()
             else:

@@ -41,8 +41,9 @@ class BufferedInput {
       size_t want = std::max(n - end_, std::min(readahead_, capacity_ - end_));
       size_t got = source_.read(buf_.get() + end_, want);
       if (got == 0) break;
-      if (offset_ == 0 && pos_ == 0 && end_ == 0) std::memcpy(head_, buf_.get(), std::min<size_t>(got, 2));
       end_ += got;
+      // At the stream's start (the first read may bring a single byte).
+      if (offset_ == 0) std::memcpy(head_, buf_.get(), std::min<size_t>(end_, 2));
     }
     return end_;
   }

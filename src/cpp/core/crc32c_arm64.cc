@@ -4,6 +4,8 @@
 
 #include <arm_acle.h>
 
+#include "portable.h"
+
 #include <cstring>
 
 #include "crc32c_internal.h"
@@ -17,7 +19,7 @@ uint32_t crc32c_arm64_extend(uint32_t crc, const void* data, size_t n) {
     uint64_t word;
     std::memcpy(&word, p, sizeof(word));  // unaligned-safe load
 #if defined(__AARCH64EB__)
-    word = __builtin_bswap64(word);  // the instruction consumes the register's low byte first
+    word = byteswap64(word);  // the instruction consumes the register's low byte first
 #endif
     c = __crc32cd(c, word);
   }

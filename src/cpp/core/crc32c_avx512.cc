@@ -18,6 +18,13 @@
 
 #include "crc32c_internal.h"
 
+// MSVC has no unroll pragma (and warns about one it does not know: an error with /WX).
+#if defined(__GNUC__) || defined(__clang__)
+#define TFREC_UNROLL_8 _Pragma("GCC unroll 8")
+#else
+#define TFREC_UNROLL_8
+#endif
+
 namespace tfr {
 namespace {
 
@@ -73,14 +80,14 @@ inline __m512i fold_regions(__m512i x0, const uint8_t*& p, size_t& n) {
   for (; n >= kGroupLen + 256; p += kGroupLen, n -= kGroupLen) {
     __m512i x[kRegions];
     x[0] = x0;
-#pragma GCC unroll 8
+TFREC_UNROLL_8
     for (int r = 1; r < kRegions; ++r) x[r] = load512(p + r * kRegionLen);
     for (size_t i = 64; i < kRegionLen; i += 64) {
-#pragma GCC unroll 8
+TFREC_UNROLL_8
       for (int r = 0; r < kRegions; ++r) x[r] = fold512(x[r], k64, load512(p + r * kRegionLen + i));
     }
     // Each region's last block lies exactly kRegionLen bytes before the next region's.
-#pragma GCC unroll 8
+TFREC_UNROLL_8
     for (int r = 1; r < kRegions; ++r) x[r] = fold512(x[r - 1], k_region, x[r]);
     x0 = fold512(x[kRegions - 1], k64, load512(p + kGroupLen));
   }

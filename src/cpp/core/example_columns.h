@@ -53,6 +53,8 @@ struct Column {
   std::vector<int64_t> row_splits;   // kVar: values of record i are [row_splits[i], row_splits[i+1])
                                      // (for sequences: the steps of record i)
   std::vector<int64_t> step_splits;  // sequence kVar: values of step j are [step_splits[j], ...[j+1])
+  std::vector<uint8_t> present;      // kVar: 1 where record i holds the feature (missing is not
+                                     // an empty list, for callers such as Arrow's nulls)
 };
 
 // One bytes value held elsewhere.

@@ -266,7 +266,14 @@ class Decoder {
           Cursor packed;
           if (!list.sub(&packed) || (packed.end - packed.p) % 4 != 0) wrong(k, "a bad packed float list");
           const size_t bytes = size_t(packed.end - packed.p);
-          col.values.append(packed.p, bytes);
+#if TFR_BIG_ENDIAN
+          for (const uint8_t* q = packed.p; q < packed.end; q += 4) {  // to host order
+            const uint32_t host = load_le32(q);
+            col.values.append(reinterpret_cast<const uint8_t*>(&host), 4);
+          }
+#else
+          col.values.append(packed.p, bytes);  // little-endian wire = host order
+#endif
           count += bytes / 4;
         } else {
           wrong(k, "a float with the wrong wire type");
@@ -361,6 +368,7 @@ class Decoder {
       case Layout::kVar:
         if (!f.present && spec.required) wrong(k, "is missing (the spec requires it)");
         col.row_splits.push_back(int64_t(values_in(col, spec.kind)));
+        col.present.push_back(uint8_t(f.present));
         return;
       case Layout::kFixed:
         if (!f.present) {

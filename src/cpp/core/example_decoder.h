@@ -37,6 +37,7 @@ class ParseError : public std::runtime_error {
   size_t record_index;
   bool has_feature;     // false when the record as a whole is malformed
   std::string feature;
+  std::string source;   // the records' file, when the caller knows it
 };
 
 // Parses records data[offsets[i], offsets[i+1]) for i < n: tf.train.Example records, or

@@ -24,7 +24,7 @@ static_assert(uint32_t(Kind::kBytes) == wire::kBytesList && uint32_t(Kind::kFloa
               "Kind values are the Feature.kind field numbers");
 
 inline size_t varint_size(uint64_t v) {
-  const int bits = 64 - __builtin_clzll(v | 1);
+  const int bits = bit_width64(v);
   return size_t((bits * 9 + 64) / 64);
 }
 
@@ -109,7 +109,7 @@ uint8_t* put_list(const ColumnView& c, size_t row, uint64_t payload, uint8_t* p)
     case Kind::kFloat:
       if (payload == 0) return p;
       p = put_header(p, kListValueTag, payload);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if !TFR_BIG_ENDIAN
       return put_bytes(p, reinterpret_cast<const uint8_t*>(c.floats.data + b), size_t(payload));
 #else
       for (size_t k = b; k < e; ++k) {

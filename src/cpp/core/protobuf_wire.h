@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "record_format.h"
+
 namespace tfr::wire {
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
@@ -54,9 +56,9 @@ struct Cursor {
     return true;
   }
 
-  bool fixed32(uint32_t* out) {
+  bool fixed32(uint32_t* out) {  // in host byte order
     if (end - p < 4) return false;
-    std::memcpy(out, p, 4);
+    *out = load_le32(p);
     p += 4;
     return true;
   }

@@ -1,11 +1,5 @@
 #include "random_access.h"
 
-#include <fcntl.h>
-#include <limits.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -19,11 +13,8 @@
 namespace tfr {
 namespace {
 
-#ifdef IOV_MAX
-constexpr size_t kMaxIov = IOV_MAX < 1024 ? IOV_MAX : 1024;
-#else
+// Spans per scatter read (the platform layer splits them further where the OS needs it).
 constexpr size_t kMaxIov = 1024;
-#endif
 // read_one() reads records up to this size whole into a stack buffer.
 constexpr size_t kSmallRecord = 4096;
 // A run of records takes at most this many iovecs per record (gap, header, payload, footer).
@@ -69,32 +60,6 @@ void check_framed(const std::string& path, size_t index, int64_t entry_offset, i
   }
 }
 
-// preadv until every iovec is full or the file ends; returns the bytes read. Advances `iov`.
-size_t preadv_full(int fd, iovec* iov, size_t count, uint64_t offset, const std::string& path) {
-  size_t total = 0;
-  while (count > 0) {
-    ssize_t got = ::preadv(fd, iov, int(count), off_t(offset));
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("cannot read", path);
-    }
-    if (got == 0) break;
-    total += size_t(got);
-    offset += uint64_t(got);
-    size_t left = size_t(got);
-    while (count > 0 && left >= iov->iov_len) {
-      left -= iov->iov_len;
-      ++iov;
-      --count;
-    }
-    if (count > 0) {
-      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
-      iov->iov_len -= left;
-    }
-  }
-  return total;
-}
-
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 }  // namespace
@@ -108,7 +73,7 @@ void scan_index(const std::string& path, std::vector<int64_t>* offsets, std::vec
 
 std::string format_index(const int64_t* offsets, const int64_t* sizes, size_t n) {
   std::string out;
-  out.reserve(n * 16);
+  out.reserve(n * kFramingSize);
   char line[48];
   for (size_t i = 0; i < n; ++i) {
     int len = std::snprintf(line, sizeof line, "%lld %lld\n", static_cast<long long>(offsets[i]),
@@ -185,20 +150,18 @@ RandomAccessReader::RandomAccessReader(const std::string& path, std::vector<int6
       throw std::invalid_argument("index of '" + path + "': entry " + std::to_string(i) +
                                   " (offset " + std::to_string(offsets_[i]) + ", size " +
                                   std::to_string(sizes_[i]) +
-                                  ") is impossible: a record takes at least 16 bytes");
+                                  ") is impossible: a record takes at least " +
+                                  std::to_string(kFramingSize) + " bytes");
     }
   }
   options_.max_gap = std::min<uint64_t>(options_.max_gap, 1 << 20);
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw_errno("cannot open", path);
-  struct stat st;
-  if (::fstat(fd_, &st) != 0) {
-    int err = errno;
-    ::close(fd_);
-    errno = err;
-    throw_errno("cannot stat", path);
+  file_ = platform::open_read(path, platform::Access::kRandom);
+  try {
+    file_size_ = platform::info(file_, path).size;
+  } catch (...) {
+    platform::close_quietly(file_);
+    throw;
   }
-  file_size_ = uint64_t(st.st_size);
 
   // A complete index (the only kind the tools write) covers the file from 0 to its end with each
   // record right after the last; if it ends elsewhere, the file changed since it was written.
@@ -226,7 +189,7 @@ RandomAccessReader::RandomAccessReader(const std::string& path, std::vector<int6
 }
 
 RandomAccessReader::~RandomAccessReader() {
-  if (fd_ >= 0) ::close(fd_);
+  platform::close_quietly(file_);
 }
 
 void RandomAccessReader::mismatch(size_t index, const std::string& detail) const {
@@ -245,9 +208,7 @@ void RandomAccessReader::check_stale() const {
 void RandomAccessReader::check_fits(size_t i, uint64_t* file_size) const {
   const uint64_t end = uint64_t(offsets_[i] + sizes_[i]);
   if (end <= *file_size) return;
-  struct stat st;  // the file may have grown since it was opened
-  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_);
-  *file_size = uint64_t(st.st_size);
+  *file_size = platform::info(file_, path_).size;  // the file may have grown since it opened
   if (end > *file_size) {
     mismatch(i, "the index says it takes " + std::to_string(sizes_[i]) +
                     " bytes but the file ends at " + std::to_string(*file_size));
@@ -331,23 +292,25 @@ void RandomAccessReader::read_run(const Wanted* first, size_t count, RecordBatch
   // Headers and footers land in `frames` (16 bytes a record), gaps in the scratch buffer and
   // payloads straight in the batch.
   std::vector<uint8_t> frames(count * kFramingSize);
-  iovec iov[kMaxIov];
+  platform::Span iov[kMaxIov];
   size_t n_iov = 0;
   uint64_t pos = uint64_t(first->offset);
   for (size_t j = 0; j < count; ++j) {
     const Wanted& w = first[j];
     if (uint64_t(w.offset) > pos) {
-      iov[n_iov++] = iovec{gap_scratch, size_t(uint64_t(w.offset) - pos)};
+      iov[n_iov++] = platform::Span{gap_scratch, size_t(uint64_t(w.offset) - pos)};
     }
     uint8_t* frame = frames.data() + j * kFramingSize;
     const size_t length = size_t(w.size) - kFramingSize;
-    iov[n_iov++] = iovec{frame, kHeaderSize};
-    if (length > 0) iov[n_iov++] = iovec{batch.data.data() + batch.offsets[w.out], length};
-    iov[n_iov++] = iovec{frame + kHeaderSize, kFooterSize};
+    iov[n_iov++] = platform::Span{frame, kHeaderSize};
+    if (length > 0) {
+      iov[n_iov++] = platform::Span{batch.data.data() + batch.offsets[w.out], length};
+    }
+    iov[n_iov++] = platform::Span{frame + kHeaderSize, kFooterSize};
     pos = uint64_t(w.offset + w.size);
   }
   const uint64_t start = uint64_t(first->offset);
-  const size_t got = preadv_full(fd_, iov, n_iov, start, path_);
+  const size_t got = platform::read_spans_at(file_, iov, n_iov, start, path_);
 
   for (size_t j = 0; j < count; ++j) {
     const Wanted& w = first[j];
@@ -410,18 +373,18 @@ void RandomAccessReader::read_one(size_t index, uint8_t* payload) const {
   const size_t length = payload_size(index);
   if (length <= kSmallRecord) {  // one plain pread into the stack: cheaper than a 3-part preadv
     uint8_t record[kSmallRecord + kFramingSize];
-    iovec whole = {record, length + kFramingSize};
-    const size_t got = preadv_full(fd_, &whole, 1, start, path_);
+    platform::Span whole = {record, length + kFramingSize};
+    const size_t got = platform::read_spans_at(file_, &whole, 1, start, path_);
     std::memcpy(frame, record, kHeaderSize);
     std::memcpy(frame + kHeaderSize, record + kHeaderSize + length, kFooterSize);
     std::memcpy(payload, record + kHeaderSize, length);
     check_record(index, frame, payload, start + got);
     return;
   }
-  iovec iov[3] = {{frame, kHeaderSize},
+  platform::Span iov[3] = {{frame, kHeaderSize},
                   {payload, payload_size(index)},
                   {frame + kHeaderSize, kFooterSize}};
-  const size_t got = preadv_full(fd_, iov, 3, start, path_);
+  const size_t got = platform::read_spans_at(file_, iov, 3, start, path_);
   check_record(index, frame, payload, start + got);
 }
 

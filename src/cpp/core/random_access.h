@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "platform.h"
+#include "record_batch.h"
 #include "record_format.h"
 #include "record_reader.h"
 
@@ -99,7 +101,7 @@ class RandomAccessReader {
   [[noreturn]] void mismatch(size_t index, const std::string& detail) const;
 
   std::string path_;
-  int fd_ = -1;
+  platform::File file_ = platform::kNoFile;
   std::vector<int64_t> offsets_;
   std::vector<int64_t> sizes_;
   RandomAccessOptions options_;

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "portable.h"
+
 namespace tfr {
 
 constexpr size_t kHeaderSize = 12;  // length + length CRC
@@ -20,8 +22,8 @@ constexpr size_t kFramingSize = kHeaderSize + kFooterSize;
 inline uint64_t load_le64(const uint8_t* p) {
   uint64_t v;
   std::memcpy(&v, p, sizeof v);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
+#if TFR_BIG_ENDIAN
+  v = byteswap64(v);
 #endif
   return v;
 }
@@ -29,8 +31,8 @@ inline uint64_t load_le64(const uint8_t* p) {
 inline uint32_t load_le32(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof v);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
+#if TFR_BIG_ENDIAN
+  v = byteswap32(v);
 #endif
   return v;
 }

@@ -90,7 +90,14 @@ void RecordWriter::flush(bool sync) {
   std::lock_guard<std::mutex> lock(mu_);
   check_usable();
   drain();
-  sink_->flush(sync);
+  try {
+    sink_->flush(sync);
+  } catch (...) {
+    // A compressed sink may have lost flushed bytes (later ones would follow a hole), and a
+    // failed fsync may have lost data: like a failed write, this ends the writer.
+    failed_ = true;
+    throw;
+  }
 }
 
 void RecordWriter::close() {

@@ -1,10 +1,9 @@
 #include "sinks.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -12,39 +11,24 @@
 
 namespace tfr {
 
-FileSink::FileSink(const std::string& path) : Sink(path) {
-  do {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  } while (fd_ < 0 && errno == EINTR);
-  if (fd_ < 0) throw_errno("cannot create", path);
-}
+FileSink::FileSink(const std::string& path) : Sink(path), file_(platform::create_write(path)) {}
 
-FileSink::~FileSink() {
-  if (fd_ >= 0) ::close(fd_);
-}
+FileSink::~FileSink() { platform::close_quietly(file_); }
 
 void FileSink::write(const uint8_t* data, size_t n) {
-  if (fd_ < 0) throw IoError(EBADF, "write to closed file '" + name() + "'");
-  while (n > 0) {
-    ssize_t done = ::write(fd_, data, n);
-    if (done < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("cannot write", name());
-    }
-    data += done;
-    n -= size_t(done);
-  }
+  if (file_ == platform::kNoFile) throw IoError(EBADF, "write to closed file '" + name() + "'");
+  platform::write_all(file_, data, n, name());
 }
 
 void FileSink::flush(bool sync) {
-  if (sync && fd_ >= 0 && ::fsync(fd_) != 0) throw_errno("cannot fsync", name());
+  if (sync && file_ != platform::kNoFile) platform::sync(file_, name());
 }
 
 void FileSink::close() {
-  if (fd_ < 0) return;
-  int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0 && errno != EINTR) throw_errno("cannot close", name());
+  if (file_ == platform::kNoFile) return;
+  const platform::File file = file_;
+  file_ = platform::kNoFile;
+  platform::close(file, name());
 }
 
 namespace {
@@ -83,12 +67,23 @@ class DeflateSink final : public Sink {
 
   // After a failed write the stream has a hole: finishing it would append bytes that decode
   // wrongly, so the output is left cut where it failed (a reader reports it as truncated).
+  // The inner sink is closed even when finishing fails; the first error is the one raised.
   void close() override {
+    std::exception_ptr error;
     if (!finished_ && !broken_) {
-      pump(Z_FINISH);
-      finished_ = true;
+      try {
+        pump(Z_FINISH);
+        finished_ = true;
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-    inner_->close();
+    try {
+      inner_->close();
+    } catch (...) {
+      if (!error) throw;
+    }
+    if (error) std::rethrow_exception(error);
   }
 
  private:

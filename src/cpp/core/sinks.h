@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "platform.h"
+
 #include "sources.h"  // Compression
 
 namespace tfr {
@@ -42,7 +44,7 @@ class FileSink final : public Sink {
   void close() override;
 
  private:
-  int fd_ = -1;
+  platform::File file_ = platform::kNoFile;
 };
 
 // Wraps `inner` in a deflating sink (gzip or zlib framing) when compression is not kNone.

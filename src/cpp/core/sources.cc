@@ -1,9 +1,5 @@
 #include "sources.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -12,23 +8,6 @@
 #include "errors.h"
 
 namespace tfr {
-
-const char* reason_code(LossReason reason) {
-  switch (reason) {
-    case LossReason::kTruncated: return "truncated";
-    case LossReason::kLengthChecksum: return "length_checksum";
-    case LossReason::kDataChecksum: return "data_checksum";
-    case LossReason::kLengthTooLarge: return "length_too_large";
-    case LossReason::kCompressedStream: return "compressed_stream";
-    case LossReason::kIndexMismatch: return "index_mismatch";
-  }
-  return "unknown";
-}
-
-void throw_errno(const std::string& op, const std::string& name) {
-  int err = errno;
-  throw IoError(err, op + " '" + name + "': " + std::strerror(err));
-}
 
 uint64_t Source::skip(uint64_t n) {
   std::vector<uint8_t> scratch(size_t(std::min<uint64_t>(n, 1 << 16)));
@@ -42,38 +21,31 @@ uint64_t Source::skip(uint64_t n) {
 }
 
 FileSource::FileSource(const std::string& path) : Source(path) {
-  do {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd_ < 0 && errno == EINTR);  // a signal while opening a FIFO, say
-  if (fd_ < 0) throw_errno("cannot open", path);
-  refresh_size();
-#ifdef POSIX_FADV_SEQUENTIAL
-  if (regular_) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-#endif
+  file_ = platform::open_read(path, platform::Access::kSequential);
+  try {
+    refresh_size();
+  } catch (...) {
+    platform::close_quietly(file_);
+    throw;
+  }
 }
 
-FileSource::~FileSource() {
-  if (fd_ >= 0) ::close(fd_);
-}
+FileSource::~FileSource() { platform::close_quietly(file_); }
 
 void FileSource::refresh_size() {
-  struct stat st;
-  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", name());
-  regular_ = S_ISREG(st.st_mode);
-  size_ = regular_ ? uint64_t(st.st_size) : 0;
+  const platform::FileInfo info = platform::info(file_, name());
+  regular_ = info.regular;
+  size_ = info.size;
 }
 
 size_t FileSource::read(uint8_t* dst, size_t n) {
-  for (;;) {
-    // pread keeps the position here, not in the file description a fork()ed child shares.
-    ssize_t got = regular_ ? ::pread(fd_, dst, n, off_t(pos_)) : ::read(fd_, dst, n);
-    if (got >= 0) {
-      pos_ += uint64_t(got);
-      if (regular_ && pos_ > size_) size_ = pos_;  // the file grew while we read it
-      return size_t(got);
-    }
-    if (errno != EINTR) throw_errno("cannot read", name());
-  }
+  // Positional reads keep the position here, not in the file description a fork()ed child
+  // shares.
+  const size_t got = regular_ ? platform::read_at(file_, dst, n, pos_, name())
+                              : platform::read(file_, dst, n, name());
+  pos_ += got;
+  if (regular_ && pos_ > size_) size_ = pos_;  // the file grew while we read it
+  return got;
 }
 
 std::optional<uint64_t> FileSource::remaining() {
@@ -103,6 +75,7 @@ bool FileSource::rewind_to(uint64_t offset) {
 
 size_t MemorySource::read(uint8_t* dst, size_t n) {
   size_t step = std::min(n, size_ - pos_);
+  if (step == 0) return 0;  // an empty source may have no data pointer at all
   std::memcpy(dst, data_ + pos_, step);
   pos_ += step;
   return step;

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "platform.h"
+
 namespace tfr {
 
 class Source {
@@ -40,8 +42,8 @@ class Source {
   std::string name_;
 };
 
-// A local file read with plain read(2) calls into the caller's buffer (no mmap: a file truncated
-// under us must give an error, not SIGBUS).
+// A local file read with plain reads into the caller's buffer (no mmap: a file truncated under us
+// must give an error, not SIGBUS).
 class FileSource final : public Source {
  public:
   explicit FileSource(const std::string& path);
@@ -58,7 +60,7 @@ class FileSource final : public Source {
  private:
   void refresh_size();
 
-  int fd_ = -1;
+  platform::File file_ = platform::kNoFile;
   bool regular_ = false;  // size known and seekable
   uint64_t size_ = 0;
   uint64_t pos_ = 0;

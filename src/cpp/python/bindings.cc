@@ -1,7 +1,18 @@
-// The extension module: registers each domain's bindings and translates C++ errors to Python.
+// The extension module: registers each domain's bindings and translates C++ errors to Python,
+// in one table:
+//   PythonError (a Python error caught in C++)  -> that Python exception, unchanged
+//   DataLoss                                     -> tfrec_fast.errors.DataLossError
+//   ParseError                                   -> tfrec_fast.errors.ExampleParseError
+//   IoError                                      -> OSError(errno, text): FileNotFoundError, ...
+//   std::out_of_range                            -> IndexError
+//   std::invalid_argument, other std::logic_error (misuse: bad arguments, a closed writer)
+//                                                -> ValueError
+//   std::bad_alloc                               -> MemoryError (pybind11's own translator)
 #include <cerrno>
 
 #include "errors.h"
+#include "example_decoder.h"
+#include "record_format.h"
 #include "py_common.h"
 
 namespace tfr::py_bind {
@@ -19,6 +30,15 @@ void raise_io_error(const IoError& e) {
   if (err) PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(err.ptr())), err.ptr());
 }
 
+void raise_parse_error(const ParseError& e) {
+  py::object cls = py::module_::import("tfrec_fast.errors").attr("ExampleParseError");
+  py::object err = cls(e.what(), py::arg("path") = e.source.empty() ? "<records>" : e.source,
+                       py::arg("record_index") = e.record_index,
+                       py::arg("feature") = e.has_feature ? py::object(py::str(e.feature))
+                                                          : py::object(py::none()));
+  PyErr_SetObject(cls.ptr(), err.ptr());
+}
+
 void translate(std::exception_ptr p) {
   try {
     std::rethrow_exception(p);
@@ -26,9 +46,13 @@ void translate(std::exception_ptr p) {
     e.restore();
   } catch (const DataLoss& e) {
     raise_data_loss(e);
+  } catch (const ParseError& e) {
+    raise_parse_error(e);
   } catch (const IoError& e) {
     raise_io_error(e);
-  } catch (const std::logic_error& e) {  // misuse: closed writer, bad arguments
+  } catch (const std::out_of_range& e) {
+    PyErr_SetString(PyExc_IndexError, e.what());
+  } catch (const std::logic_error& e) {
     PyErr_SetString(PyExc_ValueError, e.what());
   }
 }
@@ -103,6 +127,7 @@ Compression parse_compression(const std::string& name) {
 PYBIND11_MODULE(_core, m) {
   using namespace tfr::py_bind;
   m.doc() = "tfrec_fast's C++ record engine (private: use the tfrec_fast package)";
+  m.attr("FRAMING_SIZE") = tfr::kFramingSize;  // bytes around each payload: length, 2 CRCs
   py::register_exception_translator(&translate);
   register_kinds(m);
   register_crc(m);

@@ -1,5 +1,7 @@
 // RecordBatch for Python: numpy views of C++ memory and per-record memoryviews, all read-only and
 // all keeping the batch alive.
+#include <cstring>
+
 #include "py_common.h"
 
 namespace tfr::py_bind {
@@ -20,7 +22,7 @@ py::array readonly_view(const T* ptr, size_t count, py::handle owner) {
 size_t checked_index(const RecordBatch& b, py::ssize_t i) {
   const auto n = py::ssize_t(b.size());
   if (i < 0) i += n;
-  if (i < 0 || i >= n) throw py::index_error("record index out of range");
+  if (i < 0 || i >= n) throw std::out_of_range("record index out of range");
   return size_t(i);
 }
 
@@ -35,6 +37,43 @@ struct BatchIterator {
   bool copy;
   size_t next = 0;
 };
+
+// Copies byte ranges of `source` back to back into `out` (a writable buffer the caller allocated,
+// e.g. from Arrow's memory pool, whose size must be their total).
+void gather(std::shared_ptr<RecordBatch> source, const py::array_t<int64_t>& starts_in,
+            const py::array_t<int64_t>& ends_in, const py::bytes& fill, const py::buffer& out) {
+  // Owned copies, checked once: the copy below runs without the GIL.
+  const std::vector<int64_t> starts(starts_in.data(), starts_in.data() + starts_in.size());
+  const std::vector<int64_t> ends(ends_in.data(), ends_in.data() + ends_in.size());
+  const std::string fallback = fill;
+  if (starts.size() != ends.size()) throw std::invalid_argument("starts and ends differ in length");
+  const auto limit = int64_t(source->data.size());
+  uint64_t total = 0;
+  for (size_t j = 0; j < starts.size(); ++j) {
+    if (starts[j] < 0) {
+      total += fallback.size();
+    } else if (ends[j] < starts[j] || ends[j] > limit) {
+      throw std::out_of_range("byte range " + std::to_string(j) + " lies outside the batch");
+    } else {
+      total += uint64_t(ends[j] - starts[j]);
+    }
+  }
+  const py::buffer_info dst = out.request(/*writable=*/true);
+  if (dst.ndim != 1 || dst.itemsize != 1 || uint64_t(dst.size) != total) {
+    throw std::invalid_argument("out must be a contiguous byte buffer of exactly " +
+                                std::to_string(total) + " bytes");
+  }
+  py::gil_scoped_release release;
+  auto* p = static_cast<uint8_t*>(dst.ptr);
+  for (size_t j = 0; j < starts.size(); ++j) {
+    const bool fill_in = starts[j] < 0;
+    const void* from = fill_in ? static_cast<const void*>(fallback.data())
+                               : static_cast<const void*>(source->data.data() + starts[j]);
+    const size_t n = fill_in ? fallback.size() : size_t(ends[j] - starts[j]);
+    if (n) std::memcpy(p, from, n);
+    p += n;
+  }
+}
 
 }  // namespace
 
@@ -83,6 +122,12 @@ void register_batch(py::module_& m) {
             return batch;
           },
           py::arg("records"), "A batch holding copies of the given bytes-like records.")
+      .def_static("gather", &gather, py::arg("source"), py::arg("starts"), py::arg("ends"),
+                  py::arg("default"), py::arg("out"),
+                  "Copies the byte ranges [starts[j], ends[j]) of source's buffer (a start of -1:\n"
+                  "`default`) back to back into `out`, a writable buffer of exactly their total\n"
+                  "size, with the GIL released: a BytesColumn's values made contiguous (Arrow's\n"
+                  "LargeBinary layout) in memory the caller chose.")
       .def("__len__", &RecordBatch::size)
       .def("__getitem__",
            [](py::object self, py::ssize_t i) {
@@ -115,6 +160,14 @@ void register_batch(py::module_& m) {
         for (size_t i = 0; i < b.size(); ++i) out[i] = record_bytes(b, i);
         return out;
       })
+      .def(
+          "to_arrow",
+          [](py::object self, bool large_types) {  // the mapping lives in tfrec_fast.arrow
+            return py::module_::import("tfrec_fast.arrow")
+                .attr("batch_to_arrow")(self, py::arg("large_types") = large_types);
+          },
+          py::arg("large_types") = true,
+          "The records as a pyarrow.LargeBinaryArray sharing this batch's memory (pyarrow needed).")
       .def("__repr__", [](const RecordBatch& b) {
         return "<RecordBatch " + std::to_string(b.size()) + " records, " +
                std::to_string(b.data.size()) + " bytes>";

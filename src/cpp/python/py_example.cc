@@ -33,14 +33,15 @@ FieldSpec make_spec(std::string name, Kind kind, Layout layout, size_t count,
   return s;
 }
 
-// ParseError -> tfrec_fast.errors.ExampleParseError naming the records' source.
-[[noreturn]] void raise_parse_error(const ParseError& e, const std::string& name) {
-  py::object cls = py::module_::import("tfrec_fast.errors").attr("ExampleParseError");
-  py::object err = cls(e.what(), py::arg("path") = name, py::arg("record_index") = e.record_index,
-                       py::arg("feature") = e.has_feature ? py::object(py::str(e.feature))
-                                                          : py::object(py::none()));
-  PyErr_SetObject(cls.ptr(), err.ptr());
-  throw py::error_already_set();
+// Runs a decoder call, naming the records' source in any ParseError (bindings.cc translates it).
+template <typename Call>
+auto naming_source(const std::string& name, Call&& call) {
+  try {
+    return call();
+  } catch (ParseError& e) {
+    e.source = name;
+    throw;
+  }
 }
 
 }  // namespace
@@ -86,14 +87,11 @@ void register_example(py::module_& m) {
       [](const py::object& batch_obj, const std::string& name, bool sequence_examples,
          bool strict) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
-        std::vector<FeatureKind> kinds;
-        try {
+        std::vector<FeatureKind> kinds = naming_source(name, [&] {
           py::gil_scoped_release release;
-          kinds = feature_kinds(batch.data.data(), batch.offsets.data(), batch.size(),
-                                sequence_examples, strict);
-        } catch (const ParseError& e) {
-          raise_parse_error(e, name);
-        }
+          return feature_kinds(batch.data.data(), batch.offsets.data(), batch.size(),
+                               sequence_examples, strict);
+        });
         py::list out;
         for (const FeatureKind& k : kinds) {
           out.append(py::make_tuple(py::bytes(k.name), k.kind ? py::cast(*k.kind) : py::none(),
@@ -117,25 +115,23 @@ void register_example(py::module_& m) {
           }
           specs.push_back(s.cast<const FieldSpec&>());
         }
-        std::vector<Column> columns;
-        try {
+        std::vector<Column> columns = naming_source(name, [&] {
           py::gil_scoped_release release;
-          columns = decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
-                                    sequence_examples);
-        } catch (const ParseError& e) {
-          raise_parse_error(e, name);
-        }
+          return decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
+                                 sequence_examples);
+        });
         py::list out;
         for (Column& c : columns) {
           out.append(py::make_tuple(adopt<uint8_t>(std::move(c.values)), adopt<int64_t>(std::move(c.starts)),
                                     adopt<int64_t>(std::move(c.ends)), adopt<int64_t>(std::move(c.row_splits)),
-                                    adopt<int64_t>(std::move(c.step_splits))));
+                                    adopt<int64_t>(std::move(c.step_splits)),
+                                    adopt<uint8_t>(std::move(c.present))));
         }
         return out;
       },
       py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
       "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns\n"
-      "(values, starts, ends, row_splits, step_splits).");
+      "(values, starts, ends, row_splits, step_splits, present: 1 per record holding a VarLen).");
 }
 
 }  // namespace tfr::py_bind

@@ -23,7 +23,7 @@ py::array to_numpy(std::vector<int64_t>&& values) {
 }
 
 std::vector<int64_t> to_vector(const Int64Array& a, const char* what) {
-  if (a.ndim() != 1) throw py::value_error(std::string(what) + " must be one-dimensional");
+  if (a.ndim() != 1) throw std::invalid_argument(std::string(what) + " must be one-dimensional");
   return std::vector<int64_t>(a.data(), a.data() + a.size());
 }
 
@@ -50,7 +50,7 @@ class PyIndexedReader {
     const std::vector<int64_t> idx = to_vector(indices, "indices");
     for (const int64_t i : idx) {  // here, so that it is an IndexError, not a ValueError
       if (i < 0 || uint64_t(i) >= size_) {
-        throw py::index_error("record index " + std::to_string(i) + " out of range for " +
+        throw std::out_of_range("record index " + std::to_string(i) + " out of range for " +
                               path_ + " (" + std::to_string(size_) + " records)");
       }
     }
@@ -66,7 +66,7 @@ class PyIndexedReader {
   py::bytes read_one(int64_t index) {
     auto reader = live();
     if (index < 0 || uint64_t(index) >= size_) {
-      throw py::index_error("record index " + std::to_string(index) + " out of range for " +
+      throw std::out_of_range("record index " + std::to_string(index) + " out of range for " +
                             path_ + " (" + std::to_string(size_) + " records)");
     }
     const size_t n = reader->payload_size(size_t(index));
@@ -116,7 +116,7 @@ void register_index(py::module_& m) {
       "format_index",
       [](const Int64Array& offsets, const Int64Array& sizes) {
         if (offsets.ndim() != 1 || sizes.ndim() != 1 || offsets.size() != sizes.size()) {
-          throw py::value_error("offsets and sizes must be one-dimensional and of equal length");
+          throw std::invalid_argument("offsets and sizes must be one-dimensional and of equal length");
         }
         std::string text;
         {
@@ -149,13 +149,13 @@ void register_index(py::module_& m) {
         if (starts.ndim() != 1 || indices.ndim() != 1 || offsets.ndim() != 1 ||
             sizes.ndim() != 1 || size_t(indices.size()) != n || size_t(offsets.size()) != n ||
             size_t(sizes.size()) != n) {
-          throw py::value_error("starts, indices, offsets and sizes must be one-dimensional "
+          throw std::invalid_argument("starts, indices, offsets and sizes must be one-dimensional "
                                 "and of equal length");
         }
         // Copied while the GIL is held; `data` is an immutable bytes object we hold.
         std::vector<FetchedRecord> records(n);
         for (size_t k = 0; k < n; ++k) {
-          if (indices.data()[k] < 0) throw py::value_error("negative record index");
+          if (indices.data()[k] < 0) throw std::invalid_argument("negative record index");
           records[k] = FetchedRecord{starts.data()[k], size_t(indices.data()[k]),
                                      offsets.data()[k], sizes.data()[k]};
         }

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Tuple, Union
 
-from ..remote import is_url
+from ..remote import RemotePath, is_url, resolve
 
 __all__ = ["BadInputError", "ConvertSummary", "WriteOptions", "parse_size", "write_text_file"]
 
@@ -76,7 +76,7 @@ def _some(names: List[str], shown: int = 10) -> str:
     return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def _human_bytes(n: int) -> str:
+def _human_bytes(n: float) -> str:
     if n < 1024:
         return f"{n} B"
     for unit in ("KiB", "MiB", "GiB", "TiB"):
@@ -160,9 +160,11 @@ def write_text_file(path: str, text: str,
     """Writes text whole or not at all: a hidden temporary file renamed into place (a URL: one
     PUT, atomic on object stores)."""
     if is_url(path):
-        from ..remote import resolve
-        resolve(path, storage_options).write_bytes(text.encode("utf-8", "surrogateescape"))
-        return
+        target = resolve(path, storage_options)  # a file:// URL is a local path
+        if isinstance(target, RemotePath):
+            target.write_bytes(text.encode("utf-8", "surrogateescape"))
+            return
+        path = target
     directory, name = os.path.split(path)
     temp = os.path.join(directory, f".{name}.tmp{os.getpid()}")
     try:

@@ -19,11 +19,12 @@ import contextlib
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Generator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .._core import RecordBatch
+from .._progress import Progress
 from ._common import BadInputError, ConvertSummary, WriteOptions
 
 __all__ = ["permutation", "shuffled", "write_jobs"]
@@ -90,7 +91,7 @@ def _executor(workers: int, threads: bool):
 
 
 def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool,
-              inspect: Optional[Callable[[Any], Any]] = None) -> Iterator[Any]:
+              inspect: Optional[Callable[[Any], Any]] = None) -> Generator[Any, None, None]:
     """build(job) for each job, in job order; with workers > 1 run ahead in a pool (only
     inspect(job) there, when given and the workers are processes)."""
     if workers <= 1:
@@ -120,30 +121,6 @@ def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool,
         executor.shutdown(wait=True, cancel_futures=True)
 
 
-class _Progress:
-    """A tqdm bar of records; on when asked, or by default when stderr is a terminal."""
-
-    def __init__(self, total: int, enabled: Optional[bool], desc: str, unit: str):
-        self.bar = None
-        if not (sys.stderr.isatty() if enabled is None else enabled):
-            return
-        try:
-            from tqdm import tqdm
-        except ImportError:  # the progress extra is optional
-            return
-        class Bar(tqdm):
-            monitor_interval = 0  # no monitor thread: worker processes may then start by fork
-        self.bar = Bar(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
-
-    def advance(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, prefix: str,
                spec: Mapping[str, Any], options: WriteOptions, *, total: Optional[int] = None,
                threads: bool = False, desc: str = "convert", unit: str = "rec",
@@ -167,7 +144,7 @@ def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, p
     skipped: List[Tuple[str, str]] = []
     writer = ShardedWriter(out_dir, prefix, spec=dict(spec), protect=inputs,
                            **options.writer_kwargs())
-    progress = _Progress(len(jobs) if total is None else total, options.progress, desc, unit)
+    progress = Progress(len(jobs) if total is None else total, desc, unit, options.progress)
     try:
         # closing(): a failure stops the workers at once (pending tasks cancelled).
         with writer, contextlib.closing(_outcomes(build, jobs, options.worker_count,

@@ -113,7 +113,7 @@ def _spec(columns: Sequence[_Column]) -> dict:
 
 def _encode_rows(columns: Sequence[_Column], rows: Union[slice, np.ndarray]):
     """The Examples of some rows (a slice, or row indices when shuffled) as one RecordBatch."""
-    out = {}
+    out: Dict[str, Any] = {}
     for c in columns:
         part = c.array[rows]
         n = len(part)
@@ -180,6 +180,7 @@ def convert_numpy(arrays: Union[PathLike, Mapping[str, np.ndarray]], out_dir: Pa
     columns = _columns(loaded, keys, source)
     n = len(columns[0].array)
     step = _chunk_rows(columns)
+    jobs: List[Union[slice, np.ndarray]]
     if options.shuffle:
         order = permutation(n, options.seed)
         jobs = [order[i:i + step] for i in range(0, n, step)]

@@ -78,10 +78,10 @@ class VocAnnotation(NamedTuple):
     objects: List[VocObject]
 
 
-def voc_spec(segmentation: bool) -> dict:
+def voc_spec(segmentation: bool) -> Dict[str, Union[FixedLen, VarLen]]:
     """The feature spec of the Examples written; ``segmentation``: some images have masks (the
     mask features then read as b"" / b"png" where an image has none, as deeplab reads them)."""
-    spec = {
+    spec: Dict[str, Union[FixedLen, VarLen]] = {
         "image/encoded": FixedLen((), "bytes"),
         "image/format": FixedLen((), "bytes"),
         "image/filename": FixedLen((), "bytes"),
@@ -131,7 +131,8 @@ def read_labels(labels: Union[None, PathLike, Sequence[str]]) -> Tuple[str, ...]
     return names
 
 
-def _number(element: Optional[ET.Element], tag: str, path: str, default=None) -> float:
+def _number(element: Optional[ET.Element], tag: str, path: str,
+            default: Optional[float] = None) -> float:
     text = None if element is None else element.findtext(tag)
     if text is None or not text.strip():
         if default is not None:
@@ -164,8 +165,10 @@ def parse_annotation(path: str) -> VocAnnotation:
         box = obj.find("bndbox")
         if not name or box is None:
             raise BadInputError(path, "an <object> without <name> or <bndbox>")
+        xmin, ymin, xmax, ymax = (_number(box, tag, path)
+                                  for tag in ("xmin", "ymin", "xmax", "ymax"))
         objects.append(VocObject(
-            name, *(_number(box, tag, path) for tag in ("xmin", "ymin", "xmax", "ymax")),
+            name, xmin, ymin, xmax, ymax,
             difficult=int(_number(obj, "difficult", path, default=0)),
             truncated=int(_number(obj, "truncated", path, default=0))))
     return VocAnnotation(width, height, depth, objects)

@@ -4,7 +4,7 @@ global generator, so ``np.random.seed`` governs them as there)."""
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Iterable, Iterator, List
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -17,7 +17,7 @@ def cycle(iterator_fn: Callable[[], Iterable[Any]]) -> Iterator[Any]:
         yield from iterator_fn()
 
 
-def sample_iterators(iterators: List[Callable[[], Iterable[Any]]], ratios: List[float],
+def sample_iterators(iterators: Sequence[Callable[[], Iterable[Any]]], ratios: Sequence[float],
                      infinite: bool = True) -> Iterator[Any]:
     """Draws each item from iterator k with probability ratios[k] / sum(ratios). ``iterators``
     are functions making the iterables; with ``infinite`` each restarts when it ends, otherwise

@@ -1,0 +1,628 @@
+// The tf.train.Example / SequenceExample decoder on wire-format edge cases: packed and unpacked
+// lists, unknown fields at every level, wrong wire types, truncated varints, list kinds that do
+// not match the spec, missing features and defaults, protobuf's merge rules, and every byte of a
+// record cut or changed. Records are built here with a few lines of wire-format writing, and each
+// one decoded alone sits in a heap block of exactly its size, so AddressSanitizer sees any read
+// past its end.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "check.h"
+#include "example_decoder.h"
+
+using tfr::Column;
+using tfr::FieldSpec;
+using tfr::Layout;
+using tfr::Kind;
+
+namespace {
+
+// ---- writing the wire format ----------------------------------------------------------------
+
+std::string varint(uint64_t v) {
+  std::string out;
+  while (v >= 0x80) {
+    out += char(uint8_t(v) | 0x80);
+    v >>= 7;
+  }
+  out += char(v);
+  return out;
+}
+
+std::string key(uint32_t field, uint32_t wire_type) {
+  return varint(uint64_t(field) << 3 | wire_type);
+}
+std::string message(uint32_t field, const std::string& body) {
+  return key(field, 2) + varint(body.size()) + body;
+}
+std::string fixed32(uint32_t field, uint32_t bits) {
+  std::string out = key(field, 5);
+  for (int i = 0; i < 4; ++i) out += char(uint8_t(bits >> (8 * i)));
+  return out;
+}
+uint32_t float_bits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
+
+// Lists (the value field is 1 in each), and the Feature holding one (oneof field 1, 2 or 3).
+std::string int64_list(const std::vector<int64_t>& values, bool packed = true) {
+  std::string out;
+  for (int64_t v : values) out += packed ? varint(uint64_t(v)) : key(1, 0) + varint(uint64_t(v));
+  return packed && !values.empty() ? message(1, out) : out;
+}
+std::string float_list(const std::vector<float>& values, bool packed = true) {
+  std::string out;
+  for (float v : values)
+    out += packed ? fixed32(1, float_bits(v)).substr(1) : fixed32(1, float_bits(v));
+  return packed && !values.empty() ? message(1, out) : out;
+}
+std::string bytes_list(const std::vector<std::string>& values) {
+  std::string out;
+  for (const std::string& v : values) out += message(1, v);
+  return out;
+}
+std::string int64s(const std::vector<int64_t>& values, bool packed = true) {
+  return message(3, int64_list(values, packed));
+}
+std::string floats(const std::vector<float>& values, bool packed = true) {
+  return message(2, float_list(values, packed));
+}
+std::string strings(const std::vector<std::string>& values) {
+  return message(1, bytes_list(values));
+}
+
+// A Features map (or FeatureLists map) from (name, value message) entries, in the given order.
+using Entries = std::vector<std::pair<std::string, std::string>>;
+std::string map_of(const Entries& entries) {
+  std::string out;
+  for (const auto& [name, value] : entries) out += message(1, message(1, name) + message(2, value));
+  return out;
+}
+std::string example(const Entries& features) { return message(1, map_of(features)); }
+std::string feature_list(const std::vector<std::string>& steps) {
+  std::string out;
+  for (const std::string& step : steps) out += message(1, step);
+  return out;
+}
+std::string sequence_example(const Entries& context, const Entries& lists) {
+  return message(1, map_of(context)) + message(2, map_of(lists));
+}
+
+// ---- specs ----------------------------------------------------------------------------------
+
+FieldSpec var(const std::string& name, Kind kind) {
+  FieldSpec s;
+  s.name = name;
+  s.kind = kind;
+  s.layout = Layout::kVar;
+  return s;
+}
+FieldSpec fixed(const std::string& name, Kind kind, size_t count) {
+  FieldSpec s = var(name, kind);
+  s.layout = Layout::kFixed;
+  s.count = count;
+  return s;
+}
+template <typename T>
+FieldSpec with_default(FieldSpec s, const std::vector<T>& values) {
+  s.has_default = true;
+  s.default_value.resize(values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(s.default_value.data(), values.data(), s.default_value.size());
+  return s;
+}
+FieldSpec raw(const std::string& name, size_t bytes) {
+  FieldSpec s = var(name, Kind::kBytes);
+  s.layout = Layout::kRawBytes;
+  s.count = bytes;
+  return s;
+}
+FieldSpec steps(FieldSpec s) {
+  s.sequence = true;
+  return s;
+}
+
+// ---- decoding -------------------------------------------------------------------------------
+
+// Records joined in one buffer, and the columns decoded from it (bytes values point into it).
+struct Decoded {
+  std::unique_ptr<uint8_t[]> data;
+  size_t size = 0;
+  std::vector<Column> columns;
+
+  std::vector<int64_t> ints(size_t k) const { return values<int64_t>(k); }
+  std::vector<float> reals(size_t k) const { return values<float>(k); }
+  std::vector<std::string> strs(size_t k) const {
+    std::vector<std::string> out;
+    const Column& c = columns[k];
+    for (size_t j = 0; j < c.starts.size(); ++j) {
+      out.push_back(c.starts[j] < 0
+                        ? "<default>"
+                        : std::string(reinterpret_cast<const char*>(data.get()) + c.starts[j],
+                                      size_t(c.ends[j] - c.starts[j])));
+    }
+    return out;
+  }
+  std::string raw_bytes(size_t k) const {
+    return std::string(reinterpret_cast<const char*>(columns[k].values.data()),
+                       columns[k].values.size());
+  }
+
+ private:
+  template <typename T>
+  std::vector<T> values(size_t k) const {
+    std::vector<T> out(columns[k].values.size() / sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), columns[k].values.data(), out.size() * sizeof(T));
+    return out;
+  }
+};
+
+// Decodes the records as one batch from a buffer of exactly their joined size (a prefix of
+// `junk` bytes before them, when given, checks offsets that do not start at 0).
+Decoded decode(const std::vector<std::string>& records, const std::vector<FieldSpec>& specs,
+               bool sequences = false, const std::string& junk = "") {
+  std::string joined = junk;
+  std::vector<int64_t> offsets{int64_t(junk.size())};
+  for (const std::string& r : records) {
+    joined += r;
+    offsets.push_back(int64_t(joined.size()));
+  }
+  Decoded out;
+  out.size = joined.size();
+  out.data.reset(new uint8_t[joined.size()]);
+  if (!joined.empty()) std::memcpy(out.data.get(), joined.data(), joined.size());
+  out.columns =
+      tfr::decode_examples(out.data.get(), offsets.data(), records.size(), specs, sequences);
+  REQUIRE_EQ(out.columns.size(), specs.size());
+  return out;
+}
+
+std::optional<tfr::ParseError> parse_error(const std::vector<std::string>& records,
+                                           const std::vector<FieldSpec>& specs,
+                                           bool sequences = false) {
+  return check::thrown<tfr::ParseError>([&] { decode(records, specs, sequences); });
+}
+
+// The error names record `index` and, when `feature` is not empty, that feature.
+void expect_error(const std::optional<tfr::ParseError>& e, size_t index, const std::string& feature,
+                  const std::string& words) {
+  REQUIRE(e) << "expected a ParseError: " << words;
+  CHECK_EQ(e->record_index, index) << e->what();
+  CHECK_EQ(e->has_feature, !feature.empty()) << e->what();
+  CHECK_EQ(e->feature, feature) << e->what();
+  CHECK(std::string(e->what()).find(words) != std::string::npos) << e->what() << " lacks " << words;
+}
+
+const std::vector<int64_t> kInts = {0, 1, -1, 127, 128, 300, INT64_MAX, INT64_MIN, -300};
+
+}  // namespace
+
+TEST(int64_packed_unpacked_and_both) {
+  const std::vector<FieldSpec> specs = {var("x", Kind::kInt64)};
+  const std::string both =
+      message(3, int64_list({0, 1, -1, 127}, true) +
+                     int64_list({128, 300, INT64_MAX, INT64_MIN, -300}, false));
+  auto d = decode({example({{"x", int64s(kInts, true)}}), example({{"x", int64s(kInts, false)}}),
+                   example({{"x", both}})},
+                  specs);
+  std::vector<int64_t> three_times;
+  for (int i = 0; i < 3; ++i) three_times.insert(three_times.end(), kInts.begin(), kInts.end());
+  CHECK(d.ints(0) == three_times);
+  CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 9, 18, 27}));
+}
+
+TEST(float_packed_unpacked_and_nan_bits) {
+  const std::vector<float> values = {0.0f, -0.0f, 1.5f, -3.25e38f, INFINITY, 1e-45f};
+  auto d = decode({example({{"f", floats(values, true)}}), example({{"f", floats(values, false)}})},
+                  {fixed("f", Kind::kFloat, values.size())});
+  std::vector<float> twice = values;
+  twice.insert(twice.end(), values.begin(), values.end());
+  CHECK_EQ(d.columns[0].values.size(), twice.size() * 4);
+  CHECK(std::memcmp(d.columns[0].values.data(), twice.data(), twice.size() * 4) == 0)
+      << "bit for bit";
+  // A NaN payload survives as written.
+  const uint32_t nan_bits = 0x7fc01234u;
+  auto n = decode({example({{"f", message(2, message(1, fixed32(1, nan_bits).substr(1)))}})},
+                  {var("f", Kind::kFloat)});
+  uint32_t got = 0;
+  REQUIRE_EQ(n.columns[0].values.size(), 4u);
+  std::memcpy(&got, n.columns[0].values.data(), 4);
+  CHECK_EQ(got, nan_bits);
+}
+
+TEST(packed_floats_of_a_length_not_a_multiple_of_4) {
+  const std::string bad = message(2, message(1, std::string(7, '\0')));
+  expect_error(parse_error({example({{"f", floats({1.0f})}}), example({{"f", bad}})},
+                           {var("f", Kind::kFloat)}),
+               1, "f", "a bad packed float list");
+}
+
+TEST(bytes_values_point_into_the_records) {
+  const std::string junk = "0123456789";
+  auto d = decode({example({{"b", strings({"", "abc", std::string(300, 'z')})}}),
+                   example({{"b", strings({})}}), example({{"b", strings({"last"})}})},
+                  {var("b", Kind::kBytes)}, false, junk);
+  CHECK(d.strs(0) == (std::vector<std::string>{"", "abc", std::string(300, 'z'), "last"}));
+  CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 3, 3, 4}));
+  for (size_t j = 0; j < d.columns[0].starts.size(); ++j) {
+    CHECK(d.columns[0].starts[j] >= int64_t(junk.size()) &&
+          d.columns[0].ends[j] <= int64_t(d.size));
+  }
+  CHECK(d.columns[0].values.size() == 0) << "bytes are not copied";
+}
+
+TEST(no_records_and_empty_records) {
+  const std::vector<FieldSpec> specs = {
+      var("v", Kind::kInt64), var("b", Kind::kBytes),
+      with_default(fixed("d", Kind::kFloat, 1), std::vector<float>{2.5f})};
+  auto none = decode({}, specs);
+  CHECK(none.columns[0].row_splits == std::vector<int64_t>{0});
+  CHECK(none.columns[1].row_splits == std::vector<int64_t>{0});
+  CHECK(none.columns[2].values.size() == 0);
+  // A record of zero bytes is an Example without features; so is one with an empty map.
+  auto empty = decode({"", example({}), message(1, "")}, specs);
+  CHECK(empty.columns[0].row_splits == (std::vector<int64_t>{0, 0, 0, 0}));
+  CHECK(empty.reals(2) == (std::vector<float>{2.5f, 2.5f, 2.5f}));
+}
+
+TEST(var_layout_missing_and_required) {
+  FieldSpec required = var("r", Kind::kInt64);
+  required.required = true;
+  const std::vector<FieldSpec> specs = {var("v", Kind::kInt64), required};
+  auto d = decode(
+      {example({{"v", int64s({1, 2})}, {"r", int64s({})}}), example({{"r", int64s({7})}})}, specs);
+  CHECK(d.ints(0) == (std::vector<int64_t>{1, 2}));
+  CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 2, 2}));
+  CHECK(d.columns[1].row_splits == (std::vector<int64_t>{0, 0, 1}))
+      << "present but empty is not missing";
+  expect_error(parse_error({example({{"r", int64s({1})}}), example({{"v", int64s({1})}})}, specs),
+               1, "r", "is missing (the spec requires it)");
+}
+
+TEST(fixed_layout_counts_and_defaults) {
+  const std::vector<FieldSpec> specs = {
+      with_default(fixed("i", Kind::kInt64, 2), std::vector<int64_t>{-1, -2}),
+      with_default(fixed("s", Kind::kBytes, 2), std::vector<uint8_t>{}),
+      fixed("f", Kind::kFloat, 1)};
+  auto d =
+      decode({example({{"i", int64s({5, 6})}, {"s", strings({"a", "b"})}, {"f", floats({1.0f})}}),
+              example({{"f", floats({2.0f})}})},
+             specs);
+  CHECK(d.ints(0) == (std::vector<int64_t>{5, 6, -1, -2}));
+  CHECK(d.strs(1) == (std::vector<std::string>{"a", "b", "<default>", "<default>"}));
+  CHECK(d.reals(2) == (std::vector<float>{1.0f, 2.0f}));
+  expect_error(parse_error({example({{"i", int64s({5, 6, 7})}, {"f", floats({1.0f})}})}, specs), 0,
+               "i", "has 3 values, the spec asks for 2");
+  expect_error(
+      parse_error({example({{"f", floats({1.0f})}}), example({{"i", int64s({1, 2})}})}, specs), 1,
+      "f", "is missing and has no default");
+}
+
+TEST(raw_bytes_layout) {
+  const std::vector<FieldSpec> specs = {
+      with_default(raw("img", 4), std::vector<uint8_t>{9, 9, 9, 9})};
+  auto d = decode(
+      {example({{"img", strings({"abcd"})}}), example({}), example({{"img", strings({"wxyz"})}})},
+      specs);
+  CHECK_EQ(d.raw_bytes(0), std::string("abcd\x09\x09\x09\x09wxyz"));
+  CHECK(d.columns[0].starts.empty() && d.columns[0].ends.empty());
+  expect_error(parse_error({example({{"img", strings({"abc"})}})}, specs), 0, "img",
+               "holds 3 bytes, the spec's shape and dtype need 4");
+  expect_error(parse_error({example({{"img", strings({"abcd", "abcd"})}})}, specs), 0, "img",
+               "has 2 bytes values, the spec asks for 1");
+  expect_error(parse_error({example({{"img", strings({})}})}, specs), 0, "img",
+               "has 0 bytes values");
+  expect_error(parse_error({example({})}, {raw("img", 4)}), 0, "img",
+               "is missing and has no default");
+}
+
+TEST(list_kinds_that_do_not_match_the_spec) {
+  struct Case {
+    Kind spec;
+    std::string feature;
+    const char* words;
+  };
+  const Case cases[] = {
+      {Kind::kInt64, floats({1.0f}), "holds a float_list, the spec asks for an int64_list"},
+      {Kind::kInt64, strings({"a"}), "holds a bytes_list, the spec asks for an int64_list"},
+      {Kind::kFloat, int64s({1}), "holds an int64_list, the spec asks for a float_list"},
+      {Kind::kBytes, int64s({}), "holds an int64_list, the spec asks for a bytes_list"},
+  };
+  for (const Case& c : cases) {
+    expect_error(parse_error({example({}), example({{"x", c.feature}})}, {var("x", c.spec)}), 1,
+                 "x", c.words);
+  }
+}
+
+// A Feature with no list set is an empty feature: no values, whatever the spec's kind.
+TEST(a_feature_without_a_list) {
+  auto d = decode({example({{"x", ""}}), example({{"x", key(9, 0) + varint(5)}})},
+                  {var("x", Kind::kFloat)});
+  CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 0, 0}));
+  decode({example({{"x", ""}})}, {fixed("x", Kind::kInt64, 0)});
+  expect_error(parse_error({example({{"x", ""}})}, {fixed("x", Kind::kInt64, 2)}), 0, "x",
+               "has 0 values, the spec asks for 2");
+}
+
+// Unknown fields of every wire type, at every level of the message, are skipped.
+TEST(unknown_fields_at_every_level) {
+  const std::string unknown = key(15, 0) + varint(300) + key(16, 1) + std::string(8, '\x01') +
+                              fixed32(17, 5) + message(18, "ignored");
+  const std::string list = message(1, varint(1) + varint(2)) + unknown + key(1, 0) + varint(3);
+  const std::string feature = unknown + message(3, list) + unknown;
+  const std::string entry = unknown + message(1, "x") + unknown + message(2, feature) + unknown;
+  const std::string features = unknown + message(1, entry) + unknown;
+  const std::string record = unknown + message(1, features) + unknown;
+  auto d = decode({record}, {var("x", Kind::kInt64)});
+  CHECK(d.ints(0) == (std::vector<int64_t>{1, 2, 3}));
+  // Example field 2 is unknown outside SequenceExample mode.
+  auto e =
+      decode({example({{"x", int64s({4})}}) + message(2, "junk")}, {var("x", Kind::kInt64)});
+  CHECK(e.ints(0) == (std::vector<int64_t>{4}));
+}
+
+// A known field number with another wire type is an unknown field where protobuf would skip it;
+// a list value of the wrong wire type is refused, naming the feature.
+TEST(wrong_wire_types) {
+  const std::vector<FieldSpec> specs = {var("x", Kind::kInt64)};
+  // Example.features, the map entry, its key, its value, and the Feature's list as varints.
+  for (const std::string& record :
+       {key(1, 0) + varint(5), message(1, key(1, 0) + varint(5)),
+        message(1, message(1, key(1, 0) + varint(5) + message(2, int64s({1})))),
+        message(1, message(1, message(1, "x") + key(2, 0) + varint(5))),
+        example({{"x", key(3, 0) + varint(5)}})}) {
+    auto d = decode({record}, specs);
+    CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 0})) << check::show(record);
+  }
+  expect_error(parse_error({example({{"x", message(3, fixed32(1, 7))}})}, specs), 0, "x",
+               "an int64 with the wrong wire type");
+  expect_error(parse_error({example({{"x", message(2, key(1, 0) + varint(1))}})},
+                           {var("x", Kind::kFloat)}),
+               0, "x", "a float with the wrong wire type");
+  expect_error(parse_error({example({{"x", message(1, key(1, 0) + varint(1))}})},
+                           {var("x", Kind::kBytes)}),
+               0, "x", "a bad bytes value");
+}
+
+TEST(groups_and_reserved_wire_types_are_malformed) {
+  const std::vector<FieldSpec> specs = {var("x", Kind::kInt64)};
+  for (uint32_t wire_type : {3u, 4u, 6u, 7u}) {
+    const std::string bad = key(9, wire_type);
+    expect_error(parse_error({example({}) + bad}, specs), 0, "", "not a valid tf.train.Example");
+    expect_error(parse_error({message(1, bad)}, specs), 0, "", "not a valid tf.train.Example");
+    expect_error(parse_error({message(1, message(1, bad))}, specs), 0, "",
+                 "not a valid tf.train.Example");
+    expect_error(parse_error({example({{"x", bad}})}, specs), 0, "x", "Feature");
+    expect_error(parse_error({example({{"x", message(3, bad)}})}, specs), 0, "x", "value list");
+  }
+}
+
+TEST(truncated_and_overlong_varints) {
+  const std::vector<FieldSpec> specs = {var("x", Kind::kInt64)};
+  const std::string overlong = std::string(10, '\x80') + "\x01";  // 11 bytes
+  const struct {
+    std::string record;
+    std::string feature;
+  } cases[] = {
+      {"\x80", ""},                                               // a tag cut short
+      {key(1, 2) + "\x85", ""},                                   // a length cut short
+      {key(1, 2) + varint(5) + "abc", ""},                        // a length past the end
+      {key(0, 0) + varint(1), ""},                                // field number 0
+      {overlong + varint(1), ""},                                 // an 11-byte tag
+      {key(7, 0) + "\xff\xff", ""},                               // an unknown varint cut short
+      {key(7, 0) + overlong, ""},                                 // an overlong unknown varint
+      {key(7, 1) + "1234567", ""},                                // a fixed64 cut short
+      {key(7, 5) + "123", ""},                                    // a fixed32 cut short
+      {example({{"x", message(3, message(1, "\x81"))}}), "x"},    // a packed value cut short
+      {example({{"x", message(3, key(1, 0) + "\x81")}}), "x"},    // an unpacked one
+      {example({{"x", message(3, message(1, overlong))}}), "x"},  // an overlong packed one
+      {example({{"x", message(3, key(1, 0) + overlong)}}), "x"},
+      {example({{"x", message(2, key(1, 5) + "\x01\x02")}}), "x"},  // a float cut short
+  };
+  for (const auto& c : cases) {
+    auto e = parse_error({c.record}, specs);
+    REQUIRE(e) << check::show(c.record);
+    CHECK_EQ(e->has_feature, !c.feature.empty()) << check::show(c.record) << ": " << e->what();
+    CHECK_EQ(e->record_index, 0u);
+  }
+  // The largest values fit: a 10-byte varint.
+  auto d = decode({example({{"x", int64s({-1}, false)}})}, specs);
+  CHECK(d.ints(0) == std::vector<int64_t>{-1});
+}
+
+// Protobuf merge rules: a repeated map key keeps its last value; Features messages given twice
+// merge; the last list kind set in a Feature wins, and repeating the same kind appends.
+TEST(protobuf_merge_rules) {
+  const std::vector<FieldSpec> ints = {var("x", Kind::kInt64)};
+  auto d = decode({example({{"x", int64s({1})}, {"y", int64s({2})}, {"x", int64s({3})}})}, ints);
+  CHECK(d.ints(0) == std::vector<int64_t>{3}) << "the last entry of a key wins";
+  d = decode({example({{"x", int64s({1})}}) + example({{"y", int64s({2})}})},
+             {var("x", Kind::kInt64), var("y", Kind::kInt64)});
+  CHECK(d.ints(0) == std::vector<int64_t>{1});
+  CHECK(d.ints(1) == std::vector<int64_t>{2});
+  d = decode({example({{"x", int64s({1, 2}) + int64s({3})}})}, ints);
+  CHECK(d.ints(0) == (std::vector<int64_t>{1, 2, 3})) << "the same list twice appends";
+  d = decode({example({{"x", int64s({1}) + floats({2.0f}) + int64s({3})}})}, ints);
+  CHECK(d.ints(0) == std::vector<int64_t>{3}) << "switching kinds clears";
+  expect_error(parse_error({example({{"x", int64s({1}) + floats({2.0f})}})}, ints), 0, "x",
+               "holds a float_list");
+  // A map entry whose key comes twice keeps the last; one whose value comes twice is refused.
+  d = decode({message(1, message(1, message(1, "y") + message(1, "x") + message(2, int64s({5}))))},
+             ints);
+  CHECK(d.ints(0) == std::vector<int64_t>{5});
+  expect_error(parse_error({message(1, message(1, message(1, "x") + message(2, int64s({5})) +
+                                                      message(2, int64s({6}))))},
+                           ints),
+               0, "x", "holds the value twice");
+}
+
+// Names of every length class the matcher compares differently (0, < 8, 8..16, > 16 bytes) and
+// names that differ only in their first or last byte, in a different order in each record.
+TEST(names_of_every_length_in_any_order) {
+  const std::vector<std::string> names = {"",
+                                          "a",
+                                          "b",
+                                          "feature",
+                                          "featurf",
+                                          "feature0",
+                                          "feature1",
+                                          "abcdefghi",
+                                          "bbcdefghi",
+                                          "abcdefghj",
+                                          "0123456789abcde",
+                                          "0123456789abcdf",
+                                          "0123456789abcdef",
+                                          "1123456789abcdef",
+                                          "0123456789abcdefg",
+                                          "0123456789abcdefh",
+                                          "image/object/bbox/xmin",
+                                          "image/object/bbox/xmax"};
+  std::vector<FieldSpec> specs;
+  for (const std::string& name : names) specs.push_back(var(name, Kind::kInt64));
+  std::vector<std::string> records;
+  std::vector<std::vector<int64_t>> want(names.size());
+  std::vector<size_t> order(names.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::mt19937 rng(3);
+  for (size_t r = 0; r < 6; ++r) {
+    Entries entries;
+    if (r > 1) std::shuffle(order.begin(), order.end(), rng);  // the first two share an order
+    for (size_t i : order) {
+      if ((i + r) % 5 == 0) continue;  // some missing
+      entries.emplace_back(names[i], int64s({int64_t(100 * r + i)}));
+      want[i].push_back(int64_t(100 * r + i));
+      if (r == 3) entries.emplace_back(names[i] + "~", int64s({-1}));  // near misses
+    }
+    records.push_back(example(entries));
+  }
+  auto d = decode(records, specs);
+  for (size_t k = 0; k < names.size(); ++k) {
+    CHECK(d.ints(k) == want[k]) << "name " << check::show(names[k]);
+  }
+}
+
+TEST(sequence_examples) {
+  const std::vector<FieldSpec> specs = {
+      var("id", Kind::kInt64), steps(var("tokens", Kind::kInt64)),
+      steps(fixed("xy", Kind::kFloat, 2)), steps(var("id", Kind::kBytes))};
+  const std::string r0 = sequence_example(
+      {{"id", int64s({7})}}, {{"tokens", feature_list({int64s({1, 2}), int64s({}), int64s({3})})},
+                              {"xy", feature_list({floats({1, 2}), floats({3, 4})})},
+                              {"id", feature_list({strings({"a"})})}});
+  const std::string r1 = sequence_example({{"id", int64s({8})}}, {});  // no lists: no steps
+  const std::string r2 = message(1, map_of({{"id", int64s({9})}}));    // no feature_lists at all
+  auto d = decode({r0, r1, r2}, specs, true);
+  CHECK(d.ints(0) == (std::vector<int64_t>{7, 8, 9}));
+  CHECK(d.ints(1) == (std::vector<int64_t>{1, 2, 3}));
+  CHECK(d.columns[1].row_splits == (std::vector<int64_t>{0, 3, 3, 3})) << "steps per record";
+  CHECK(d.columns[1].step_splits == (std::vector<int64_t>{0, 2, 2, 3})) << "values per step";
+  CHECK(d.reals(2) == (std::vector<float>{1, 2, 3, 4}));
+  CHECK(d.columns[2].row_splits == (std::vector<int64_t>{0, 2, 2, 2}));
+  CHECK(d.columns[2].step_splits.empty());
+  CHECK(d.strs(3) == std::vector<std::string>{"a"});
+
+  expect_error(
+      parse_error(
+          {r1, sequence_example({}, {{"xy", feature_list({floats({1, 2}), floats({1, 2, 3})})}})},
+          specs, true),
+      1, "xy", "step 1 has 3 values, the spec asks for 2");
+  expect_error(
+      parse_error({sequence_example({}, {{"tokens", feature_list({floats({1})})}})}, specs, true),
+      0, "tokens", "holds a float_list");
+  expect_error(parse_error({sequence_example({}, {{"tokens", message(1, "\x85")}})}, specs, true),
+               0, "tokens", "");
+  // Read as an Example, field 2 is unknown: no steps, and the context still decodes.
+  auto e = decode({r0}, specs, false);
+  CHECK(e.ints(0) == std::vector<int64_t>{7});
+  CHECK(e.columns[1].row_splits == (std::vector<int64_t>{0, 0}));
+}
+
+// Every prefix and every single-byte change of a record: a ParseError or columns of the right
+// shape, never a read outside the record.
+TEST(every_byte_cut_or_changed) {
+  const std::vector<FieldSpec> specs = {
+      var("ints", Kind::kInt64), var("reals", Kind::kFloat),
+      var("strs", Kind::kBytes), with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
+      with_default(fixed("one", Kind::kInt64, 1), std::vector<int64_t>{0})};
+  const std::string record = example({{"ints", int64s({1, -1, 300})},
+                                      {"reals", floats({1.5f, 2.5f}, false)},
+                                      {"strs", strings({"ab", ""})},
+                                      {"raw", strings({"xyz"})},
+                                      {"one", int64s({42}, false)}});
+  auto check_shape = [&](const Decoded& d, const std::string& context) {
+    CHECK(d.columns[0].row_splits.size() == 2 && d.columns[0].values.size() % 8 == 0) << context;
+    CHECK(d.columns[1].values.size() % 4 == 0) << context;
+    CHECK_EQ(d.columns[2].starts.size(), d.columns[2].ends.size()) << context;
+    for (size_t j = 0; j < d.columns[2].starts.size(); ++j) {
+      CHECK(0 <= d.columns[2].starts[j] && d.columns[2].starts[j] <= d.columns[2].ends[j] &&
+            d.columns[2].ends[j] <= int64_t(d.size))
+          << context;
+    }
+    CHECK_EQ(d.columns[3].values.size(), 3u) << context;
+    CHECK_EQ(d.columns[4].values.size(), 8u) << context;
+  };
+  auto whole = decode({record}, specs);
+  check_shape(whole, "whole");
+  CHECK(whole.ints(4) == std::vector<int64_t>{42});
+  size_t errors = 0;
+  for (size_t cut = 0; cut < record.size(); ++cut) {
+    try {
+      check_shape(decode({record.substr(0, cut)}, specs), "cut at " + std::to_string(cut));
+    } catch (const tfr::ParseError& e) {
+      CHECK_EQ(e.record_index, 0u);
+      ++errors;
+    }
+  }
+  CHECK(errors > 0);
+  for (size_t at = 0; at < record.size(); ++at) {
+    for (int delta : {1, 0x40, 0x80}) {
+      std::string changed = record;
+      changed[at] = char(uint8_t(changed[at]) + delta);
+      try {
+        check_shape(decode({changed}, specs), "byte " + std::to_string(at));
+      } catch (const tfr::ParseError& e) {
+        CHECK_EQ(e.record_index, 0u);
+      }
+    }
+  }
+}
+
+TEST(feature_kinds_lists_names_in_order_with_their_first_kind) {
+  const std::vector<std::string> records = {
+      example({{"a", int64s({1})}, {"b", ""}}),
+      example({{"b", floats({1.0f})}, {"c", strings({"x"})}, {"a", floats({2.0f})}}),
+      "\x0a\x05",  // damaged
+      example({{"d", int64s({})}}),
+  };
+  std::string joined;
+  std::vector<int64_t> offsets{0};
+  for (const std::string& r : records) {
+    joined += r;
+    offsets.push_back(int64_t(joined.size()));
+  }
+  const auto* data = reinterpret_cast<const uint8_t*>(joined.data());
+  auto kinds = tfr::feature_kinds(data, offsets.data(), 2, false, true);
+  REQUIRE_EQ(kinds.size(), 3u);
+  CHECK_EQ(kinds[0].name, std::string("a"));
+  CHECK(kinds[0].kind == Kind::kInt64) << "the first kind seen";
+  CHECK_EQ(kinds[1].name, std::string("b"));
+  CHECK(kinds[1].kind == Kind::kFloat) << "no list first, then a float_list";
+  CHECK_EQ(kinds[1].first_record, 0u);
+  CHECK_EQ(kinds[2].name, std::string("c"));
+  CHECK_EQ(kinds[2].first_record, 1u);
+  auto e = check::thrown<tfr::ParseError>(
+      [&] { tfr::feature_kinds(data, offsets.data(), 4, false, true); });
+  REQUIRE(e) << "strict";
+  CHECK_EQ(e->record_index, 2u);
+  kinds = tfr::feature_kinds(data, offsets.data(), 4, false, false);
+  CHECK_EQ(kinds.size(), 3u) << "not strict: the scan stops before the damaged record";
+}
+
+RUN_ALL_TESTS()
