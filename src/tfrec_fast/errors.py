@@ -14,6 +14,7 @@ _REASONS = {
     "length_too_large": "length field larger than the rest of the file",
     "compressed_stream": "damaged compressed stream",
     "index_mismatch": "the index does not match the file",
+    "shard_lengths": "the shard does not hold the records its dataset's metadata lists",
 }
 
 
@@ -26,8 +27,10 @@ class DataLossError(OSError):
     Attributes: ``path`` (the file, or ``"<memory>"`` / a file-like's name), ``record_index``
     (0-based index of the damaged record), ``offset`` (byte offset of that record's header; in the
     decompressed stream for compressed input), ``reason`` (one of ``truncated``,
-    ``length_checksum``, ``data_checksum``, ``length_too_large``, ``compressed_stream``, or
-    ``index_mismatch`` when an index file points at bytes that are not its record) and
+    ``length_checksum``, ``data_checksum``, ``length_too_large``, ``compressed_stream``,
+    ``index_mismatch`` when an index file points at bytes that are not its record, or
+    ``shard_lengths`` when a TFDS shard holds another number of records than its
+    dataset_info.json says) and
     ``detail`` (what exactly was found, in TensorFlow's words where it has them).
 
     It survives pickling, and the one-string rebuild PyTorch's DataLoader does for exceptions
@@ -63,7 +66,7 @@ def _data_loss_message(detail, path, record_index, offset, reason) -> str:
     what = _REASONS.get(reason, reason)
     text = f"{what} ({detail})" if what else str(detail)
     message = ": ".join(where + [text])
-    if offset == 0 and reason not in ("compressed_stream", "index_mismatch"):
+    if offset == 0 and reason not in ("compressed_stream", "index_mismatch", "shard_lengths"):
         message += _NO_TF_FILE
     return message
 
