@@ -40,10 +40,9 @@ def flatten(batches):
 
 
 def tfrec_threads():
-    """The package's per-iterator threads (not tfrec_fast.tfds' image-decoding pool, which is
-    process-wide and lives on once an earlier test has used it)."""
+    # (not tfrec_fast.tfds's image-decoding pool, which lives as long as the process)
     return [t for t in threading.enumerate()
-            if t.name.startswith("tfrec_fast") and not t.name.startswith("tfrec_fast.tfds-decode")]
+            if t.name.startswith("tfrec_fast") and not t.name.startswith("tfrec_fast.tfds")]
 
 
 @pytest.mark.parametrize("compression", [None, "gzip"])
