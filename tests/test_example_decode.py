@@ -21,6 +21,7 @@ import pytest
 import _corpus
 import tfrec_fast
 from tfrec_fast import RecordBatch, TFRecordWriter, read_records
+from tfrec_fast._core import Kind
 from tfrec_fast.errors import ExampleParseError
 from tfrec_fast.example import (BytesColumn, FixedLen, Ragged, VarLen, normalize_spec,
                                 parse_example, parse_examples, read_examples)
@@ -207,13 +208,13 @@ def test_conformance_varlen_first_records(name):
     for k, s in spec.items():
         col = cols[k]
         assert len(col) == len(first), k
-        if s.kind == 2:
+        if s.kind == Kind.BYTES:
             assert isinstance(col, BytesColumn) and col.row_splits is not None
         else:
             assert isinstance(col, Ragged)
             assert col.row_splits.dtype == np.int64 and col.row_splits[0] == 0
             assert col.row_splits[-1] == len(col.values)
-            assert col.values.dtype == (np.int64 if s.kind == 0 else np.float32)
+            assert col.values.dtype == (np.int64 if s.kind == Kind.INT64 else np.float32)
     for i, rec in enumerate(first):
         feats = rec.get("features", {})
         if not rec["has_features"]:
@@ -239,10 +240,10 @@ def test_conformance_whole_file_vs_protobuf(name):
         for k, s in spec.items():
             got = column_row(cols[k], i)
             want = d.get(k, [])
-            if s.kind == 1:
+            if s.kind == Kind.FLOAT:
                 assert np.array_equal(np.asarray(got).view(np.uint32),
                                       np.asarray(want, np.float32).view(np.uint32)), (name, i, k)
-            elif s.kind == 0:
+            elif s.kind == Kind.INT64:
                 assert np.asarray(got).tolist() == list(want), (name, i, k)
             else:
                 assert got == list(want), (name, i, k)
@@ -744,7 +745,7 @@ def test_spec_tfrecord_description():
     assert isinstance(cols["b"], BytesColumn) and cols["b"].to_list() == [[b"z"]]
     n = normalize_spec({"i": "int", "f": "float", "b": "byte"})
     assert all(isinstance(s, VarLen) for s in n.values())
-    assert [s.kind for s in n.values()] == [0, 1, 2]
+    assert [s.kind for s in n.values()] == [Kind.INT64, Kind.FLOAT, Kind.BYTES]
 
 
 def test_spec_list_of_names_infers_kinds():
@@ -804,7 +805,7 @@ def test_spec_duck_typed_varlen_and_string_dtypes():
 
 def test_spec_duck_typed_fixedlen_numeric_dtype_object():
     """FixedLenFeature whose dtype is a TF-DType-like object (only .name) for a numeric kind."""
-    for name, kind in (("int64", 0), ("float32", 1)):
+    for name, kind in (("int64", Kind.INT64), ("float32", Kind.FLOAT)):
         try:
             s = normalize_spec({"x": FixedLenFeature([], FakeDType(name))})["x"]
         except Exception as e:  # noqa: BLE001
@@ -846,11 +847,11 @@ def test_spec_objects_repr_and_validation():
         FixedLen((), "bytes", from_bytes=True)
     assert FixedLen(3).shape == (3,) and FixedLen(np.int64(3)).shape == (3,)
     for dt in (np.int64, "int64", "int", np.dtype("int64")):
-        assert VarLen(dt).kind == 0
+        assert VarLen(dt).kind == Kind.INT64
     for dt in (np.float32, "float32", "float"):
-        assert VarLen(dt).kind == 1
+        assert VarLen(dt).kind == Kind.FLOAT
     for dt in (bytes, str, object, "bytes", "string", "str", "byte"):
-        assert VarLen(dt).kind == 2
+        assert VarLen(dt).kind == Kind.BYTES
 
 
 @pytest.fixture(scope="module")
@@ -872,7 +873,7 @@ def test_tensorflow_parse_example_agrees(tf, name):
     exp = load_expected(name)
     spec = varlen_spec_from_expected(exp)
     records = file_records(name)
-    tf_spec = {k: tf.io.VarLenFeature({0: tf.int64, 1: tf.float32, 2: tf.string}[s.kind])
+    tf_spec = {k: tf.io.VarLenFeature({Kind.INT64: tf.int64, Kind.FLOAT: tf.float32, Kind.BYTES: tf.string}[s.kind])
                for k, s in spec.items()}
     ours = parse_examples(records, tf_spec)
     theirs = tf.io.parse_example(tf.constant([bytes(r) for r in records]), tf_spec)
@@ -881,7 +882,7 @@ def test_tensorflow_parse_example_agrees(tf, name):
         rows = sp.indices.numpy()[:, 0]
         splits = np.searchsorted(rows, np.arange(len(records) + 1))
         assert np.array_equal(splits, ours[k].row_splits), k
-        if s.kind == 2:
+        if s.kind == Kind.BYTES:
             assert [v for r in ours[k].to_list() for v in r] == list(sp.values.numpy()), k
         else:
             assert ours[k].values.tobytes() == sp.values.numpy().tobytes(), k

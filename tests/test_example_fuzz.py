@@ -25,6 +25,7 @@ import pytest
 
 import _corpus
 from tfrec_fast import RecordBatch, read_records
+from tfrec_fast._core import Kind
 from tfrec_fast.errors import ExampleParseError
 from tfrec_fast.example import BytesColumn, VarLen, parse_examples
 
@@ -225,7 +226,7 @@ def ours_values(cols, name, spec):
     col = cols[name]
     if isinstance(col, BytesColumn):
         return col.to_list()[0]
-    if spec[name].kind == 1:
+    if spec[name].kind == Kind.FLOAT:
         return col.values.view(np.uint32).tolist()
     return col.values.tolist()
 
@@ -236,7 +237,7 @@ def expected_from_ref(ref, spec):
     out = {}
     for name, s in spec.items():
         kind, vals = ref.get(name.encode("utf-8", "surrogateescape"), (None, []))
-        if kind is not None and {1: 2, 2: 1, 3: 0}[kind] != s.kind:
+        if kind is not None and Kind(kind) != s.kind:  # the reference's kind: a field number
             return "error"
         out[name] = vals
     return out
@@ -306,8 +307,8 @@ def check(data, spec, stats, failures):
     pb_want = expected_from_ref(pb, spec)
     if isinstance(ours, dict) and isinstance(pb_want, dict):
         # protobuf's Python API hands out floats as doubles: a signalling NaN comes back quieted
-        ours = {k: quiet_nans(v) if spec[k].kind == 1 else v for k, v in ours.items()}
-        pb_want = {k: quiet_nans(v) if spec[k].kind == 1 else v for k, v in pb_want.items()}
+        ours = {k: quiet_nans(v) if spec[k].kind == Kind.FLOAT else v for k, v in ours.items()}
+        pb_want = {k: quiet_nans(v) if spec[k].kind == Kind.FLOAT else v for k, v in pb_want.items()}
     if ours == "error" and pb_want != "error":
         stats.note("protobuf accepts, tfrec_fast rejects" +
                    (" (reference rejects too)" if want is None else ""), data)
@@ -438,7 +439,7 @@ def test_batches_of_mutated_records_fail_at_the_right_index():
         for k in spec:
             col = cols[k]
             got = col.to_list() if isinstance(col, BytesColumn) else [
-                col.values[a:b].view(np.uint32).tolist() if spec[k].kind == 1 else col.values[a:b].tolist()
+                col.values[a:b].view(np.uint32).tolist() if spec[k].kind == Kind.FLOAT else col.values[a:b].tolist()
                 for a, b in zip(col.row_splits[:-1], col.row_splits[1:])]
             assert got == [row[k] for row in rows], k
 

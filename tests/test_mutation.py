@@ -180,3 +180,29 @@ def test_encode_examples_of_a_changing_numeric_array():
             got = tfr.encode_examples({"x": column}).to_list()
             for i, record in enumerate(got):
                 assert record in (wants[0][i], wants[1][i])
+
+
+@pytest.mark.parametrize("kind", ["row_splits", "offsets"])
+def test_encode_columns_whose_bounds_change_meanwhile(kind):
+    """The encoder reads row_splits and offsets twice (sizes, then bytes): changed in between, a
+    record would outgrow the room sized for it. They are copied before the GIL is released."""
+    from tfrec_fast._core import Kind, encode_examples
+    n = 256
+    narrow = np.arange(n + 1, dtype=np.int64)    # one value per row
+    wide = np.arange(n + 1, dtype=np.int64) * 64  # 64 values per row
+    bounds = narrow.copy()
+    if kind == "row_splits":
+        values = np.arange(n * 64, dtype=np.int64) << 40  # 6-byte varints
+
+        def encode(b):
+            return encode_examples({"x": (Kind.INT64, values, None, b)}, n).to_list()
+    else:
+        text = np.frombuffer(bytes(range(256)) * 64, np.uint8)
+
+        def encode(b):
+            return encode_examples({"x": (Kind.BYTES, text, b, None)}, n).to_list()
+    wants = [encode(b) for b in (narrow, wide)]
+    with Flipper(bounds, [narrow, wide]):
+        for _ in range(ROUNDS):
+            for i, record in enumerate(encode(bounds)):
+                assert record in (wants[0][i], wants[1][i])

@@ -1,6 +1,7 @@
 """Type stubs for the C++ extension (private: use the tfrec_fast package)."""
 
-from typing import Any, Dict, Iterable, Iterator, List, Literal, Optional, Tuple, Union, overload
+from typing import (Any, ClassVar, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Tuple,
+                    Union, overload)
 
 import numpy as np
 import numpy.typing as npt
@@ -15,64 +16,105 @@ def crc32c_backend() -> str: ...
 def crc32c_backends() -> List[str]: ...
 def crc32c_with(backend: str, data: BytesLike, value: int = 0) -> int: ...
 
-def encode_example(features: Any) -> bytes: ...
-def encode_examples(columns: Any, n: Optional[int] = None) -> "RecordBatch": ...
-def encode_sequence_examples(context: Any, feature_lists: Any, n: int) -> "RecordBatch": ...
-class ValueKind:
-    INT64: "ValueKind"
-    FLOAT: "ValueKind"
-    BYTES: "ValueKind"
+class Kind:
+    """The kind of a Feature's values; the values are the Feature oneof's field numbers."""
+    BYTES: ClassVar["Kind"]  # 1: bytes_list
+    FLOAT: ClassVar["Kind"]  # 2: float_list (float32)
+    INT64: ClassVar["Kind"]  # 3: int64_list
+    FEATURE: ClassVar["Kind"]  # 4: encoder input only, each row one serialized Feature message
+    __members__: ClassVar[dict[str, "Kind"]]
     def __init__(self, value: int) -> None: ...
     def __int__(self) -> int: ...
     def __index__(self) -> int: ...
-    def __lt__(self, other: object) -> bool: ...
-    def __le__(self, other: object) -> bool: ...
-    def __gt__(self, other: object) -> bool: ...
-    def __ge__(self, other: object) -> bool: ...
     @property
     def name(self) -> str: ...
     @property
     def value(self) -> int: ...
-    __members__: Dict[str, "ValueKind"]
 
 class Layout:
-    FIXED: "Layout"
-    VAR: "Layout"
-    RAW_BYTES: "Layout"
+    """How a requested feature lands in its decoded column."""
+    FIXED: ClassVar["Layout"]  # exactly `count` values per record
+    VAR: ClassVar["Layout"]  # any number of values per record, plus row_splits
+    RAW_BYTES: ClassVar["Layout"]  # one bytes value of exactly `count` bytes per record
+    __members__: ClassVar[dict[str, "Layout"]]
     def __init__(self, value: int) -> None: ...
     def __int__(self) -> int: ...
     def __index__(self) -> int: ...
-    def __lt__(self, other: object) -> bool: ...
-    def __le__(self, other: object) -> bool: ...
-    def __gt__(self, other: object) -> bool: ...
-    def __ge__(self, other: object) -> bool: ...
     @property
     def name(self) -> str: ...
     @property
     def value(self) -> int: ...
-    __members__: Dict[str, "Layout"]
+
+# ---- Example encoding: columns in, records out ---------------------------------------------------
+#
+# A column of N rows is a tuple (kind, values, offsets, row_splits[, present]):
+#   kind        Kind.INT64, FLOAT, BYTES or FEATURE (one serialized Feature message per row)
+#   values      INT64: int64 elements; FLOAT: float32 elements (any C-contiguous buffer in native
+#               byte order: numpy, array.array, memoryview); BYTES and FEATURE: a list of bytes
+#               objects (one value each, read in place), or one bytes-like buffer
+#   offsets     for a buffer: int64 [M + 1], value j = values[offsets[j]:offsets[j + 1]] (Arrow's
+#               layout), or a pair (starts, ends) of int64 [M] (BytesColumn's), or None: the whole
+#               buffer is one value. None otherwise.
+#   row_splits  int64 [N + 1]: row i holds values row_splits[i]..row_splits[i + 1]; or None: row i
+#               holds value i alone
+#   present     bool/uint8 [N] or None: a row whose flag is false leaves the feature out of its
+#               record (a missing feature, not an empty list)
+# Arrays that can change are copied with the GIL held, immutable ones (bytes, views of bytes or of
+# a RecordBatch) are held; every bound is checked (ValueError naming the feature and row) before
+# the GIL is released and the records are written.
+_Values = Any  # an int64/float32 buffer, a bytes-like buffer, or a list of bytes objects
+_Offsets = Union[None, npt.NDArray[np.int64], Tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]
+_Column = Union[Tuple[Kind, _Values, _Offsets, Optional[npt.NDArray[np.int64]]],
+                Tuple[Kind, _Values, _Offsets, Optional[npt.NDArray[np.int64]], Any]]
+
+def encode_examples(columns: Mapping[Union[str, bytes], _Column], num_rows: int) -> "RecordBatch":
+    """N serialized Examples: record i holds row i of each column, in the mapping's order."""
+def encode_example(features: Mapping[Union[str, bytes], Tuple[Kind, Any, _Offsets]]) -> bytes:
+    """One serialized Example: {name: (kind, values, offsets)}, each feature all its values (a
+    single INT64 or FLOAT value may be a Python int or float)."""
+def encode_sequence_examples(context: Mapping[Union[str, bytes], _Column],
+                             feature_lists: Mapping[Union[str, bytes],
+                                                    Tuple[_Column, npt.NDArray[np.int64]]],
+                             num_rows: int) -> "RecordBatch":
+    """N SequenceExamples: context columns of N rows; per feature list (steps column, step
+    splits [N + 1]): record i's steps are rows splits[i]..splits[i + 1] of the steps column."""
+def encode_features(name: Union[str, bytes], column: _Column) -> "RecordBatch":
+    """Each row of a column as one serialized Feature message."""
+
+# ---- Example decoding -----------------------------------------------------------------------------
 
 class FieldSpec:
-    def __init__(self, name: str, kind: ValueKind, layout: Layout, count: int = 0,
+    """One feature for decode_examples to read."""
+    def __init__(self, name: str, kind: Kind, layout: Layout, *, count: int = 0,
                  default: Optional[BytesLike] = None, sequence: bool = False,
                  required: bool = False) -> None: ...
     @property
     def name(self) -> str: ...
     @property
-    def kind(self) -> ValueKind: ...
+    def kind(self) -> Kind: ...
     @property
     def layout(self) -> Layout: ...
     @property
     def count(self) -> int: ...
+    @property
+    def default(self) -> Optional[bytes]: ...
     @property
     def sequence(self) -> bool: ...
     @property
     def required(self) -> bool: ...
 
 def decode_examples(batch: "RecordBatch", specs: List[FieldSpec], name: str,
-                    sequence_examples: bool = False) -> List[Tuple[np.ndarray, ...]]: ...
+                    sequence_examples: bool = False) -> List[Tuple[npt.NDArray[np.uint8],
+                                                                   npt.NDArray[np.int64],
+                                                                   npt.NDArray[np.int64],
+                                                                   npt.NDArray[np.int64],
+                                                                   npt.NDArray[np.int64],
+                                                                   npt.NDArray[np.uint8]]]:
+    """Per spec (values, starts, ends, row_splits, step_splits, present: 1 per record holding a
+    VarLen feature)."""
 def feature_kinds(batch: "RecordBatch", name: str, sequence_examples: bool = False,
-                  strict: bool = True) -> List[Tuple[bytes, Optional[ValueKind], int]]: ...
+                  strict: bool = True) -> List[Tuple[bytes, Optional[Kind], int]]:
+    """(name, kind of its list or None, first record) of each feature the records hold."""
 
 class RecordBatch:
     @staticmethod

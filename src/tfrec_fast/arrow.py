@@ -43,7 +43,7 @@ except ImportError as error:  # pragma: no cover - exercised where pyarrow is ab
 __all__ = ["batch_to_arrow", "read_table", "iter_batches", "write_table", "schema_of"]
 
 RecordBatch = _core.RecordBatch
-_ARROW_KIND: Dict[int, pa.DataType] = {_INT64: pa.int64(), _FLOAT: pa.float32()}
+_ARROW_KIND: Dict[_core.Kind, pa.DataType] = {_INT64: pa.int64(), _FLOAT: pa.float32()}
 
 
 # ---- raw records ----------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def _fixed(values: pa.Array, shape: Tuple[int, ...], tensor: bool) -> pa.Array:
     return values
 
 
-def _values(batch: RecordBatch, kind: int, raw_values: np.ndarray, starts: np.ndarray,
+def _values(batch: RecordBatch, kind: _core.Kind, raw_values: np.ndarray, starts: np.ndarray,
             ends: np.ndarray, default: bytes, text: bool) -> pa.Array:
     if kind == _BYTES:
         return _binary(batch, starts, ends, default, text)
@@ -238,7 +238,7 @@ def _scalar(array: pa.Array) -> pa.Array:
 
 # ---- reading --------------------------------------------------------------------------------
 
-def _var_len(kind: Optional[int]) -> Optional[VarLen]:
+def _var_len(kind: Optional[_core.Kind]) -> Optional[VarLen]:
     """A VarLen of a kind seen in the data; None (still unknown) for a feature not seen."""
     return None if kind is None else VarLen(_KIND_DTYPE[kind])
 
@@ -280,7 +280,7 @@ class _Plan:
         names only: their kinds, so that every batch agrees."""
         if not self.untyped:
             return
-        kinds: Dict[str, Optional[int]] = {}
+        kinds: Dict[str, Optional[_core.Kind]] = {}
         for batch in batches:
             for key, kind in feature_kinds(batch, "<records>", self.is_sequence).items():
                 if kinds.get(key) is None:

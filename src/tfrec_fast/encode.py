@@ -52,80 +52,66 @@ Columns for :func:`encode_examples` (N rows each; ``n`` is inferred and all colu
   false do not hold the feature at all (what readers see as a missing feature, not an empty
   list).
 
-Conversion happens in C++ with the GIL held; encoding a batch releases it.
+Python and numpy decide the kinds and build the columns (``tfrec_fast._columns``), one numpy
+conversion per column. The C++ encoder takes only columns (``tfrec_fast._core.encode_examples``,
+documented in ``_core.pyi``: int64/float32 arrays, bytes values as one buffer with int64 offsets
+or as a list of bytes objects, int64 row_splits: the decoder's shapes), so a caller that already
+has columns (numpy views of Arrow buffers, say) can call it directly. It owns every input before
+it releases the GIL and encodes without it.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Mapping, Optional
 
 import numpy as np
 
 from . import _core
+from ._columns import (BYTES, FLOAT, INT64, Partial, Typed, column_of, display, items, one_row,
+                       row_splits_of, splits_of)
 from ._core import RecordBatch
 
 __all__ = ["encode_example", "encode_examples", "encode_sequence_example",
            "encode_sequence_examples", "Int64s", "Floats", "Bytes", "Partial"]
 
 
-class _Typed:
-    """A value (or column) with a forced Feature kind."""
-
-    __slots__ = ("values",)
-    _tfrec_kind = ""  # read by the C++ converter
-
-    def __init__(self, values: Any = ()) -> None:
-        self.values = values
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.values!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.values == getattr(other, "values")
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class Int64s(_Typed):
+class Int64s(Typed):
     """Stores ``values`` as an int64_list (ints, bools, integer arrays; ``Int64s()`` is empty)."""
 
     __slots__ = ()
-    _tfrec_kind = "int64"
+    kind = INT64
 
 
-class Floats(_Typed):
+class Floats(Typed):
     """Stores ``values`` as a float_list (floats, and ints converted; ``Floats()`` is empty)."""
 
     __slots__ = ()
-    _tfrec_kind = "float"
+    kind = FLOAT
 
 
-class Bytes(_Typed):
+class Bytes(Typed):
     """Stores ``values`` as a bytes_list (bytes/str values; a numeric array as its raw bytes)."""
 
     __slots__ = ()
-    _tfrec_kind = "bytes"
-
-
-class Partial:
-    """A column of N rows that some records lack: record i holds the feature only where
-    ``present[i]`` is true (N booleans); elsewhere the row's values are not read. For
-    :func:`encode_examples` and the context of :func:`encode_sequence_examples`."""
-
-    __slots__ = ("column", "present")
-    _tfrec_partial = True  # read by the C++ converter
-
-    def __init__(self, column: Any, present: Any) -> None:
-        self.column = column
-        self.present = present
-
-    def __repr__(self) -> str:
-        return f"Partial({self.column!r}, present={self.present!r})"
+    kind = BYTES
 
 
 def encode_example(features: Mapping[str, Any]) -> bytes:
     """Serializes ``features`` (name -> value, see the module docstring) as one tf.train.Example."""
-    return _core.encode_example(features)
+    pairs = items(features, "features") if type(features) is not dict else features.items()
+    out = {}
+    for key, value in pairs:
+        t = type(value)  # the usual scalars as they are (the encoder takes them so)
+        if t is int or t is bool:
+            out[key] = (INT64, value, None)
+        elif t is bytes:
+            out[key] = (BYTES, value, None)
+        elif t is float:
+            out[key] = (FLOAT, value, None)
+        else:
+            out[key] = one_row(display(key), value)
+    return _core.encode_example(out)
 
 
 def encode_examples(columns: Mapping[str, Any], n: Optional[int] = None) -> RecordBatch:
@@ -134,7 +120,35 @@ def encode_examples(columns: Mapping[str, Any], n: Optional[int] = None) -> Reco
     Record i is ``encode_example({name: row i of column for each column})``. ``n`` is needed only
     when there are no columns; given, every column must have n rows (``ValueError`` otherwise).
     """
-    return _core.encode_examples(columns, n)
+    rows = _check_n(n)
+    out, rows = _columns(columns, rows, "columns")
+    if rows is None:
+        raise ValueError("encode_examples needs n when there are no columns")
+    return _core.encode_examples(out, rows)
+
+
+def _check_n(n: Optional[int]) -> Optional[int]:
+    if n is None:
+        return None
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError("n must be >= 0")
+    return n
+
+
+def _columns(columns: Mapping[str, Any], rows: Optional[int], what: str):
+    """{key: column tuple} of columns that all have `rows` rows (None: the first column's)."""
+    out = {}
+    first = None
+    for key, col in items(columns, what):
+        name = display(key)
+        count, out[key] = column_of(name, col)
+        if rows is None:
+            rows, first = count, name
+        elif count != rows:
+            but = f"column '{first}' has" if first is not None else "n is"
+            raise ValueError(f"column '{name}' has {count} rows, but {but} {rows}")
+    return out, rows
 
 
 def encode_sequence_example(context: Mapping[str, Any],
@@ -142,9 +156,9 @@ def encode_sequence_example(context: Mapping[str, Any],
     """Serializes one tf.train.SequenceExample: ``context`` maps names to values as in
     :func:`encode_example`; ``feature_lists`` maps names to a sequence of steps, each step a
     value as in :func:`encode_example` (one Feature per step)."""
-    lists = {k: type(steps)([steps.values]) if isinstance(steps, _Typed) else [steps]
-             for k, steps in feature_lists.items()}
-    batch = encode_sequence_examples({k: [v] for k, v in context.items()}, lists, 1)
+    lists = {k: type(steps)([steps.values]) if isinstance(steps, Typed) else [steps]
+             for k, steps in items(feature_lists, "feature_lists")}
+    batch = encode_sequence_examples({k: [v] for k, v in items(context, "context")}, lists, 1)
     return batch[0].tobytes()
 
 
@@ -158,37 +172,32 @@ def encode_sequence_examples(context: Mapping[str, Any], feature_lists: Mapping[
     with one row per step, ``row_splits``: each record's steps). Wrap a feature list in
     :class:`Int64s`/:class:`Floats`/:class:`Bytes` to force the kind of its steps.
     """
+    rows = _check_n(n)
     lists = {}
-    for name, column in feature_lists.items():
-        wrapper = type(column) if isinstance(column, _Typed) else None
-        if wrapper is not None:
-            column = column.values
-        if hasattr(column, "values") and hasattr(column, "row_splits"):
-            steps, splits = column.values, np.asarray(column.row_splits, np.int64)
-        else:
-            records = [list(r) for r in column]
-            steps = [step for r in records for step in r]
-            splits = np.cumsum([0] + [len(r) for r in records], dtype=np.int64)
-        if wrapper is not None:
-            steps = wrapper(steps)
-        elif not len(steps):  # no step anywhere: no kind to infer, and none is written
-            steps = Int64s([])
-        lists[name] = (steps, splits)
-    if n is None:
-        rows = [len(s) - 1 for _, s in lists.values()]
-        if not context and not rows:
-            raise ValueError("encode_sequence_examples needs n when there is no column")
-        n = rows[0] if rows else None
-    if n is None:
-        return _core.encode_sequence_examples(context, lists, _rows_of(context))
-    return _core.encode_sequence_examples(context, lists, int(n))
+    for key, column in items(feature_lists, "feature_lists"):
+        steps, splits = _feature_list(display(key), column)
+        lists[key] = (steps, splits)
+        if rows is None:
+            rows = len(splits) - 1
+    if rows is None and not len(context):
+        raise ValueError("encode_sequence_examples needs n when there is no column")
+    out, rows = _columns(context, rows, "context")
+    return _core.encode_sequence_examples(out, lists, rows)
 
 
-def _rows_of(context: Mapping[str, Any]) -> int:
-    """The row count of the first context column (the encoder checks the rest)."""
-    first = next(iter(context.values()))
-    if hasattr(first, "row_splits"):
-        return len(first.row_splits) - 1
-    if isinstance(first, _Typed):
-        return _rows_of({"": first.values})
-    return len(first)
+def _feature_list(name: str, column: Any):
+    """(steps column, record splits) of one feature list: a Ragged over steps, or N records of
+    steps; a kind wrapper around either forces the kind of the steps."""
+    forced = None
+    if isinstance(column, Typed):
+        column, forced = column.values, column.kind
+    if not isinstance(column, np.ndarray) and hasattr(column, "values") and hasattr(
+            column, "row_splits"):
+        steps, splits = column.values, row_splits_of(column.row_splits, name)
+    else:
+        records = [list(record) for record in column]
+        steps = [step for record in records for step in record]
+        splits = splits_of(map(len, records), len(records))
+    if forced is None and not len(steps):  # no step anywhere: no kind to infer, none is written
+        steps, forced = [], INT64
+    return column_of(name, steps, forced)[1], splits

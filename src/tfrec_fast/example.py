@@ -9,7 +9,6 @@ buffer (no copy).
 from __future__ import annotations
 
 import base64
-import enum
 import math
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
@@ -23,24 +22,10 @@ from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_pa
 __all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged", "BytesColumn",
            "parse_examples", "parse_example", "parse_sequence_examples", "read_examples"]
 
-# The decoder's own vocabulary (tfr::ValueKind, tfr::Layout), taken from its bound enums as
-# IntEnums (so they also compare and hash as the ints they are).
-class ValueKind(enum.IntEnum):
-    INT64 = int(_core.ValueKind.INT64)
-    FLOAT = int(_core.ValueKind.FLOAT)
-    BYTES = int(_core.ValueKind.BYTES)
-
-
-class Layout(enum.IntEnum):
-    FIXED = int(_core.Layout.FIXED)
-    VAR = int(_core.Layout.VAR)
-    RAW_BYTES = int(_core.Layout.RAW_BYTES)
-
-
-_INT64, _FLOAT, _BYTES = ValueKind.INT64, ValueKind.FLOAT, ValueKind.BYTES
-_FIXED, _VAR, _RAW_BYTES = Layout.FIXED, Layout.VAR, Layout.RAW_BYTES
-_NUMPY: Dict[int, np.dtype] = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
-_KIND_DTYPE: Dict[int, str] = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
+_INT64, _FLOAT, _BYTES = _core.Kind.INT64, _core.Kind.FLOAT, _core.Kind.BYTES
+_FIXED, _VAR, _RAW_BYTES = _core.Layout.FIXED, _core.Layout.VAR, _core.Layout.RAW_BYTES
+_NUMPY: Dict[_core.Kind, np.dtype] = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
+_KIND_DTYPE: Dict[_core.Kind, str] = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
 
 _KIND_NAMES = {
     "int64": _INT64, "int": _INT64,
@@ -49,7 +34,7 @@ _KIND_NAMES = {
 }
 
 
-def _kind_of(dtype) -> Optional[ValueKind]:
+def _kind_of(dtype) -> Optional[_core.Kind]:
     """The list kind a dtype names (int64 / float32 / bytes), or None for other numeric dtypes."""
     if isinstance(dtype, str) and dtype in _KIND_NAMES:
         return _KIND_NAMES[dtype]
@@ -92,7 +77,7 @@ class FixedLen:
         if kind is None and not self.from_bytes:
             raise ValueError(f"FixedLen dtype {dtype!r} is read from raw bytes: from_bytes=False "
                              "needs 'int64', 'float32' or 'bytes'")
-        self.kind: ValueKind = _BYTES if self.from_bytes or kind is None else kind
+        self.kind: _core.Kind = _BYTES if self.from_bytes or kind is None else kind
         if self.from_bytes:
             self.dtype: np.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
         else:
@@ -379,13 +364,13 @@ def _feature_from_json(name: str, f: Mapping[str, Any]):
 
 
 def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples: bool = False,
-                  strict: bool = True) -> Dict[str, Optional[ValueKind]]:
+                  strict: bool = True) -> Dict[str, Optional[_core.Kind]]:
     """{feature name: its list kind (_INT64, _FLOAT, _BYTES), or None for a Feature holding no
     list} over a batch, in the order first seen: the C++ decoder's own wire scan. A malformed
     record raises ExampleParseError (``strict``) or ends the scan before it. A name that is not
     UTF-8 (which protobuf refuses) is an ExampleParseError naming its record (``strict``) or is
     kept with its bad bytes escaped."""
-    kinds: Dict[str, Optional[ValueKind]] = {}
+    kinds: Dict[str, Optional[_core.Kind]] = {}
     for raw, kind, record in _core.feature_kinds(batch, name, sequence_examples, strict):
         try:
             key = raw.decode("utf-8")
@@ -394,7 +379,7 @@ def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples
                 raise ExampleParseError(f"a feature name that is not valid UTF-8: {raw!r}",
                                         path=name, record_index=record) from None
             key = raw.decode("utf-8", "surrogateescape")
-        kinds[key] = None if kind is None else ValueKind(int(kind))
+        kinds[key] = kind
     return kinds
 
 
@@ -423,10 +408,8 @@ def _typed(batch: RecordBatch, spec: Dict[str, Optional[Spec]], name: str = "<re
 
 
 def _compile(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None) -> list:
-    """Specs -> the decoder's FieldSpecs."""
-    def FieldSpec(name, kind, layout, count=0, default=None, *, sequence=False, required=False):
-        return _core.FieldSpec(name, _core.ValueKind(int(kind)), _core.Layout(int(layout)),
-                               count, default, sequence, required)
+    """Specs -> the FieldSpecs the C++ decoder takes."""
+    FieldSpec = _core.FieldSpec
     compiled = []
     for name, s in spec.items():
         if isinstance(s, VarLen):
@@ -438,16 +421,16 @@ def _compile(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = N
             count *= s.dtype.itemsize
             if s.default is not None:
                 default = np.broadcast_to(np.asarray(s.default, s.dtype), s.shape).tobytes()
-            compiled.append(FieldSpec(name, _BYTES, _RAW_BYTES, count, default))
+            compiled.append(FieldSpec(name, _BYTES, _RAW_BYTES, count=count, default=default))
             continue
         if s.default is not None:
             default = (bytes(s.default) if s.kind == _BYTES else
                        np.broadcast_to(np.asarray(s.default, _NUMPY[s.kind]), s.shape).tobytes())
-        compiled.append(FieldSpec(name, s.kind, _FIXED, count, default))
+        compiled.append(FieldSpec(name, s.kind, _FIXED, count=count, default=default))
     for name, s in (sequence or {}).items():
         layout = _VAR if isinstance(s, VarLenSequence) else _FIXED
         count = 0 if layout == _VAR else math.prod(s.shape)
-        compiled.append(FieldSpec(name, s.kind, layout, count, sequence=True))
+        compiled.append(FieldSpec(name, s.kind, layout, count=count, sequence=True))
     return compiled
 
 

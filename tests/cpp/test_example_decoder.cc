@@ -19,7 +19,7 @@
 using tfr::Column;
 using tfr::FieldSpec;
 using tfr::Layout;
-using tfr::ValueKind;
+using tfr::Kind;
 
 namespace {
 
@@ -98,14 +98,14 @@ std::string sequence_example(const Entries& context, const Entries& lists) {
 
 // ---- specs ----------------------------------------------------------------------------------
 
-FieldSpec var(const std::string& name, ValueKind kind) {
+FieldSpec var(const std::string& name, Kind kind) {
   FieldSpec s;
   s.name = name;
   s.kind = kind;
   s.layout = Layout::kVar;
   return s;
 }
-FieldSpec fixed(const std::string& name, ValueKind kind, size_t count) {
+FieldSpec fixed(const std::string& name, Kind kind, size_t count) {
   FieldSpec s = var(name, kind);
   s.layout = Layout::kFixed;
   s.count = count;
@@ -119,7 +119,7 @@ FieldSpec with_default(FieldSpec s, const std::vector<T>& values) {
   return s;
 }
 FieldSpec raw(const std::string& name, size_t bytes) {
-  FieldSpec s = var(name, ValueKind::kBytes);
+  FieldSpec s = var(name, Kind::kBytes);
   s.layout = Layout::kRawBytes;
   s.count = bytes;
   return s;
@@ -205,7 +205,7 @@ const std::vector<int64_t> kInts = {0, 1, -1, 127, 128, 300, INT64_MAX, INT64_MI
 }  // namespace
 
 TEST(int64_packed_unpacked_and_both) {
-  const std::vector<FieldSpec> specs = {var("x", ValueKind::kInt64)};
+  const std::vector<FieldSpec> specs = {var("x", Kind::kInt64)};
   const std::string both =
       message(3, int64_list({0, 1, -1, 127}, true) +
                      int64_list({128, 300, INT64_MAX, INT64_MIN, -300}, false));
@@ -221,7 +221,7 @@ TEST(int64_packed_unpacked_and_both) {
 TEST(float_packed_unpacked_and_nan_bits) {
   const std::vector<float> values = {0.0f, -0.0f, 1.5f, -3.25e38f, INFINITY, 1e-45f};
   auto d = decode({example({{"f", floats(values, true)}}), example({{"f", floats(values, false)}})},
-                  {fixed("f", ValueKind::kFloat, values.size())});
+                  {fixed("f", Kind::kFloat, values.size())});
   std::vector<float> twice = values;
   twice.insert(twice.end(), values.begin(), values.end());
   CHECK_EQ(d.columns[0].values.size(), twice.size() * 4);
@@ -230,7 +230,7 @@ TEST(float_packed_unpacked_and_nan_bits) {
   // A NaN payload survives as written.
   const uint32_t nan_bits = 0x7fc01234u;
   auto n = decode({example({{"f", message(2, message(1, fixed32(1, nan_bits).substr(1)))}})},
-                  {var("f", ValueKind::kFloat)});
+                  {var("f", Kind::kFloat)});
   uint32_t got = 0;
   REQUIRE_EQ(n.columns[0].values.size(), 4u);
   std::memcpy(&got, n.columns[0].values.data(), 4);
@@ -240,7 +240,7 @@ TEST(float_packed_unpacked_and_nan_bits) {
 TEST(packed_floats_of_a_length_not_a_multiple_of_4) {
   const std::string bad = message(2, message(1, std::string(7, '\0')));
   expect_error(parse_error({example({{"f", floats({1.0f})}}), example({{"f", bad}})},
-                           {var("f", ValueKind::kFloat)}),
+                           {var("f", Kind::kFloat)}),
                1, "f", "a bad packed float list");
 }
 
@@ -248,7 +248,7 @@ TEST(bytes_values_point_into_the_records) {
   const std::string junk = "0123456789";
   auto d = decode({example({{"b", strings({"", "abc", std::string(300, 'z')})}}),
                    example({{"b", strings({})}}), example({{"b", strings({"last"})}})},
-                  {var("b", ValueKind::kBytes)}, false, junk);
+                  {var("b", Kind::kBytes)}, false, junk);
   CHECK(d.strs(0) == (std::vector<std::string>{"", "abc", std::string(300, 'z'), "last"}));
   CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 3, 3, 4}));
   for (size_t j = 0; j < d.columns[0].starts.size(); ++j) {
@@ -260,8 +260,8 @@ TEST(bytes_values_point_into_the_records) {
 
 TEST(no_records_and_empty_records) {
   const std::vector<FieldSpec> specs = {
-      var("v", ValueKind::kInt64), var("b", ValueKind::kBytes),
-      with_default(fixed("d", ValueKind::kFloat, 1), std::vector<float>{2.5f})};
+      var("v", Kind::kInt64), var("b", Kind::kBytes),
+      with_default(fixed("d", Kind::kFloat, 1), std::vector<float>{2.5f})};
   auto none = decode({}, specs);
   CHECK(none.columns[0].row_splits == std::vector<int64_t>{0});
   CHECK(none.columns[1].row_splits == std::vector<int64_t>{0});
@@ -273,9 +273,9 @@ TEST(no_records_and_empty_records) {
 }
 
 TEST(var_layout_missing_and_required) {
-  FieldSpec required = var("r", ValueKind::kInt64);
+  FieldSpec required = var("r", Kind::kInt64);
   required.required = true;
-  const std::vector<FieldSpec> specs = {var("v", ValueKind::kInt64), required};
+  const std::vector<FieldSpec> specs = {var("v", Kind::kInt64), required};
   auto d = decode(
       {example({{"v", int64s({1, 2})}, {"r", int64s({})}}), example({{"r", int64s({7})}})}, specs);
   CHECK(d.ints(0) == (std::vector<int64_t>{1, 2}));
@@ -288,9 +288,9 @@ TEST(var_layout_missing_and_required) {
 
 TEST(fixed_layout_counts_and_defaults) {
   const std::vector<FieldSpec> specs = {
-      with_default(fixed("i", ValueKind::kInt64, 2), std::vector<int64_t>{-1, -2}),
-      with_default(fixed("s", ValueKind::kBytes, 2), std::vector<uint8_t>{}),
-      fixed("f", ValueKind::kFloat, 1)};
+      with_default(fixed("i", Kind::kInt64, 2), std::vector<int64_t>{-1, -2}),
+      with_default(fixed("s", Kind::kBytes, 2), std::vector<uint8_t>{}),
+      fixed("f", Kind::kFloat, 1)};
   auto d =
       decode({example({{"i", int64s({5, 6})}, {"s", strings({"a", "b"})}, {"f", floats({1.0f})}}),
               example({{"f", floats({2.0f})}})},
@@ -325,15 +325,15 @@ TEST(raw_bytes_layout) {
 
 TEST(list_kinds_that_do_not_match_the_spec) {
   struct Case {
-    ValueKind spec;
+    Kind spec;
     std::string feature;
     const char* words;
   };
   const Case cases[] = {
-      {ValueKind::kInt64, floats({1.0f}), "holds a float_list, the spec asks for an int64_list"},
-      {ValueKind::kInt64, strings({"a"}), "holds a bytes_list, the spec asks for an int64_list"},
-      {ValueKind::kFloat, int64s({1}), "holds an int64_list, the spec asks for a float_list"},
-      {ValueKind::kBytes, int64s({}), "holds an int64_list, the spec asks for a bytes_list"},
+      {Kind::kInt64, floats({1.0f}), "holds a float_list, the spec asks for an int64_list"},
+      {Kind::kInt64, strings({"a"}), "holds a bytes_list, the spec asks for an int64_list"},
+      {Kind::kFloat, int64s({1}), "holds an int64_list, the spec asks for a float_list"},
+      {Kind::kBytes, int64s({}), "holds an int64_list, the spec asks for a bytes_list"},
   };
   for (const Case& c : cases) {
     expect_error(parse_error({example({}), example({{"x", c.feature}})}, {var("x", c.spec)}), 1,
@@ -344,10 +344,10 @@ TEST(list_kinds_that_do_not_match_the_spec) {
 // A Feature with no list set is an empty feature: no values, whatever the spec's kind.
 TEST(a_feature_without_a_list) {
   auto d = decode({example({{"x", ""}}), example({{"x", key(9, 0) + varint(5)}})},
-                  {var("x", ValueKind::kFloat)});
+                  {var("x", Kind::kFloat)});
   CHECK(d.columns[0].row_splits == (std::vector<int64_t>{0, 0, 0}));
-  decode({example({{"x", ""}})}, {fixed("x", ValueKind::kInt64, 0)});
-  expect_error(parse_error({example({{"x", ""}})}, {fixed("x", ValueKind::kInt64, 2)}), 0, "x",
+  decode({example({{"x", ""}})}, {fixed("x", Kind::kInt64, 0)});
+  expect_error(parse_error({example({{"x", ""}})}, {fixed("x", Kind::kInt64, 2)}), 0, "x",
                "has 0 values, the spec asks for 2");
 }
 
@@ -360,18 +360,18 @@ TEST(unknown_fields_at_every_level) {
   const std::string entry = unknown + message(1, "x") + unknown + message(2, feature) + unknown;
   const std::string features = unknown + message(1, entry) + unknown;
   const std::string record = unknown + message(1, features) + unknown;
-  auto d = decode({record}, {var("x", ValueKind::kInt64)});
+  auto d = decode({record}, {var("x", Kind::kInt64)});
   CHECK(d.ints(0) == (std::vector<int64_t>{1, 2, 3}));
   // Example field 2 is unknown outside SequenceExample mode.
   auto e =
-      decode({example({{"x", int64s({4})}}) + message(2, "junk")}, {var("x", ValueKind::kInt64)});
+      decode({example({{"x", int64s({4})}}) + message(2, "junk")}, {var("x", Kind::kInt64)});
   CHECK(e.ints(0) == (std::vector<int64_t>{4}));
 }
 
 // A known field number with another wire type is an unknown field where protobuf would skip it;
 // a list value of the wrong wire type is refused, naming the feature.
 TEST(wrong_wire_types) {
-  const std::vector<FieldSpec> specs = {var("x", ValueKind::kInt64)};
+  const std::vector<FieldSpec> specs = {var("x", Kind::kInt64)};
   // Example.features, the map entry, its key, its value, and the Feature's list as varints.
   for (const std::string& record :
        {key(1, 0) + varint(5), message(1, key(1, 0) + varint(5)),
@@ -384,15 +384,15 @@ TEST(wrong_wire_types) {
   expect_error(parse_error({example({{"x", message(3, fixed32(1, 7))}})}, specs), 0, "x",
                "an int64 with the wrong wire type");
   expect_error(parse_error({example({{"x", message(2, key(1, 0) + varint(1))}})},
-                           {var("x", ValueKind::kFloat)}),
+                           {var("x", Kind::kFloat)}),
                0, "x", "a float with the wrong wire type");
   expect_error(parse_error({example({{"x", message(1, key(1, 0) + varint(1))}})},
-                           {var("x", ValueKind::kBytes)}),
+                           {var("x", Kind::kBytes)}),
                0, "x", "a bad bytes value");
 }
 
 TEST(groups_and_reserved_wire_types_are_malformed) {
-  const std::vector<FieldSpec> specs = {var("x", ValueKind::kInt64)};
+  const std::vector<FieldSpec> specs = {var("x", Kind::kInt64)};
   for (uint32_t wire_type : {3u, 4u, 6u, 7u}) {
     const std::string bad = key(9, wire_type);
     expect_error(parse_error({example({}) + bad}, specs), 0, "", "not a valid tf.train.Example");
@@ -405,7 +405,7 @@ TEST(groups_and_reserved_wire_types_are_malformed) {
 }
 
 TEST(truncated_and_overlong_varints) {
-  const std::vector<FieldSpec> specs = {var("x", ValueKind::kInt64)};
+  const std::vector<FieldSpec> specs = {var("x", Kind::kInt64)};
   const std::string overlong = std::string(10, '\x80') + "\x01";  // 11 bytes
   const struct {
     std::string record;
@@ -440,11 +440,11 @@ TEST(truncated_and_overlong_varints) {
 // Protobuf merge rules: a repeated map key keeps its last value; Features messages given twice
 // merge; the last list kind set in a Feature wins, and repeating the same kind appends.
 TEST(protobuf_merge_rules) {
-  const std::vector<FieldSpec> ints = {var("x", ValueKind::kInt64)};
+  const std::vector<FieldSpec> ints = {var("x", Kind::kInt64)};
   auto d = decode({example({{"x", int64s({1})}, {"y", int64s({2})}, {"x", int64s({3})}})}, ints);
   CHECK(d.ints(0) == std::vector<int64_t>{3}) << "the last entry of a key wins";
   d = decode({example({{"x", int64s({1})}}) + example({{"y", int64s({2})}})},
-             {var("x", ValueKind::kInt64), var("y", ValueKind::kInt64)});
+             {var("x", Kind::kInt64), var("y", Kind::kInt64)});
   CHECK(d.ints(0) == std::vector<int64_t>{1});
   CHECK(d.ints(1) == std::vector<int64_t>{2});
   d = decode({example({{"x", int64s({1, 2}) + int64s({3})}})}, ints);
@@ -485,7 +485,7 @@ TEST(names_of_every_length_in_any_order) {
                                           "image/object/bbox/xmin",
                                           "image/object/bbox/xmax"};
   std::vector<FieldSpec> specs;
-  for (const std::string& name : names) specs.push_back(var(name, ValueKind::kInt64));
+  for (const std::string& name : names) specs.push_back(var(name, Kind::kInt64));
   std::vector<std::string> records;
   std::vector<std::vector<int64_t>> want(names.size());
   std::vector<size_t> order(names.size());
@@ -510,8 +510,8 @@ TEST(names_of_every_length_in_any_order) {
 
 TEST(sequence_examples) {
   const std::vector<FieldSpec> specs = {
-      var("id", ValueKind::kInt64), steps(var("tokens", ValueKind::kInt64)),
-      steps(fixed("xy", ValueKind::kFloat, 2)), steps(var("id", ValueKind::kBytes))};
+      var("id", Kind::kInt64), steps(var("tokens", Kind::kInt64)),
+      steps(fixed("xy", Kind::kFloat, 2)), steps(var("id", Kind::kBytes))};
   const std::string r0 = sequence_example(
       {{"id", int64s({7})}}, {{"tokens", feature_list({int64s({1, 2}), int64s({}), int64s({3})})},
                               {"xy", feature_list({floats({1, 2}), floats({3, 4})})},
@@ -548,9 +548,9 @@ TEST(sequence_examples) {
 // shape, never a read outside the record.
 TEST(every_byte_cut_or_changed) {
   const std::vector<FieldSpec> specs = {
-      var("ints", ValueKind::kInt64), var("reals", ValueKind::kFloat),
-      var("strs", ValueKind::kBytes), with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
-      with_default(fixed("one", ValueKind::kInt64, 1), std::vector<int64_t>{0})};
+      var("ints", Kind::kInt64), var("reals", Kind::kFloat),
+      var("strs", Kind::kBytes), with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
+      with_default(fixed("one", Kind::kInt64, 1), std::vector<int64_t>{0})};
   const std::string record = example({{"ints", int64s({1, -1, 300})},
                                       {"reals", floats({1.5f, 2.5f}, false)},
                                       {"strs", strings({"ab", ""})},
@@ -611,9 +611,9 @@ TEST(feature_kinds_lists_names_in_order_with_their_first_kind) {
   auto kinds = tfr::feature_kinds(data, offsets.data(), 2, false, true);
   REQUIRE_EQ(kinds.size(), 3u);
   CHECK_EQ(kinds[0].name, std::string("a"));
-  CHECK_EQ(kinds[0].kind, int(ValueKind::kInt64)) << "the first kind seen";
+  CHECK(kinds[0].kind == Kind::kInt64) << "the first kind seen";
   CHECK_EQ(kinds[1].name, std::string("b"));
-  CHECK_EQ(kinds[1].kind, int(ValueKind::kFloat)) << "no list first, then a float_list";
+  CHECK(kinds[1].kind == Kind::kFloat) << "no list first, then a float_list";
   CHECK_EQ(kinds[1].first_record, 0u);
   CHECK_EQ(kinds[2].name, std::string("c"));
   CHECK_EQ(kinds[2].first_record, 1u);

@@ -47,7 +47,7 @@ const uint8_t kSeparator[4] = {0xfe, 'R', 'E', 'C'};
     if (!(cond)) finding("check failed: " #cond); \
   } while (0)
 
-size_t value_size(tfr::ValueKind kind) { return kind == tfr::ValueKind::kInt64 ? 8 : 4; }
+size_t value_size(tfr::Kind kind) { return kind == tfr::Kind::kInt64 ? 8 : 4; }
 
 // The shape each column must have after decoding n records of `records` (a buffer of `total`
 // bytes).
@@ -57,7 +57,7 @@ void check_columns(const std::vector<tfr::Column>& columns, const std::vector<tf
   for (size_t k = 0; k < specs.size(); ++k) {
     const tfr::FieldSpec& s = specs[k];
     const tfr::Column& c = columns[k];
-    const bool bytes = s.kind == tfr::ValueKind::kBytes && s.layout != tfr::Layout::kRawBytes;
+    const bool bytes = s.kind == tfr::Kind::kBytes && s.layout != tfr::Layout::kRawBytes;
     CHECK(c.starts.size() == c.ends.size());
     for (size_t j = 0; j < c.starts.size(); ++j) {
       if (c.starts[j] == -1) {
@@ -119,8 +119,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t a = data[pos], b = data[pos + 1], fill = data[pos + 2];
     tfr::FieldSpec s;
     s.name = kNames[a & 15];
-    s.kind = (a >> 4 & 3) == 0 ? tfr::ValueKind::kInt64
-             : (a >> 4 & 3) == 1 ? tfr::ValueKind::kFloat : tfr::ValueKind::kBytes;
+    s.kind = (a >> 4 & 3) == 0 ? tfr::Kind::kInt64
+             : (a >> 4 & 3) == 1 ? tfr::Kind::kFloat : tfr::Kind::kBytes;
     s.sequence = sequences && (a & 0x80) != 0;
     s.layout = (b & 3) == 0 ? tfr::Layout::kFixed
                : (b & 3) == 2 ? tfr::Layout::kRawBytes : tfr::Layout::kVar;
@@ -128,11 +128,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (s.layout == tfr::Layout::kVar) s.count = 0;
     if (s.layout == tfr::Layout::kRawBytes) {
       if (s.sequence) s.layout = tfr::Layout::kVar, s.count = 0;
-      s.kind = tfr::ValueKind::kBytes;
+      s.kind = tfr::Kind::kBytes;
     }
     if ((a & 0x40) != 0 && !s.sequence && s.layout != tfr::Layout::kVar) {
       s.has_default = true;
-      const size_t bytes = s.layout == tfr::Layout::kFixed && s.kind != tfr::ValueKind::kBytes
+      const size_t bytes = s.layout == tfr::Layout::kFixed && s.kind != tfr::Kind::kBytes
                                ? s.count * value_size(s.kind) : s.count;
       s.default_value.assign(bytes, fill);
     }

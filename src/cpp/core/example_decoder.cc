@@ -9,16 +9,48 @@ namespace {
 
 using wire::Cursor;
 
-const char* kind_name(ValueKind kind) {
+static_assert(uint32_t(Kind::kBytes) == wire::kBytesList && uint32_t(Kind::kFloat) == wire::kFloatList &&
+                  uint32_t(Kind::kInt64) == wire::kInt64List,
+              "Kind values are the Feature.kind field numbers");
+
+// A Feature's list field (kBytesList..kInt64List) as a Kind.
+Kind list_kind_of(uint32_t field) { return Kind(field); }
+
+const char* list_name(Kind kind) {
   switch (kind) {
-    case ValueKind::kInt64: return "an int64_list";
-    case ValueKind::kFloat: return "a float_list";
-    case ValueKind::kBytes: return "a bytes_list";
+    case Kind::kInt64: return "an int64_list";
+    case Kind::kFloat: return "a float_list";
+    case Kind::kBytes: return "a bytes_list";
+    case Kind::kFeature: break;
   }
   return "?";
 }
 
-size_t value_size(ValueKind kind) { return kind == ValueKind::kInt64 ? 8 : 4; }
+size_t value_size(Kind kind) { return kind == Kind::kInt64 ? 8 : 4; }
+
+[[noreturn]] void bad_spec(const FieldSpec& s, const std::string& what) {
+  throw std::invalid_argument("spec of feature '" + s.name + "': " + what);
+}
+
+void check_spec(const FieldSpec& s) {
+  if (s.kind != Kind::kBytes && s.kind != Kind::kFloat && s.kind != Kind::kInt64) {
+    bad_spec(s, std::string("kind ") + kind_name(s.kind) + " is no list (use bytes, float or int64)");
+  }
+  if (s.layout != Layout::kFixed && s.layout != Layout::kVar && s.layout != Layout::kRawBytes) {
+    bad_spec(s, "unknown layout");
+  }
+  if (s.layout == Layout::kRawBytes && s.kind != Kind::kBytes) bad_spec(s, "raw bytes read a bytes list");
+  if (s.layout == Layout::kRawBytes && s.sequence) bad_spec(s, "a feature list cannot be read as raw bytes");
+  if (!s.has_default) return;
+  if (s.sequence || s.layout == Layout::kVar) bad_spec(s, "only a fixed-size feature has a default");
+  const size_t want = s.layout == Layout::kRawBytes ? s.count
+                      : s.kind == Kind::kBytes     ? s.default_value.size()  // one value, any size
+                                                   : s.count * value_size(s.kind);
+  if (s.default_value.size() != want) {
+    bad_spec(s, "a default of " + std::to_string(s.default_value.size()) + " bytes, " +
+                    std::to_string(want) + " needed");
+  }
+}
 
 // Where a requested feature's Feature message was found in the current record. A key that appears
 // twice in the map keeps its last value, as protobuf does.
@@ -45,7 +77,7 @@ class Decoder {
       const FieldSpec& s = specs[k];
       if (s.layout == Layout::kVar || s.sequence) c.row_splits.assign(1, 0);
       if (s.sequence && s.layout == Layout::kVar) c.step_splits.assign(1, 0);
-      if (s.kind == ValueKind::kBytes && s.layout == Layout::kFixed) {
+      if (s.kind == Kind::kBytes && s.layout == Layout::kFixed) {
         c.starts.reserve(n * s.count);
         c.ends.reserve(n * s.count);
       } else if (s.layout != Layout::kVar) {
@@ -171,14 +203,13 @@ class Decoder {
   // same member merges (appends) it. So the lists that count are the run of the kind set last,
   // starting after the last switch to it.
   template <typename F>
-  bool feature_lists(size_t k, Cursor feature, ValueKind* kind, F each_list) {
+  bool feature_lists(size_t k, Cursor feature, Kind* kind, F each_list) {
     uint32_t field, wire_type, last = 0;
     {  // The usual Feature holds exactly one list: take it in a single pass.
       Cursor c = feature, list;
       if (c.tag(&field, &wire_type) && wire_type == wire::kLengthDelimited &&
           field >= wire::kBytesList && field <= wire::kInt64List && c.sub(&list) && c.done()) {
-        *kind = field == wire::kBytesList ? ValueKind::kBytes
-                : field == wire::kFloatList ? ValueKind::kFloat : ValueKind::kInt64;
+        *kind = list_kind_of(field);
         each_list(list);
         return true;
       }
@@ -195,8 +226,7 @@ class Decoder {
       if (!c.skip(wire_type)) wrong(k, "a truncated Feature");
     }
     if (last == 0) return false;
-    *kind = last == wire::kBytesList ? ValueKind::kBytes
-            : last == wire::kFloatList ? ValueKind::kFloat : ValueKind::kInt64;
+    *kind = list_kind_of(last);
     for (Cursor c{run_start, feature.end}; !c.done();) {  // validated by the first pass
       Cursor list;
       c.tag(&field, &wire_type);
@@ -210,7 +240,7 @@ class Decoder {
   }
 
   // Appends the values of list message `list` of kind `kind` to column k. Returns the count.
-  size_t append_values(size_t k, ValueKind kind, Cursor list) {
+  size_t append_values(size_t k, Kind kind, Cursor list) {
     Column& col = columns_[k];
     size_t count = 0;
     uint32_t field, wire_type;
@@ -220,13 +250,13 @@ class Decoder {
         if (!list.skip(wire_type)) wrong(k, "a truncated value list");
         continue;
       }
-      if (kind == ValueKind::kBytes) {
+      if (kind == Kind::kBytes) {
         Cursor value;
         if (wire_type != wire::kLengthDelimited || !list.sub(&value)) wrong(k, "a bad bytes value");
         col.starts.push_back(value.p - data_);
         col.ends.push_back(value.end - data_);
         ++count;
-      } else if (kind == ValueKind::kFloat) {
+      } else if (kind == Kind::kFloat) {
         if (wire_type == wire::kFixed32) {  // unpacked
           uint32_t bits;
           if (!list.fixed32(&bits)) wrong(k, "a truncated float");
@@ -277,20 +307,20 @@ class Decoder {
   // Decodes one Feature of column k: returns its number of values, checking the list kind.
   size_t feature_values(size_t k, Cursor feature, bool* has_list) {
     const FieldSpec& spec = specs_[k];
-    ValueKind kind = spec.kind;
+    Kind kind = spec.kind;
     size_t count = 0;
     *has_list = feature_lists(k, feature, &kind, [&](Cursor list) {
       if (kind == spec.kind) count += append_values(k, kind, list);
     });
     if (*has_list && kind != spec.kind) {
-      wrong(k, std::string("holds ") + kind_name(kind) + ", the spec asks for " +
-                   kind_name(spec.kind));
+      wrong(k, std::string("holds ") + list_name(kind) + ", the spec asks for " +
+                   list_name(spec.kind));
     }
     return count;
   }
 
-  size_t values_in(const Column& col, ValueKind kind) const {
-    return kind == ValueKind::kBytes ? col.starts.size() : col.values.size() / value_size(kind);
+  size_t values_in(const Column& col, Kind kind) const {
+    return kind == Kind::kBytes ? col.starts.size() : col.values.size() / value_size(kind);
   }
 
   // A feature list: each step (a Feature) follows the spec's layout. Missing list: no steps.
@@ -343,7 +373,7 @@ class Decoder {
       case Layout::kFixed:
         if (!f.present) {
           if (!spec.has_default) wrong(k, "is missing and has no default");
-          if (spec.kind == ValueKind::kBytes) {  // -1 marks "the default" for the caller
+          if (spec.kind == Kind::kBytes) {  // -1 marks "the default" for the caller
             col.starts.insert(col.starts.end(), spec.count, -1);
             col.ends.insert(col.ends.end(), spec.count, -1);
           } else {
@@ -428,7 +458,7 @@ class KindScanner {
       }
       if (!features.sub(&entry)) malformed("a truncated feature entry");
       std::string name;
-      int kind = FeatureKind::kNoList;
+      std::optional<Kind> kind;
       while (!entry.done()) {
         Cursor value;
         if (!entry.tag(&field, &wire_type)) malformed("a bad field tag in a feature entry");
@@ -448,26 +478,24 @@ class KindScanner {
   }
 
   // The kind of a Feature message: its last list field wins, as protobuf's oneof does.
-  int list_kind(Cursor feature) {
-    int kind = FeatureKind::kNoList;
+  std::optional<Kind> list_kind(Cursor feature) {
+    std::optional<Kind> kind;
     uint32_t field, wire_type;
     while (!feature.done()) {
       if (!feature.tag(&field, &wire_type)) malformed("a bad field tag in a Feature");
       if (wire_type == wire::kLengthDelimited && field >= wire::kBytesList &&
           field <= wire::kInt64List) {
-        kind = int(field == wire::kBytesList   ? ValueKind::kBytes
-                   : field == wire::kFloatList ? ValueKind::kFloat
-                                               : ValueKind::kInt64);
+        kind = list_kind_of(field);
       }
       if (!feature.skip(wire_type)) malformed("a truncated field in a Feature");
     }
     return kind;
   }
 
-  void note(const std::string& name, int kind) {
+  void note(const std::string& name, std::optional<Kind> kind) {
     for (FeatureKind& f : found_) {
       if (f.name == name) {
-        if (f.kind == FeatureKind::kNoList) f.kind = kind;
+        if (!f.kind) f.kind = kind;
         return;
       }
     }
@@ -498,6 +526,7 @@ std::vector<FeatureKind> feature_kinds(const uint8_t* data, const int64_t* offse
 
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
                                     const std::vector<FieldSpec>& specs, bool sequence_examples) {
+  for (const FieldSpec& s : specs) check_spec(s);
   Decoder decoder(data, specs, n, sequence_examples);
   for (size_t i = 0; i < n; ++i) {
     decoder.record(i, Cursor{data + offsets[i], data + offsets[i + 1]});

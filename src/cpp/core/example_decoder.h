@@ -3,47 +3,27 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "byte_buffer.h"
+#include "example_columns.h"
 
 namespace tfr {
 
-enum class ValueKind { kInt64, kFloat, kBytes };
-
-// How one requested feature lands in its column.
-enum class Layout {
-  kFixed,     // exactly `count` values per record (numeric: values; bytes: starts/ends)
-  kVar,       // any number of values per record, plus row_splits
-  kRawBytes,  // one bytes value of exactly `count` bytes per record, copied into values
-};
-
+// One requested feature: which kind of list it must hold and how it lands in its Column.
 struct FieldSpec {
   std::string name;
-  ValueKind kind = ValueKind::kInt64;
+  Kind kind = Kind::kInt64;  // kBytes, kFloat or kInt64 (kRawBytes reads a kBytes value)
   Layout layout = Layout::kVar;
   size_t count = 0;
   bool has_default = false;
-  std::vector<uint8_t> default_value;  // raw values (kFixed numeric) or bytes (kRawBytes)
+  std::vector<uint8_t> default_value;  // kFixed numeric: count raw values; kRawBytes: count bytes
   // A SequenceExample feature list: the layout then applies to each step (kFixed or kVar).
   bool sequence = false;
   // kVar: a record without the feature is an error (otherwise it has no values).
   bool required = false;
-};
-
-// Output of one FieldSpec over a batch of records.
-struct Column {
-  ByteBuffer values;                 // numeric values (int64 / float32) or raw decoded bytes
-  std::vector<int64_t> starts;       // bytes values: [starts[j], ends[j]) in the records' buffer,
-                                     // or -1 for a missing feature's default
-  std::vector<int64_t> ends;
-  std::vector<int64_t> row_splits;   // kVar: values of record i are [row_splits[i], row_splits[i+1])
-                                     // (for sequences: the steps of record i)
-  std::vector<int64_t> step_splits;  // sequence kVar: values of step j are [step_splits[j], ...[j+1])
-  std::vector<uint8_t> present;      // kVar: 1 where record i holds the feature (missing is not
-                                     // an empty list, for callers such as Arrow's nulls)
 };
 
 // A record that is not a valid Example, lacks a required feature, or has the wrong type or size.
@@ -63,17 +43,17 @@ class ParseError : public std::runtime_error {
 // Parses records data[offsets[i], offsets[i+1]) for i < n: tf.train.Example records, or
 // tf.train.SequenceExample ones when `sequence_examples` (then specs without `sequence` read the
 // context). Bytes values are reported as offsets into `data`, so the caller can hand them out
-// without copying.
+// without copying. Throws std::invalid_argument for a spec no record could satisfy (a kind that
+// is no list, a default of the wrong size).
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
                                     const std::vector<FieldSpec>& specs, bool sequence_examples);
 
-// One feature a record holds: its name and the kind of its list (kNone for a Feature that holds
+// One feature a record holds: its name and the kind of its list (none for a Feature that holds
 // no list at all).
 struct FeatureKind {
   std::string name;
-  int kind;             // a ValueKind, or kNoList
+  std::optional<Kind> kind;
   size_t first_record;  // the first record that holds it
-  static constexpr int kNoList = -1;
 };
 
 // The features the records data[offsets[i], offsets[i+1]) hold (their Example features, or their

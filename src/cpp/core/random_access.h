@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "platform.h"
+#include "record_batch.h"
 #include "record_format.h"
 #include "record_reader.h"
 

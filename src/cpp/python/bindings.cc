@@ -92,10 +92,14 @@ bool immutable_buffer(py::handle obj) {
   return false;
 }
 
-PyBytesView::PyBytesView(py::handle obj) {
-  if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+PyBytesView::PyBytesView(py::handle obj, size_t alignment) {
+  if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    throw py::error_already_set();
+  }
   size_ = size_t(view_.len);
-  if (immutable_buffer(obj)) {
+  format_ = view_.format ? view_.format : "B";
+  itemsize_ = size_t(view_.itemsize);
+  if (immutable_buffer(obj) && reinterpret_cast<uintptr_t>(view_.buf) % alignment == 0) {
     data_ = static_cast<const uint8_t*>(view_.buf);
     return;
   }
@@ -125,6 +129,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "tfrec_fast's C++ record engine (private: use the tfrec_fast package)";
   m.attr("FRAMING_SIZE") = tfr::kFramingSize;  // bytes around each payload: length, 2 CRCs
   py::register_exception_translator(&translate);
+  register_kinds(m);
   register_crc(m);
   register_batch(m);
   register_reader(m);

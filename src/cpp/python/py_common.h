@@ -19,21 +19,29 @@ namespace py = pybind11;
 // The bytes of any bytes-like object, safe to read with the GIL released for as long as this
 // lives: memory nobody can change (a bytes object, a RecordBatch, views of them) is held by
 // reference; anything else (bytearray, writable numpy, mmap, ...) is copied here, with the GIL
-// held, because another thread could change it while C++ reads it. Needs the GIL to construct.
+// held, because another thread could change it while C++ reads it. Memory held by reference
+// starts at a multiple of `alignment` (else it is copied too, so typed elements can be read in
+// place). Needs the GIL to construct.
 class PyBytesView {
  public:
-  explicit PyBytesView(py::handle obj);
+  explicit PyBytesView(py::handle obj, size_t alignment = 1);
   ~PyBytesView();
   PyBytesView(const PyBytesView&) = delete;
   PyBytesView& operator=(const PyBytesView&) = delete;
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // The elements as the exporter describes them: a struct-module format ("B" when it gives
+  // none) and the size of one element.
+  const std::string& format() const { return format_; }
+  size_t itemsize() const { return itemsize_; }
 
  private:
   Py_buffer view_{};          // held only when the memory is immutable
   std::vector<uint8_t> copy_;  // otherwise the bytes live here
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::string format_;
+  size_t itemsize_ = 1;
 };
 
 // True when obj's memory can never change while obj lives: bytes, a RecordBatch, or a memoryview
@@ -81,6 +89,7 @@ void register_crc(py::module_& m);
 void register_batch(py::module_& m);
 void register_reader(py::module_& m);
 void register_writer(py::module_& m);
+void register_kinds(py::module_& m);  // Kind and Layout: first, the others' signatures use them
 void register_encode(py::module_& m);
 void register_example(py::module_& m);
 void register_index(py::module_& m);

@@ -1,7 +1,5 @@
 // tf.train.Example decoding for Python: specs in, numpy columns out, GIL released in between.
 #include "example_decoder.h"
-#include <pybind11/stl.h>
-
 #include "py_common.h"
 
 namespace tfr::py_bind {
@@ -18,8 +16,7 @@ py::array adopt(Buffer&& buffer) {
   return py::array(py::dtype::of<T>(), {py::ssize_t(count)}, {py::ssize_t(sizeof(T))}, ptr, owner);
 }
 
-// FieldSpec's constructor for Python: keyword fields, the default copied once (owned).
-FieldSpec make_spec(std::string name, ValueKind kind, Layout layout, size_t count,
+FieldSpec make_spec(std::string name, Kind kind, Layout layout, size_t count,
                     const py::object& default_value, bool sequence, bool required) {
   FieldSpec s;
   s.name = std::move(name);
@@ -49,29 +46,41 @@ auto naming_source(const std::string& name, Call&& call) {
 
 }  // namespace
 
+void register_kinds(py::module_& m) {
+  py::enum_<Kind>(m, "Kind", "The kind of a Feature's values (the Feature oneof's field numbers).")
+      .value("BYTES", Kind::kBytes, "bytes_list")
+      .value("FLOAT", Kind::kFloat, "float_list (float32)")
+      .value("INT64", Kind::kInt64, "int64_list")
+      .value("FEATURE", Kind::kFeature, "encoder input: each row one serialized Feature message");
+  py::enum_<Layout>(m, "Layout", "How a requested feature lands in its decoded column.")
+      .value("FIXED", Layout::kFixed, "exactly `count` values per record")
+      .value("VAR", Layout::kVar, "any number of values per record, plus row_splits")
+      .value("RAW_BYTES", Layout::kRawBytes, "one bytes value of exactly `count` bytes per record");
+}
+
 void register_example(py::module_& m) {
-  py::enum_<ValueKind>(m, "ValueKind", "The list a feature holds: int64_list, float_list, bytes_list.",
-                       py::arithmetic())
-      .value("INT64", ValueKind::kInt64)
-      .value("FLOAT", ValueKind::kFloat)
-      .value("BYTES", ValueKind::kBytes);
-  py::enum_<Layout>(m, "Layout", "How a requested feature lands in its column.", py::arithmetic())
-      .value("FIXED", Layout::kFixed)
-      .value("VAR", Layout::kVar)
-      .value("RAW_BYTES", Layout::kRawBytes);
-  py::class_<FieldSpec>(m, "FieldSpec", "One requested feature, as the decoder reads it.")
-      .def(py::init(&make_spec), py::arg("name"), py::arg("kind"), py::arg("layout"),
+  py::class_<FieldSpec>(m, "FieldSpec", "One feature for decode_examples to read.")
+      .def(py::init(&make_spec), py::arg("name"), py::arg("kind"), py::arg("layout"), py::kw_only(),
            py::arg("count") = 0, py::arg("default") = py::none(), py::arg("sequence") = false,
            py::arg("required") = false)
       .def_readonly("name", &FieldSpec::name)
       .def_readonly("kind", &FieldSpec::kind)
       .def_readonly("layout", &FieldSpec::layout)
       .def_readonly("count", &FieldSpec::count)
+      .def_property_readonly("default",
+                             [](const FieldSpec& s) -> py::object {
+                               if (!s.has_default) return py::none();
+                               return py::bytes(reinterpret_cast<const char*>(s.default_value.data()),
+                                                s.default_value.size());
+                             })
       .def_readonly("sequence", &FieldSpec::sequence)
       .def_readonly("required", &FieldSpec::required)
-      .def("__repr__", [](const FieldSpec& f) {
-        return "<FieldSpec " + f.name + " kind " + std::to_string(int(f.kind)) + " layout " +
-               std::to_string(int(f.layout)) + ">";
+      .def("__repr__", [](const FieldSpec& s) {
+        return "FieldSpec(" + py::repr(py::str(s.name)).cast<std::string>() + ", " +
+               py::repr(py::cast(s.kind)).cast<std::string>() + ", " +
+               py::repr(py::cast(s.layout)).cast<std::string>() + ", count=" + std::to_string(s.count) +
+               (s.has_default ? ", default=..." : "") + (s.sequence ? ", sequence=True" : "") +
+               (s.required ? ", required=True" : "") + ")";
       });
   m.def(
       "feature_kinds",
@@ -85,20 +94,27 @@ void register_example(py::module_& m) {
         });
         py::list out;
         for (const FeatureKind& k : kinds) {
-          py::object kind = k.kind == FeatureKind::kNoList ? py::none() : py::cast(ValueKind(k.kind));
-          out.append(py::make_tuple(py::bytes(k.name), kind, k.first_record));
+          out.append(py::make_tuple(py::bytes(k.name), k.kind ? py::cast(*k.kind) : py::none(),
+                                    k.first_record));
         }
         return out;
       },
       py::arg("batch"), py::arg("name"), py::arg("sequence_examples") = false,
       py::arg("strict") = true,
-      "[(name as bytes, ValueKind or None for a Feature with no list, first record)] of the\n"
-      "features the records hold; strict=False stops before the first damaged record.");
+      "[(name as bytes, kind, first record)] of the features the records hold (kind None: a\n"
+      "Feature with no list); strict=False stops before the first damaged record.");
   m.def(
       "decode_examples",
-      [](const py::object& batch_obj, const std::vector<FieldSpec>& specs, const std::string& name,
+      [](const py::object& batch_obj, const py::list& spec_list, const std::string& name,
          bool sequence_examples) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
+        std::vector<FieldSpec> specs;
+        for (py::handle s : spec_list) {
+          if (!py::isinstance<FieldSpec>(s)) {
+            throw py::type_error(std::string("specs are FieldSpec objects, not ") + Py_TYPE(s.ptr())->tp_name);
+          }
+          specs.push_back(s.cast<const FieldSpec&>());
+        }
         std::vector<Column> columns = naming_source(name, [&] {
           py::gil_scoped_release release;
           return decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
@@ -108,7 +124,8 @@ void register_example(py::module_& m) {
         for (Column& c : columns) {
           out.append(py::make_tuple(adopt<uint8_t>(std::move(c.values)), adopt<int64_t>(std::move(c.starts)),
                                     adopt<int64_t>(std::move(c.ends)), adopt<int64_t>(std::move(c.row_splits)),
-                                    adopt<int64_t>(std::move(c.step_splits)), adopt<uint8_t>(std::move(c.present))));
+                                    adopt<int64_t>(std::move(c.step_splits)),
+                                    adopt<uint8_t>(std::move(c.present))));
         }
         return out;
       },

@@ -30,7 +30,8 @@ import numpy as np
 
 from .._platform import after_fork_in_child
 from ..errors import ExampleParseError
-from ..example import BytesColumn, Ragged, VarLen, _rows, feature_kinds, parse_examples
+from ..example import (_KIND_DTYPE, BytesColumn, Ragged, VarLen, _rows, feature_kinds,
+                       parse_examples)
 from .decode import is_skip
 from .errors import UnknownFeatureError
 from .features import Feature, Image, Tensor, UnknownFeature
@@ -428,8 +429,7 @@ class Decoder:
         spec = self.spec
         if self.raw:  # unknown features: read whatever keys they stored, typed by the data
             kinds = feature_kinds(batch, name, strict=False)
-            extra = {k: VarLen(("int64", "float32", "bytes")[kind] if kind is not None
-                               else "float32")
+            extra = {k: VarLen(_KIND_DTYPE[kind] if kind is not None else "float32")
                      for k, kind in kinds.items() if any(r.owns(k) for r in self.raw)}
             spec = {**spec, **extra}
         return parse_examples(batch, spec, name=name)

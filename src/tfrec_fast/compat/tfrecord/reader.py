@@ -26,6 +26,7 @@ from typing import Dict, Iterator, List, Optional, Tuple, Union
 import numpy as np
 
 from ... import _loader
+from ..._core import Kind
 from ...errors import ExampleParseError
 from ...example import (_BYTES, _FLOAT, _INT64, BytesColumn, VarLen, _KIND_DTYPE, feature_kinds,
                         parse_examples)
@@ -37,7 +38,7 @@ __all__ = ["tfrecord_iterator", "example_loader", "sequence_loader", "tfrecord_l
 
 Description = Union[List[str], Dict[str, str], None]
 _TYPENAMES = {"byte": _BYTES, "float": _FLOAT, "int": _INT64}
-_NAMES: Dict[Optional[int], str] = {_BYTES: "byte", _FLOAT: "float", _INT64: "int"}
+_NAMES: Dict[Optional[Kind], str] = {_BYTES: "byte", _FLOAT: "float", _INT64: "int"}
 
 
 def _batches(data_path, index_path, shard, compression_type) -> Iterator[RecordBatch]:
@@ -65,13 +66,13 @@ def tfrecord_iterator(data_path: str, index_path: Optional[str] = None,
         yield from batch
 
 
-def _kinds_of(description: Description) -> Optional[Dict[str, Optional[int]]]:
+def _kinds_of(description: Description) -> Optional[Dict[str, Optional[Kind]]]:
     """{key: wanted kind or None (any)} of a description; None: every key of each record."""
     if not description:
         return None
     if isinstance(description, (list, tuple)):
         return {str(k): None for k in description}
-    kinds: Dict[str, Optional[int]] = {}
+    kinds: Dict[str, Optional[Kind]] = {}
     for key, typename in description.items():
         if typename is not None and typename not in _TYPENAMES:
             raise ValueError(f"feature {key!r}: type {typename!r} is not 'byte', 'float' or 'int'")
@@ -87,9 +88,8 @@ def _value(column, i):
     return np.array(column[i])  # int64 / float32, a fresh array as the package gives
 
 
-def _record_keys(batch: RecordBatch, i: int, name: str) -> Dict[str, Optional[int]]:
-    kinds = feature_kinds(RecordBatch.from_records([batch[i]]), name)
-    return {k: None if v is None else int(v) for k, v in kinds.items()}
+def _record_keys(batch: RecordBatch, i: int, name: str) -> Dict[str, Optional[Kind]]:
+    return feature_kinds(RecordBatch.from_records([batch[i]]), name)
 
 
 def example_loader(data_path: str, index_path: Optional[str], description: Description = None,
@@ -136,7 +136,7 @@ def _examples(batch: RecordBatch, wanted, name: str) -> Iterator[Dict[str, objec
         yield {k: _value(columns[k], i) for k in names}
 
 
-def _package_error(batch: RecordBatch, i: int, key: str, want: Optional[int], name: str):
+def _package_error(batch: RecordBatch, i: int, key: str, want: Optional[Kind], name: str):
     """The package's exception for record i and a described key: KeyError when the record lacks
     it, TypeError when it holds another kind of list."""
     keys = _record_keys(batch, i, name)
