@@ -150,16 +150,16 @@ class BufferPool:
 
 class RecordReader:
     @staticmethod
-    def open_path(path: str, compression: str, verify: bool, copy: bool, buffer_size: int,
-                  batch_records: int, batch_bytes: int,
+    def open_path(path: str, *, compression: str = "", verify: bool = True, copy: bool = False,
+                  buffer_size: int, batch_records: int, batch_bytes: int,
                   skip_corrupt: bool = False) -> "RecordReader": ...
     @staticmethod
-    def open_memory(data: BytesLike, name: str, compression: str, verify: bool, copy: bool,
-                    buffer_size: int, batch_records: int, batch_bytes: int,
+    def open_memory(data: BytesLike, name: str, *, compression: str = "", verify: bool = True,
+                    copy: bool = False, buffer_size: int, batch_records: int, batch_bytes: int,
                     skip_corrupt: bool = False) -> "RecordReader": ...
     @staticmethod
-    def open_file(file: Any, name: str, compression: str, verify: bool, copy: bool,
-                  buffer_size: int, batch_records: int, batch_bytes: int,
+    def open_file(file: Any, name: str, *, compression: str = "", verify: bool = True,
+                  copy: bool = False, buffer_size: int, batch_records: int, batch_bytes: int,
                   skip_corrupt: bool = False) -> "RecordReader": ...
     def skipped(self) -> List[Any]: ...  # DataLossErrors of the damage skipped since the last call
     def __iter__(self) -> "RecordReader": ...

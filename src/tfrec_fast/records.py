@@ -9,7 +9,7 @@ import itertools
 import os
 import stat
 import warnings
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional, Union
+from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, Optional, Union
 
 from . import _core, _pipeline
 from ._core import RecordBatch, masked_crc32c
@@ -276,8 +276,10 @@ class TFRecordReader:
         compression = normalize_compression(compression)
         self._skipped: list = []
         self._owned = None  # a file this reader opened and must close
-        args = (bool(verify), bool(copy), int(buffer_size), ITER_BATCH_RECORDS, ITER_BATCH_BYTES,
-                bool(skip_corrupt))
+        options: Dict[str, Any] = dict(
+            verify=bool(verify), copy=bool(copy), buffer_size=int(buffer_size),
+            batch_records=ITER_BATCH_RECORDS, batch_bytes=ITER_BATCH_BYTES,
+            skip_corrupt=bool(skip_corrupt))
         if _is_path(source):
             source = _one_path(source, storage_options, filesystem)
             name = _display(source)
@@ -302,12 +304,12 @@ class TFRecordReader:
             self.compression = compression  # as read: "", "gzip" or "zlib" ("auto" resolved)
             self.compressed = bool(compression)
             if isinstance(source, str):
-                self._reader = _core.RecordReader.open_path(source, compression, *args)
+                self._reader = _core.RecordReader.open_path(source, compression=compression, **options)
             elif _is_file_like(source):
-                self._reader = _core.RecordReader.open_file(source, name, compression, *args)
+                self._reader = _core.RecordReader.open_file(source, name, compression=compression, **options)
             else:
                 data: Any = source  # bytes-like: checked by the extension
-                self._reader = _core.RecordReader.open_memory(data, name, compression, *args)
+                self._reader = _core.RecordReader.open_memory(data, name, compression=compression, **options)
         except BaseException:
             self._close_owned()
             raise

@@ -278,6 +278,8 @@ PyReader::Options make_options(const std::string& compression, bool verify, bool
 
 // tp_iternext without pybind11's argument dispatch or type lookup, which would cost more than the
 // record itself. Only installed on RecordReader, so `self` always holds a PyReader.
+// The one use of pybind11's detail:: API (the instance layout and the exception translators,
+// unchanged since 2.2); pyproject.toml bounds pybind11 below the next major version for it.
 PyObject* reader_iternext(PyObject* self) {
   try {
     auto* instance = reinterpret_cast<py::detail::instance*>(self);
@@ -290,6 +292,12 @@ PyObject* reader_iternext(PyObject* self) {
 }
 
 }  // namespace
+
+// The options every open_* takes, by keyword only (reader.py names each one).
+#define OPEN_OPTIONS                                                                            \
+  py::kw_only(), py::arg("compression") = "", py::arg("verify") = true, py::arg("copy") = false, \
+      py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),                  \
+      py::arg("skip_corrupt") = false
 
 void register_reader(py::module_& m) {
   py::class_<BufferPool, std::shared_ptr<BufferPool>>(
@@ -310,9 +318,7 @@ void register_reader(py::module_& m) {
             }
             return std::make_unique<PyReader>(std::move(source), nullptr, options);
           },
-          py::arg("path"), py::arg("compression"), py::arg("verify"), py::arg("copy"),
-          py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),
-          py::arg("skip_corrupt") = false)
+          py::arg("path"), OPEN_OPTIONS)
       .def_static(
           "open_memory",
           [](py::handle data, const std::string& name, const std::string& compression, bool verify,
@@ -325,9 +331,7 @@ void register_reader(py::module_& m) {
                 parse_compression(compression));
             return std::make_unique<PyReader>(std::move(source), std::move(memory), options);
           },
-          py::arg("data"), py::arg("name"), py::arg("compression"), py::arg("verify"),
-          py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),
-          py::arg("skip_corrupt") = false)
+          py::arg("data"), py::arg("name"), OPEN_OPTIONS)
       .def_static(
           "open_file",
           [](py::object file, const std::string& name, const std::string& compression, bool verify,
@@ -338,9 +342,8 @@ void register_reader(py::module_& m) {
                                         parse_compression(compression));
             return std::make_unique<PyReader>(std::move(source), nullptr, options);
           },
-          py::arg("file"), py::arg("name"), py::arg("compression"), py::arg("verify"),
-          py::arg("copy"), py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),
-          py::arg("skip_corrupt") = false)
+          py::arg("file"), py::arg("name"), OPEN_OPTIONS)
+#undef OPEN_OPTIONS
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__",
            [](PyReader& r) {
