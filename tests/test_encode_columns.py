@@ -7,6 +7,8 @@ from array import array
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tfrec_fast as tfr
 from tfrec_fast import _core, proto
@@ -86,9 +88,33 @@ def test_encode_example_takes_single_python_scalars():
     assert got == encode_example({"i": 7, "f": 0.25, "b": b"v", "l": [1, 2]})
 
 
+# Around float32's largest value and the first double that rounds to infinity (0x1.ffffffp+127),
+# the smallest subnormals, signed zeros, NaN and infinities.
+_EDGES = [3.4028234663852886e38, float.fromhex("0x1.fffffefffffffp+127"),
+          float.fromhex("0x1.ffffffp+127"), float.fromhex("0x1.ffffff0000001p+127"), 1e39, 1e308,
+          1e-45, 7e-46, 1e-46, 0.0, -0.0, float("inf"), float("nan"), 1 / 3, 16777217.0]
+
+
+@given(st.lists(st.floats(width=64) | st.sampled_from(_EDGES + [-x for x in _EDGES]), max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_float64_values_round_to_float32_as_numpy_and_protobuf(values):
+    """FLOAT columns may be float64: the encoder rounds each value to float32 as numpy's cast
+    (and protobuf's float_list) does, +-inf beyond float32's range."""
+    with np.errstate(over="ignore"):
+        want = np.array(values, np.float64).astype(np.float32)
+    got = _core.encode_examples({"f": (FLOAT, np.array(values, np.float64), None,
+                                       np.array([0, len(values)], np.int64))}, 1)
+    decoded = proto.Example.FromString(bytes(got[0])).features.feature["f"].float_list.value
+    assert np.array_equal(np.array(decoded, np.float32).view(np.uint32) if values else [],
+                          want.view(np.uint32) if values else [])
+    message = proto.Example()
+    message.features.feature["f"].float_list.value.extend(values)
+    assert bytes(got[0]) == message.SerializeToString()
+
+
 @pytest.mark.parametrize("column, exc, words", [
     ((INT64, np.array([1.5]), None, None), TypeError, "int64"),
-    ((FLOAT, np.array([1.5]), None, None), TypeError, "float32"),
+    ((FLOAT, np.array([1.5], np.float16), None, None), TypeError, "float32 or float64"),
     ((INT64, np.array([1], ">i8"), None, None), TypeError, "native byte order"),
     ((INT64, np.array([1], np.int64), np.array([0, 1], np.int64), None), TypeError, "offsets"),
     ((3, np.array([1], np.int64), None, None), TypeError, "Kind"),

@@ -1,7 +1,7 @@
 """Python values -> the C++ encoder's columns: the value rules of :mod:`tfrec_fast.encode`.
 
 A column, as ``_core.encode_examples`` takes it (see ``_core.pyi``), is a tuple
-``(kind, values, offsets, row_splits)``: int64 or float32 values, or bytes values (one buffer
+``(kind, values, offsets, row_splits)``: int64, float32 or float64 values, or bytes values (one buffer
 with int64 offsets, or a list of bytes objects), plus int64 row_splits: the shape the decoder
 returns (Ragged, BytesColumn). This module decides the kinds and builds those arrays with numpy:
 the values of a column are converted by one numpy call, not one per value; bytes values that
@@ -231,11 +231,14 @@ def _numeric_kind(arr: np.ndarray, forced: Optional[Kind], name: str, row: Optio
 
 
 def _numeric(arr: np.ndarray, kind: Kind, name: str, row: Optional[int]) -> np.ndarray:
-    """A numeric array's values, flattened in C order, as int64 or float32 (`kind`)."""
+    """A numeric array's values, flattened in C order, as int64 or float32/float64 (`kind`;
+    the encoder rounds float64 to float32)."""
     flat = np.ascontiguousarray(arr).reshape(-1)  # a view of `arr` when it already is
     if kind is FLOAT:
-        with np.errstate(over="ignore"):  # as protobuf: beyond float32's range is +-inf
-            return flat.astype(np.float32, copy=False)
+        if flat.dtype == np.float32 or flat.dtype == np.float64:
+            return flat
+        with np.errstate(over="ignore"):  # long double: as protobuf, beyond float32's range is +-inf
+            return flat.astype(np.float32)
     out = flat.astype(np.int64, copy=False)
     if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and (out < 0).any():  # wrapped around
         big = int(flat.astype(np.uint64)[out < 0][0])
@@ -253,13 +256,10 @@ def splits_of(lengths: Iterable[int], n: int) -> np.ndarray:
 
 def _from_list(values: list, kind: Kind, name: str,
                rows: Optional[Sequence[list]] = None) -> np.ndarray:
-    """Python numbers as int64 or float32 (`kind`); `rows`: the rows they came from, for errors
-    (None: one value per row)."""
+    """Python numbers as int64 or float64 (`kind`; the encoder rounds float64 to float32);
+    `rows`: the rows they came from, for errors (None: one value per row)."""
     try:
-        if kind is INT64:
-            return np.array(values, np.int64)
-        with np.errstate(over="ignore"):  # as protobuf: beyond float32's range is +-inf
-            return np.array(values, np.float64).astype(np.float32)
+        return np.array(values, np.int64 if kind is INT64 else np.float64)
     except OverflowError:  # say which value of which row
         rows = [[x] for x in values] if rows is None else rows
         for i, part in enumerate(rows):

@@ -72,6 +72,10 @@ from ._columns import (BYTES, FLOAT, INT64, Partial, Typed, column_of, display, 
                        row_splits_of, splits_of)
 from ._core import RecordBatch
 
+# A list of values all of one of these types goes to the encoder as it is (it converts them).
+_PLAIN = {int: INT64, float: FLOAT, bytes: BYTES}
+_PLAIN_ARRAYS = {np.dtype(np.int64): INT64, np.dtype(np.float32): FLOAT, np.dtype(np.float64): FLOAT}
+
 __all__ = ["encode_example", "encode_examples", "encode_sequence_example",
            "encode_sequence_examples", "Int64s", "Floats", "Bytes", "Partial"]
 
@@ -109,6 +113,12 @@ def encode_example(features: Mapping[str, Any]) -> bytes:
             out[key] = (BYTES, value, None)
         elif t is float:
             out[key] = (FLOAT, value, None)
+        elif t is list and value:
+            types = set(map(type, value))
+            kind = _PLAIN.get(types.pop()) if len(types) == 1 else None
+            out[key] = (kind, value, None) if kind is not None else one_row(display(key), value)
+        elif t is np.ndarray and value.dtype in _PLAIN_ARRAYS:
+            out[key] = (_PLAIN_ARRAYS[value.dtype], value.ravel(), None)  # (C-contiguous)
         else:
             out[key] = one_row(display(key), value)
     return _core.encode_example(out)

@@ -4,7 +4,9 @@
 // with the GIL released and calls the encoder. A column is a tuple
 //   (kind, values, offsets, row_splits[, present])
 //   kind        a Kind
-//   values      INT64: int64 elements; FLOAT: float32 elements; BYTES and FEATURE: a list of
+//   values      INT64: int64 elements; FLOAT: float32 or float64 elements (float64 rounded to
+//               float32 here, +-inf beyond its range, as protobuf); INT64 and FLOAT also a list
+//               of Python ints / floats (encode_example's fast path); BYTES and FEATURE: a list of
 //               bytes objects (one value each), or any bytes-like buffer
 //   offsets     for a buffer: int64 [M + 1], value j = values[offsets[j]:offsets[j + 1]]
 //               (Arrow's layout), or a pair (starts, ends) of int64 [M] (a BytesColumn's), or
@@ -18,6 +20,9 @@
 // objects), and every bytes value is checked against its buffer; the encoder checks the rows
 // before it reads a value. So it reads, without the GIL, one snapshot that nothing changes.
 #include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <list>
 #include <string>
 #include <type_traits>
@@ -35,6 +40,8 @@ struct Owned {
   std::list<PyBytesView> views;
   std::vector<py::object> lists;                // lists of bytes objects, copied (they hold them)
   std::vector<std::vector<BytesRef>> values;    // where each bytes value is
+  std::vector<std::vector<float>> floats;       // float64 values rounded to float32
+  std::vector<std::vector<int64_t>> int64s;     // ints from a list
 };
 
 // What the features of one Example (encode_example) need made here: each one's row_splits, and
@@ -85,20 +92,25 @@ bool holds(const PyBytesView& v) {
 template <typename T>
 const char* element_name() {
   if constexpr (std::is_same_v<T, int64_t>) return "int64";
-  if constexpr (std::is_same_v<T, float>) return "float32";
+  if constexpr (std::is_same_v<T, float>) return "float32 or float64";
   return "bool or uint8";
 }
 
-// The elements of `obj` as T, owned by `owned`.
+// The elements of view `v` (of `obj`) as T.
 template <typename T>
-Span<T> take(Owned& owned, py::handle obj, const std::string& name, const char* what) {
-  const PyBytesView& v = owned.views.emplace_back(obj, alignof(T));
+Span<T> elements(const PyBytesView& v, py::handle obj, const std::string& name, const char* what) {
   if (!holds<T>(v)) {
     type_error(name, std::string(what) + " must be " + element_name<T>() +
                          " in native byte order, not buffer format '" + v.format() + "' of " +
                          type_name(obj));
   }
   return {reinterpret_cast<const T*>(v.data()), v.size() / sizeof(T)};
+}
+
+// The elements of `obj` as T, owned by `owned`.
+template <typename T>
+Span<T> take(Owned& owned, py::handle obj, const std::string& name, const char* what) {
+  return elements<T>(owned.views.emplace_back(obj, alignof(T)), obj, name, what);
 }
 
 [[noreturn]] void out_of_bounds(const std::string& name, size_t j) {
@@ -186,10 +198,74 @@ ColumnView column_named(py::handle key, py::handle spec, size_t min_size, size_t
   return c;
 }
 
+// float64 -> float32 rounded to nearest, as protobuf's Python float_list stores a float: beyond
+// float32's range (from half an ulp above FLT_MAX) it is +-inf, where a plain cast is undefined.
+float to_float32(double d) {
+  constexpr double kFirstInf = 0x1.ffffffp+127;
+  if (std::fabs(d) >= kFirstInf) return d > 0 ? std::numeric_limits<float>::infinity()
+                                              : -std::numeric_limits<float>::infinity();
+  return static_cast<float>(d);
+}
+
+// FLOAT values: float32 read in place, float64 (numpy's default, Python floats) rounded here
+// once, so the Python side needs no float32 cast (numpy's costs an errstate per call).
+Span<float> take_floats(Owned& owned, py::handle values, const std::string& name) {
+  const PyBytesView& v = owned.views.emplace_back(values, alignof(float));
+  if (native_code(v.format()) != 'd' || v.itemsize() != sizeof(double)) {
+    return elements<float>(v, values, name, "FLOAT values");
+  }
+  std::vector<float>& out = owned.floats.emplace_back(v.size() / sizeof(double));
+  for (size_t i = 0; i < out.size(); ++i) {
+    double d;  // (memcpy: the buffer is only float-aligned)
+    std::memcpy(&d, v.data() + i * sizeof(double), sizeof(double));
+    out[i] = to_float32(d);
+  }
+  return {out.data(), out.size()};
+}
+
+[[noreturn]] void overflow_error(const std::string& name, const std::string& what) {
+  PyErr_SetString(PyExc_OverflowError, ("feature '" + name + "': " + what).c_str());
+  throw py::error_already_set();
+}
+
+// A list of Python ints (INT64) or ints and floats (FLOAT), converted here, once: a copy of the
+// list is read, so the caller changing it meanwhile changes nothing.
+template <typename T>
+Span<T> numbers_in_list(std::vector<std::vector<T>>& store, py::handle values, const std::string& name) {
+  auto list = py::reinterpret_steal<py::object>(PySequence_List(values.ptr()));
+  if (!list) throw py::error_already_set();
+  std::vector<T>& out = store.emplace_back(size_t(PyList_GET_SIZE(list.ptr())));
+  for (size_t j = 0; j < out.size(); ++j) {
+    PyObject* item = PyList_GET_ITEM(list.ptr(), py::ssize_t(j));
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (!PyLong_Check(item)) type_error(name, "INT64 values in a list are ints, not " + type_name(item));
+      int overflow = 0;
+      out[j] = PyLong_AsLongLongAndOverflow(item, &overflow);
+      if (overflow != 0) {
+        overflow_error(name, "int " + py::str(item).cast<std::string>() + " out of int64 range");
+      }
+    } else {
+      if (!PyFloat_Check(item) && !PyLong_Check(item)) {
+        type_error(name, "FLOAT values in a list are floats or ints, not " + type_name(item));
+      }
+      const double d = PyFloat_AsDouble(item);  // (an int beyond a double's range raises)
+      if (d == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+      out[j] = to_float32(d);
+    }
+  }
+  return {out.data(), out.size()};
+}
+
 void take_values(ColumnView& c, Owned& owned, py::handle values, py::handle offsets) {
+  const bool list = PyList_Check(values.ptr());
   switch (c.kind) {
-    case Kind::kInt64: c.int64s = take<int64_t>(owned, values, c.name, "INT64 values"); return;
-    case Kind::kFloat: c.floats = take<float>(owned, values, c.name, "FLOAT values"); return;
+    case Kind::kInt64:
+      c.int64s = list ? numbers_in_list(owned.int64s, values, c.name)
+                      : take<int64_t>(owned, values, c.name, "INT64 values");
+      return;
+    case Kind::kFloat:
+      c.floats = list ? numbers_in_list(owned.floats, values, c.name) : take_floats(owned, values, c.name);
+      return;
     case Kind::kBytes:
     case Kind::kFeature: c.bytes = take_bytes(owned, values, offsets, c.name); return;
   }
