@@ -44,8 +44,8 @@ def spec_for(name: str):
     import tfrec_fast as tfr
     if name == "large":
         return {"image/encoded": tfr.FixedLen((), "bytes"), "label": tfr.FixedLen((), "int64")}
-    from bench_arrow import SPECS
-    return SPECS[name]
+    import make_example_data as data
+    return data.tfrec_fast_spec(name)
 
 
 def worker(args) -> None:
