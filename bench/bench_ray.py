@@ -75,6 +75,7 @@ CASES = [H.Case("tfrec_fast", "tfrec_fast.ray.read_tfrecords", ray_tfrec_fast),
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     H.add_arguments(ap, repeats=3, min_time=0.5)
+    ap.set_defaults(timeout=300.0)  # a run takes seconds; Ray can hang when its workers fail to start
     ap.add_argument("--datasets", default="mnist,voc", help="comma list: mnist, tutorial, voc")
     ap.add_argument("--records", type=int, default=0, help="records per data set (0: its default)")
     args = ap.parse_args(argv)

@@ -88,6 +88,13 @@ def test_within_holds_a_row_to_a_share_of_its_peers_time():
                                                "arrow, slow: 0.67x base (time 1.50x, target ≤1.2x: MISSED)"]
 
 
+def test_a_table_of_no_ok_rows_is_its_header_and_the_notes():
+    rows = [result("gone", [], skip="not installed")]
+    text, lines = H.table(rows, [H.Versus("vs gone", "gone")])
+    assert text.splitlines() == ["| implementation | vs gone |", "|----------------|---------|"]
+    assert lines == ["gone: skipped -- not installed"]
+
+
 def test_per_second_and_figure():
     r = result("a", [2.0], records=10)
     assert H.per_second("records/s", 4e6).cell(r, [r]) == "2.00 M"

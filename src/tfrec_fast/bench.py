@@ -478,7 +478,7 @@ def fmt_num(x: Optional[float], spec: str = ".2f", suffix: str = "") -> str:
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    widths = [max([len(str(h)), *(len(str(r[i])) for r in rows)]) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
