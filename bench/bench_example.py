@@ -32,16 +32,6 @@ from _common import harness as H
 # --file is one of make_example_data.py's files; the data set follows from its name. Records are
 # read from the file in setup (untimed); run() times only the parse (or, for encoding, the encode).
 
-# data set -> {feature: (layout, kind)}: layout "fixed" (one value per record) or "var" (any number)
-EXAMPLE_SPECS = {
-    "mnist": {"index": ("fixed", "int64"), "label": ("fixed", "int64"), "image_raw": ("fixed", "bytes")},
-    "tutorial": {"feature0": ("fixed", "int64"), "feature1": ("fixed", "int64"),
-                 "feature2": ("fixed", "bytes"), "feature3": ("fixed", "float")},
-    "voc": {"image/encoded": ("fixed", "bytes"), "image/height": ("fixed", "int64"),
-            "image/width": ("fixed", "int64"),
-            **{f"image/object/bbox/{c}": ("var", "float") for c in ("xmin", "ymin", "xmax", "ymax")},
-            "image/object/class/label": ("var", "int64"), "image/object/class/text": ("var", "bytes")},
-}
 # the feature the output check compares with the generator (first batch)
 _CHECK_FEATURE = {"mnist": "label", "tutorial": "feature1", "voc": "image/object/class/label"}
 EXAMPLE_BATCH = 1024
@@ -58,7 +48,7 @@ def _ex_setup(opts):
 def _ex_expected(name, meta, n):
     """(values, row lengths) of the check feature for the first n rows, from the generator."""
     col = D.COLUMNS[name](meta["n_records"], meta["seed"])[_CHECK_FEATURE[name]][:n]
-    if EXAMPLE_SPECS[name][_CHECK_FEATURE[name]][0] == "fixed":
+    if D.EXAMPLE_SPECS[name][_CHECK_FEATURE[name]][0] == "fixed":
         return [int(v) for v in col], None
     return [int(v) for row in col for v in row], [len(row) for row in col]
 
@@ -74,11 +64,10 @@ def _ex_compare(got_values, got_lengths, want) -> str | None:
 
 def ex_parse_tfrec_fast(opts):
     tfr = H.need("tfrec_fast")
-    from tfrec_fast.example import FixedLen, VarLen, parse_examples
+    from tfrec_fast.example import parse_examples
 
     name, meta, bs = _ex_setup(opts)
-    spec = {k: (FixedLen((), kind) if layout == "fixed" else VarLen(kind))
-            for k, (layout, kind) in EXAMPLE_SPECS[name].items()}
+    spec = D.tfrec_fast_spec(name)
     batches = []
     with tfr.TFRecordReader(opts.file) as r:
         while True:
@@ -108,7 +97,7 @@ def ex_parse_tfrec_fast(opts):
 def _tf_features(tf, name):
     dt = {"int64": tf.int64, "float": tf.float32, "bytes": tf.string}
     return {k: (tf.io.FixedLenFeature([], dt[kind]) if layout == "fixed" else tf.io.VarLenFeature(dt[kind]))
-            for k, (layout, kind) in EXAMPLE_SPECS[name].items()}
+            for k, (layout, kind) in D.EXAMPLE_SPECS[name].items()}
 
 
 def _ex_parse_tf(opts, use_function: bool):
@@ -161,7 +150,7 @@ def ex_parse_tfrecord(opts):
 
     name, meta, _ = _ex_setup(opts)
     tname = {"int64": "int", "float": "float", "bytes": "byte"}
-    description = {k: tname[kind] for k, (_, kind) in EXAMPLE_SPECS[name].items()}
+    description = {k: tname[kind] for k, (_, kind) in D.EXAMPLE_SPECS[name].items()}
     # as in tfrecord.reader.example_loader
     typename_mapping = {"byte": "bytes_list", "float": "float_list", "int": "int64_list"}
     records = C.read_payloads_py(opts.file)

@@ -39,11 +39,29 @@ EXAMPLE_DATASETS = {
     "voc": {"file": "ex_voc.tfrecord", "n_records": 20_000, "seed": 13,
             "label": "VOC-like: 2..6 KB image bytes, 0..6 objects (VarLen boxes/labels/texts)"},
 }
+# data set -> {feature: (layout, kind)}: layout "fixed" (one value per record) or "var" (any number)
+EXAMPLE_SPECS = {
+    "mnist": {"index": ("fixed", "int64"), "label": ("fixed", "int64"), "image_raw": ("fixed", "bytes")},
+    "tutorial": {"feature0": ("fixed", "int64"), "feature1": ("fixed", "int64"),
+                 "feature2": ("fixed", "bytes"), "feature3": ("fixed", "float")},
+    "voc": {"image/encoded": ("fixed", "bytes"), "image/height": ("fixed", "int64"),
+            "image/width": ("fixed", "int64"),
+            **{f"image/object/bbox/{c}": ("var", "float") for c in ("xmin", "ymin", "xmax", "ymax")},
+            "image/object/class/label": ("var", "int64"), "image/object/class/text": ("var", "bytes")},
+}
 ANIMALS = [b"cat", b"dog", b"chicken", b"horse", b"goat"]
 VOC_CLASSES = [b"aeroplane", b"bicycle", b"bird", b"boat", b"bottle", b"bus", b"car", b"cat", b"chair",
                b"cow", b"diningtable", b"dog", b"horse", b"motorbike", b"person", b"pottedplant",
                b"sheep", b"sofa", b"train", b"tvmonitor"]
 VOC_BOX = ["xmin", "ymin", "xmax", "ymax"]
+
+
+def tfrec_fast_spec(name: str) -> dict:
+    """EXAMPLE_SPECS[name] as tfrec_fast FixedLen/VarLen features (imports tfrec_fast)."""
+    from tfrec_fast.example import FixedLen, VarLen
+
+    return {k: (FixedLen((), kind) if layout == "fixed" else VarLen(kind))
+            for k, (layout, kind) in EXAMPLE_SPECS[name].items()}
 
 
 def example_path(name: str):
@@ -150,6 +168,19 @@ def write_tfrec_fast(path, cols: dict, n: int, tfr) -> None:
             # forced kinds: the VarLen columns hold empty rows, and image_raw is uint8 raw bytes
             batch = {k: wrap[_kind(k)](v[a:a + chunk]) for k, v in cols.items()}
             w.write_batch(tfr.encode_examples(batch))
+
+
+def write_temp(opts) -> dict:
+    """For harness.call (in a process of its own): data set ``opts.dataset`` with ``opts.records``
+    rows (0: its default count) written with tfrec_fast into the folder ``opts.dir``; what was
+    made, as {"file", "n_records", "file_bytes", "label", "tfrec_fast"} (its version)."""
+    tfr = C.harness.need("tfrec_fast")
+    spec = EXAMPLE_DATASETS[opts.dataset]
+    n = opts.records or spec["n_records"]
+    path = os.path.join(opts.dir, spec["file"])
+    write_tfrec_fast(path, COLUMNS[opts.dataset](n, spec["seed"]), n, tfr)
+    return {"file": path, "n_records": n, "file_bytes": os.path.getsize(path), "label": spec["label"],
+            "tfrec_fast": tfr.__version__}
 
 
 def write_python(path, cols: dict, n: int) -> None:

@@ -78,6 +78,23 @@ def test_targets_mark_only_the_rows_held_to_them():
     assert H.targets(rows, [met], "parse") == ["parse, fast: 5.0x peer (target 2x: met)"]
 
 
+def test_within_holds_a_row_to_a_share_of_its_peers_time():
+    rows = [result("arrow", [1.1], label="arrow"), result("slow", [1.5], label="slow"), result("base", [1.0])]
+    vs = H.Versus("vs base", "base", within=1.2, mine=lambda r: r.name in ("arrow", "slow"))
+    assert vs.cell(rows[0], rows) == "0.91x ✅ (time 1.10x, target ≤1.2x)"
+    assert vs.cell(rows[1], rows) == "0.67x ❌ (time 1.50x, target ≤1.2x)"
+    assert vs.cell(rows[2], rows) == "1.00x"
+    assert H.targets(rows, [vs], "arrow") == ["arrow, arrow: 0.91x base (time 1.10x, target ≤1.2x: met)",
+                                               "arrow, slow: 0.67x base (time 1.50x, target ≤1.2x: MISSED)"]
+
+
+def test_a_table_of_no_ok_rows_is_its_header_and_the_notes():
+    rows = [result("gone", [], skip="not installed")]
+    text, lines = H.table(rows, [H.Versus("vs gone", "gone")])
+    assert text.splitlines() == ["| implementation | vs gone |", "|----------------|---------|"]
+    assert lines == ["gone: skipped -- not installed"]
+
+
 def test_per_second_and_figure():
     r = result("a", [2.0], records=10)
     assert H.per_second("records/s", 4e6).cell(r, [r]) == "2.00 M"

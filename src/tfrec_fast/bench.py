@@ -478,7 +478,7 @@ def fmt_num(x: Optional[float], spec: str = ".2f", suffix: str = "") -> str:
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    widths = [max([len(str(h)), *(len(str(r[i])) for r in rows)]) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
@@ -515,12 +515,23 @@ def per_second(header: str, amount: Any, spec: Optional[str] = None) -> Column:
 class Versus(Column):
     """How many times faster a row is than the fastest of ``peers`` (their median over its own).
     Rows for which ``mine(row)`` holds are held to ``target``: ✅ or ❌ in the cell, a line in
-    targets()."""
+    targets(). ``within=W`` instead holds them to taking at most W times the peer's time (a
+    ratio of at least 1/W), for a row that does more than its peer and may cost that little."""
 
-    def __init__(self, header: str, *peers: str, target: Optional[float] = None,
+    def __init__(self, header: str, *peers: str, target: Optional[float] = None, within: Optional[float] = None,
                  mine: Callable[[Result], bool] = lambda r: False, suffix: str = "x"):
+        if within is not None:
+            target = 1 / within
         self.header, self.peers, self.target, self.mine, self.suffix = header, peers, target, mine, suffix
+        self.within = within
         self.peer = header[3:] if header.startswith("vs ") else header
+
+    def goal(self, x: float, cell: bool = False) -> str:
+        """The target in words: 'target ≥20x' in a cell, 'target 20x' in a targets() line; with
+        ``within``, the row's time over the peer's and the limit: 'time 1.13x, target ≤1.2x'."""
+        if self.within is not None:
+            return f"time {1 / x:.2f}x, target ≤{self.within:g}x"
+        return f"target {'≥' if cell else ''}{self.target:g}x"
 
     def ratio(self, r: Result, results: Sequence[Result]) -> Optional[float]:
         peer = fastest(results, self.peers)
@@ -533,7 +544,7 @@ class Versus(Column):
         target = self.target
         if target is None or not self.mine(r):
             return f"{x:.2f}{self.suffix}"
-        return f"{x:.2f}{self.suffix} {'✅' if x >= target else '❌'} (target ≥{target:g}x)"
+        return f"{x:.2f}{self.suffix} {'✅' if x >= target else '❌'} ({self.goal(x, cell=True)})"
 
 
 def timing(spec: str = ".4f") -> List[Column]:
@@ -568,7 +579,7 @@ def targets(results: Sequence[Result], columns: Sequence[Column], what: str) -> 
         for r in results:
             x = c.ratio(r, results) if c.mine(r) else None
             if x is not None:
-                lines.append(f"{what}, {r.label}: {x:.1f}x {c.peer} (target {c.target:g}x: "
+                lines.append(f"{what}, {r.label}: {x:.{1 if c.within is None else 2}f}x {c.peer} ({c.goal(x)}: "
                              f"{'met' if x >= c.target else 'MISSED'})")
     return lines
 
