@@ -112,6 +112,17 @@ def test_float64_values_round_to_float32_as_numpy_and_protobuf(values):
     assert bytes(got[0]) == message.SerializeToString()
 
 
+@pytest.mark.parametrize("value", _EDGES + [-x for x in _EDGES])
+def test_single_floats_round_as_protobuf(value):
+    """A Python float alone, in a list and in a float64 array: the same bytes as protobuf."""
+    message = proto.Example()
+    message.features.feature["f"].float_list.value.append(value)
+    want = message.SerializeToString()
+    assert encode_example({"f": value}) == want
+    assert encode_example({"f": [value]}) == want
+    assert encode_example({"f": np.array([value])}) == want
+
+
 @pytest.mark.parametrize("column, exc, words", [
     ((INT64, np.array([1.5]), None, None), TypeError, "int64"),
     ((FLOAT, np.array([1.5], np.float16), None, None), TypeError, "float32 or float64"),

@@ -304,7 +304,7 @@ ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row
     slot.int64 = int64_t(x);
     c.int64s = {&slot.int64, 1};
   } else if (c.kind == Kind::kFloat && PyFloat_Check(v)) {
-    slot.floating = static_cast<float>(PyFloat_AS_DOUBLE(v));  // as protobuf: +-inf beyond range
+    slot.floating = to_float32(PyFloat_AS_DOUBLE(v));  // as protobuf: +-inf beyond range
     c.floats = {&slot.floating, 1};
   } else if ((c.kind == Kind::kBytes || c.kind == Kind::kFeature) && PyBytes_Check(v) &&
              t[2].is_none()) {
