@@ -3,7 +3,7 @@
 (TensorFlow tf.data / tf.io.parse_example, the `tfrecord` package, Parquet via pyarrow) measured in
 the same run, on the project's harness (src/tfrec_fast/bench.py, see bench/README.md).
 
-    python bench/bench_threads.py --make-data          # bench/data/threads/ (~1.2 GB), seeded
+    python bench/bench_threads.py --make-data          # bench/data/threads/ (~1.5 GB), seeded
     python bench/bench_threads.py [--repeats 3] [--only SUBSTR] [--no-rss] [--markdown out.md] [--json out.json]
 
 Run it with a Python that has tfrec_fast (PYTHONPATH=src with the built _core) and the peers.
