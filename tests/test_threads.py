@@ -315,8 +315,12 @@ def test_num_threads_checked(bad):
         tfr.read_records(b"", num_threads=bad)
 
 
-def test_default_threads():
+def test_default_threads(monkeypatch):
     assert 1 <= _pipeline.default_threads() <= 4
+    for cores, want in [(1, 1), (2, 1), (3, 1), (4, 2), (8, 4), (64, 4)]:
+        monkeypatch.setattr(_pipeline.os, "sched_getaffinity", lambda pid, n=cores: set(range(n)),
+                            raising=False)
+        assert _pipeline.default_threads() == want
 
 
 # ---- recycled buffers ---------------------------------------------------------------------

@@ -33,12 +33,17 @@ _MAX_DEFAULT_THREADS = 4
 
 
 def default_threads() -> int:
-    """The default ``num_threads``: the cores this process may run on, at most 4."""
+    """The default ``num_threads``: half the cores this process may run on, at most 4.
+
+    The consumer (Python) and the I/O thread take about a core between them, so the parse pool
+    gains only where cores are left over: on 2 cores, 2 threads were measured slower than 1 for
+    read_examples on 1 KB (0.96x) and 100 KB records (0.72-0.78x) (bench/RESULTS.md, #12).
+    """
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(cores, _MAX_DEFAULT_THREADS))
+    return max(1, min(cores // 2, _MAX_DEFAULT_THREADS))
 
 
 def check_threads(num_threads: Optional[int]) -> int:

@@ -576,7 +576,7 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     first yields the records before the damage (a short batch), then raises. Paths may be globs
     and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`).
 
-    ``num_threads`` (default: from the number of cores, at most 4): with more than one, the next
+    ``num_threads`` (default: half the cores, at most 4): with more than one, the next
     batches are read on an I/O thread while up to ``num_threads`` batches are parsed at once on a
     pool (at most ``num_threads + 1`` batches read or parsed ahead of the one you hold; batches
     smaller than 1 MiB travel in bundles of up to 1 MiB). Batches come in file order;

@@ -485,7 +485,7 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
     ``skip_corrupt=True`` damaged records are skipped and ``on_skip`` (default: a warning) gets a
     DataLossError for each. See :class:`TFRecordReader`.
 
-    ``num_threads`` (default: from the number of cores, at most 4): with more than one, batches
+    ``num_threads`` (default: half the cores, at most 4): with more than one, batches
     of records are read ahead on an I/O thread, and with several files up to ``num_threads``
     files are read at once, each on its own thread (the records still come in file order; then
     ``on_skip`` is called on those threads). ``num_threads=1`` reads in the calling thread only.

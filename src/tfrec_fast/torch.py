@@ -426,8 +426,8 @@ class TFRecordDataset(_Streaming):
     reused once every tensor of that batch is freed; while they live (a loop that keeps batches)
     new batches go torch's usual way. Pass ``worker_ring=False`` for torch's way throughout.
 
-    Threads inside each process that iterates (``num_threads``; default: the cores divided by
-    the DataLoader's workers, at most 4, so 1 per worker on a 2-core machine with 2 workers):
+    Threads inside each process that iterates (``num_threads``; default: half the cores divided
+    by the DataLoader's workers, at most 4, so 1 on a 2-core machine):
     with more than one, reading (and shuffling, re-batching) runs on an I/O thread while up to
     ``num_threads`` batches are parsed at once, output in order. Threads start in the process
     that iterates (never inherited by forked workers) and stop with the iteration.
