@@ -1,7 +1,7 @@
 """Type stubs for the C++ extension (private: use the tfrec_fast package)."""
 
-from typing import (Any, ClassVar, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Tuple,
-                    Union, overload)
+from typing import (Any, Callable, ClassVar, Dict, Iterable, Iterator, List, Literal, Mapping,
+                    Optional, Tuple, Union, overload)
 
 import numpy as np
 import numpy.typing as npt
@@ -69,7 +69,8 @@ _Column = Union[Tuple[Kind, _Values, _Offsets, Optional[npt.NDArray[np.int64]]],
 
 def encode_examples(columns: Mapping[Union[str, bytes], _Column], num_rows: int) -> "RecordBatch":
     """N serialized Examples: record i holds row i of each column, in the mapping's order."""
-def encode_example(features: Mapping[Union[str, bytes], Tuple[Kind, Any, _Offsets]]) -> bytes:
+def encode_example(features: Mapping[Any, Any],  # names: str or bytes
+                   convert: Optional[Callable[[Any, Any], Tuple[Kind, Any, _Offsets]]] = None) -> bytes:
     """One serialized Example: {name: (kind, values, offsets)}, each feature all its values (a
     single INT64 or FLOAT value may be a Python int or float)."""
 def encode_sequence_examples(context: Mapping[Union[str, bytes], _Column],

@@ -103,25 +103,21 @@ class Bytes(Typed):
 
 def encode_example(features: Mapping[str, Any]) -> bytes:
     """Serializes ``features`` (name -> value, see the module docstring) as one tf.train.Example."""
-    pairs = items(features, "features") if type(features) is not dict else features.items()
-    out = {}
-    for key, value in pairs:
-        t = type(value)  # the usual scalars as they are (the encoder takes them so)
-        if t is int or t is bool:
-            out[key] = (INT64, value, None)
-        elif t is bytes:
-            out[key] = (BYTES, value, None)
-        elif t is float:
-            out[key] = (FLOAT, value, None)
-        elif t is list and value:
-            types = set(map(type, value))
-            kind = _PLAIN.get(types.pop()) if len(types) == 1 else None
-            out[key] = (kind, value, None) if kind is not None else one_row(display(key), value)
-        elif t is np.ndarray and value.dtype in _PLAIN_ARRAYS:
-            out[key] = (_PLAIN_ARRAYS[value.dtype], value.ravel(), None)  # (C-contiguous)
-        else:
-            out[key] = one_row(display(key), value)
-    return _core.encode_example(out)
+    # (plain int, float and bytes values are taken by the encoder itself: the per-row fast path)
+    return _core.encode_example(features, _value_column)
+
+
+def _value_column(key: Any, value: Any) -> tuple:
+    """encode_example's (kind, values, offsets) for a value that is not a plain int/float/bytes."""
+    t = type(value)
+    if t is list and value:
+        types = set(map(type, value))
+        kind = _PLAIN.get(types.pop()) if len(types) == 1 else None
+        if kind is not None:
+            return kind, value, None  # read by the encoder as it is
+    elif t is np.ndarray and value.dtype in _PLAIN_ARRAYS:
+        return _PLAIN_ARRAYS[value.dtype], value.ravel(), None  # (C-contiguous)
+    return one_row(display(key), value)
 
 
 def encode_examples(columns: Mapping[str, Any], n: Optional[int] = None) -> RecordBatch:

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <list>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -38,7 +39,7 @@ namespace {
 // point into the inner vectors' heap memory, which stays put when the outer vectors grow.)
 struct Owned {
   std::list<PyBytesView> views;
-  std::vector<py::object> lists;                // lists of bytes objects, copied (they hold them)
+  std::vector<py::object> lists;                // copied lists (they hold their items), converted values
   std::vector<std::vector<BytesRef>> values;    // where each bytes value is
   std::vector<std::vector<float>> floats;       // float64 values rounded to float32
   std::vector<std::vector<int64_t>> int64s;     // ints from a list
@@ -288,11 +289,9 @@ ColumnView column_of(py::handle key, py::handle spec, Owned& owned) {
 // One feature of one Example: (kind, values, offsets), every value in its one row. A single value
 // may be a Python int (INT64), float (FLOAT) or bytes object (BYTES, FEATURE): the common
 // scalars, read without an array for them. `spec` outlives the call (the caller holds it).
-ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row) {
-  ColumnView c = column_named(key, spec, 3, 3, "(kind, values, offsets)");
-  const auto t = py::reinterpret_borrow<py::tuple>(spec);
-  PyObject* v = PyTuple_GET_ITEM(t.ptr(), 1);
-  OneRow::Slot& slot = row.next();
+// One value of column `c` given as a Python int, float or bytes object, into `slot`; false when
+// `v` is none of those (for c's kind).
+bool single_value(ColumnView& c, PyObject* v, bool has_offsets, OneRow::Slot& slot) {
   if (c.kind == Kind::kInt64 && PyLong_Check(v)) {
     int overflow = 0;
     const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
@@ -306,16 +305,37 @@ ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row
   } else if (c.kind == Kind::kFloat && PyFloat_Check(v)) {
     slot.floating = to_float32(PyFloat_AS_DOUBLE(v));  // as protobuf: +-inf beyond range
     c.floats = {&slot.floating, 1};
-  } else if ((c.kind == Kind::kBytes || c.kind == Kind::kFeature) && PyBytes_Check(v) &&
-             t[2].is_none()) {
+  } else if ((c.kind == Kind::kBytes || c.kind == Kind::kFeature) && PyBytes_Check(v) && !has_offsets) {
     slot.bytes = {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(v)), size_t(PyBytes_GET_SIZE(v))};
     c.bytes = {&slot.bytes, 1};
   } else {
-    take_values(c, owned, t[1], t[2]);
+    return false;
   }
+  return true;
+}
+
+// One feature of one Example: its row is all its values.
+void one_row(ColumnView& c, OneRow::Slot& slot) {
   slot.splits = {0, int64_t(c.num_values())};
   c.row_splits = {slot.splits.data(), 2};
+}
+
+ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row) {
+  ColumnView c = column_named(key, spec, 3, 3, "(kind, values, offsets)");
+  const auto t = py::reinterpret_borrow<py::tuple>(spec);
+  OneRow::Slot& slot = row.next();
+  if (!single_value(c, PyTuple_GET_ITEM(t.ptr(), 1), !t[2].is_none(), slot)) take_values(c, owned, t[1], t[2]);
+  one_row(c, slot);
   return c;
+}
+
+// A plain int, float or bytes value (exactly those types: bool and subclasses go to `convert`):
+// one value of the obvious kind, without a round trip through Python.
+std::optional<Kind> plain_kind(PyObject* v) {
+  if (PyLong_CheckExact(v)) return Kind::kInt64;
+  if (PyFloat_CheckExact(v)) return Kind::kFloat;
+  if (PyBytes_CheckExact(v)) return Kind::kBytes;
+  return std::nullopt;
 }
 
 // The (name, column) pairs of a mapping, as a list that holds them (no Python code runs while
@@ -344,7 +364,10 @@ std::vector<ColumnView> columns_of(py::handle mapping, Owned& owned) {
   return columns;
 }
 
-py::bytes encode_example(py::handle features) {
+// features: name -> a plain int/float/bytes value, or what `convert(name, value)` makes of any
+// other value: its (kind, values, offsets) (tfrec_fast.encode decides kinds); with convert None,
+// every other value must already be that tuple.
+py::bytes encode_example(py::handle features, py::handle convert) {
   const py::list items = items_of(features, "features");
   Owned owned;
   OneRow row(items.size());
@@ -352,7 +375,21 @@ py::bytes encode_example(py::handle features) {
   columns.reserve(items.size());
   for (py::handle item : items) {
     auto pair = py::reinterpret_borrow<py::tuple>(item);
-    columns.push_back(feature_of(pair[0], pair[1], owned, row));
+    PyObject* value = PyTuple_GET_ITEM(pair.ptr(), 1);
+    if (const std::optional<Kind> kind = plain_kind(value)) {
+      ColumnView& c = columns.emplace_back();
+      c.name = key_of(pair[0]);
+      c.kind = *kind;
+      OneRow::Slot& slot = row.next();
+      single_value(c, value, false, slot);
+      one_row(c, slot);
+    } else if (convert.is_none()) {
+      columns.push_back(feature_of(pair[0], pair[1], owned, row));
+    } else {
+      py::object spec = convert(pair[0], pair[1]);
+      owned.lists.push_back(spec);  // held until the encoding ends
+      columns.push_back(feature_of(pair[0], spec, owned, row));
+    }
   }
   std::vector<uint64_t> scratch;
   const size_t size = example_size(columns, scratch);
@@ -419,9 +456,10 @@ py::object encode_features(py::handle name, py::handle column) {
 }  // namespace
 
 void register_encode(py::module_& m) {
-  m.def("encode_example", &encode_example, py::arg("features"),
-        "One serialized tf.train.Example from {name: (kind, values, offsets)}: each feature's\n"
-        "values, all of them (see encode_examples for the tuple).");
+  m.def("encode_example", &encode_example, py::arg("features"), py::arg("convert") = py::none(),
+        "One serialized tf.train.Example from {name: value}: a plain int, float or bytes value as\n"
+        "it is, any other through convert(name, value) -> (kind, values, offsets) (with convert\n"
+        "None, the value must be that tuple; see encode_examples).");
   m.def("encode_examples", &encode_examples, py::arg("columns"), py::arg("num_rows"),
         "N serialized tf.train.Examples in a RecordBatch from columns of N rows:\n"
         "{name: (kind, values, offsets, row_splits[, present])}. Record i holds row i of each\n"
