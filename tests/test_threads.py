@@ -337,6 +337,30 @@ def test_recycled_buffers_never_overwrite_what_is_viewed(tmp_path, num_threads):
         assert values[:10].tolist() == list(values[:10])  # still readable
 
 
+def test_later_calls_reuse_buffers_and_never_overwrite_an_earlier_calls_batches(tmp_path):
+    from tfrec_fast import example
+    paths, _ = _files(tmp_path, [64], 60_000)
+    held = next(iter(tfr.read_examples(paths, SPEC, batch_size=16)))  # a batch of call 1, kept
+    want = [bytes(held["pad"][i]) for i in range(16)]
+    for _ in range(3):  # later calls, their batches let go: their buffers are kept for the next
+        assert sum(len(b["i"]) for b in tfr.read_examples(paths, SPEC, batch_size=16)) == 64
+    pool = example._batch_buffers()
+    assert 0 < pool.kept_bytes <= pool.max_bytes == example.SHARED_BUFFER_BYTES
+    assert [bytes(held["pad"][i]) for i in range(16)] == want
+    assert held["i"].tolist() == list(range(16))
+
+
+def test_buffer_pool_keeps_at_most_its_bytes(tmp_path):
+    paths, records = _files(tmp_path, [200], 50_000, examples=False)
+    pool = _core.BufferPool(100, max_bytes=3 << 20)
+    with tfr.TFRecordReader(paths[0]) as reader:
+        reader._reader.set_pool(pool)
+        batches = [reader.read_batch(max_records=20) for _ in range(10)]  # ~1 MB each
+    assert [bytes(r) for b in batches for r in b] == records
+    del batches
+    assert 0 < pool.kept_bytes <= 3 << 20 and pool.max_bytes == 3 << 20
+
+
 def test_buffer_pool_keeps_at_most_its_size(tmp_path):
     paths, records = _files(tmp_path, [300], 50_000, examples=False)
     pool = _core.BufferPool(2)

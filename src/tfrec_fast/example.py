@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 import numpy as np
 
 from . import _core, _pipeline
+from ._platform import after_fork_in_child
 from .errors import DataLossError, ExampleParseError
 from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_path,
                       normalize_compression)
@@ -589,15 +590,32 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     spec = normalize_spec(spec)
     num_threads = _pipeline.check_threads(num_threads)
     sources = _as_sources(paths, storage_options, filesystem)
-    # The buffers of batches you have let go of hold the next ones: a batch of 1024 large records
-    # is never fresh memory (whose page faults would cost more than reading it).
-    # As many as can be alive at once: in flight, the batch you hold, the one being read and, at
-    # a file boundary, the two parts it joins (small batches travel in bundles of up to
-    # _pipeline.BUNDLE_ITEMS). The pool never keeps more than were alive together.
-    pool = _core.BufferPool((num_threads + 4) * (_pipeline.BUNDLE_ITEMS if num_threads > 1 else 1))
-    groups = _groups(sources, spec, batch_size, compression, verify, pool)
+    groups = _groups(sources, spec, batch_size, compression, verify, _batch_buffers())
     return _pipeline.ordered(_parse_group, groups, num_threads, deterministic=deterministic,
                              size_of=_group_bytes, name="tfrec_fast-examples")
+
+
+# The buffers of batches you have let go of hold the next ones, in this call and the next calls
+# (one per shard is common): a batch of 1024 large records is then not fresh memory, whose page
+# faults cost more than reading it (bench/RESULTS.md, #12). Bounded: at most SHARED_BUFFER_BYTES
+# kept (what small batches leave is mostly malloc's anyway), and a forked child starts afresh.
+SHARED_BUFFER_BYTES = 256 << 20
+_SHARED_BUFFERS: Optional[Any] = None
+
+
+def _batch_buffers() -> Any:
+    global _SHARED_BUFFERS
+    if _SHARED_BUFFERS is None:
+        _SHARED_BUFFERS = _core.BufferPool(1024, SHARED_BUFFER_BYTES)
+    return _SHARED_BUFFERS
+
+
+def _forget_batch_buffers() -> None:
+    global _SHARED_BUFFERS
+    _SHARED_BUFFERS = None
+
+
+after_fork_in_child(_forget_batch_buffers)
 
 
 def _group_bytes(group) -> int:

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -16,8 +17,10 @@ namespace tfr {
 
 class BufferPool {
  public:
-  // Keeps at most max_buffers buffers; more batches than that alive at once simply allocate.
-  explicit BufferPool(size_t max_buffers) : max_buffers_(max_buffers) {}
+  // Keeps at most max_buffers buffers of at most max_bytes (their capacities) together; more
+  // batches than that alive at once simply allocate.
+  explicit BufferPool(size_t max_buffers, size_t max_bytes = SIZE_MAX)
+      : max_buffers_(max_buffers), max_bytes_(max_bytes) {}
 
   // A kept buffer, emptied: the smallest that holds `wanted` bytes, else the largest (it grows
   // least); or a new one if none is kept.
@@ -32,23 +35,35 @@ class BufferPool {
     }
     ByteBuffer out = std::move(kept_[best]);
     kept_.erase(kept_.begin() + std::ptrdiff_t(best));
+    kept_bytes_ -= out.capacity();
     out.clear();
     return out;
   }
 
   // Keeps `buffer` for a later take(), unless the pool is full (then it is freed).
   void give(ByteBuffer&& buffer) {
-    if (buffer.capacity() == 0) return;
+    const size_t size = buffer.capacity();
+    if (size == 0) return;
     std::lock_guard<std::mutex> lock(mu_);
-    if (kept_.size() < max_buffers_) kept_.push_back(std::move(buffer));
+    if (kept_.size() < max_buffers_ && size <= max_bytes_ - kept_bytes_) {
+      kept_.push_back(std::move(buffer));
+      kept_bytes_ += size;
+    }
   }
 
   size_t max_buffers() const { return max_buffers_; }
+  size_t max_bytes() const { return max_bytes_; }
+  size_t kept_bytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return kept_bytes_;
+  }
 
  private:
   std::mutex mu_;
   std::vector<ByteBuffer> kept_;
+  size_t kept_bytes_ = 0;  // the capacities of kept_
   const size_t max_buffers_;
+  const size_t max_bytes_;
 };
 
 }  // namespace tfr
