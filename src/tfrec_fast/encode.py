@@ -72,8 +72,7 @@ from ._columns import (BYTES, FLOAT, INT64, Partial, Typed, column_of, display, 
                        row_splits_of, splits_of)
 from ._core import RecordBatch
 
-# A list of values all of one of these types goes to the encoder as it is (it converts them).
-_PLAIN = {int: INT64, float: FLOAT, bytes: BYTES}
+# Arrays of these dtypes go to the encoder as they are.
 _PLAIN_ARRAYS = {np.dtype(np.int64): INT64, np.dtype(np.float32): FLOAT, np.dtype(np.float64): FLOAT}
 
 __all__ = ["encode_example", "encode_examples", "encode_sequence_example",
@@ -108,14 +107,9 @@ def encode_example(features: Mapping[str, Any]) -> bytes:
 
 
 def _value_column(key: Any, value: Any) -> tuple:
-    """encode_example's (kind, values, offsets) for a value that is not a plain int/float/bytes."""
-    t = type(value)
-    if t is list and value:
-        types = set(map(type, value))
-        kind = _PLAIN.get(types.pop()) if len(types) == 1 else None
-        if kind is not None:
-            return kind, value, None  # read by the encoder as it is
-    elif t is np.ndarray and value.dtype in _PLAIN_ARRAYS:
+    """encode_example's (kind, values, offsets) for a value that is not a plain int/float/bytes
+    or a list of one of them (the encoder takes those itself)."""
+    if type(value) is np.ndarray and value.dtype in _PLAIN_ARRAYS:
         return _PLAIN_ARRAYS[value.dtype], value.ravel(), None  # (C-contiguous)
     return one_row(display(key), value)
 

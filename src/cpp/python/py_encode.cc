@@ -329,12 +329,21 @@ ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row
   return c;
 }
 
-// A plain int, float or bytes value (exactly those types: bool and subclasses go to `convert`):
-// one value of the obvious kind, without a round trip through Python.
+// The kind of a plain int, float or bytes object (exactly those types: bool and subclasses go to
+// `convert`), or of a non-empty list of one of them: taken without a round trip through Python.
 std::optional<Kind> plain_kind(PyObject* v) {
-  if (PyLong_CheckExact(v)) return Kind::kInt64;
-  if (PyFloat_CheckExact(v)) return Kind::kFloat;
-  if (PyBytes_CheckExact(v)) return Kind::kBytes;
+  PyTypeObject* type = Py_TYPE(v);
+  if (PyList_CheckExact(v)) {
+    const py::ssize_t n = PyList_GET_SIZE(v);
+    if (n == 0) return std::nullopt;
+    type = Py_TYPE(PyList_GET_ITEM(v, 0));
+    for (py::ssize_t i = 1; i < n; ++i) {
+      if (Py_TYPE(PyList_GET_ITEM(v, i)) != type) return std::nullopt;
+    }
+  }
+  if (type == &PyLong_Type) return Kind::kInt64;
+  if (type == &PyFloat_Type) return Kind::kFloat;
+  if (type == &PyBytes_Type) return Kind::kBytes;
   return std::nullopt;
 }
 
@@ -364,7 +373,8 @@ std::vector<ColumnView> columns_of(py::handle mapping, Owned& owned) {
   return columns;
 }
 
-// features: name -> a plain int/float/bytes value, or what `convert(name, value)` makes of any
+// features: name -> a plain int/float/bytes value (or a list of one of them: copied, then each
+// element checked as it is converted), or what `convert(name, value)` makes of any
 // other value: its (kind, values, offsets) (tfrec_fast.encode decides kinds); with convert None,
 // every other value must already be that tuple.
 py::bytes encode_example(py::handle features, py::handle convert) {
@@ -381,7 +391,7 @@ py::bytes encode_example(py::handle features, py::handle convert) {
       c.name = key_of(pair[0]);
       c.kind = *kind;
       OneRow::Slot& slot = row.next();
-      single_value(c, value, false, slot);
+      if (!single_value(c, value, false, slot)) take_values(c, owned, pair[1], py::none());  // a list
       one_row(c, slot);
     } else if (convert.is_none()) {
       columns.push_back(feature_of(pair[0], pair[1], owned, row));
