@@ -392,14 +392,19 @@ def case_tfrecord_write(data, threads):
     rows = [{"index": (int(e["index"][0]), "int"), "label": (int(e["label"][0]), "int"),
              "image_raw": (bytes(e["image_raw"]), "byte")}
             for e in tfrecord_loader(_path(data), None, desc)]
+    return _tfrecord_writes(TFRecordWriter, rows)
+
+
+def _tfrecord_writes(writer_class, items):
+    """A run: the tfrecord package's writer writes `items` (one write() each) to a scratch file."""
     out = _scratch()
 
     def run():
-        w = TFRecordWriter(out)
-        for row in rows:
-            w.write(row)
+        w = writer_class(out)
+        for item in items:
+            w.write(item)
         w.close()
-        return len(rows)
+        return len(items)
     return run
 
 
@@ -411,15 +416,7 @@ def case_tfrecord_write_raw(data, threads):
     TFRecordWriter.serialize_tf_example = staticmethod(lambda datum: datum)
     with tfr.TFRecordReader(_path(data)) as r:
         records = [bytes(x) for x in r]
-    out = _scratch()
-
-    def run():
-        w = TFRecordWriter(out)
-        for rec in records:
-            w.write(rec)
-        w.close()
-        return len(records)
-    return run
+    return _tfrecord_writes(TFRecordWriter, records)
 
 
 def _tf_features(tf, data):
