@@ -4,7 +4,6 @@ from __future__ import annotations
 import io
 import os
 import random
-import struct
 import sys
 
 import pytest

@@ -2,9 +2,7 @@
 serializer (tfrec_fast.proto; TensorFlow's tf.train.Example too when it is installed)."""
 from __future__ import annotations
 
-import math
 import os
-import struct
 import subprocess
 import sys
 import textwrap

@@ -14,7 +14,6 @@ import tfrec_fast as tfr
 from tfrec_fast import _core, proto
 from tfrec_fast._core import Kind, Layout
 from tfrec_fast.encode import encode_example, encode_examples
-from tfrec_fast.example import BytesColumn
 
 INT64, FLOAT, BYTES, FEATURE = Kind.INT64, Kind.FLOAT, Kind.BYTES, Kind.FEATURE
 

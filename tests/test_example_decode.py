@@ -13,7 +13,6 @@ import hashlib
 import json
 import math
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -22,7 +22,7 @@ from google.protobuf import descriptor_pb2
 import _corpus
 import tfrec_fast
 from tfrec_fast import proto
-from tfrec_fast.proto import (BytesList, Example, Feature, FeatureList, FeatureLists, Features,
+from tfrec_fast.proto import (BytesList, Example, Feature, Features,
                               FloatList, Int64List, SequenceExample, as_serialized,
                               dict_to_example, example_to_dict, sequence_example_to_dict)
 
