@@ -169,6 +169,40 @@ def test_encode_examples_while_the_input_list_is_cleared():
         t.join()
 
 
+def test_encode_example_of_lists_another_thread_changes():
+    """encode_example reads plain lists of ints, floats or bytes itself: each is copied before it
+    is read, so another thread refilling them gives one of the lists' whole states or a clean
+    error, never freed memory or a mix of kinds."""
+    states = {"i": ([7] * 300, [2 ** 40] * 150), "f": ([0.5] * 300, [1e30] * 150),
+              "b": ([b"x" * 300] * 200, [b"yz"] * 100)}
+    wants = {k: [tfr.encode_example({k: list(v)}) for v in vs] for k, vs in states.items()}
+    lists = {k: list(vs[0]) for k, vs in states.items()}
+    stop = threading.Event()
+
+    def churn():
+        flip = 0
+        while not stop.is_set():
+            flip ^= 1
+            for k, vs in states.items():
+                lists[k][:] = vs[flip]  # in place: the encoder's list itself changes
+                if flip:
+                    lists[k][0:1] = [b"z"] if k != "b" else [1]  # a moment of mixed kinds
+
+    t = threading.Thread(target=churn, daemon=True)
+    t.start()
+    try:
+        for _ in range(ROUNDS):
+            for k in states:
+                try:
+                    got = tfr.encode_example({k: lists[k]})
+                except (TypeError, ValueError):  # caught mixed: a clean error naming it
+                    continue
+                assert got in wants[k]
+    finally:
+        stop.set()
+        t.join()
+
+
 def test_encode_examples_of_a_changing_numeric_array():
     """Values are read twice (sizes, then bytes): an array changed in between overflowed."""
     small = np.zeros((64, 512), np.int64)                 # 1-byte varints

@@ -285,6 +285,7 @@ def _threaded(items: Iterable, submit, capacity: int, deterministic: bool, name:
 
 
 def _in_order(channel: _Channel, pid: int) -> Iterator:
+    """The items one reader thread puts on `channel`, in order, then its error if it failed."""
     while True:
         _check_process(pid)
         got = channel.get()
@@ -359,14 +360,7 @@ def files_in_parallel(read: Callable[[object], Iterable], sources: Iterable, rea
             start_next()
         while started:
             channel, thread = started[0]
-            while True:
-                _check_process(pid)
-                got = channel.get()
-                if got is _END:
-                    break
-                if isinstance(got, _Failed):
-                    raise got.error
-                yield from _unpack(got, channel, pid)
+            yield from _in_order(channel, pid)
             started.popleft()
             thread.join()
             start_next()

@@ -98,47 +98,45 @@ inline std::string compress(const std::string& raw, tfr::Compression compression
 
 // Every member of a gzip or zlib stream inflated by zlib itself; nullopt if zlib finds damage or
 // the stream does not end with a complete member.
+// Inflates one member of packed[pos..] into `out` until zlib stops; its last code (Z_STREAM_END
+// for a whole member), and in `used` the input it took.
+inline int inflate_member(const std::string& packed, size_t pos, tfr::Compression compression,
+                          std::string& out, size_t& used) {
+  z_stream z{};
+  const int window_bits = compression == tfr::Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS;
+  if (inflateInit2(&z, window_bits) != Z_OK) return Z_STREAM_ERROR;
+  z.next_in = const_cast<Bytef*>(bytes(packed) + pos);
+  z.avail_in = uInt(packed.size() - pos);
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    uint8_t chunk[16384];
+    z.next_out = chunk;
+    z.avail_out = sizeof chunk;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(reinterpret_cast<char*>(chunk), sizeof chunk - z.avail_out);
+  }
+  used = packed.size() - pos - z.avail_in;
+  inflateEnd(&z);
+  return rc;
+}
+
 inline std::optional<std::string> decompress(const std::string& packed,
                                              tfr::Compression compression) {
   std::string out;
   size_t pos = 0;
   do {
-    z_stream z{};
-    const int window_bits = compression == tfr::Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS;
-    if (inflateInit2(&z, window_bits) != Z_OK) return std::nullopt;
-    z.next_in = const_cast<Bytef*>(bytes(packed) + pos);
-    z.avail_in = uInt(packed.size() - pos);
-    int rc = Z_OK;
-    while (rc == Z_OK) {
-      uint8_t chunk[16384];
-      z.next_out = chunk;
-      z.avail_out = sizeof chunk;
-      rc = inflate(&z, Z_NO_FLUSH);
-      out.append(reinterpret_cast<char*>(chunk), sizeof chunk - z.avail_out);
-    }
-    pos += packed.size() - pos - z.avail_in;
-    inflateEnd(&z);
-    if (rc != Z_STREAM_END) return std::nullopt;
+    size_t used = 0;
+    if (inflate_member(packed, pos, compression, out, used) != Z_STREAM_END) return std::nullopt;
+    pos += used;
   } while (pos < packed.size());
   return out;
 }
 
 // What zlib itself inflates from a (possibly cut) stream before its input runs out or it stops.
 inline std::string inflatable_prefix(const std::string& packed, tfr::Compression compression) {
-  z_stream z{};
-  inflateInit2(&z, compression == tfr::Compression::kGzip ? 16 + MAX_WBITS : MAX_WBITS);
-  z.next_in = const_cast<Bytef*>(bytes(packed));
-  z.avail_in = uInt(packed.size());
   std::string out;
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    uint8_t chunk[4096];
-    z.next_out = chunk;
-    z.avail_out = sizeof chunk;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(reinterpret_cast<char*>(chunk), sizeof chunk - z.avail_out);
-  }
-  inflateEnd(&z);
+  size_t used = 0;
+  inflate_member(packed, 0, compression, out, used);
   return out;
 }
 
