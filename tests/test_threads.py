@@ -361,6 +361,25 @@ def test_buffer_pool_keeps_at_most_its_bytes(tmp_path):
     assert 0 < pool.kept_bytes <= 3 << 20 and pool.max_bytes == 3 << 20
 
 
+@pytest.mark.linux
+def test_buffer_pool_keeps_buffers_past_its_hot_bytes_lazily_and_reuses_them_intact(tmp_path):
+    paths, records = _files(tmp_path, [200], 50_000, examples=False)
+    pool = _core.BufferPool(100, max_bytes=16 << 20, hot_bytes=1 << 20)
+    assert (pool.max_bytes, pool.hot_bytes) == (16 << 20, 1 << 20)
+    for _ in range(3):  # the second and third pass write into buffers the OS may have taken back
+        with tfr.TFRecordReader(paths[0]) as reader:
+            reader._reader.set_pool(pool)
+            batches = [reader.read_batch(max_records=20) for _ in range(10)]  # ~1 MB each
+        assert [bytes(r) for b in batches for r in b] == records
+        del batches
+        assert 1 << 20 < pool.kept_bytes <= 16 << 20  # kept past the hot bytes (MADV_FREE)
+
+
+def test_buffer_pool_hot_bytes_never_exceed_max_bytes():
+    assert _core.BufferPool(4, max_bytes=1 << 20).hot_bytes == 1 << 20
+    assert _core.BufferPool(4, max_bytes=1 << 20, hot_bytes=8 << 20).hot_bytes == 1 << 20
+
+
 def test_buffer_pool_keeps_at_most_its_size(tmp_path):
     paths, records = _files(tmp_path, [300], 50_000, examples=False)
     pool = _core.BufferPool(2)

@@ -597,16 +597,19 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
 
 # The buffers of batches you have let go of hold the next ones, in this call and the next calls
 # (one per shard is common): a batch of 1024 large records is then not fresh memory, whose page
-# faults cost more than reading it (bench/RESULTS.md, #12). Bounded: at most SHARED_BUFFER_BYTES
-# kept (what small batches leave is mostly malloc's anyway), and a forked child starts afresh.
-SHARED_BUFFER_BYTES = 256 << 20
+# faults cost more than reading it (bench/RESULTS.md, #12). A loop holds the batch it has while
+# the next is read (two ~135 MB buffers for 110 KB records), more with threads. Bounded: at most
+# SHARED_BUFFER_BYTES kept; past SHARED_HOT_BUFFER_BYTES only where the OS can take the pages back
+# when it needs them (Linux, macOS: MADV_FREE); a forked child starts afresh.
+SHARED_BUFFER_BYTES = 1 << 30
+SHARED_HOT_BUFFER_BYTES = 256 << 20
 _SHARED_BUFFERS: Optional[Any] = None
 
 
 def _batch_buffers() -> Any:
     global _SHARED_BUFFERS
     if _SHARED_BUFFERS is None:
-        _SHARED_BUFFERS = _core.BufferPool(1024, SHARED_BUFFER_BYTES)
+        _SHARED_BUFFERS = _core.BufferPool(1024, SHARED_BUFFER_BYTES, SHARED_HOT_BUFFER_BYTES)
     return _SHARED_BUFFERS
 
 

@@ -2,25 +2,31 @@
 // A batch much larger than the CPU caches (1024 records of 100 KB) is otherwise a fresh allocation
 // every time: the allocator maps new pages, and faulting them in costs more than reading the
 // records into them. A buffer comes back only when its batch is destroyed, that is when nothing
-// (no numpy array, memoryview or column) views it any more.
+// (no numpy array, memoryview or column) views it any more. Buffers kept past `hot_bytes` are
+// released lazily (platform::release_lazily): the OS may take their pages back when it needs the
+// memory, and until it does they are reused without page faults.
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <utility>
 #include <vector>
 
 #include "byte_buffer.h"
+#include "platform.h"
 
 namespace tfr {
 
 class BufferPool {
  public:
   // Keeps at most max_buffers buffers of at most max_bytes (their capacities) together; more
-  // batches than that alive at once simply allocate.
-  explicit BufferPool(size_t max_buffers, size_t max_bytes = SIZE_MAX)
-      : max_buffers_(max_buffers), max_bytes_(max_bytes) {}
+  // batches than that alive at once simply allocate. Of those bytes, the ones past hot_bytes
+  // are kept only where the OS can take them back lazily.
+  explicit BufferPool(size_t max_buffers, size_t max_bytes = SIZE_MAX,
+                      size_t hot_bytes = SIZE_MAX)
+      : max_buffers_(max_buffers), max_bytes_(max_bytes), hot_bytes_(std::min(hot_bytes, max_bytes)) {}
 
   // A kept buffer, emptied: the smallest that holds `wanted` bytes, else the largest (it grows
   // least); or a new one if none is kept.
@@ -44,26 +50,40 @@ class BufferPool {
   void give(ByteBuffer&& buffer) {
     const size_t size = buffer.capacity();
     if (size == 0) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (kept_.size() < max_buffers_ && size <= max_bytes_ - kept_bytes_) {
-      kept_.push_back(std::move(buffer));
-      kept_bytes_ += size;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!has_room(size)) return;
+      if (size <= hot_bytes_ - std::min(kept_bytes_, hot_bytes_)) return keep(std::move(buffer));
     }
+    // Past the hot bytes (madvise outside the lock: it walks every page of the buffer).
+    if (!platform::release_lazily(buffer.data(), size)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (has_room(size)) keep(std::move(buffer));
   }
 
   size_t max_buffers() const { return max_buffers_; }
   size_t max_bytes() const { return max_bytes_; }
+  size_t hot_bytes() const { return hot_bytes_; }
   size_t kept_bytes() {
     std::lock_guard<std::mutex> lock(mu_);
     return kept_bytes_;
   }
 
  private:
+  bool has_room(size_t size) const {
+    return kept_.size() < max_buffers_ && size <= max_bytes_ - kept_bytes_;
+  }
+  void keep(ByteBuffer&& buffer) {
+    kept_bytes_ += buffer.capacity();
+    kept_.push_back(std::move(buffer));
+  }
+
   std::mutex mu_;
   std::vector<ByteBuffer> kept_;
   size_t kept_bytes_ = 0;  // the capacities of kept_
   const size_t max_buffers_;
   const size_t max_bytes_;
+  const size_t hot_bytes_;
 };
 
 }  // namespace tfr

@@ -46,6 +46,11 @@ struct Span {
 size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
                      const std::string& name);
 
+// Lets the OS take back the pages wholly inside [data, data + size) when it runs short of memory,
+// without unmapping them (MADV_FREE): until it does, writing them again costs no page fault; the
+// bytes become undefined. False where the OS has no such call: the caller should free instead.
+bool release_lazily(void* data, size_t size) noexcept;
+
 void write_all(File file, const uint8_t* data, size_t n, const std::string& name);
 void sync(File file, const std::string& name);  // to the disk (fsync / FlushFileBuffers)
 

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -54,6 +55,19 @@ File open_read(const std::string& path, Access access) {
   (void)access;
 #endif
   return file;
+}
+
+bool release_lazily(void* data, size_t size) noexcept {
+#ifdef MADV_FREE
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(data) + page - 1) & ~(page - 1);
+  const uintptr_t end = (uintptr_t(data) + size) & ~(page - 1);
+  return end <= begin || ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_FREE) == 0;
+#else
+  (void)data;
+  (void)size;
+  return false;
+#endif
 }
 
 File create_write(const std::string& path) {

@@ -181,6 +181,10 @@ size_t read_spans_at(File file, Span* spans, size_t count, uint64_t offset,
   return read_spans_one_by_one(file, spans, count, offset, name);  // no scatter read for files
 }
 
+// DiscardVirtualMemory would need memory of our own VirtualAlloc, not the heap's: buffers past
+// the pool's hot bytes are freed instead.
+bool release_lazily(void*, size_t) noexcept { return false; }
+
 void write_all(File file, const uint8_t* data, size_t n, const std::string& name) {
   while (n > 0) {
     DWORD done = 0;

@@ -302,9 +302,11 @@ PyObject* reader_iternext(PyObject* self) {
 void register_reader(py::module_& m) {
   py::class_<BufferPool, std::shared_ptr<BufferPool>>(
       m, "BufferPool", "Byte buffers of dead batches, kept for the next batches of the readers sharing it.")
-      .def(py::init<size_t, size_t>(), py::arg("max_buffers"), py::arg("max_bytes") = SIZE_MAX)
+      .def(py::init<size_t, size_t, size_t>(), py::arg("max_buffers"),
+           py::arg("max_bytes") = SIZE_MAX, py::arg("hot_bytes") = SIZE_MAX)
       .def_property_readonly("max_buffers", &BufferPool::max_buffers)
       .def_property_readonly("max_bytes", &BufferPool::max_bytes)
+      .def_property_readonly("hot_bytes", &BufferPool::hot_bytes)
       .def_property_readonly("kept_bytes", &BufferPool::kept_bytes);
   auto cls = py::class_<PyReader>(m, "RecordReader", "Reads TFRecord records; see tfrec_fast.TFRecordReader.")
       .def_static(
