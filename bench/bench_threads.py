@@ -251,9 +251,14 @@ def case_parse_memory(data, threads):
                        + (f", parsed on a ThreadPoolExecutor({threads}).map" if pool else ""))
 
 
-def case_torch_batched(data, threads):
-    """TFRecordDataset(batch_size=256) iterated in this process (the in-worker path)."""
+def case_torch_batched(data, threads, variant=""):
+    """TFRecordDataset(batch_size=256) iterated in this process (the in-worker path). Variant
+    "keepheap": glibc told to keep freed memory (what MALLOC_TRIM_THRESHOLD_,
+    MALLOC_TOP_PAD_ and MALLOC_MMAP_THRESHOLD_ do from the environment), so the per-record ``bytes`` of large records
+    reuse pages instead of faulting in fresh ones every batch."""
     import tfrec_fast as tfr
+    if variant == "keepheap":
+        _keep_heap()
     from tfrec_fast.torch import TFRecordDataset
     ds = TFRecordDataset(_path(data), spec=_spec_for(tfr, data), batch_size=256,
                          num_threads=threads)
@@ -261,6 +266,15 @@ def case_torch_batched(data, threads):
     def run():
         return sum(len(b["label"]) for b in ds)
     return H.Body(run, check=_check_first(data, lambda: next(iter(ds))))
+
+
+def _keep_heap() -> None:
+    import ctypes
+    libc = ctypes.CDLL(None)
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # glibc's malloc.h
+    if not (libc.mallopt(m_trim_threshold, 1 << 30) and libc.mallopt(m_top_pad, 256 << 20)
+            and libc.mallopt(m_mmap_threshold, 32 << 20)):
+        raise RuntimeError("mallopt refused")
 
 
 def case_get_batch(data, threads):
@@ -681,6 +695,9 @@ def _rows() -> None:
             _add(t, f"read_examples:{d}:{k}", f"read_examples, {k} thread(s)", rss=True)
             _add(t, f"torch_batched:{d}:{k}", f"torch TFRecordDataset(batch_size=256) in-process, {k} thread(s)",
                  rss=True)
+        if d in ("ex100k", "ex10m"):
+            _add(t, f"torch_batched:{d}:1:keepheap", "same, 1 thread, glibc keeps freed memory (mallopt: trim 1 GiB, "
+                 "top pad 256 MiB, mmap 32 MiB)", rss=True)
         _add(t, f"get_batch:{d}:1", "IndexedTFRecordReader.get_batch(256 random)")
         for k in (1, 2):
             _add(t, f"convert:{d}:{k}", f"convert_numpy (write), workers={k}")

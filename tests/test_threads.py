@@ -338,14 +338,14 @@ def test_recycled_buffers_never_overwrite_what_is_viewed(tmp_path, num_threads):
 
 
 def test_later_calls_reuse_buffers_and_never_overwrite_an_earlier_calls_batches(tmp_path):
-    from tfrec_fast import example
+    from tfrec_fast import _buffers
     paths, _ = _files(tmp_path, [64], 60_000)
     held = next(iter(tfr.read_examples(paths, SPEC, batch_size=16)))  # a batch of call 1, kept
     want = [bytes(held["pad"][i]) for i in range(16)]
     for _ in range(3):  # later calls, their batches let go: their buffers are kept for the next
         assert sum(len(b["i"]) for b in tfr.read_examples(paths, SPEC, batch_size=16)) == 64
-    pool = example._batch_buffers()
-    assert 0 < pool.kept_bytes <= pool.max_bytes == example.SHARED_BUFFER_BYTES
+    pool = _buffers.shared_pool()
+    assert 0 < pool.kept_bytes <= pool.max_bytes == _buffers.SHARED_BUFFER_BYTES
     assert [bytes(held["pad"][i]) for i in range(16)] == want
     assert held["i"].tolist() == list(range(16))
 

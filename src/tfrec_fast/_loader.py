@@ -12,6 +12,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, 
 
 import numpy as np
 
+from . import _buffers
 from .errors import DataLossError
 from .records import (RecordBatch, TFRecordReader, count_records, detect_compression,
                       expand_pattern, file_version, normalize_compression, open_binary,
@@ -187,17 +188,20 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
         handle = open_binary(path)
         handle.seek(int(offsets[start]))
         reader = TFRecordReader(handle, compression, verify=verify)
+        skip = 0
     else:
         handle = None
         reader = TFRecordReader(path, compression, verify=verify)
         skip = 0 if offsets is not None else start
-        while skip:
-            dropped = len(reader.read_batch(max_records=skip))
-            if not dropped:
-                raise DataLossError(f"expected at least {start} records", path=path,
-                                    record_index=start - skip, offset=reader.tell(),
-                                    reason="index_mismatch")
-            skip -= dropped
+    # Epochs open their readers afresh: the process's pool keeps their batch buffers between them.
+    reader._reader.set_pool(_buffers.shared_pool())
+    while skip:
+        dropped = len(reader.read_batch(max_records=skip))
+        if not dropped:
+            raise DataLossError(f"expected at least {start} records", path=path,
+                                record_index=start - skip, offset=reader.tell(),
+                                reason="index_mismatch")
+        skip -= dropped
     try:
         remaining = None if stop is None else stop - start
         last = stop if stop is not None else 0  # (only read when remaining is known)

@@ -14,8 +14,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _core, _pipeline
-from ._platform import after_fork_in_child
+from . import _buffers, _core, _pipeline
 from .errors import DataLossError, ExampleParseError
 from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_path,
                       normalize_compression)
@@ -590,35 +589,9 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     spec = normalize_spec(spec)
     num_threads = _pipeline.check_threads(num_threads)
     sources = _as_sources(paths, storage_options, filesystem)
-    groups = _groups(sources, spec, batch_size, compression, verify, _batch_buffers())
+    groups = _groups(sources, spec, batch_size, compression, verify, _buffers.shared_pool())
     return _pipeline.ordered(_parse_group, groups, num_threads, deterministic=deterministic,
                              size_of=_group_bytes, name="tfrec_fast-examples")
-
-
-# The buffers of batches you have let go of hold the next ones, in this call and the next calls
-# (one per shard is common): a batch of 1024 large records is then not fresh memory, whose page
-# faults cost more than reading it (bench/RESULTS.md, #12). A loop holds the batch it has while
-# the next is read (two ~135 MB buffers for 110 KB records), more with threads. Bounded: at most
-# SHARED_BUFFER_BYTES kept; past SHARED_HOT_BUFFER_BYTES only where the OS can take the pages back
-# when it needs them (Linux, macOS: MADV_FREE); a forked child starts afresh.
-SHARED_BUFFER_BYTES = 1 << 30
-SHARED_HOT_BUFFER_BYTES = 256 << 20
-_SHARED_BUFFERS: Optional[Any] = None
-
-
-def _batch_buffers() -> Any:
-    global _SHARED_BUFFERS
-    if _SHARED_BUFFERS is None:
-        _SHARED_BUFFERS = _core.BufferPool(1024, SHARED_BUFFER_BYTES, SHARED_HOT_BUFFER_BYTES)
-    return _SHARED_BUFFERS
-
-
-def _forget_batch_buffers() -> None:
-    global _SHARED_BUFFERS
-    _SHARED_BUFFERS = None
-
-
-after_fork_in_child(_forget_batch_buffers)
 
 
 def _group_bytes(group) -> int:
