@@ -375,6 +375,37 @@ def test_buffer_pool_keeps_buffers_past_its_hot_bytes_lazily_and_reuses_them_int
         assert 1 << 20 < pool.kept_bytes <= 16 << 20  # kept past the hot bytes (MADV_FREE)
 
 
+def test_buffer_pool_never_gives_a_small_batch_a_far_larger_buffer(tmp_path):
+    paths, records = _files(tmp_path, [40], 100_000, examples=False)
+    pool = _core.BufferPool(8)
+    with tfr.TFRecordReader(paths[0]) as reader:
+        reader._reader.set_pool(pool)
+        reader.read_batch(max_records=40)  # ~4 MB, dropped: back to the pool
+    big = pool.kept_bytes
+    assert big >= 4_000_000
+    small = tfr.RecordBatch.from_records([b"x" * 100] * 10)
+    joined_small = tfr.RecordBatch.concat([small, small], pool)  # 2 KB: a buffer of its own
+    assert pool.kept_bytes == big
+    assert [bytes(r) for r in joined_small] == [b"x" * 100] * 20
+    joined = tfr.RecordBatch.concat([tfr.RecordBatch.from_records(records[:30])], pool)
+    assert pool.kept_bytes == 0  # ~3 MB: the kept ~4 MB buffer fits it
+    assert [bytes(r) for r in joined] == records[:30]
+
+
+def test_indexed_reader_batches_reuse_the_shared_buffers(tmp_path):
+    from tfrec_fast import _buffers
+    paths, records = _files(tmp_path, [20], 200_000, examples=False)
+    pool = _buffers.shared_pool()
+    reader = tfr.IndexedTFRecordReader(paths[0])
+    first = reader.get_batch(range(20))
+    kept = pool.kept_bytes
+    del first  # its ~4 MB buffer goes back to the process's pool...
+    assert pool.kept_bytes >= kept + 4_000_000
+    again = reader.get_batch(list(range(19, -1, -1)))  # ...and holds the next batch
+    assert pool.kept_bytes == kept
+    assert [bytes(r) for r in again] == records[::-1]
+
+
 def test_buffer_pool_hot_bytes_never_exceed_max_bytes():
     assert _core.BufferPool(4, max_bytes=1 << 20).hot_bytes == 1 << 20
     assert _core.BufferPool(4, max_bytes=1 << 20, hot_bytes=8 << 20).hot_bytes == 1 << 20

@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core
+from . import _buffers, _core
 from ._core import FRAMING_SIZE, RecordBatch
 from ._platform import after_fork_in_child
 from .errors import DataLossError
@@ -269,7 +269,8 @@ class IndexedTFRecordReader:
                 size = reader.size
             else:
                 reader = _core.IndexedReader(self._path, self._offsets, self._sizes,
-                                             self._verify, MAX_GAP, MAX_READ)
+                                             self._verify, MAX_GAP, MAX_READ,
+                                             _buffers.shared_pool())
                 size = None
             if self._index_name is not None:
                 _check_covers(self._path, self._offsets, self._sizes, self._index_name, size)

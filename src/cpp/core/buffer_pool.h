@@ -28,23 +28,13 @@ class BufferPool {
                       size_t hot_bytes = SIZE_MAX)
       : max_buffers_(max_buffers), max_bytes_(max_bytes), hot_bytes_(std::min(hot_bytes, max_bytes)) {}
 
-  // A kept buffer, emptied: the smallest that holds `wanted` bytes, else the largest (it grows
-  // least); or a new one if none is kept.
-  ByteBuffer take(size_t wanted) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (kept_.empty()) return ByteBuffer();
-    size_t best = 0;
-    for (size_t i = 1; i < kept_.size(); ++i) {
-      const size_t have = kept_[i].capacity(), best_have = kept_[best].capacity();
-      const bool fits = have >= wanted, best_fits = best_have >= wanted;
-      if (fits != best_fits ? fits : (fits ? have < best_have : have > best_have)) best = i;
-    }
-    ByteBuffer out = std::move(kept_[best]);
-    kept_.erase(kept_.begin() + std::ptrdiff_t(best));
-    kept_bytes_ -= out.capacity();
-    out.clear();
-    return out;
-  }
+  // For a batch of `wanted` bytes: the smallest kept buffer that holds them, emptied, or an empty
+  // new one when none does or the best is far larger (a small batch must not pin a large buffer).
+  ByteBuffer take(size_t wanted) { return take_best(wanted, false); }
+
+  // For a batch that grows up to `limit` bytes (SIZE_MAX: no limit): the smallest kept buffer that
+  // holds them, else the largest (it grows least); never one far larger than the limit.
+  ByteBuffer take_up_to(size_t limit) { return take_best(limit, true); }
 
   // Keeps `buffer` for a later take(), unless the pool is full (then it is freed).
   void give(ByteBuffer&& buffer) {
@@ -70,6 +60,29 @@ class BufferPool {
   }
 
  private:
+  ByteBuffer take_best(size_t wanted, bool or_largest) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t fit = kept_.size(), largest = kept_.size();
+    for (size_t i = 0; i < kept_.size(); ++i) {
+      const size_t have = kept_[i].capacity();
+      if (have >= wanted && (fit == kept_.size() || have < kept_[fit].capacity())) fit = i;
+      if (largest == kept_.size() || have > kept_[largest].capacity()) largest = i;
+    }
+    const size_t best = fit != kept_.size() ? fit : or_largest ? largest : kept_.size();
+    if (best == kept_.size()) return ByteBuffer();
+    if (wanted != SIZE_MAX && kept_[best].capacity() > wanted &&
+        kept_[best].capacity() - wanted > wanted + kSlack) {
+      return ByteBuffer();
+    }
+    ByteBuffer out = std::move(kept_[best]);
+    kept_.erase(kept_.begin() + std::ptrdiff_t(best));
+    kept_bytes_ -= out.capacity();
+    out.clear();
+    return out;
+  }
+
+  static constexpr size_t kSlack = size_t(1) << 20;  // how far past twice its use a buffer may be
+
   bool has_room(size_t size) const {
     return kept_.size() < max_buffers_ && size <= max_bytes_ - kept_bytes_;
   }

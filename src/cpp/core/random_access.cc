@@ -237,8 +237,13 @@ std::unique_ptr<RecordBatch> RandomAccessReader::read(const int64_t* indices, si
     batch->positions[k] = offsets_[size_t(i)];
     wanted[k] = Wanted{size_t(i), offsets_[size_t(i)], sizes_[size_t(i)], k};
   }
-  batch->data.reserve(size_t(batch->offsets[n]) + 1);
-  batch->data.resize(size_t(batch->offsets[n]));
+  const size_t bytes = size_t(batch->offsets[n]);
+  if (options_.pool) {
+    batch->data = options_.pool->take(bytes + 1);
+    batch->pool = options_.pool;
+  }
+  batch->data.reserve(bytes + 1);
+  batch->data.resize(bytes);
 
   // The distinct records in file order; each is read once, into the first place that wants it.
   auto by_file_order = [](const Wanted& a, const Wanted& b) {

@@ -52,6 +52,7 @@ struct RandomAccessOptions {
   bool verify = true;                // check both CRCs (the length field is always checked)
   uint64_t max_gap = 64 << 10;       // records at most this far apart share one read...
   uint64_t max_read = 8 << 20;       // ...as long as the read stays within this many bytes
+  std::shared_ptr<BufferPool> pool;  // batches take their buffers from it (null: allocations)
 };
 
 // Reads records by their position in an index, with positional reads (pread), so it has no file

@@ -334,7 +334,7 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
   auto batch = std::make_unique<RecordBatch>();
   if (ended_) return batch;
   if (pool_) {
-    batch->data = pool_->take(max_bytes);  // unlimited: the largest kept buffer
+    batch->data = pool_->take_up_to(max_bytes);
     batch->pool = pool_;
   }
   // Below ByteBuffer::kMappedFrom: a batch of small records stays an ordinary allocation, which

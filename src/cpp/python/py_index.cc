@@ -175,17 +175,19 @@ void register_index(py::module_& m) {
   py::class_<PyIndexedReader>(m, "IndexedReader",
                               "Random access by index; see tfrec_fast.IndexedTFRecordReader.")
       .def(py::init([](const std::string& path, const Int64Array& offsets, const Int64Array& sizes,
-                       bool verify, uint64_t max_gap, uint64_t max_read) {
+                       bool verify, uint64_t max_gap, uint64_t max_read,
+                       std::shared_ptr<BufferPool> pool) {
              RandomAccessOptions options;
              options.verify = verify;
              options.max_gap = max_gap;
              options.max_read = max_read;
+             options.pool = std::move(pool);
              return std::make_unique<PyIndexedReader>(path, to_vector(offsets, "offsets"),
                                                       to_vector(sizes, "sizes"), options);
            }),
            py::arg("path"), py::arg("offsets"), py::arg("sizes"), py::arg("verify") = true,
            py::arg("max_gap") = RandomAccessOptions().max_gap,
-           py::arg("max_read") = RandomAccessOptions().max_read)
+           py::arg("max_read") = RandomAccessOptions().max_read, py::arg("pool") = nullptr)
       .def("read", &PyIndexedReader::read, py::arg("indices"))
       .def("read_one", &PyIndexedReader::read_one, py::arg("index"))
       .def("__len__", &PyIndexedReader::size)
