@@ -14,8 +14,8 @@ import numpy as np
 
 from . import _buffers
 from .errors import DataLossError
-from .records import (RecordBatch, TFRecordReader, count_records, detect_compression,
-                      expand_pattern, file_version, normalize_compression, open_binary,
+from .records import (ITER_BATCH_BYTES, RecordBatch, TFRecordReader, count_records,
+                      detect_compression, expand_pattern, file_version, normalize_compression, open_binary,
                       path_exists)
 
 # Records parsed at a time after a shuffle buffer (the buffer hands out single records).
@@ -207,7 +207,10 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
         last = stop if stop is not None else 0  # (only read when remaining is known)
         while remaining is None or remaining > 0:
             limit = max_records if remaining is None else min(remaining, max_records or remaining)
-            batch = reader.read_batch(max_records=limit)
+            # Without max_records, batches of cache size (as iter_batches reads), never the
+            # whole range in one (a worker's share of a large file in one batch, once).
+            batch = reader.read_batch(max_records=limit,
+                                      max_bytes=None if max_records else ITER_BATCH_BYTES)
             if not len(batch):
                 if remaining is not None:
                     raise DataLossError(f"the file ended {remaining} records before record "
