@@ -226,15 +226,21 @@ class BytesColumn:
     def lengths(self) -> np.ndarray:
         return np.where(self.starts < 0, len(self.default), self.ends - self.starts)
 
-    def to_list(self) -> list:
+    def to_list(self, flat: bool = False) -> list:
+        """The values as ``bytes``: one per row, or with ``row_splits`` a list per row (with
+        ``flat``: the rows' values in one list)."""
+        starts, ends = self.starts, self.ends
+        if flat and self.row_splits is not None:
+            first, last = int(self.row_splits[0]), int(self.row_splits[-1])
+            starts, ends = starts[first:last], ends[first:last]
         data: Any = self.values.tobytes() if len(self.values) < (1 << 16) else \
             memoryview(self.values.data)
-        flat = [bytes(data[s:e]) if s >= 0 else self.default
-                for s, e in zip(self.starts.tolist(), self.ends.tolist())]
-        if self.row_splits is None:
-            return flat
+        values = [bytes(data[s:e]) if s >= 0 else self.default
+                  for s, e in zip(starts.tolist(), ends.tolist())]
+        if flat or self.row_splits is None:
+            return values
         splits = self.row_splits.tolist()
-        return [flat[a:b] for a, b in zip(splits[:-1], splits[1:])]
+        return [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
 
     def __repr__(self):
         return f"BytesColumn({len(self)} rows, {len(self.starts)} values)"
