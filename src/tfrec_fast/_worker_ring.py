@@ -7,9 +7,11 @@ once and sends it through torch once; later batches travel as ``(slot, layout)``
 training process rebuilds tensors that view the slot. When the last of those tensors is freed,
 the slot is marked free in the ring's header and the worker may fill it again.
 
-A batch the ring cannot take goes torch's usual way, so nothing is ever wrong, only slower:
-no free slot (a training loop that keeps many batches), a batch larger than a slot, values that
-are not all dense CPU tensors, or a batch changed after it was yielded (a collate_fn or a
+A batch is a dict: its dense CPU tensors go through the slot, its other values (lists of
+``bytes``, say) are pickled as usual beside ``(slot, layout)``. A batch the ring cannot take goes
+torch's usual way, so nothing is ever wrong, only slower: no free slot (a training loop that
+keeps many batches), tensors larger than a slot, a tensor that needs its autograd history or
+lives elsewhere than in CPU memory, or a batch changed after it was yielded (a collate_fn or a
 wrapping dataset). A slot whose batch left any other way than through its own pickling is
 never reused.
 """
@@ -55,8 +57,10 @@ def _forget_dead_rings() -> None:
             del _rings[key]
 
 
-def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, size: int):
-    """Runs in the training process when a batch is unpickled: tensors viewing the slot."""
+def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, size: int,
+             names: tuple = (), others: Optional[dict] = None):
+    """Runs in the training process when a batch is unpickled: tensors viewing the slot, and
+    the batch's other values (``others``) in their places (the key order ``names``)."""
     if ring is not None and key not in _rings:
         _forget_dead_rings()
         _rings[key] = (ring, ring[:_HEADER].numpy())
@@ -67,8 +71,11 @@ def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, 
     owner = ring.numpy()[offset:offset + size]
     weakref.finalize(owner, _free_slot, header, slot)
     whole = torch.from_numpy(owner)
-    return {name: whole[start:start + nbytes].view(dtype).view(shape)
-            for name, dtype, shape, start, nbytes in layout}
+    tensors = {name: whole[start:start + nbytes].view(dtype).view(shape)
+               for name, dtype, shape, start, nbytes in layout}
+    if not others:
+        return tensors
+    return {name: tensors[name] if name in tensors else others[name] for name in names}
 
 
 class _RingBatch(dict):
@@ -104,9 +111,13 @@ class RingWriter:
 
     @staticmethod
     def _dense(batch) -> bool:
-        return type(batch) is dict and bool(batch) and all(
-            isinstance(v, torch.Tensor) and v.device.type == "cpu" and v.layout == torch.strided
-            and not v.requires_grad for v in batch.values())
+        """A dict holding tensors, every one of them a plain CPU tensor the slot can hold."""
+        if type(batch) is not dict:
+            return False
+        tensors = [v for v in batch.values() if isinstance(v, torch.Tensor)]
+        return bool(tensors) and all(
+            v.device.type == "cpu" and v.layout == torch.strided and not v.requires_grad
+            for v in tensors)
 
     def _free(self) -> Optional[int]:
         for i in range(self.slots):
@@ -124,8 +135,11 @@ class RingWriter:
         if slot is None:
             return batch
         offset = _HEADER + slot * self.slot_bytes
-        layout, values, pos = [], {}, 0
+        layout, values, others, pos = [], {}, {}, 0
         for name, value in batch.items():
+            if not isinstance(value, torch.Tensor):
+                values[name] = others[name] = value
+                continue
             nbytes = value.nbytes
             view = self.ring[offset + pos:offset + pos + nbytes].view(value.dtype).view(value.shape)
             view.copy_(value)
@@ -134,7 +148,8 @@ class RingWriter:
             pos += _round_up(nbytes)
         self._header[slot] = 1
         send_ring = self.ring if self._header[_ACK] == 0 else None
-        return _RingBatch(values)._bind((self._key, send_ring, slot, offset, layout, pos), values)
+        args = (self._key, send_ring, slot, offset, layout, pos, tuple(values), others)
+        return _RingBatch(values)._bind(args, values)
 
 
 _writer: Optional[RingWriter] = None
@@ -142,12 +157,12 @@ _writer_pid = 0
 
 
 def _batch_bytes(batch) -> int:
-    return sum(_round_up(v.nbytes) for v in batch.values())
+    return sum(_round_up(v.nbytes) for v in batch.values() if isinstance(v, torch.Tensor))
 
 
 def ring_writer(batch) -> Optional[RingWriter]:
     """This worker process's ring for ``batch``: made for the first batch, grown (doubling) for a
-    bigger one; None for batches too big to be worth it or not dicts of dense tensors."""
+    bigger one; None for batches too big to be worth it or that hold no tensor it can take."""
     global _writer, _writer_pid
     if _writer_pid != os.getpid():
         _writer, _writer_pid = None, os.getpid()

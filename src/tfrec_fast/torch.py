@@ -34,7 +34,7 @@ from __future__ import annotations
 import collections.abc
 import os
 import warnings
-from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
                     Tuple)
 
 import numpy as np
@@ -81,23 +81,84 @@ def _byte_rows(column: BytesColumn, compat: bool) -> list:
     return rows
 
 
+class _Record(dict):
+    """A record as a plain dict of its values, of a type whose batches torch's default collate
+    hands to :func:`_collate_records`: in a DataLoader worker, their tensors then travel through
+    the worker's shared-memory ring instead of a new shared-memory segment and a file descriptor
+    each (~1 ms a batch). Datasets with ``worker_ring=False`` give plain dicts."""
+
+
+def _collate_records(batch, *, collate_fn_map=None):
+    """default_collate of records: a plain dict of the collated values, as for plain dicts.
+    Numeric arrays of one shape are stacked in one numpy call (default_collate makes a tensor
+    of each first: 60% of a drop-in DataLoader's time, bench/RESULTS.md #12); in a worker,
+    tensors are stacked in private memory and go through the ring."""
+    handoff = _worker_ring_handoff()
+    fns = collate_fn_map if handoff is None else _private_stacking(collate_fn_map)
+    out = {}
+    for key in batch[0]:
+        values = [d[key] for d in batch]
+        stacked = _stacked_arrays(values)
+        out[key] = stacked if stacked is not None else _torch_collate(values, collate_fn_map=fns)
+    return handoff(out) if handoff is not None else out
+
+
+def _stacked_arrays(values: list) -> Optional[torch.Tensor]:
+    """What default_collate makes of numeric numpy arrays of one shape and dtype (a tensor of
+    them stacked), or None for anything else (left to torch, errors included)."""
+    first = values[0]
+    if type(first) is not np.ndarray or not first.ndim or first.dtype.kind not in "biuf":
+        return None
+    shape, dtype = first.shape, first.dtype
+    if not all(type(v) is np.ndarray and v.shape == shape and v.dtype == dtype for v in values):
+        return None
+    return torch.from_numpy(np.concatenate(values)).view((len(values),) + shape)
+
+
+def _private_stacking(collate_fn_map):
+    """collate_fn_map with tensors stacked in private memory (default_collate stacks into a new
+    shared-memory segment inside a worker: the ring is that segment here)."""
+    fns = dict(collate_fn_map or default_collate_fn_map)
+    fns[torch.Tensor] = lambda batch, *, collate_fn_map=None: torch.stack(batch, 0)
+    return fns
+
+
+try:
+    from torch.utils.data._utils.collate import collate as _torch_collate
+    from torch.utils.data._utils.collate import default_collate_fn_map
+    default_collate_fn_map[_Record] = _collate_records
+except ImportError:  # an older torch: default_collate treats them as the dicts they are
+    pass
+
+
+def _one_per_row(row_splits: np.ndarray) -> bool:
+    return len(row_splits) - 1 == row_splits[-1] - row_splits[0] and bool(
+        np.all(np.diff(row_splits) == 1))
+
+
 def _numpy_rows(col, n: int) -> list:
     """The ``tfrecord`` package's per-record values: int64/float32 arrays, ``bytes`` for one
     bytes value and an ``|S`` array for several (what its transforms are written for)."""
     if isinstance(col, BytesColumn):
-        rows = col.to_list()
-        if col.row_splits is None:
-            return rows
-        return [r[0] if len(r) == 1 else np.array(r, dtype=bytes) for r in rows]
+        if col.row_splits is None or _one_per_row(col.row_splits):
+            return col.to_list(flat=True)
+        return [r[0] if len(r) == 1 else np.array(r, dtype=bytes) for r in col.to_list()]
     if isinstance(col, Ragged):  # views of the batch's own (fresh, private) column
-        values, splits = col.values, col.row_splits.tolist()
+        values, splits = col.values, col.row_splits
+        if n and splits[0] == 0 and splits[-1] % n == 0 and np.all(
+                np.diff(splits) == splits[-1] // n):  # every row as long: rows of a 2-D view
+            return list(values.reshape(n, splits[-1] // n))
+        splits = splits.tolist()
         return [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
     return list(col)
 
 
-def _rows(columns: Mapping[str, Any], n: int, compat: set) -> List[dict]:
-    """Parsed columns of n records -> n dicts of per-record values: tensor views, or for features
-    named the ``tfrecord`` package's way its numpy values (tensors come from the collate)."""
+def _rows(columns: Mapping[str, Any], n: int, compat: set, record=_Record) -> Iterator[dict]:
+    """Parsed columns of n records -> n dicts (of type ``record``) of per-record values: tensor
+    views, or for features named the ``tfrecord`` package's way its numpy values (tensors come
+    from the collate). Each dict is made when it is asked for: dicts are what the garbage
+    collector follows, and the fewer of them live at once the rarer its full passes (a full
+    pass over a DataLoader worker's heap took ~0.4 s per epoch, measured)."""
     per_feature: List[Any] = []
     for name, col in columns.items():
         if name in compat:
@@ -111,8 +172,9 @@ def _rows(columns: Mapping[str, Any], n: int, compat: set) -> List[dict]:
         else:
             per_feature.append(_byte_rows(col, name in compat))
     names = list(columns)
-    return [dict(zip(names, values)) for values in zip(*per_feature)] if names else [
-        {} for _ in range(n)]
+    if not names:
+        return (record() for _ in range(n))
+    return (record(zip(names, values)) for values in zip(*per_feature))
 
 
 def _batch(columns: Mapping[str, Any], compat: set, ragged: str) -> dict:
@@ -159,7 +221,7 @@ class _Rows(collections.abc.Sequence):
 
     def _made(self) -> list:
         if self._rows is None:
-            self._rows = _rows(self._columns, self._n, self._compat)
+            self._rows = list(_rows(self._columns, self._n, self._compat))
         return self._rows
 
     def __len__(self) -> int:
@@ -375,7 +437,8 @@ class _Streaming(torch.utils.data.IterableDataset):
                 out = transform(parsed) if transform else parsed
                 yield handoff(out) if handoff and self._spec is not None else out
                 continue
-            rows = parsed if self._spec is None else _rows(parsed, n, self._compat)
+            rows = parsed if self._spec is None else _rows(
+                parsed, n, self._compat, _Record if self.worker_ring else dict)
             if transform:
                 for row in rows:
                     yield transform(row)
@@ -420,9 +483,11 @@ class TFRecordDataset(_Streaming):
     one on every pass instead (single-rank jobs only). A buffer much smaller than a sorted file
     stays biased: use :class:`IndexedTFRecordDataset` with ``RandomSampler`` for an exact shuffle.
 
-    Hand-over from DataLoader workers (``batch_size`` set, ``worker_ring=True``): a batch that is
-    a dict of tensors is copied into a shared-memory ring of the worker and reaches the training
-    process as tensors viewing it, far cheaper than torch's per-tensor sharing. The slot is
+    Hand-over from DataLoader workers (``worker_ring=True``): the tensors of a batch that is a
+    dict (with ``batch_size``, or torch's default collate of the records, which are dicts of a
+    type registered in its ``default_collate_fn_map``) are copied into a shared-memory ring of
+    the worker and reach the training process as tensors viewing it, far cheaper than torch's
+    per-tensor sharing. The slot is
     reused once every tensor of that batch is freed; while they live (a loop that keeps batches)
     new batches go torch's usual way. Pass ``worker_ring=False`` for torch's way throughout.
 
@@ -645,7 +710,7 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         for k in np.unique(files).tolist():
             where = np.flatnonzero(files == k)
             batch = self._reader(k).get_batch(idx[where] - self._starts[k])
-            rows: List[Any]
+            rows: Iterable[Any]
             if self._spec is None:
                 rows = batch.to_list()
             else:
