@@ -141,3 +141,4 @@ def test_range_reads_come_in_cache_sized_batches(tmp_path):
     assert sum(len(b) for b in batches) == 20000
     assert len(batches) > 1 and max(b.nbytes for b in batches) <= ITER_BATCH_BYTES
     assert [len(b) for b in read_range(path, 5, 40, max_records=16)] == [16, 16, 3]
+

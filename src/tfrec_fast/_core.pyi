@@ -117,6 +117,10 @@ def feature_kinds(batch: "RecordBatch", name: str, sequence_examples: bool = Fal
                   strict: bool = True) -> List[Tuple[bytes, Optional[Kind], int]]:
     """(name, kind of its list or None, first record) of each feature the records hold."""
 
+def bytes_values(values: BytesLike, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+                 fallback: bytes) -> List[bytes]:
+    """[bytes(values[starts[j]:ends[j]]) for j] (a start of -1: fallback)."""
+
 class RecordBatch:
     @staticmethod
     def from_records(records: Iterable[BytesLike]) -> "RecordBatch": ...

@@ -233,10 +233,9 @@ class BytesColumn:
         if flat and self.row_splits is not None:
             first, last = int(self.row_splits[0]), int(self.row_splits[-1])
             starts, ends = starts[first:last], ends[first:last]
-        data: Any = self.values.tobytes() if len(self.values) < (1 << 16) else \
-            memoryview(self.values.data)
-        values = [bytes(data[s:e]) if s >= 0 else self.default
-                  for s, e in zip(starts.tolist(), ends.tolist())]
+        buffer = self.values if self.values.flags.c_contiguous else np.ascontiguousarray(
+            self.values)
+        values = _core.bytes_values(buffer, starts, ends, self.default)
         if flat or self.row_splits is None:
             return values
         splits = self.row_splits.tolist()

@@ -137,4 +137,5 @@ PYBIND11_MODULE(_core, m) {
   register_encode(m);
   register_example(m);
   register_index(m);
+  register_columns(m);
 }

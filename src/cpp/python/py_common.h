@@ -93,5 +93,6 @@ void register_kinds(py::module_& m);  // Kind and Layout: first, the others' sig
 void register_encode(py::module_& m);
 void register_example(py::module_& m);
 void register_index(py::module_& m);
+void register_columns(py::module_& m);
 
 }  // namespace tfr::py_bind
