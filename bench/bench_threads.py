@@ -685,6 +685,8 @@ def _rows() -> None:
         _add(t, f"dl_batched:mnist:2:{persistent}",
              f"TFRecordDataset(batch_size=256), DataLoader(batch_size=None), 2 workers, {how}")
     _add(t, "dl_batched:mnist:0:p", "TFRecordDataset(batch_size=256), DataLoader(batch_size=None, num_workers=0)")
+    _add(t, "dl_dropin:mnist:0:p", "TFRecordDataset(path, index, description), default collate, num_workers=0")
+    _add(t, "dl_tfrecord:mnist:0:p", "tfrecord TFRecordDataset(path, index, description), num_workers=0 (peer)")
     _add(t, "tf_data:mnist:1:256", "TF tf.data file -> batch(256) -> parse AUTOTUNE -> prefetch (peer, in process)")
     for d in SIZED:
         n, size = SIZED[d]
@@ -792,6 +794,7 @@ def columns(title: str, rss: Dict[str, H.Result]) -> List[H.Column]:
                  H.Versus("vs tfrecord (batched target)", "dl_tfrecord:mnist:2:p", target=10.0,
                           mine=lambda r: r.name == "dl_batched:mnist:2:p"),
                  H.Versus("vs tfrecord (not persistent)", "dl_tfrecord:mnist:2:np"),
+                 H.Versus("vs tfrecord (0 workers)", "dl_tfrecord:mnist:0:p"),
                  H.Versus("vs TF tf.data", "tf_data:mnist:1:256", target=2.0,
                           mine=lambda r: r.name == "dl_batched:mnist:2:p"),
                  H.figure("first batch s", first, ".3f")]
