@@ -439,7 +439,7 @@ def _typed(batch: RecordBatch, spec: Dict[str, Optional[Spec]], name: str = "<re
     """Resolves by-name specs from this batch (learning their kinds into `spec` once seen); a
     name no record has shown yet reads as an empty float32 VarLen for this batch only."""
     if None not in spec.values():
-        return dict(spec)
+        return dict(spec)  # type: ignore[arg-type]  # (no None left)
     untyped = [k for k, s in spec.items() if s is None]
     spec.update({k: s for k, s in _infer(batch, untyped, name, sequence_examples).items()
                  if s is not None})
