@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -12,17 +13,38 @@
 namespace tfr {
 namespace {
 
+// How long a thread keeps looking (yielding the core) before it sleeps: a worker for the next
+// call's parts, a caller for a worker's last part. Waking a sleeping thread costs tens of
+// microseconds on a virtual machine, as much as a part of a batch takes to decode.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+// Calls `ready` until it returns true (then true) or kSpin has passed (then false).
+template <typename Ready>
+bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  do {
+    if (ready()) return true;
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < deadline);
+  return ready();
+}
+
 class TaskPool {
  public:
   void run(size_t count, size_t threads, const std::function<void(size_t)>& task) {
     Job job{&task, count, threads};
-    job.active = 1;  // the caller
     std::unique_lock<std::mutex> lock(mutex_);
     start_workers(threads - 1);
     jobs_.push_back(&job);
+    open_parts_.fetch_add(count, std::memory_order_release);
     for (size_t i = 1; i < threads; ++i) wake_.notify_one();
-    work_on(job, lock);
-    finished_.wait(lock, [&] { return job.done == job.count; });
+    while (job.next < job.count) run_part(job, lock);  // the caller takes parts too
+    lock.unlock();
+    // The parts still running are workers': wait for them, spinning first.
+    auto finished = [&] { return job.done.load(std::memory_order_acquire) == job.count; };
+    if (spin_until(finished)) return;
+    lock.lock();
+    finished_.wait(lock, finished);
   }
 
   size_t workers() {
@@ -36,31 +58,31 @@ class TaskPool {
   struct Job {
     const std::function<void(size_t)>* task;
     size_t count;
-    size_t threads;     // at most this many threads work on it
-    size_t next = 0;    // the next part to start
-    size_t done = 0;    // parts finished
-    size_t active = 0;  // threads that joined it (each stays until no part is left to start)
+    size_t threads;       // at most this many of its parts run at once
+    size_t next = 0;      // the next part to start
+    size_t running = 0;   // parts running now
+    std::atomic<size_t> done{0};  // parts finished (read without the lock by the caller)
   };
 
-  // Runs parts of `job` until none is left to start. Called and returns with the lock held. The
-  // job lives as long as a part is not done, so it is not touched after the last `done`.
-  void work_on(Job& job, std::unique_lock<std::mutex>& lock) {
-    bool more = job.next < job.count;
-    while (more) {
-      const size_t part = job.next++;
-      if (job.next == job.count) jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
-      lock.unlock();
-      (*job.task)(part);
-      lock.lock();
-      more = job.next < job.count;
-      if (++job.done == job.count) finished_.notify_all();
-    }
+  // Runs the job's next part. Called with the lock held and a part left to start; returns with
+  // the lock held. The job is not touched after its last part is counted done: its caller may
+  // return at once.
+  void run_part(Job& job, std::unique_lock<std::mutex>& lock) {
+    const size_t part = job.next++;
+    ++job.running;
+    open_parts_.fetch_sub(1, std::memory_order_relaxed);
+    if (job.next == job.count) jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+    lock.unlock();
+    (*job.task)(part);
+    lock.lock();
+    --job.running;
+    if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.count) finished_.notify_all();
   }
 
-  // The first job with a part left to start and room for another thread.
+  // The first job with a part left to start and room for another running part.
   Job* open_job() {
     for (Job* job : jobs_) {
-      if (job->active < job->threads) return job;
+      if (job->running < job->threads) return job;
     }
     return nullptr;
   }
@@ -68,10 +90,14 @@ class TaskPool {
   void work() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      Job* job = nullptr;
-      wake_.wait(lock, [&] { return (job = open_job()) != nullptr; });
-      ++job->active;
-      work_on(*job, lock);
+      if (Job* job = open_job()) {
+        run_part(*job, lock);
+        continue;
+      }
+      lock.unlock();  // nothing to do: look for a while, then sleep
+      spin_until([&] { return open_parts_.load(std::memory_order_acquire) > 0; });
+      lock.lock();
+      wake_.wait(lock, [&] { return open_job() != nullptr; });
     }
   }
 
@@ -91,6 +117,7 @@ class TaskPool {
   std::condition_variable wake_;      // workers: a job has a part to start
   std::condition_variable finished_;  // callers: a job's last part is done
   std::deque<Job*> jobs_;             // jobs with parts left to start, oldest first
+  std::atomic<size_t> open_parts_{0};  // parts not yet started, over all jobs (a hint to spinners)
   std::vector<std::thread> workers_;  // never joined: the pool lives as long as the process
 };
 
