@@ -312,7 +312,7 @@ def normalize_spec(spec) -> Dict[str, Optional[Spec]]:
     list of names (kinds then come from the data). Returns {name: spec or None}."""
     if isinstance(spec, (list, tuple)):
         return {str(name): None for name in spec}
-    if not isinstance(spec, Mapping):
+    if type(spec) is not dict and not isinstance(spec, Mapping):  # (the ABC check is slow)
         raise TypeError("spec must be a dict {name: FixedLen | VarLen | 'int' | 'float' | "
                         "'byte'} or a list of feature names, not " + type(spec).__name__)
     out: Dict[str, Optional[Spec]] = {}
@@ -530,8 +530,8 @@ def _plan(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None
     """The plan of a typed spec, made once per distinct spec: specs are matched by what they
     say (names, kinds, shapes, defaults), so specs built anew for every call share a plan too.
     A spec with a mutable default (a list, an array) gets a fresh plan every call."""
-    features = tuple((name, _summary_of(s)) for name, s in spec.items())
-    lists = tuple((name, _summary_of(s)) for name, s in sequence.items()) if sequence else ()
+    features = tuple([(name, s._key or _summary_of(s)) for name, s in spec.items()])
+    lists = tuple([(name, _summary_of(s)) for name, s in sequence.items()]) if sequence else ()
     key: Optional[tuple] = (features, lists)
     if any(summary is None for _, summary in features + lists):
         key = None

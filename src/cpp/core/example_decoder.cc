@@ -160,6 +160,18 @@ Handler handler_of(const FieldSpec& s) {
   return s.kind == Kind::kBytes ? Handler::kFixedBytes : Handler::kFixedNumbers;
 }
 
+// What the decoder needs of a requested feature on every record, in one place.
+struct Field {
+  Handler handler;
+  Kind kind;
+  uint8_t list_tag;   // the one-byte tag of its list in a Feature
+  size_t count;       // FieldSpec::count
+  size_t slot_bytes;  // fixed numbers and raw bytes: the bytes of a record's slot...
+  uint8_t* slots;     // ...in the batch's values
+  Column* column;     // the others: the column appended to
+  size_t seen;        // the one pass: the stamp() of the last record that held it
+};
+
 // Decodes records into the batch's columns. Fixed-size numbers and raw bytes go straight to
 // record i's slot of the batch's values (`slots`); every other column is appended to (`columns`:
 // the batch's own for the first records, or a part's, joined afterwards). Records are given by
@@ -172,11 +184,15 @@ Handler handler_of(const FieldSpec& s) {
 class Decoder {
  public:
   Decoder(const uint8_t* data, const std::vector<FieldSpec>& specs, bool sequences, size_t first,
-          std::vector<uint8_t*> slots, std::vector<Column*> columns)
-      : data_(data), specs_(specs), sequences_(sequences), first_(first), found_(specs.size()),
-        seen_(specs.size(), 0), slots_(std::move(slots)), columns_(std::move(columns)) {
-    handlers_.reserve(specs.size());
-    for (const FieldSpec& s : specs) handlers_.push_back(handler_of(s));
+          const std::vector<uint8_t*>& slots, const std::vector<Column*>& columns)
+      : data_(data), specs_(specs), sequences_(sequences), first_(first), found_(specs.size()) {
+    fields_.reserve(specs.size());
+    for (size_t k = 0; k < specs.size(); ++k) {
+      const FieldSpec& s = specs[k];
+      const size_t per_value = s.layout == Layout::kRawBytes ? 1 : value_size(s.kind);
+      fields_.push_back(Field{handler_of(s), s.kind, wire::tag_byte(uint32_t(s.kind), wire::kLengthDelimited),
+                              s.count, s.count * per_value, slots[k], columns[k], 0});
+    }
   }
 
   void record(size_t index, Cursor example) {
@@ -184,7 +200,7 @@ class Decoder {
     try {
       if (scan_record(example, true)) {
         for (size_t k = 0; k < specs_.size(); ++k) {
-          if (seen_[k] != stamp()) fill_missing(k);
+          if (fields_[k].seen != stamp()) fill_missing(k);
         }
         return;
       }
@@ -276,10 +292,10 @@ class Decoder {
       if (!decode || k == kSeveral) {
         if (decode) return false;
         note_all(lists, key, value, merged);
-      } else if (merged || seen_[size_t(k)] == stamp()) {
+      } else if (merged || fields_[size_t(k)].seen == stamp()) {
         return false;
       } else {
-        seen_[size_t(k)] = stamp();
+        fields_[size_t(k)].seen = stamp();
         fill_present(size_t(k), value);
       }
     }
@@ -538,32 +554,69 @@ class Decoder {
   }
 
   void fill_present(size_t k, Cursor feature) {
-    const FieldSpec& spec = specs_[k];
-    switch (handlers_[k]) {
+    const Field& f = fields_[k];
+    Cursor payload;
+    switch (f.handler) {
       case Handler::kFixedNumbers: {
-        NumberSlot sink{slot(k, spec.count * value_size(spec.kind)), spec.count};
+        uint8_t* out = f.slots + index_ * f.slot_bytes;
+        if (usual_payload(feature, f.list_tag, &payload) && usual_numbers(f, payload, out)) return;
+        NumberSlot sink{out, f.count};
         feature_values(k, feature, sink);
         return check_count(k, sink.count);
       }
-      case Handler::kFixedBytes: return check_count(k, append_feature(k, feature, *columns_[k]));
-      case Handler::kRawBytes: return fill_raw_bytes(k, feature);
-      case Handler::kVar: {
-        Column& col = *columns_[k];
-        append_feature(k, feature, col);
+      case Handler::kFixedBytes:
+        if (f.count == 1 && usual_payload(feature, f.list_tag, &payload)) {
+          f.column->starts.push_back(payload.p - data_);
+          f.column->ends.push_back(payload.end - data_);
+          return;
+        }
+        return check_count(k, append_feature(k, feature, *f.column));
+      case Handler::kRawBytes:
+        if (usual_payload(feature, f.list_tag, &payload) && size_t(payload.end - payload.p) == f.count) {
+          if (f.count != 0) std::memcpy(f.slots + index_ * f.slot_bytes, payload.p, f.count);
+          return;
+        }
+        return fill_raw_bytes(k, feature);
+      case Handler::kVar:
+        append_feature(k, feature, *f.column);
         return end_var_record(k, true);
-      }
       case Handler::kSequence: return fill_sequence(k, feature);
     }
   }
 
+  // The usual Feature: one list of the kind asked for (`list_tag`) holding one value field:
+  // packed numbers, or one bytes value. Its payload.
+  static TFR_INLINE bool usual_payload(Cursor feature, uint8_t list_tag, Cursor* payload) {
+    Cursor list;
+    return feature.next_is(list_tag) && feature.sub(&list) && feature.done() &&
+           list.next_is(kPackedTag) && list.sub(payload) && list.done();
+  }
+
+  // Exactly f.count packed numbers into a fixed-size slot; false for anything else (the general
+  // path then says what is wrong, or takes what is unusual but right).
+  static TFR_INLINE bool usual_numbers(const Field& f, Cursor payload, uint8_t* out) {
+    if (f.kind == Kind::kFloat) {
+      if (size_t(payload.end - payload.p) != f.slot_bytes || TFR_BIG_ENDIAN) return false;
+      if (f.slot_bytes != 0) std::memcpy(out, payload.p, f.slot_bytes);  // little-endian wire = host
+      return true;
+    }
+    uint64_t v;
+    for (size_t i = 0; i < f.count; ++i) {
+      if (!payload.varint(&v)) return false;
+      std::memcpy(out + 8 * i, &v, 8);
+    }
+    return payload.done();
+  }
+
   void fill_missing(size_t k) {
     const FieldSpec& spec = specs_[k];
-    switch (handlers_[k]) {
-      case Handler::kFixedNumbers: return fill_default(k, slot(k, spec.count * value_size(spec.kind)));
-      case Handler::kRawBytes: return fill_default(k, slot(k, spec.count));
+    const Field& f = fields_[k];
+    switch (f.handler) {
+      case Handler::kFixedNumbers:
+      case Handler::kRawBytes: return fill_default(k, f.slots + index_ * f.slot_bytes);
       case Handler::kFixedBytes: {
         if (!spec.has_default) wrong(k, "is missing and has no default");
-        Column& col = *columns_[k];
+        Column& col = *f.column;
         col.starts.insert(col.starts.end(), spec.count, -1);  // -1: "the default" for the caller
         col.ends.insert(col.ends.end(), spec.count, -1);
         return;
@@ -572,7 +625,7 @@ class Decoder {
         if (spec.required) wrong(k, "is missing (the spec requires it)");
         return end_var_record(k, false);
       case Handler::kSequence: {  // no steps
-        Column& col = *columns_[k];
+        Column& col = *f.column;
         col.row_splits.push_back(col.row_splits.back());
         return;
       }
@@ -580,7 +633,7 @@ class Decoder {
   }
 
   void end_var_record(size_t k, bool present) {
-    Column& col = *columns_[k];
+    Column& col = *fields_[k].column;
     col.row_splits.push_back(int64_t(values_in(col, specs_[k].kind)));
     col.present.push_back(uint8_t(present));
   }
@@ -596,9 +649,6 @@ class Decoder {
     if (!spec.default_value.empty()) std::memcpy(slot, spec.default_value.data(), spec.default_value.size());
   }
 
-  // Record index_'s slot in column k's values (`bytes_per_record` each).
-  uint8_t* slot(size_t k, size_t bytes_per_record) const { return slots_[k] + index_ * bytes_per_record; }
-
   void fill_raw_bytes(size_t k, Cursor feature) {
     const FieldSpec& spec = specs_[k];
     LastBytesValue sink;
@@ -606,13 +656,13 @@ class Decoder {
     if (sink.count != 1) wrong_raw_values(k, sink.count);
     const size_t size = size_t(sink.end - sink.start);
     if (size != spec.count) wrong_raw_size(k, size);
-    if (size != 0) std::memcpy(slot(k, spec.count), data_ + sink.start, size);
+    if (size != 0) std::memcpy(fields_[k].slots + index_ * fields_[k].slot_bytes, data_ + sink.start, size);
   }
 
   // A feature list: each step (a Feature) follows the spec's layout.
   void fill_sequence(size_t k, Cursor list) {
     const FieldSpec& spec = specs_[k];
-    Column& col = *columns_[k];
+    Column& col = *fields_[k].column;
     int64_t steps = 0;
     uint32_t field, wire_type;
     while (!list.done()) {
@@ -635,11 +685,11 @@ class Decoder {
   // before it each left exactly one row). Slots need nothing: the careful pass rewrites them.
   void undo_record(size_t k) {
     const FieldSpec& spec = specs_[k];
-    if (handlers_[k] == Handler::kFixedNumbers || handlers_[k] == Handler::kRawBytes) return;
-    Column& col = *columns_[k];
+    if (fields_[k].handler == Handler::kFixedNumbers || fields_[k].handler == Handler::kRawBytes) return;
+    Column& col = *fields_[k].column;
     const size_t rows = index_ - first_;  // complete records in this column
     size_t values = 0;
-    switch (handlers_[k]) {
+    switch (fields_[k].handler) {
       case Handler::kFixedNumbers:
       case Handler::kRawBytes: break;
       case Handler::kFixedBytes: values = rows * spec.count; break;
@@ -675,12 +725,9 @@ class Decoder {
   const std::vector<FieldSpec>& specs_;
   bool sequences_;
   size_t first_;
-  std::vector<Handler> handlers_;
+  std::vector<Field> fields_;
   std::vector<Found> found_;     // the careful pass: where each requested feature is
-  std::vector<size_t> seen_;     // the one pass: the stamp() of the last record holding each
   std::vector<Hint> hints_[2];   // for the features (or context) map and the feature_lists map
-  std::vector<uint8_t*> slots_;  // per spec: the batch's values, for fixed numbers and raw bytes
-  std::vector<Column*> columns_;  // per spec: the column appended to, for the others
   size_t index_ = 0;
 };
 
@@ -903,7 +950,7 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
         }
         appended[k] = part == 0 ? &columns[k] : &later[part - 1][k];
       }
-      Decoder decoder(data, specs, sequence_examples, begin, slots, std::move(appended));
+      Decoder decoder(data, specs, sequence_examples, begin, slots, appended);
       for (size_t i = begin; i < end; ++i) {
         // After an earlier part failed, this one's columns are never used.
         if (first_failed.load(std::memory_order_relaxed) < part) return;
