@@ -22,24 +22,11 @@ from tfrec_fast.example import (BytesColumn, FixedLen, FixedLenSequence, Ragged,
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from test_example_fuzz import ld, varint  # noqa: E402  (the wire format, written by hand)
 
 
-# ---- the wire format, written by hand (so records can be unusual: repeated keys, packed and
-# unpacked lists, lists of another kind) ---------------------------------------------------------
-
-def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def ld(field: int, payload: bytes) -> bytes:
-    return varint(field << 3 | 2) + varint(len(payload)) + payload
-
+# ---- records written by hand (so they can be unusual: repeated keys, packed and unpacked lists,
+# lists of another kind) -------------------------------------------------------------------------
 
 def feature(kind: str, values, packed: bool = True) -> bytes:
     if kind == "bytes":
