@@ -578,10 +578,25 @@ class Decoder {
         }
         return fill_raw_bytes(k, feature);
       case Handler::kVar:
-        append_feature(k, feature, *f.column);
+        if (!(f.kind != Kind::kBytes && usual_payload(feature, f.list_tag, &payload) &&
+              usual_var_numbers(k, f, payload))) {
+          append_feature(k, feature, *f.column);
+        }
         return end_var_record(k, true);
       case Handler::kSequence: return fill_sequence(k, feature);
     }
+  }
+
+  // Packed numbers appended to a VarLen column (true), or nothing done (false: unusual).
+  bool usual_var_numbers(size_t k, const Field& f, Cursor payload) {
+    NumberAppender sink{f.column->values};
+    if (f.kind == Kind::kInt64) {
+      packed_int64s(k, payload, sink);
+      return true;
+    }
+    if (TFR_BIG_ENDIAN || (payload.end - payload.p) % 4 != 0) return false;
+    sink.put_floats(payload.p, size_t(payload.end - payload.p) / 4);
+    return true;
   }
 
   // The usual Feature: one list of the kind asked for (`list_tag`) holding one value field:
