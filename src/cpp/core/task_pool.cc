@@ -76,7 +76,8 @@ class TaskPool {
     (*job.task)(part);
     lock.lock();
     --job.running;
-    if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.count) finished_.notify_all();
+    const size_t count = job.count;  // read first: once all parts are done, the job may be gone
+    if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == count) finished_.notify_all();
   }
 
   // The first job with a part left to start and room for another running part.
