@@ -133,6 +133,23 @@ struct BytesAppender {
   }
 };
 
+// Bytes values for a record's slot of [start, end) pairs in a fixed-size column: keeps the first
+// `room` and counts them all.
+struct BytesSlot {
+  static constexpr bool kBytes = true;
+  uint8_t* out;
+  size_t room;
+  size_t count = 0;
+
+  void put(int64_t start, int64_t end) {
+    if (count < room) {
+      const int64_t pair[2] = {start, end};
+      std::memcpy(out + count * sizeof(pair), pair, sizeof(pair));
+    }
+    ++count;
+  }
+};
+
 // The last bytes value of a feature, and how many it holds (raw bytes read exactly one).
 struct LastBytesValue {
   static constexpr bool kBytes = true;
@@ -158,6 +175,30 @@ Handler handler_of(const FieldSpec& s) {
     case Layout::kFixed: break;
   }
   return s.kind == Kind::kBytes ? Handler::kFixedBytes : Handler::kFixedNumbers;
+}
+
+// Whether a feature's records are written to their own slots in one buffer for the batch (fixed
+// size: numbers, raw bytes, and [start, end) pairs of bytes values) rather than appended.
+bool in_slots(const FieldSpec& s) { return !s.sequence && s.layout != Layout::kVar; }
+
+size_t bytes_per_record(const FieldSpec& s) {
+  const size_t size = s.layout == Layout::kRawBytes ? 1
+                      : s.kind == Kind::kBytes     ? 2 * sizeof(int64_t)
+                                                   : value_size(s.kind);
+  if (s.count > SIZE_MAX / size) throw std::bad_alloc();
+  return s.count * size;
+}
+
+// A fixed-size bytes column's slots, [start, end) pairs, as its starts and ends.
+void split_pairs(Column& c) {
+  const size_t n = c.values.size() / (2 * sizeof(int64_t));
+  c.starts.resize(n);
+  c.ends.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(&c.starts[i], c.values.data() + 16 * i, 8);
+    std::memcpy(&c.ends[i], c.values.data() + 16 * i + 8, 8);
+  }
+  c.values = ByteBuffer();
 }
 
 // What the decoder needs of a requested feature on every record, in one place.
@@ -189,9 +230,8 @@ class Decoder {
     fields_.reserve(specs.size());
     for (size_t k = 0; k < specs.size(); ++k) {
       const FieldSpec& s = specs[k];
-      const size_t per_value = s.layout == Layout::kRawBytes ? 1 : value_size(s.kind);
       fields_.push_back(Field{handler_of(s), s.kind, wire::tag_byte(uint32_t(s.kind), wire::kLengthDelimited),
-                              s.count, s.count * per_value, slots[k], columns[k], 0});
+                              s.count, in_slots(s) ? bytes_per_record(s) : 0, slots[k], columns[k], 0});
     }
   }
 
@@ -564,13 +604,14 @@ class Decoder {
         feature_values(k, feature, sink);
         return check_count(k, sink.count);
       }
-      case Handler::kFixedBytes:
+      case Handler::kFixedBytes: {
+        BytesSlot sink{f.slots + index_ * f.slot_bytes, f.count};
         if (f.count == 1 && usual_payload(feature, f.list_tag, &payload)) {
-          f.column->starts.push_back(payload.p - data_);
-          f.column->ends.push_back(payload.end - data_);
-          return;
+          return sink.put(payload.p - data_, payload.end - data_);
         }
-        return check_count(k, append_feature(k, feature, *f.column));
+        feature_values(k, feature, sink);
+        return check_count(k, sink.count);
+      }
       case Handler::kRawBytes:
         if (usual_payload(feature, f.list_tag, &payload) && size_t(payload.end - payload.p) == f.count) {
           if (f.count != 0) std::memcpy(f.slots + index_ * f.slot_bytes, payload.p, f.count);
@@ -631,9 +672,8 @@ class Decoder {
       case Handler::kRawBytes: return fill_default(k, f.slots + index_ * f.slot_bytes);
       case Handler::kFixedBytes: {
         if (!spec.has_default) wrong(k, "is missing and has no default");
-        Column& col = *f.column;
-        col.starts.insert(col.starts.end(), spec.count, -1);  // -1: "the default" for the caller
-        col.ends.insert(col.ends.end(), spec.count, -1);
+        BytesSlot sink{f.slots + index_ * f.slot_bytes, f.count};
+        for (size_t i = 0; i < f.count; ++i) sink.put(-1, -1);  // -1: "the default" for the caller
         return;
       }
       case Handler::kVar:
@@ -700,14 +740,14 @@ class Decoder {
   // before it each left exactly one row). Slots need nothing: the careful pass rewrites them.
   void undo_record(size_t k) {
     const FieldSpec& spec = specs_[k];
-    if (fields_[k].handler == Handler::kFixedNumbers || fields_[k].handler == Handler::kRawBytes) return;
+    if (in_slots(spec)) return;
     Column& col = *fields_[k].column;
     const size_t rows = index_ - first_;  // complete records in this column
     size_t values = 0;
     switch (fields_[k].handler) {
       case Handler::kFixedNumbers:
-      case Handler::kRawBytes: break;
-      case Handler::kFixedBytes: values = rows * spec.count; break;
+      case Handler::kRawBytes:
+      case Handler::kFixedBytes: break;
       case Handler::kVar:
         col.row_splits.resize(rows + 1);
         col.present.resize(rows);
@@ -748,18 +788,6 @@ class Decoder {
 
 // ---- a batch in parts ---------------------------------------------------------------------------
 
-// Whether column k's records are written to their own slots of the batch's values (fixed-size
-// numbers and raw bytes) rather than appended.
-bool in_slots(const FieldSpec& s) {
-  return !s.sequence && s.layout != Layout::kVar && !(s.layout == Layout::kFixed && s.kind == Kind::kBytes);
-}
-
-size_t bytes_per_record(const FieldSpec& s) {
-  const size_t size = s.layout == Layout::kRawBytes ? 1 : value_size(s.kind);
-  if (s.count > SIZE_MAX / size) throw std::bad_alloc();
-  return s.count * size;
-}
-
 // An empty column for appending the records of a part: its first split(s).
 void start_column(Column& c, const FieldSpec& s) {
   if (s.layout == Layout::kVar || s.sequence) c.row_splits.assign(1, 0);
@@ -773,9 +801,6 @@ void reserve_records(Column& c, const FieldSpec& s, size_t n) {
     c.present.reserve(n);
   } else if (s.sequence) {
     c.row_splits.reserve(n + 1);
-  } else {  // fixed-size bytes
-    c.starts.reserve(n * s.count);
-    c.ends.reserve(n * s.count);
   }
 }
 
@@ -982,8 +1007,11 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
     if (error) std::rethrow_exception(error);
   }
   for (size_t k = 0; k < nspecs; ++k) {
-    if (in_slots(specs[k])) continue;
-    for (std::vector<Column>& part : later) join(columns[k], part[k]);
+    if (!in_slots(specs[k])) {
+      for (std::vector<Column>& part : later) join(columns[k], part[k]);
+    } else if (handler_of(specs[k]) == Handler::kFixedBytes) {
+      split_pairs(columns[k]);
+    }
   }
   return columns;
 }
