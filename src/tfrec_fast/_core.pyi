@@ -104,15 +104,16 @@ class FieldSpec:
     @property
     def required(self) -> bool: ...
 
+_Raw = Optional[npt.NDArray[Any]]
+
 def decode_examples(batch: "RecordBatch", specs: List[FieldSpec], name: str,
-                    sequence_examples: bool = False) -> List[Tuple[npt.NDArray[np.uint8],
-                                                                   npt.NDArray[np.int64],
-                                                                   npt.NDArray[np.int64],
-                                                                   npt.NDArray[np.int64],
-                                                                   npt.NDArray[np.int64],
-                                                                   npt.NDArray[np.uint8]]]:
-    """Per spec (values, starts, ends, row_splits, step_splits, present: 1 per record holding a
-    VarLen feature)."""
+                    sequence_examples: bool = False, *, num_threads: Optional[int] = None,
+                    presence: bool = True) -> List[Tuple[_Raw, _Raw, _Raw, _Raw, _Raw, _Raw]]:
+    """Per spec (values, starts, ends, row_splits, step_splits, present), None where the layout
+    has no such array: values int64/float32 (uint8 for raw bytes); present (presence=True), 1
+    per record holding a VarLen feature. num_threads None: chosen from the batch's size."""
+def _task_pool_threads() -> int:
+    """How many worker threads the process's decode pool has started."""
 def feature_kinds(batch: "RecordBatch", name: str, sequence_examples: bool = False,
                   strict: bool = True) -> List[Tuple[bytes, Optional[Kind], int]]:
     """(name, kind of its list or None, first record) of each feature the records hold."""

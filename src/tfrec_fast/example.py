@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -57,7 +57,23 @@ def _kind_of(dtype) -> Optional[_core.Kind]:
     return None
 
 
-class FixedLen:
+class _SpecObject:
+    """A spec class whose objects remember a hashable summary of what the decoder needs from
+    them (the key of the parse plan cache, see _plan), forgotten when any attribute is set."""
+
+    _key: Optional[tuple] = None
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        if name != "_key":
+            object.__setattr__(self, "_key", None)
+
+    def _summary(self) -> Optional[tuple]:
+        """The plan cache's key for this spec (None: not cacheable)."""
+        raise NotImplementedError
+
+
+class FixedLen(_SpecObject):
     """Exactly ``prod(shape)`` values per record, returned as an array ``[N, *shape]``.
 
     ``dtype`` is ``"int64"``, ``"float32"`` or ``"bytes"``. Any other numpy dtype (``"uint8"``,
@@ -91,8 +107,14 @@ class FixedLen:
         dtype = "bytes" if self.kind == _BYTES and not self.from_bytes else str(self.dtype)
         return f"FixedLen({self.shape}, {dtype!r}, default={self.default!r})"
 
+    def _summary(self) -> Optional[tuple]:
+        default = self.default
+        if default is not None and not _frozen(default):
+            return None  # a list or array could change in place after being summarised
+        return (FixedLen, self.kind, self.shape, self.dtype, self.from_bytes, default)
 
-class VarLen:
+
+class VarLen(_SpecObject):
     """Any number of values per record: a :class:`Ragged` (numeric) or a :class:`BytesColumn`.
 
     A record without the feature reads as no values, as TensorFlow's VarLenFeature does
@@ -115,6 +137,9 @@ class VarLen:
         extra = ", default=None" if self.default is None else ""
         return f"VarLen({_KIND_DTYPE[self.kind]!r}{extra})"
 
+    def _summary(self) -> Optional[tuple]:
+        return (type(self), self.kind, self.default is None)
+
 
 class _Described(VarLen):
     """A feature named in a ``tfrecord``-package description (``{"name": "int"}``): a record may
@@ -126,7 +151,7 @@ class _Described(VarLen):
                     .replace("bytes", "byte"))
 
 
-class FixedLenSequence:
+class FixedLenSequence(_SpecObject):
     """A SequenceExample feature list whose every step holds exactly ``prod(shape)`` values."""
 
     def __init__(self, shape=(), dtype="int64"):
@@ -138,14 +163,27 @@ class FixedLenSequence:
         if self.kind == _BYTES and self.shape != ():
             raise ValueError("a bytes FixedLenSequence has shape ()")
 
+    def _summary(self) -> Optional[tuple]:
+        return (FixedLenSequence, self.kind, self.shape)
 
-class VarLenSequence:
+
+class VarLenSequence(_SpecObject):
     """A SequenceExample feature list whose steps hold any number of values."""
 
     def __init__(self, dtype="int64"):
         self.kind = _kind_of(dtype)
         if self.kind is None:
             raise ValueError(f"VarLenSequence takes int64, float32 or bytes, not {dtype!r}")
+
+    def _summary(self) -> Optional[tuple]:
+        return (VarLenSequence, self.kind)
+
+
+def _frozen(value) -> bool:
+    """Whether a default can never change in place (so a summary of it stays true)."""
+    if isinstance(value, tuple):
+        return all(_frozen(v) for v in value)
+    return isinstance(value, (bytes, str, int, float, np.generic))
 
 
 class Ragged:
@@ -279,7 +317,7 @@ def normalize_spec(spec) -> Dict[str, Optional[Spec]]:
     list of names (kinds then come from the data). Returns {name: spec or None}."""
     if isinstance(spec, (list, tuple)):
         return {str(name): None for name in spec}
-    if not isinstance(spec, Mapping):
+    if type(spec) is not dict and not isinstance(spec, Mapping):  # (the ABC check is slow)
         raise TypeError("spec must be a dict {name: FixedLen | VarLen | 'int' | 'float' | "
                         "'byte'} or a list of feature names, not " + type(spec).__name__)
     out: Dict[str, Optional[Spec]] = {}
@@ -405,10 +443,11 @@ def _typed(batch: RecordBatch, spec: Dict[str, Optional[Spec]], name: str = "<re
            sequence_examples: bool = False) -> Dict[str, Spec]:
     """Resolves by-name specs from this batch (learning their kinds into `spec` once seen); a
     name no record has shown yet reads as an empty float32 VarLen for this batch only."""
+    if None not in spec.values():
+        return dict(spec)  # type: ignore[arg-type]  # (no None left)
     untyped = [k for k, s in spec.items() if s is None]
-    if untyped:
-        spec.update({k: s for k, s in _infer(batch, untyped, name, sequence_examples).items()
-                     if s is not None})
+    spec.update({k: s for k, s in _infer(batch, untyped, name, sequence_examples).items()
+                 if s is not None})
     return {k: VarLen("float32") if s is None else s for k, s in spec.items()}
 
 
@@ -439,50 +478,131 @@ def _compile(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = N
     return compiled
 
 
+def _column_maker(s: Spec) -> Callable[[int, np.ndarray, tuple], Any]:
+    """How the decoder's raw arrays for one feature become its column: f(n, data, raw)."""
+    if isinstance(s, VarLen):
+        if s.kind == _BYTES:
+            return lambda n, data, raw: BytesColumn(data, raw[1], raw[2], raw[3])
+        return lambda n, data, raw: Ragged(raw[0], raw[3])
+    shape = s.shape
+    if s.from_bytes:
+        dtype = s.dtype
+        return lambda n, data, raw: raw[0].view(dtype).reshape((n,) + shape)
+    if s.kind == _BYTES:
+        default = bytes(s.default or b"")
+        if shape == ():
+            return lambda n, data, raw: BytesColumn(data, raw[1], raw[2], None, default)
+        width = math.prod(shape)
+        return lambda n, data, raw: BytesColumn(
+            data, raw[1], raw[2], np.arange(n + 1, dtype=np.int64) * width, default)
+    if shape == ():
+        return lambda n, data, raw: raw[0]  # already int64 / float32 of [n]
+    return lambda n, data, raw: raw[0].reshape((n,) + shape)
+
+
+class _Plan:
+    """What parsing needs for one spec, worked out once (see _plan): the decoder's FieldSpecs
+    and, per feature, how its raw arrays become its column."""
+
+    def __init__(self, spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]]):
+        self.fields = _compile(spec, sequence)
+        self.makers = [(name, _column_maker(s)) for name, s in spec.items()]
+        self.described = any(isinstance(s, _Described) for s in spec.values())
+
+    def decode(self, batch: RecordBatch, spec: Mapping[str, Spec], name: str,
+               sequence_examples: bool, num_threads: Optional[int], presence: bool) -> list:
+        """The decoder's raw columns, with errors that say what to do."""
+        try:
+            raw = _core.decode_examples(batch, self.fields, name, sequence_examples,
+                                        num_threads=num_threads, presence=presence)
+        except ExampleParseError as error:
+            raise _explained(error, spec) from None
+        if self.described:
+            _check_present(batch, spec, raw, name, sequence_examples)
+        return raw
+
+    def columns(self, batch: RecordBatch, raw: list) -> Dict[str, Any]:
+        n = len(batch)
+        data = batch.data
+        return {name: make(n, data, r) for (name, make), r in zip(self.makers, raw)}
+
+
+_PLANS: Dict[tuple, _Plan] = {}
+_MAX_PLANS = 256  # distinct specs remembered (then forgotten all at once)
+
+
+def _plan(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None) -> _Plan:
+    """The plan of a typed spec, made once per distinct spec: specs are matched by what they
+    say (names, kinds, shapes, defaults), so specs built anew for every call share a plan too.
+    A spec with a mutable default (a list, an array) gets a fresh plan every call."""
+    features = tuple([(name, s._key or _summary_of(s)) for name, s in spec.items()])
+    lists = tuple([(name, _summary_of(s)) for name, s in sequence.items()]) if sequence else ()
+    key: Optional[tuple] = (features, lists)
+    if any(summary is None for _, summary in features + lists):
+        key = None
+    plan = _PLANS.get(key) if key is not None else None
+    if plan is None:
+        plan = _Plan(spec, sequence)
+        if key is not None:
+            if len(_PLANS) >= _MAX_PLANS:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    return plan
+
+
+def _summary_of(s) -> Optional[tuple]:
+    summary = s._key
+    if summary is None:
+        summary = s._summary()
+        if summary is not None:
+            object.__setattr__(s, "_key", summary)
+    return summary
+
+
 def _columns(batch: RecordBatch, spec: Mapping[str, Spec], raw: list) -> Dict[str, Any]:
-    n = len(batch)
-    out = {}
-    data = batch.data
-    for (name, s), (values, starts, ends, row_splits, _, _) in zip(spec.items(), raw):
-        if isinstance(s, VarLen):
-            out[name] = (BytesColumn(data, starts, ends, row_splits) if s.kind == _BYTES
-                         else Ragged(values.view(_NUMPY[s.kind]), row_splits))
-        elif s.from_bytes:
-            out[name] = values.view(s.dtype).reshape((n,) + s.shape)
-        elif s.kind == _BYTES:
-            splits = None if s.shape == () else np.arange(n + 1, dtype=np.int64) * math.prod(
-                s.shape)
-            out[name] = BytesColumn(data, starts, ends, splits, s.default or b"")
-        else:
-            out[name] = values.view(_NUMPY[s.kind]).reshape((n,) + s.shape)
-    return out
+    return _plan(spec).columns(batch, raw)
 
 
 def _as_batch(records) -> RecordBatch:
     return records if isinstance(records, RecordBatch) else RecordBatch.from_records(records)
 
 
-def parse_examples(records, spec, *, name: Optional[str] = None) -> Dict[str, Any]:
+def _check_num_threads(num_threads: Optional[int]) -> None:
+    if num_threads is not None and (isinstance(num_threads, bool) or
+                                    not isinstance(num_threads, int) or num_threads < 1):
+        raise ValueError(f"num_threads must be a positive int or None, not {num_threads!r}")
+
+
+def parse_examples(records, spec, *, name: Optional[str] = None,
+                   num_threads: Optional[int] = None) -> Dict[str, Any]:
     """Parses a RecordBatch (or any sequence of serialized Examples) into one column per feature.
 
     FixedLen numeric -> numpy ``[N, *shape]``; VarLen numeric -> :class:`Ragged`; bytes ->
     :class:`BytesColumn` (zero-copy views of the batch). Only the features in ``spec`` are
     decoded. Raises :class:`~tfrec_fast.ExampleParseError` naming the record and feature.
+
+    ``num_threads``: the batch is cut into contiguous parts decoded in parallel by a small
+    persistent pool of C++ threads (the calling thread among them, the GIL released once), with
+    the same result and the same error as one thread. ``None`` (the default) uses one thread for
+    small batches and up to the cores this process may use for large ones; ``1`` decodes in the
+    calling thread only.
     """
-    batch = _as_batch(records)
-    spec = _typed(batch, normalize_spec(spec), name or "<records>")
-    return _columns(batch, spec, _decode(batch, spec, name or "<records>"))
+    _check_num_threads(num_threads)
+    batch = records if type(records) is RecordBatch else _as_batch(records)
+    name = name or "<records>"
+    spec = _typed(batch, normalize_spec(spec), name)
+    plan = _plan(spec)
+    return plan.columns(batch, plan.decode(batch, spec, name, False, num_threads, False))
 
 
 def _decode(batch: RecordBatch, spec: Mapping[str, Spec], name: str,
-            sequence: Optional[Mapping[str, Any]] = None) -> list:
-    """The decoder's raw columns for `spec` (then `sequence`), with errors that say what to do."""
-    try:
-        raw = _core.decode_examples(batch, _compile(spec, sequence), name, sequence is not None)
-    except ExampleParseError as error:
-        raise _explained(error, spec) from None
-    _check_present(batch, spec, raw, name, sequence is not None)
-    return raw
+            sequence: Optional[Mapping[str, Any]] = None, *, num_threads: Optional[int] = 1,
+            presence: bool = True) -> list:
+    """The decoder's raw columns for `spec` (then `sequence`), with errors that say what to do:
+    per feature (values, starts, ends, row_splits, step_splits, present), None where the layout
+    has no such array (present: only with `presence`)."""
+    return _plan(spec, sequence).decode(batch, spec, name, sequence is not None, num_threads,
+                                        presence)
 
 
 def _check_present(batch: RecordBatch, spec: Mapping[str, Spec], raw: list, name: str,
@@ -515,14 +635,16 @@ def _explained(error: ExampleParseError, spec: Mapping[str, Spec]) -> ExamplePar
 
 
 def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
-                            name: Optional[str] = None):
+                            name: Optional[str] = None, num_threads: Optional[int] = None):
     """Parses tf.train.SequenceExample records: returns ``(context, sequences)``.
 
     ``context_spec`` works as in :func:`parse_examples`. ``sequence_spec`` maps feature-list
     names to :class:`FixedLenSequence` (-> :class:`Ragged` over steps, values ``[steps, *shape]``)
     or :class:`VarLenSequence` (-> a :class:`Ragged` over steps whose values are a Ragged (or
     BytesColumn) over each step's values). A missing feature list has no steps.
+    ``num_threads`` as in :func:`parse_examples`.
     """
+    _check_num_threads(num_threads)
     batch = _as_batch(records)
     # Context and Example features share field 1, so names-only context specs are typed alike.
     context = _typed(batch, normalize_spec(context_spec or {}), name or "<records>", True)
@@ -530,7 +652,8 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     for key, s in sequence.items():
         if not isinstance(s, (FixedLenSequence, VarLenSequence)):
             raise TypeError(f"feature list {key!r}: use FixedLenSequence or VarLenSequence")
-    raw = _decode(batch, context, name or "<records>", sequence)
+    raw = _decode(batch, context, name or "<records>", sequence, num_threads=num_threads,
+                  presence=False)
     out = _columns(batch, context, raw[:len(context)])
     data = batch.data
     seqs = {}
@@ -541,11 +664,11 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
             if s.kind == _BYTES:
                 steps = BytesColumn(data, starts, ends)
             else:
-                steps = values.view(_NUMPY[s.kind]).reshape((-1,) + s.shape)
+                steps = values.reshape((-1,) + s.shape)
         elif s.kind == _BYTES:
             steps = BytesColumn(data, starts, ends, step_splits)
         else:
-            steps = Ragged(values.view(_NUMPY[s.kind]), step_splits)
+            steps = Ragged(values, step_splits)
         seqs[key] = Ragged(steps, row_splits)
     return out, seqs
 

@@ -167,7 +167,7 @@ struct Decoded {
 // Decodes the records as one batch from a buffer of exactly their joined size (a prefix of
 // `junk` bytes before them, when given, checks offsets that do not start at 0).
 Decoded decode(const std::vector<std::string>& records, const std::vector<FieldSpec>& specs,
-               bool sequences = false, const std::string& junk = "") {
+               bool sequences = false, const std::string& junk = "", size_t num_threads = 1) {
   std::string joined = junk;
   std::vector<int64_t> offsets{int64_t(junk.size())};
   for (const std::string& r : records) {
@@ -178,8 +178,8 @@ Decoded decode(const std::vector<std::string>& records, const std::vector<FieldS
   out.size = joined.size();
   out.data.reset(new uint8_t[joined.size()]);
   if (!joined.empty()) std::memcpy(out.data.get(), joined.data(), joined.size());
-  out.columns =
-      tfr::decode_examples(out.data.get(), offsets.data(), records.size(), specs, sequences);
+  out.columns = tfr::decode_examples(out.data.get(), offsets.data(), records.size(), specs,
+                                     sequences, num_threads);
   REQUIRE_EQ(out.columns.size(), specs.size());
   return out;
 }
@@ -591,6 +591,61 @@ TEST(every_byte_cut_or_changed) {
         CHECK_EQ(e.record_index, 0u);
       }
     }
+  }
+}
+
+// Every column of two decodings, compared whole.
+bool same_columns(const Decoded& a, const Decoded& b) {
+  if (a.columns.size() != b.columns.size()) return false;
+  for (size_t k = 0; k < a.columns.size(); ++k) {
+    const Column& x = a.columns[k];
+    const Column& y = b.columns[k];
+    if (x.values.size() != y.values.size() ||
+        (x.values.size() && std::memcmp(x.values.data(), y.values.data(), x.values.size()) != 0) ||
+        x.starts != y.starts || x.ends != y.ends || x.row_splits != y.row_splits ||
+        x.step_splits != y.step_splits || x.present != y.present) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(threads_decode_parts_joined_as_one_thread_does) {
+  const std::vector<FieldSpec> specs = {
+      var("ints", Kind::kInt64), var("reals", Kind::kFloat), var("strs", Kind::kBytes),
+      with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
+      with_default(fixed("one", Kind::kInt64, 1), std::vector<int64_t>{0}),
+      fixed("two", Kind::kBytes, 2)};
+  std::mt19937 random(7);
+  std::vector<std::string> records;
+  for (size_t i = 0; i < 700; ++i) {
+    std::vector<std::pair<std::string, std::string>> features;
+    const int64_t n = int64_t(random() % 4);
+    std::vector<int64_t> ints(size_t(n), int64_t(i) - 300);
+    if (random() % 5) features.push_back({"ints", int64s(ints, random() % 2 == 0)});
+    if (random() % 5) features.push_back({"reals", floats(std::vector<float>(size_t(n), 0.5f))});
+    features.push_back({"strs", strings(std::vector<std::string>(size_t(n), "s"))});
+    if (random() % 3) features.push_back({"raw", strings({"abc"})});
+    if (random() % 3) features.push_back({"one", int64s({int64_t(i)})});
+    features.push_back({"two", strings({"x", std::string(i % 5, 'y')})});
+    if (random() % 2) std::swap(features.front(), features.back());
+    records.push_back(example(features));
+  }
+  const Decoded one = decode(records, specs, false, "junk");
+  for (size_t threads : {2, 3, 8, 64}) {
+    CHECK(same_columns(decode(records, specs, false, "junk", threads), one)) << threads;
+  }
+  for (size_t n : {0, 1, 2, 5}) {  // fewer records than threads
+    const std::vector<std::string> few(records.begin(), records.begin() + long(n));
+    CHECK(same_columns(decode(few, specs, false, "", 4), decode(few, specs))) << n;
+  }
+  // Damage in two places: the first is reported, whichever part meets it.
+  records[650] = records[650].substr(0, 5);
+  records[123] = example({{"two", strings({"only one"})}});
+  for (size_t threads : {1, 2, 5}) {
+    std::optional<tfr::ParseError> e = check::thrown<tfr::ParseError>(
+        [&] { decode(records, specs, false, "", threads); });
+    expect_error(e, 123, "two", "has 1 values, the spec asks for 2");
   }
 }
 

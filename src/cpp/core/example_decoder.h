@@ -45,8 +45,18 @@ class ParseError : public std::runtime_error {
 // context). Bytes values are reported as offsets into `data`, so the caller can hand them out
 // without copying. Throws std::invalid_argument for a spec no record could satisfy (a kind that
 // is no list, a default of the wrong size).
+//
+// With num_threads > 1 the batch is cut into contiguous parts decoded in parallel on the
+// process's task pool (task_pool.h), the calling thread among them, and joined in record order:
+// the columns are the same as with one thread, and so is the error (that of the first record
+// that fails).
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
-                                    const std::vector<FieldSpec>& specs, bool sequence_examples);
+                                    const std::vector<FieldSpec>& specs, bool sequence_examples,
+                                    size_t num_threads = 1);
+
+// How many threads decode_examples is worth for n records of `bytes` bytes in all (before
+// counting the cores): 1 below the size where starting threads costs more than they save.
+size_t decode_threads_worth(size_t n, size_t bytes);
 
 // One feature a record holds: its name and the kind of its list (none for a Feature that holds
 // no list at all).

@@ -1,6 +1,9 @@
 // tf.train.Example decoding for Python: specs in, numpy columns out, GIL released in between.
+#include <algorithm>
+
 #include "example_decoder.h"
 #include "py_common.h"
+#include "task_pool.h"
 
 namespace tfr::py_bind {
 namespace {
@@ -32,6 +35,46 @@ FieldSpec make_spec(std::string name, Kind kind, Layout layout, size_t count,
   s.required = required;
   return s;
 }
+
+// The raw arrays of one decoded column: those its layout has, None for the others.
+py::tuple column_arrays(Column& c, const FieldSpec& s, bool presence) {
+  py::object values = py::none(), starts = py::none(), ends = py::none(), row_splits = py::none(),
+             step_splits = py::none(), present = py::none();
+  if (s.layout == Layout::kRawBytes) {
+    values = adopt<uint8_t>(std::move(c.values));
+  } else if (s.kind == Kind::kBytes) {
+    starts = adopt<int64_t>(std::move(c.starts));
+    ends = adopt<int64_t>(std::move(c.ends));
+  } else if (s.kind == Kind::kInt64) {
+    values = adopt<int64_t>(std::move(c.values));
+  } else {
+    values = adopt<float>(std::move(c.values));
+  }
+  if (s.layout == Layout::kVar || s.sequence) row_splits = adopt<int64_t>(std::move(c.row_splits));
+  if (s.layout == Layout::kVar && s.sequence) step_splits = adopt<int64_t>(std::move(c.step_splits));
+  if (s.layout == Layout::kVar && !s.sequence && presence) present = adopt<uint8_t>(std::move(c.present));
+  return py::make_tuple(values, starts, ends, row_splits, step_splits, present);
+}
+
+// The cores this process may run on (its affinity where the OS has one), asked once per process.
+size_t g_usable_cores = 0;
+
+size_t usable_cores() {
+  if (g_usable_cores == 0) {
+    py::module_ os = py::module_::import("os");
+    size_t cores = 0;
+    if (py::hasattr(os, "sched_getaffinity")) {
+      cores = py::len(os.attr("sched_getaffinity")(0));
+    } else {
+      py::object count = os.attr("cpu_count")();
+      cores = count.is_none() ? 1 : count.cast<size_t>();
+    }
+    g_usable_cores = std::max<size_t>(1, cores);
+  }
+  return g_usable_cores;
+}
+
+void forget_usable_cores() { g_usable_cores = 0; }
 
 // Runs a decoder call, naming the records' source in any ParseError (bindings.cc translates it).
 template <typename Call>
@@ -106,32 +149,54 @@ void register_example(py::module_& m) {
   m.def(
       "decode_examples",
       [](const py::object& batch_obj, const py::list& spec_list, const std::string& name,
-         bool sequence_examples) {
+         bool sequence_examples, const py::object& num_threads, bool presence) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
         std::vector<FieldSpec> specs;
+        specs.reserve(spec_list.size());
         for (py::handle s : spec_list) {
           if (!py::isinstance<FieldSpec>(s)) {
             throw py::type_error(std::string("specs are FieldSpec objects, not ") + Py_TYPE(s.ptr())->tp_name);
           }
           specs.push_back(s.cast<const FieldSpec&>());
         }
+        size_t threads = 1;
+        if (num_threads.is_none()) {
+          threads = decode_threads_worth(batch.size(), batch.data.size());
+          if (threads > 1) threads = std::min(threads, usable_cores());
+        } else {
+          const auto wanted = num_threads.cast<long long>();
+          if (wanted < 1) throw py::value_error("num_threads must be positive or None");
+          threads = size_t(wanted);
+        }
         std::vector<Column> columns = naming_source(name, [&] {
           py::gil_scoped_release release;
           return decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
-                                 sequence_examples);
+                                 sequence_examples, threads);
         });
-        py::list out;
-        for (Column& c : columns) {
-          out.append(py::make_tuple(adopt<uint8_t>(std::move(c.values)), adopt<int64_t>(std::move(c.starts)),
-                                    adopt<int64_t>(std::move(c.ends)), adopt<int64_t>(std::move(c.row_splits)),
-                                    adopt<int64_t>(std::move(c.step_splits)),
-                                    adopt<uint8_t>(std::move(c.present))));
+        py::list out(columns.size());
+        for (size_t k = 0; k < columns.size(); ++k) {
+          out[k] = column_arrays(columns[k], specs[k], presence);
         }
         return out;
       },
       py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
-      "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns\n"
-      "(values, starts, ends, row_splits, step_splits, present: 1 per record holding a VarLen).");
+      py::kw_only(), py::arg("num_threads") = py::none(), py::arg("presence") = true,
+      "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns: per spec\n"
+      "(values, starts, ends, row_splits, step_splits, present), each an array where the\n"
+      "layout has it and None elsewhere. values: int64 / float32 numbers, or uint8 raw bytes;\n"
+      "starts/ends: bytes values; present (with presence=True): 1 per record holding a VarLen.\n"
+      "num_threads: None picks from the batch's size and the cores (1 for small batches);\n"
+      "the parts are decoded on a persistent pool, with the GIL released once.");
+  m.def("_task_pool_threads", &task_pool_threads,
+        "How many worker threads the process's decode pool has started (tests).");
+  // A child made by fork has none of the parent's pool threads: it starts its own when needed.
+  py::module_ os = py::module_::import("os");
+  if (py::hasattr(os, "register_at_fork")) {
+    os.attr("register_at_fork")(py::arg("after_in_child") = py::cpp_function([] {
+      forget_task_pool_after_fork();
+      forget_usable_cores();
+    }));
+  }
 }
 
 }  // namespace tfr::py_bind
