@@ -298,3 +298,21 @@ def test_a_forked_child_makes_its_own_pool():
     child.join(timeout=120)
     assert ok and threads == 1 and child.exitcode == 0
     assert parse_examples(batch, MNIST_SPEC, num_threads=2)["index"].tolist() == list(range(1200))
+
+
+def test_one_thread_by_default_inside_a_dataloader_worker(monkeypatch):
+    """DataLoader workers already share the cores: the automatic choice is one thread there."""
+    torch = pytest.importorskip("torch")
+    seen = []
+    decode = _core.decode_examples
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("num_threads"))
+        return decode(*args, **kwargs)
+    monkeypatch.setattr(_core, "decode_examples", spy)
+    batch = RecordBatch.from_records([b""] * 4096)
+    parse_examples(batch, {"x": VarLen("int64")})
+    monkeypatch.setattr(torch.utils.data, "get_worker_info", lambda: object())
+    parse_examples(batch, {"x": VarLen("int64")})
+    parse_examples(batch, {"x": VarLen("int64")}, num_threads=3)
+    assert seen == [None, 1, 3]

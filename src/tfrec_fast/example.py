@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import math
+import sys
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
@@ -567,10 +568,17 @@ def _as_batch(records) -> RecordBatch:
     return records if isinstance(records, RecordBatch) else RecordBatch.from_records(records)
 
 
-def _check_num_threads(num_threads: Optional[int]) -> None:
-    if num_threads is not None and (isinstance(num_threads, bool) or
-                                    not isinstance(num_threads, int) or num_threads < 1):
+def _check_num_threads(num_threads: Optional[int]) -> Optional[int]:
+    """num_threads checked; None stays None (the binding's choice by batch size) except in a
+    DataLoader worker, where the workers already share the cores: 1 there."""
+    if num_threads is None:
+        torch_data = sys.modules.get("torch.utils.data")
+        if torch_data is not None and torch_data.get_worker_info() is not None:
+            return 1
+        return None
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive int or None, not {num_threads!r}")
+    return num_threads
 
 
 def parse_examples(records, spec, *, name: Optional[str] = None,
@@ -584,10 +592,11 @@ def parse_examples(records, spec, *, name: Optional[str] = None,
     ``num_threads``: the batch is cut into contiguous parts decoded in parallel by a small
     persistent pool of C++ threads (the calling thread among them, the GIL released once), with
     the same result and the same error as one thread. ``None`` (the default) uses one thread for
-    small batches and up to the cores this process may use for large ones; ``1`` decodes in the
-    calling thread only.
+    small batches and up to the cores this process may use for large ones (one thread inside a
+    PyTorch DataLoader worker, whose siblings share the cores); ``1`` decodes in the calling
+    thread only.
     """
-    _check_num_threads(num_threads)
+    num_threads = _check_num_threads(num_threads)
     batch = records if type(records) is RecordBatch else _as_batch(records)
     name = name or "<records>"
     spec = _typed(batch, normalize_spec(spec), name)
@@ -644,7 +653,7 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     BytesColumn) over each step's values). A missing feature list has no steps.
     ``num_threads`` as in :func:`parse_examples`.
     """
-    _check_num_threads(num_threads)
+    num_threads = _check_num_threads(num_threads)
     batch = _as_batch(records)
     # Context and Example features share field 1, so names-only context specs are typed alike.
     context = _typed(batch, normalize_spec(context_spec or {}), name or "<records>", True)

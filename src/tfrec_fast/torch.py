@@ -396,8 +396,8 @@ class _Streaming(torch.utils.data.IterableDataset):
     def _parse(self, batch: RecordBatch):
         """parse_examples, with errors naming the file and the record's index in it (or, for a
         batch mixed from several reads by shuffling or re-batching, the files it may come from)."""
-        try:
-            return parse_examples(batch, self._spec)
+        try:  # with a pool of threads here (num_threads > 1), each batch on one of them
+            return parse_examples(batch, self._spec, num_threads=1 if self._threads() > 1 else None)
         except ExampleParseError as error:
             log = tuple(self._read_log)  # other threads may append to it
             for read, path, first in log:
