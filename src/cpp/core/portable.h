@@ -27,6 +27,20 @@
 #define TFR_BIG_ENDIAN 0
 #endif
 
+// Inlining hints for the per-byte paths of the Example decoder: the compiler's own choice leaves
+// calls to small functions in loops that run a few times per value. COLD keeps error paths out of
+// the hot code.
+#if TFR_MSVC_INTRINSICS
+#define TFR_INLINE __forceinline
+#define TFR_COLD __declspec(noinline)
+#elif defined(__GNUC__) || defined(__clang__)
+#define TFR_INLINE inline __attribute__((always_inline))
+#define TFR_COLD __attribute__((noinline, cold))
+#else
+#define TFR_INLINE inline
+#define TFR_COLD
+#endif
+
 namespace tfr {
 
 inline uint64_t byteswap64(uint64_t v) {

@@ -7,21 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "portable.h"
 #include "record_format.h"
-
-// Inlining hints for the decoder's per-byte paths: the compiler's own choice leaves calls to these
-// small functions in loops that run a few times per value. COLD marks error paths, kept out of
-// the hot code.
-#if defined(__GNUC__) || defined(__clang__)
-#define TFR_INLINE inline __attribute__((always_inline))
-#define TFR_COLD __attribute__((noinline, cold))
-#elif defined(_MSC_VER)
-#define TFR_INLINE __forceinline
-#define TFR_COLD __declspec(noinline)
-#else
-#define TFR_INLINE inline
-#define TFR_COLD
-#endif
 
 namespace tfr::wire {
 
