@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import _oracle
 import tfrec_fast
@@ -324,3 +326,33 @@ def test_concurrent_readers_in_threads(tmp_path):
         t.join(60)
     assert not errors, errors
     assert all(r == payloads for r in results)
+
+
+# Sizes around the reader's size classes for whole buffered records (copies below 8, 8..16,
+# 16..32, 32..64 and larger bytes) and around its groups of 8 checked together.
+SMALL_SIZES = [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000]
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.sampled_from(SMALL_SIZES), max_size=70),
+       repeat=st.booleans(),
+       max_records=st.one_of(st.none(), st.integers(1, 20)),
+       max_bytes=st.one_of(st.none(), st.integers(0, 2000)),
+       buffer_size=st.sampled_from([4096, 4103, 1 << 20]))
+def test_small_records_in_batches_round_trip(sizes, repeat, max_records, max_bytes, buffer_size):
+    """Records of small sizes (all one size, or mixed) come back whole, in order, at their header
+    offsets, in batches that keep both limits (a batch's first record is taken whatever its
+    size), whatever the read buffer."""
+    if repeat and sizes:
+        sizes = [sizes[0]] * len(sizes)
+    records = [bytes([(i + j) % 251 for j in range(n)]) for i, n in enumerate(sizes)]
+    data = _oracle.build_file(records)
+    got, positions = [], []
+    with tfrec_fast.TFRecordReader(data, buffer_size=buffer_size) as r:
+        for batch in r.iter_batches(max_records=max_records, max_bytes=max_bytes, num_threads=1):
+            assert max_records is None or len(batch) <= max_records
+            assert max_bytes is None or len(batch) == 1 or batch.nbytes <= max_bytes
+            got += [bytes(x) for x in batch]
+            positions += batch.positions.tolist()
+    assert got == records
+    assert positions == np.cumsum([0] + [n + 16 for n in sizes])[:-1].tolist()

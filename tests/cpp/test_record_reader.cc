@@ -103,6 +103,81 @@ TEST(max_bytes_bounds_every_batch_but_a_lone_record) {
   }
 }
 
+// Whole records in the buffer are checked a group of 8 at a time and copied by size class
+// (below 8, 8..16, 16..32, 32..64 and larger bytes); records of one size share their header, whose
+// checksum is then only computed for the first. Every payload size around those classes, every
+// batch limit around a group, and the same bytes whatever the shape of the source.
+TEST(records_of_every_small_size_in_batches_of_every_limit) {
+  for (size_t size : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 300}) {
+    std::vector<std::string> one_size, mixed;
+    for (size_t i = 0; i < 40; ++i) {
+      one_size.push_back(numbered(i, size));
+      mixed.push_back(numbered(i, i % 3 == 0 ? size : (size * 7 + i) % 140));
+    }
+    for (const auto* payloads : {&one_size, &mixed}) {
+      const std::string stream = frames(*payloads);
+      for (size_t max_records : {size_t(1), size_t(7), size_t(8), size_t(9), size_t(17), SIZE_MAX}) {
+        for (size_t max_bytes : {size_t(0), size, 8 * size + 1, 9 * size, SIZE_MAX}) {
+          tfr::RecordReader reader(fixtures::source(stream), buffer_of(4096));
+          auto got = read_all(reader, max_records, max_bytes);  // checks every batch's limits
+          CHECK(!got.loss) << "size " << size;
+          CHECK(got.records == *payloads) << "size " << size << ", max_records " << max_records
+                                          << ", max_bytes " << max_bytes;
+          auto offsets = header_offsets(*payloads);
+          offsets.pop_back();
+          CHECK(got.positions == offsets) << "size " << size;
+        }
+      }
+    }
+  }
+}
+
+TEST(records_of_one_size_damaged_at_every_byte) {
+  // The header cache must never pass a damaged header: every byte of records at either end of a
+  // group, after several records of the same size (so the cache holds their header).
+  for (size_t size : {0, 5, 8, 16, 33, 64, 100}) {
+    const std::vector<std::string> payloads(20, std::string(size, 'x'));
+    const auto offsets = header_offsets(payloads);
+    for (size_t victim : {size_t(0), size_t(7), size_t(8), size_t(13), size_t(19)}) {
+      for (size_t byte = 0; byte < tfr::kFramingSize + size; ++byte) {
+        std::string stream = frames(payloads);
+        stream[size_t(offsets[victim]) + byte] ^= char(1 << (byte % 8));
+        for (const auto& [name, shape] : fixtures::all_shapes()) {
+          auto got = read_all(stream, shape);
+          const std::string context = std::string(name) + ", size " + std::to_string(size) +
+                                      ", record " + std::to_string(victim) + ", byte " +
+                                      std::to_string(byte);
+          CHECK(got.records == fixtures::first(payloads, victim)) << context;
+          REQUIRE(got.loss) << context;
+          CHECK_EQ(got.loss->reason, byte < tfr::kHeaderSize ? LossReason::kLengthChecksum
+                                                             : LossReason::kDataChecksum)
+              << context;
+          CHECK_EQ(got.loss->offset, offsets[victim]) << context;
+          CHECK_EQ(got.loss->record_index, victim) << context;
+        }
+      }
+    }
+  }
+}
+
+TEST(a_damaged_empty_record_header_after_good_ones) {
+  // The cache starts out holding the header of an empty record (a valid one): a damaged empty
+  // record's header differs from it, so it is checked, whether it comes first or later.
+  const std::vector<std::string> payloads = {"", "", "abc", "", ""};
+  const auto offsets = header_offsets(payloads);
+  for (size_t victim : {size_t(0), size_t(1), size_t(3)}) {
+    for (size_t byte = 0; byte < tfr::kFramingSize; ++byte) {
+      std::string stream = frames(payloads);
+      stream[size_t(offsets[victim]) + byte] ^= 0x10;
+      auto got = read_all(stream);
+      CHECK(got.records == fixtures::first(payloads, victim)) << "record " << victim;
+      REQUIRE(got.loss) << "record " << victim << ", byte " << byte;
+      CHECK_EQ(got.loss->record_index, victim);
+      CHECK_EQ(got.loss->offset, offsets[victim]);
+    }
+  }
+}
+
 TEST(zero_length_records) {
   const std::vector<std::string> empties(1000, "");
   for (const auto& [name, shape] : fixtures::all_shapes()) {
