@@ -104,9 +104,9 @@ TEST(max_bytes_bounds_every_batch_but_a_lone_record) {
 }
 
 // Whole records in the buffer are checked a group of 8 at a time and copied by size class
-// (below 8, 8..16, 16..32, 32..64 and larger bytes); records of one size share their header, whose
-// checksum is then only computed for the first. Every payload size around those classes, every
-// batch limit around a group, and the same bytes whatever the shape of the source.
+// (below 8, 8..16, 16..32, 32..64 and larger bytes); a header checksum is computed once per
+// length (then looked up). Every payload size around those classes, every batch limit around a
+// group, and the same bytes whatever the shape of the source.
 TEST(records_of_every_small_size_in_batches_of_every_limit) {
   for (size_t size : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 300}) {
     std::vector<std::string> one_size, mixed;
@@ -133,8 +133,8 @@ TEST(records_of_every_small_size_in_batches_of_every_limit) {
 }
 
 TEST(records_of_one_size_damaged_at_every_byte) {
-  // The header cache must never pass a damaged header: every byte of records at either end of a
-  // group, after several records of the same size (so the cache holds their header).
+  // The lengths' checksums known must never pass a damaged header: every byte of records at
+  // either end of a group, after several records of the same size (so their length is known).
   for (size_t size : {0, 5, 8, 16, 33, 64, 100}) {
     const std::vector<std::string> payloads(20, std::string(size, 'x'));
     const auto offsets = header_offsets(payloads);
@@ -161,8 +161,8 @@ TEST(records_of_one_size_damaged_at_every_byte) {
 }
 
 TEST(a_damaged_empty_record_header_after_good_ones) {
-  // The cache starts out holding the header of an empty record (a valid one): a damaged empty
-  // record's header differs from it, so it is checked, whether it comes first or later.
+  // The known lengths start out as length 0 with its true checksum: a damaged empty record's
+  // header holds another checksum, so it is refused, whether it comes first or later.
   const std::vector<std::string> payloads = {"", "", "abc", "", ""};
   const auto offsets = header_offsets(payloads);
   for (size_t victim : {size_t(0), size_t(1), size_t(3)}) {
@@ -174,6 +174,34 @@ TEST(a_damaged_empty_record_header_after_good_ones) {
       REQUIRE(got.loss) << "record " << victim << ", byte " << byte;
       CHECK_EQ(got.loss->record_index, victim);
       CHECK_EQ(got.loss->offset, offsets[victim]);
+    }
+  }
+}
+
+TEST(lengths_sharing_a_slot_of_the_known_checksums) {
+  // Lengths 256 apart share a slot of the table of known length checksums: alternating them
+  // replaces the entry again and again, and a header is only passed when its length is the one
+  // in the slot and its checksum is that length's. A damaged length field that names another
+  // known length, or a damaged checksum of a known length, is refused at its record.
+  std::vector<std::string> payloads;
+  for (size_t i = 0; i < 60; ++i) payloads.push_back(numbered(i, i % 3 == 0 ? 10 : 266 + 256 * (i % 2)));
+  const auto offsets = header_offsets(payloads);
+  expect_records(frames(payloads), payloads, {}, {}, "alternating lengths");
+  for (size_t victim : {size_t(20), size_t(21), size_t(33), size_t(50)}) {
+    for (int how = 0; how < 3; ++how) {
+      std::string stream = frames(payloads);
+      uint8_t* header = reinterpret_cast<uint8_t*>(&stream[size_t(offsets[victim])]);
+      const uint64_t length = tfr::load_le64(header);
+      if (how == 0) tfr::store_le64(header, length == 10 ? 266 : 10);  // another known length
+      if (how == 1) header[8] ^= 0x40;                                   // its checksum
+      if (how == 2) tfr::store_le64(header, length + 256);             // the same slot
+      auto got = read_all(stream);
+      const std::string context = "record " + std::to_string(victim) + ", how " + std::to_string(how);
+      CHECK(got.records == fixtures::first(payloads, victim)) << context;
+      REQUIRE(got.loss) << context;
+      CHECK_EQ(got.loss->reason, LossReason::kLengthChecksum) << context;
+      CHECK_EQ(got.loss->offset, offsets[victim]) << context;
+      CHECK_EQ(got.loss->record_index, victim) << context;
     }
   }
 }

@@ -34,8 +34,11 @@ RecordReader::RecordReader(std::unique_ptr<Source> source, ReaderOptions options
       in_(*source_, std::max<size_t>(options.buffer_size, 4096)),
       options_(options),
       size_known_(source_->total_size().has_value()) {
-  store_le64(good_header_, 0);  // an empty record's header: valid, so it may seed the cache
-  store_le32(good_header_ + 8, crc32c_mask(crc32c(good_header_, 8)));
+  // Every entry starts as the (true) checksum of length 0, so the table never holds a wrong one.
+  const uint8_t zero_length[8] = {};
+  const LengthCrc empty{0, crc32c_mask(crc32c(zero_length, 8))};
+  for (LengthCrc& entry : length_crcs_) entry = empty;
+  last_length_crc_ = empty;
 }
 
 // What a stream read as uncompressed looks like when it was compressed after all, or "".
@@ -208,6 +211,8 @@ namespace {
 // Records whose checksums are computed in one crc32c_many call: enough independent streams to
 // hide the crc32 instruction's latency, few enough that their spans stay in registers and cache.
 constexpr size_t kCrcGroup = 8;
+// A header whose length's checksum is known and differs from the one it holds.
+constexpr size_t kBad = SIZE_MAX;
 
 // Copies a record's payload. Small ones (most records of small-record files) without a call, as
 // moves of 16 bytes from the start and from the end that may overlap: nothing is read or written
@@ -233,10 +238,6 @@ inline void copy_payload(uint8_t* dst, const uint8_t* src, size_t n) {
   }
 }
 
-bool same_header(const uint8_t* a, const uint8_t* b) {
-  return load_le64(a) == load_le64(b) && load_le32(a + 8) == load_le32(b + 8);
-}
-
 }  // namespace
 
 size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_records,
@@ -250,9 +251,9 @@ size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_record
   uint64_t position = in_.offset();
   size_t taken = 0;
   for (;;) {
-    // The payloads first, then the headers that differ from the last good one (the others hold).
+    // The payloads first, then the headers whose length's checksum is not known yet.
     Crc32cSpan spans[2 * kCrcGroup];
-    size_t header_span[kCrcGroup];  // where in spans record k's header is, or 0: known good
+    size_t header_span[kCrcGroup];  // where in spans record k's header is; 0: intact; kBad
     size_t n = 0, m = 0, bytes = batch.data.size();
     const size_t count = batch.size(), limit = std::min(kCrcGroup, max_records - count);
     for (const uint8_t* next = p; n < limit; ++n) {
@@ -271,10 +272,21 @@ size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_record
     uint32_t crcs[2 * kCrcGroup];
     if (options_.verify) {
       m = n;
+      LengthCrc last = last_length_crc_;  // (a local: the stores below cannot alias it)
       for (size_t k = 0; k < n; ++k) {
         const uint8_t* header = spans[k].data - kHeaderSize;
-        header_span[k] = same_header(header, good_header_) ? 0 : m;
-        if (header_span[k] != 0) spans[m++] = {header, 8};
+        if (spans[k].size == last.length && load_le32(header + 8) == last.masked_crc) {
+          header_span[k] = 0;  // records of one size: the previous record's header again
+          continue;
+        }
+        const LengthCrc& known = length_crcs_[spans[k].size % kLengthCrcs];
+        if (known.length == spans[k].size) {
+          header_span[k] = known.masked_crc == load_le32(header + 8) ? 0 : kBad;
+          last = known;
+        } else {
+          header_span[k] = m;
+          spans[m++] = {header, 8};
+        }
       }
       crc32c_many(spans, m, crcs);
     }
@@ -285,9 +297,12 @@ size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_record
       const Crc32cSpan& payload = spans[good];
       if (m != 0) {
         const size_t h = header_span[good];
-        if (h != 0 && crc32c_mask(crcs[h]) != load_le32(payload.data - 4)) break;
+        if (h != 0 && (h == kBad || crc32c_mask(crcs[h]) != load_le32(payload.data - 4))) break;
         if (crc32c_mask(crcs[good]) != load_le32(payload.data + payload.size)) break;
-        if (h != 0) std::memcpy(good_header_, payload.data - kHeaderSize, kHeaderSize);
+        if (h != 0) {
+          last_length_crc_ = {payload.size, load_le32(payload.data - 4)};
+          length_crcs_[payload.size % kLengthCrcs] = last_length_crc_;
+        }
       }
       copy_payload(out, payload.data, payload.size);
       out += payload.size;

@@ -98,9 +98,16 @@ class RecordReader {
   uint64_t skipped_total_ = 0;      // records skipped so far (they keep their place in the count)
   bool ended_ = false;              // skip_corrupt hit damage past which nothing can be read
   size_t last_batch_records_ = 0;   // how many records the last batch held
-  // The last record header whose checksum held: a header with the same 12 bytes holds too, so
-  // records of one size (the usual case) need no header checksum after the first.
-  uint8_t good_header_[kHeaderSize];
+  // Masked CRCs of record lengths, by length modulo the table's size: a header's checksum is a
+  // function of its length field alone, so a header whose length is here is checked by a compare
+  // (records of one size, or of a few hundred sizes, compute no header checksum after the first).
+  struct LengthCrc {
+    uint64_t length;
+    uint32_t masked_crc;
+  };
+  static constexpr size_t kLengthCrcs = 256;
+  LengthCrc length_crcs_[kLengthCrcs];
+  LengthCrc last_length_crc_;  // the last one checked
 };
 
 }  // namespace tfr
