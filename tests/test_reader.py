@@ -356,3 +356,28 @@ def test_small_records_in_batches_round_trip(sizes, repeat, max_records, max_byt
             positions += batch.positions.tolist()
     assert got == records
     assert positions == np.cumsum([0] + [n + 16 for n in sizes])[:-1].tolist()
+
+
+@pytest.mark.parametrize("damage", ["length_crc", "length_to_known", "length_same_slot"])
+@pytest.mark.parametrize("victim", [0, 5, 7, 8, 19])
+def test_damaged_header_after_known_lengths_is_refused(damage, victim):
+    """The reader computes a header's checksum once per length and then compares: a damaged
+    checksum of a known length, a length field changed to another known length (its checksum
+    left) or to one sharing the known length's table slot (256 apart) is still refused, at its
+    record index and byte offset, after the good records before it."""
+    sizes = [10 if i % 3 else 266 for i in range(20)]  # two lengths, one slot of the table
+    records = [bytes([i]) * n for i, n in enumerate(sizes)]
+    data = _oracle.build_file(records)
+    at = _oracle.record_offsets(records)[victim]
+    if damage == "length_crc":
+        data = _oracle.flip_bit(data, at + 8, 3)
+    elif damage == "length_to_known":
+        data = _oracle.set_length(data, at, 266 if sizes[victim] == 10 else 10, fix_crc=False)
+    else:
+        data = _oracle.set_length(data, at, sizes[victim] + 256, fix_crc=False)
+    got = []
+    with pytest.raises(tfrec_fast.DataLossError) as info:
+        for batch in tfrec_fast.TFRecordReader(data).iter_batches(num_threads=1):
+            got += [bytes(x) for x in batch]
+    assert got == records[:victim]
+    assert info.value.record_index == victim and info.value.offset == at
