@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import _oracle
 import tfrec_fast
@@ -324,3 +326,58 @@ def test_concurrent_readers_in_threads(tmp_path):
         t.join(60)
     assert not errors, errors
     assert all(r == payloads for r in results)
+
+
+# Sizes around the reader's size classes for whole buffered records (copies below 8, 8..16,
+# 16..32, 32..64 and larger bytes) and around its groups of 8 checked together.
+SMALL_SIZES = [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000]
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.sampled_from(SMALL_SIZES), max_size=70),
+       repeat=st.booleans(),
+       max_records=st.one_of(st.none(), st.integers(1, 20)),
+       max_bytes=st.one_of(st.none(), st.integers(1, 2000)),
+       buffer_size=st.sampled_from([4096, 4103, 1 << 20]))
+def test_small_records_in_batches_round_trip(sizes, repeat, max_records, max_bytes, buffer_size):
+    """Records of small sizes (all one size, or mixed) come back whole, in order, at their header
+    offsets, in batches that keep both limits (a batch's first record is taken whatever its
+    size), whatever the read buffer."""
+    if repeat and sizes:
+        sizes = [sizes[0]] * len(sizes)
+    records = [bytes([(i + j) % 251 for j in range(n)]) for i, n in enumerate(sizes)]
+    data = _oracle.build_file(records)
+    got, positions = [], []
+    with tfrec_fast.TFRecordReader(data, buffer_size=buffer_size) as r:
+        for batch in r.iter_batches(max_records=max_records, max_bytes=max_bytes, num_threads=1):
+            assert max_records is None or len(batch) <= max_records
+            assert max_bytes is None or len(batch) == 1 or batch.nbytes <= max_bytes
+            got += [bytes(x) for x in batch]
+            positions += batch.positions.tolist()
+    assert got == records
+    assert positions == np.cumsum([0] + [n + 16 for n in sizes])[:-1].tolist()
+
+
+@pytest.mark.parametrize("damage", ["length_crc", "length_to_known", "length_same_slot"])
+@pytest.mark.parametrize("victim", [0, 5, 7, 8, 19])
+def test_damaged_header_after_known_lengths_is_refused(damage, victim):
+    """The reader computes a header's checksum once per length and then compares: a damaged
+    checksum of a known length, a length field changed to another known length (its checksum
+    left) or to one sharing the known length's table slot (256 apart) is still refused, at its
+    record index and byte offset, after the good records before it."""
+    sizes = [10 if i % 3 else 266 for i in range(20)]  # two lengths, one slot of the table
+    records = [bytes([i]) * n for i, n in enumerate(sizes)]
+    data = _oracle.build_file(records)
+    at = _oracle.record_offsets(records)[victim]
+    if damage == "length_crc":
+        data = _oracle.flip_bit(data, at + 8, 3)
+    elif damage == "length_to_known":
+        data = _oracle.set_length(data, at, 266 if sizes[victim] == 10 else 10, fix_crc=False)
+    else:
+        data = _oracle.set_length(data, at, sizes[victim] + 256, fix_crc=False)
+    got = []
+    with pytest.raises(tfrec_fast.DataLossError) as info:
+        for batch in tfrec_fast.TFRecordReader(data).iter_batches(num_threads=1):
+            got += [bytes(x) for x in batch]
+    assert got == records[:victim]
+    assert info.value.record_index == victim and info.value.offset == at

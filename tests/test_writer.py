@@ -331,3 +331,84 @@ def test_write_batch_from_a_generator_refilling_one_bytearray():
         writer.write_batch(refill())
     assert [bytes(r) for r in tfrec_fast.read_records(out.getvalue())] == \
         [bytes([i]) * 3 for i in range(10)]
+
+
+def test_write_takes_one_record_by_position_or_name():
+    """write() (a plain C method on the engine's writer, bound to each TFRecordWriter) takes its
+    one argument by position or as ``record=``, and anything else is a TypeError."""
+    out = io.BytesIO()
+    with tfrec_fast.TFRecordWriter(out) as w:
+        w.write(b"one")
+        w.write(record=b"two")
+        for bad_args, bad_kwargs in [((), {}), ((b"a", b"b"), {}), ((), {"data": b"a"}),
+                                     ((b"a",), {"record": b"b"})]:
+            with pytest.raises(TypeError):
+                w.write(*bad_args, **bad_kwargs)
+        assert w.records_written == 2
+    assert [bytes(r) for r in tfrec_fast.read_records(out.getvalue())] == [b"one", b"two"]
+
+
+def test_a_subclass_keeps_its_own_write():
+    """TFRecordWriter binds write() straight to the engine, unless a subclass overrides it."""
+    class Upper(tfrec_fast.TFRecordWriter):
+        def write(self, record):
+            super().write(bytes(record).upper())
+
+    out = io.BytesIO()
+    with Upper(out) as w:
+        w.write(b"abc")
+        w.write_batch([b"def"])
+    assert [bytes(r) for r in tfrec_fast.read_records(out.getvalue())] == [b"ABC", b"def"]
+
+
+def test_engine_objects_made_without_their_factory_raise():
+    """The classes whose hot calls bypass pybind11 (RecordWriter.write, RecordReader and batch
+    iteration) refuse an instance made by __new__ alone, instead of crashing."""
+    from tfrec_fast import _core
+    with pytest.raises(TypeError):
+        _core.RecordWriter.__new__(_core.RecordWriter).write(b"x")
+    with pytest.raises(TypeError):
+        _core.RecordWriter.write(object(), b"x")
+    with pytest.raises(TypeError):
+        next(_core.RecordReader.__new__(_core.RecordReader))
+    with pytest.raises(TypeError):
+        next(_core._BatchIterator.__new__(_core._BatchIterator))
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 1, 7, 8, 9, 64, 65, 844, 2047, 2048, 2049, 4096]),
+                      max_size=60),
+       kinds=st.lists(st.sampled_from(["bytes", "bytearray", "memoryview", "numpy"]), min_size=1),
+       data=st.data())
+def test_mixed_bytes_likes_through_write_and_write_batch(sizes, kinds, data):
+    """bytes (held by reference, no view) and other bytes-likes (copied when mutable), in any mix,
+    one by one or in write_batch from a list or a generator, in records of repeated sizes (the
+    writer reuses the header of the previous record when the size repeats) and sizes around a
+    4 KiB buffer's thresholds (half the buffer, the whole of it)."""
+    records = [bytes([(i * 7 + j) % 256 for j in range(n)]) for i, n in enumerate(sizes)]
+
+    def as_kind(i, r):
+        kind = kinds[i % len(kinds)]
+        if kind == "bytearray":
+            return bytearray(r)
+        if kind == "memoryview":
+            return memoryview(b"<" + r + b">")[1:-1]
+        if kind == "numpy":
+            return np.frombuffer(r, dtype=np.uint8).copy()
+        return r
+
+    out = io.BytesIO()
+    with tfrec_fast.TFRecordWriter(out, buffer_size=4096) as w:
+        i = 0
+        while i < len(records):
+            k = data.draw(st.integers(1, len(records) - i))
+            how = data.draw(st.sampled_from(["write", "list", "generator"]))
+            part = [as_kind(j, records[j]) for j in range(i, i + k)]
+            if how == "write":
+                for r in part:
+                    w.write(r)
+            else:
+                w.write_batch(part if how == "list" else iter(part))
+            i += k
+        assert w.records_written == len(records)
+    assert out.getvalue() == _oracle.build_file(records)

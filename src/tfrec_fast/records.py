@@ -385,8 +385,11 @@ class TFRecordReader:
         return _pipeline.read_ahead(batches, size_of=_pipeline.nbytes)
 
     def _batches(self, max_records, max_bytes) -> Iterator[RecordBatch]:
+        if max_records is None and max_bytes is None:
+            max_bytes = ITER_BATCH_BYTES  # as read_batch() does, decided once
+        read, records, nbytes = self._reader.read_batch, _limit(max_records), _limit(max_bytes)
         while True:
-            batch = self.read_batch(max_records, max_bytes)
+            batch = read(records, nbytes)
             if not len(batch):
                 return
             yield batch
@@ -615,6 +618,9 @@ class TFRecordWriter:
             raise TypeError("destination must be a path (str or os.PathLike) or a binary "
                             f"file-like object, not {type(destination).__name__}")
         self._closed = False
+        if type(self).write is TFRecordWriter.write:  # (a subclass's own write() stays)
+            # The engine's method itself: a record costs one C call, not a Python frame too.
+            self.write = self._writer.write  # type: ignore[method-assign]
 
     def write(self, record) -> None:
         """Writes one record (any bytes-like object)."""

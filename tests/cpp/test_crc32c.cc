@@ -219,6 +219,40 @@ void test_long_buffers(const std::vector<std::string>& backends) {
   }
 }
 
+// crc32c_many (the active backend's) against the reference, on groups of short buffers such as a
+// reader checks at once: all of one length (a multiple of 8 or not), lengths that differ by a few
+// words and bytes, empty ones, and lengths past the short-buffer limit; every group size 0..17.
+void test_many() {
+  const std::vector<uint8_t> buf = random_bytes(8192, 77);
+  std::mt19937 rng(5);
+  size_t failures = 0, groups = 0;
+  for (int kind = 0; kind < 5; ++kind) {
+    for (size_t count = 0; count <= 17; ++count) {
+      for (int round = 0; round < 40; ++round, ++groups) {
+        std::vector<tfr::Crc32cSpan> spans;
+        const size_t one = rng() % 300;
+        for (size_t k = 0; k < count; ++k) {
+          size_t len = kind == 0   ? one                        // one length
+                       : kind == 1 ? (one & ~size_t(7))         // one length, whole words
+                       : kind == 2 ? 40 + rng() % 51            // small records of varying size
+                       : kind == 3 ? rng() % 9                  // empty and tiny
+                                   : rng() % 700;               // some past the short limit
+          spans.push_back({buf.data() + rng() % 4096, len});
+        }
+        std::vector<uint32_t> got(count + 1, 0xdeadbeefu);
+        tfr::crc32c_many(spans.data(), count, got.data());
+        for (size_t k = 0; k < count; ++k) {
+          failures += got[k] != reference_extend(0, spans[k].data, spans[k].size);
+        }
+        failures += got[count] != 0xdeadbeefu;  // nothing written past the last
+      }
+    }
+  }
+  check(failures == 0, std::string(tfr::crc32c_backend()) + " crc32c_many on " +
+                           std::to_string(groups) + " groups (" + std::to_string(failures) +
+                           " mismatches)");
+}
+
 }  // namespace
 
 int main() {
@@ -234,6 +268,7 @@ int main() {
   test_split_points(backends);
   test_block_boundaries(backends);
   test_long_buffers(backends);
+  test_many();
 
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;

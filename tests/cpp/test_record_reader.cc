@@ -103,6 +103,109 @@ TEST(max_bytes_bounds_every_batch_but_a_lone_record) {
   }
 }
 
+// Whole records in the buffer are checked a group of 8 at a time and copied by size class
+// (below 8, 8..16, 16..32, 32..64 and larger bytes); a header checksum is computed once per
+// length (then looked up). Every payload size around those classes, every batch limit around a
+// group, and the same bytes whatever the shape of the source.
+TEST(records_of_every_small_size_in_batches_of_every_limit) {
+  for (size_t size : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 300}) {
+    std::vector<std::string> one_size, mixed;
+    for (size_t i = 0; i < 40; ++i) {
+      one_size.push_back(numbered(i, size));
+      mixed.push_back(numbered(i, i % 3 == 0 ? size : (size * 7 + i) % 140));
+    }
+    for (const auto* payloads : {&one_size, &mixed}) {
+      const std::string stream = frames(*payloads);
+      for (size_t max_records : {size_t(1), size_t(7), size_t(8), size_t(9), size_t(17), SIZE_MAX}) {
+        for (size_t max_bytes : {size_t(0), size, 8 * size + 1, 9 * size, SIZE_MAX}) {
+          tfr::RecordReader reader(fixtures::source(stream), buffer_of(4096));
+          auto got = read_all(reader, max_records, max_bytes);  // checks every batch's limits
+          CHECK(!got.loss) << "size " << size;
+          CHECK(got.records == *payloads) << "size " << size << ", max_records " << max_records
+                                          << ", max_bytes " << max_bytes;
+          auto offsets = header_offsets(*payloads);
+          offsets.pop_back();
+          CHECK(got.positions == offsets) << "size " << size;
+        }
+      }
+    }
+  }
+}
+
+TEST(records_of_one_size_damaged_at_every_byte) {
+  // The lengths' checksums known must never pass a damaged header: every byte of records at
+  // either end of a group, after several records of the same size (so their length is known).
+  for (size_t size : {0, 5, 8, 16, 33, 64, 100}) {
+    const std::vector<std::string> payloads(20, std::string(size, 'x'));
+    const auto offsets = header_offsets(payloads);
+    for (size_t victim : {size_t(0), size_t(7), size_t(8), size_t(13), size_t(19)}) {
+      for (size_t byte = 0; byte < tfr::kFramingSize + size; ++byte) {
+        std::string stream = frames(payloads);
+        stream[size_t(offsets[victim]) + byte] ^= char(1 << (byte % 8));
+        for (const auto& [name, shape] : fixtures::all_shapes()) {
+          auto got = read_all(stream, shape);
+          const std::string context = std::string(name) + ", size " + std::to_string(size) +
+                                      ", record " + std::to_string(victim) + ", byte " +
+                                      std::to_string(byte);
+          CHECK(got.records == fixtures::first(payloads, victim)) << context;
+          REQUIRE(got.loss) << context;
+          CHECK_EQ(got.loss->reason, byte < tfr::kHeaderSize ? LossReason::kLengthChecksum
+                                                             : LossReason::kDataChecksum)
+              << context;
+          CHECK_EQ(got.loss->offset, offsets[victim]) << context;
+          CHECK_EQ(got.loss->record_index, victim) << context;
+        }
+      }
+    }
+  }
+}
+
+TEST(a_damaged_empty_record_header_after_good_ones) {
+  // The known lengths start out as length 0 with its true checksum: a damaged empty record's
+  // header holds another checksum, so it is refused, whether it comes first or later.
+  const std::vector<std::string> payloads = {"", "", "abc", "", ""};
+  const auto offsets = header_offsets(payloads);
+  for (size_t victim : {size_t(0), size_t(1), size_t(3)}) {
+    for (size_t byte = 0; byte < tfr::kFramingSize; ++byte) {
+      std::string stream = frames(payloads);
+      stream[size_t(offsets[victim]) + byte] ^= 0x10;
+      auto got = read_all(stream);
+      CHECK(got.records == fixtures::first(payloads, victim)) << "record " << victim;
+      REQUIRE(got.loss) << "record " << victim << ", byte " << byte;
+      CHECK_EQ(got.loss->record_index, victim);
+      CHECK_EQ(got.loss->offset, offsets[victim]);
+    }
+  }
+}
+
+TEST(lengths_sharing_a_slot_of_the_known_checksums) {
+  // Lengths 256 apart share a slot of the table of known length checksums: alternating them
+  // replaces the entry again and again, and a header is only passed when its length is the one
+  // in the slot and its checksum is that length's. A damaged length field that names another
+  // known length, or a damaged checksum of a known length, is refused at its record.
+  std::vector<std::string> payloads;
+  for (size_t i = 0; i < 60; ++i) payloads.push_back(numbered(i, i % 3 == 0 ? 10 : 266 + 256 * (i % 2)));
+  const auto offsets = header_offsets(payloads);
+  expect_records(frames(payloads), payloads, {}, {}, "alternating lengths");
+  for (size_t victim : {size_t(20), size_t(21), size_t(33), size_t(50)}) {
+    for (int how = 0; how < 3; ++how) {
+      std::string stream = frames(payloads);
+      uint8_t* header = reinterpret_cast<uint8_t*>(&stream[size_t(offsets[victim])]);
+      const uint64_t length = tfr::load_le64(header);
+      if (how == 0) tfr::store_le64(header, length == 10 ? 266 : 10);  // another known length
+      if (how == 1) header[8] ^= 0x40;                                   // its checksum
+      if (how == 2) tfr::store_le64(header, length + 256);             // the same slot
+      auto got = read_all(stream);
+      const std::string context = "record " + std::to_string(victim) + ", how " + std::to_string(how);
+      CHECK(got.records == fixtures::first(payloads, victim)) << context;
+      REQUIRE(got.loss) << context;
+      CHECK_EQ(got.loss->reason, LossReason::kLengthChecksum) << context;
+      CHECK_EQ(got.loss->offset, offsets[victim]) << context;
+      CHECK_EQ(got.loss->record_index, victim) << context;
+    }
+  }
+}
+
 TEST(zero_length_records) {
   const std::vector<std::string> empties(1000, "");
   for (const auto& [name, shape] : fixtures::all_shapes()) {

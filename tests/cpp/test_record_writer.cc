@@ -96,6 +96,35 @@ TEST(write_batch_is_a_run_of_writes) {
   CHECK(w.log->data == frames(reordered));
 }
 
+TEST(write_all_is_a_run_of_writes) {
+  const std::vector<std::string> payloads = around_thresholds(4096);
+  std::vector<tfr::RecordWriter::View> views;
+  for (const std::string& p : payloads) views.push_back({fixtures::bytes(p), p.size()});
+  Written w = writer_into_memory(4096);
+  w.writer->write_all(views.data(), 0);
+  w.writer->write_all(views.data(), 3);
+  write(*w.writer, "between");
+  w.writer->write_all(views.data() + 3, views.size() - 3);
+  CHECK_EQ(w.writer->records_written(), payloads.size() + 1);
+  w.writer->close();
+  std::vector<std::string> want(payloads.begin(), payloads.begin() + 3);
+  want.push_back("between");
+  want.insert(want.end(), payloads.begin() + 3, payloads.end());
+  CHECK(w.log->data == frames(want));
+}
+
+TEST(headers_of_repeated_and_changing_sizes) {
+  // Records of one size share a header the writer computes once; each new size gets its own,
+  // in and out of the buffer (a record past half the buffer goes to the sink directly).
+  const std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc", "", "", "dd", "eeee",
+                                             std::string(3000, 'f'), std::string(3000, 'g'),
+                                             "hhhh", std::string(3000, 'i'), "", "jjjj"};
+  Written w = writer_into_memory(4096);
+  for (const std::string& p : payloads) write(*w.writer, p);
+  w.writer->close();
+  CHECK(w.log->data == frames(payloads));
+}
+
 TEST(small_records_are_coalesced_into_few_sink_writes) {
   Written w = writer_into_memory(65536);
   std::vector<std::string> payloads;

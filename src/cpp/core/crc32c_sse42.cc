@@ -52,6 +52,27 @@ uint64_t crc_3way(uint64_t c, const uint8_t*& p, size_t& n) {
   return c;
 }
 
+// Extends the CRC register c (inverted, as the instruction keeps it) with n bytes, a word at a
+// time, then the last few bytes.
+inline uint32_t crc_words(uint64_t c, const uint8_t* p, size_t n) {
+  for (; n >= 8; p += 8, n -= 8) c = _mm_crc32_u64(c, load64(p));
+  auto c32 = static_cast<uint32_t>(c);
+  if (n & 4) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    c32 = _mm_crc32_u32(c32, v);
+    p += 4;
+  }
+  if (n & 2) {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof(v));
+    c32 = _mm_crc32_u16(c32, v);
+    p += 2;
+  }
+  if (n & 1) c32 = _mm_crc32_u8(c32, *p);
+  return c32;
+}
+
 }  // namespace
 
 uint32_t crc32c_sse42_extend(uint32_t crc, const void* data, size_t n) {
@@ -81,30 +102,15 @@ uint32_t crc32c_sse42_extend(uint32_t crc, const void* data, size_t n) {
   // Long blocks make the merge cost negligible; the short ones keep mid-sized inputs 3-way too.
   c = crc_3way<8192>(c, p, n);
   c = crc_3way<256>(c, p, n);
-  for (; n >= 8; p += 8, n -= 8) c = _mm_crc32_u64(c, load64(p));
-
-  auto c32 = static_cast<uint32_t>(c);
-  if (n & 4) {
-    uint32_t v;
-    std::memcpy(&v, p, sizeof(v));
-    c32 = _mm_crc32_u32(c32, v);
-    p += 4;
-  }
-  if (n & 2) {
-    uint16_t v;
-    std::memcpy(&v, p, sizeof(v));
-    c32 = _mm_crc32_u16(c32, v);
-    p += 2;
-  }
-  if (n & 1) c32 = _mm_crc32_u8(c32, *p);
-  return ~c32;
+  return ~crc_words(c, p, n);
 }
 
 void crc32c_sse42_many(const Crc32cSpan* spans, size_t n, uint32_t* out) {
   // Four buffers at a time, word by word in lockstep over the words all four have: four
   // independent dependency chains keep the crc32 unit busy (its latency is 3 cycles, its
   // throughput 1 per cycle). Each buffer's remaining bytes and any leftover buffers go the usual
-  // way, as do long buffers, which crc32c_sse42_extend already splits into three streams.
+  // way (short tails inline, so the four tails can still overlap), as do long buffers, which
+  // crc32c_sse42_extend already splits into three streams.
   constexpr size_t kWays = 4;
   size_t i = 0;
   for (; i + kWays <= n; i += kWays) {
@@ -121,11 +127,12 @@ void crc32c_sse42_many(const Crc32cSpan* spans, size_t n, uint32_t* out) {
       c3 = _mm_crc32_u64(c3, load64(s[3].data + k));
     }
     const uint64_t c[kWays] = {c0, c1, c2, c3};
+    if ((s[0].size | s[1].size | s[2].size | s[3].size) == common) {  // all of equal length
+      for (size_t j = 0; j < kWays; ++j) out[i + j] = ~static_cast<uint32_t>(c[j]);
+      continue;
+    }
     for (size_t j = 0; j < kWays; ++j) {
-      const auto partial = ~static_cast<uint32_t>(c[j]);  // the plain CRC of the first words
-      out[i + j] = s[j].size == common ? partial
-                                       : crc32c_sse42_extend(partial, s[j].data + common,
-                                                             s[j].size - common);
+      out[i + j] = ~crc_words(c[j], s[j].data + common, s[j].size - common);
     }
   }
   for (; i < n; ++i) out[i] = crc32c_sse42_extend(0, spans[i].data, spans[i].size);

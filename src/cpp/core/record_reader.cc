@@ -33,7 +33,13 @@ RecordReader::RecordReader(std::unique_ptr<Source> source, ReaderOptions options
       source_(std::move(source)),
       in_(*source_, std::max<size_t>(options.buffer_size, 4096)),
       options_(options),
-      size_known_(source_->total_size().has_value()) {}
+      size_known_(source_->total_size().has_value()) {
+  // Every entry starts as the (true) checksum of length 0, so the table never holds a wrong one.
+  const uint8_t zero_length[8] = {};
+  const LengthCrc empty{0, crc32c_mask(crc32c(zero_length, 8))};
+  for (LengthCrc& entry : length_crcs_) entry = empty;
+  last_length_crc_ = empty;
+}
 
 // What a stream read as uncompressed looks like when it was compressed after all, or "".
 std::string RecordReader::compression_hint(LossReason reason, uint64_t start) const {
@@ -202,78 +208,115 @@ void RecordReader::fail_stream(const StreamError& e, uint64_t start) {
 
 namespace {
 
-// Records whose checksums are computed in one crc32c_many call.
+// Records whose checksums are computed in one crc32c_many call: enough independent streams to
+// hide the crc32 instruction's latency, few enough that their spans stay in registers and cache.
 constexpr size_t kCrcGroup = 8;
+// A header whose length's checksum is known and differs from the one it holds.
+constexpr size_t kBad = SIZE_MAX;
 
-// How many of the n (<= kCrcGroup) records of `group`, from the first, have intact checksums.
-size_t count_intact(const FramedRecord* group, size_t n) {
-  Crc32cSpan spans[2 * kCrcGroup];
-  uint32_t crcs[2 * kCrcGroup];
-  for (size_t k = 0; k < n; ++k) {  // headers first, then payloads: streams of equal length
-    spans[k] = {group[k].header, 8};
-    spans[n + k] = {group[k].header + kHeaderSize, group[k].length};
+// Copies a record's payload. Small ones (most records of small-record files) without a call, as
+// moves of 16 bytes from the start and from the end that may overlap: nothing is read or written
+// outside [src, src + n) and [dst, dst + n).
+inline void copy16(uint8_t* dst, const uint8_t* src) { std::memcpy(dst, src, 16); }
+
+inline void copy_payload(uint8_t* dst, const uint8_t* src, size_t n) {
+  if (n > 64) {
+    std::memcpy(dst, src, n);
+  } else if (n > 32) {
+    copy16(dst, src);
+    copy16(dst + 16, src + 16);
+    copy16(dst + n - 32, src + n - 32);
+    copy16(dst + n - 16, src + n - 16);
+  } else if (n >= 16) {
+    copy16(dst, src);
+    copy16(dst + n - 16, src + n - 16);
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = src[i];
   }
-  crc32c_many(spans, 2 * n, crcs);
-  for (size_t k = 0; k < n; ++k) {
-    const uint8_t* footer = group[k].header + kHeaderSize + group[k].length;
-    if (crc32c_mask(crcs[k]) != load_le32(group[k].header + 8) ||
-        crc32c_mask(crcs[n + k]) != load_le32(footer)) {
-      return k;
-    }
-  }
-  return n;
 }
 
 }  // namespace
 
-void RecordReader::append_group(RecordBatch& batch, const FramedRecord* group, size_t n) {
-  // Room for the whole group at once, then plain stores: no capacity check per record.
-  size_t bytes = 0;
-  for (size_t k = 0; k < n; ++k) bytes += group[k].length;
-  uint8_t* out = batch.data.grow_for(bytes);
-  const size_t first = batch.size();
-  batch.offsets.resize(first + 1 + n);
-  batch.positions.resize(first + n);
-  int64_t end = int64_t(batch.data.size());
-  uint64_t position = in_.offset();
-  for (size_t k = 0; k < n; ++k) {
-    std::memcpy(out, group[k].header + kHeaderSize, group[k].length);
-    out += group[k].length;
-    end += int64_t(group[k].length);
-    batch.offsets[first + 1 + k] = end;
-    batch.positions[first + k] = int64_t(position);
-    position += group[k].length + kFramingSize;
-  }
-  batch.data.resize(size_t(end));
-  in_.consume(size_t(position - in_.offset()));
-}
-
 size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_records,
                                            size_t max_bytes) {
-  // Records are taken a group at a time: first their framing (wholly buffered, fits the batch),
-  // then the checksums of the whole group in one crc32c_many call, whose independent streams
-  // overlap where one record's two short checksums would wait on each other.
+  // A group at a time: its framing (wholly buffered, fits the batch; a damaged length is caught
+  // by the checksums before its record is taken), then the checksums of the whole group in one
+  // crc32c_many call, whose independent streams overlap where one record's two short checksums
+  // would wait on each other, then the group's checks and copies.
+  const uint8_t* p = in_.peek();
+  const uint8_t* const end = p + in_.buffered();
+  uint64_t position = in_.offset();
   size_t taken = 0;
   for (;;) {
-    FramedRecord group[kCrcGroup];
-    size_t n = 0, bytes = batch.data.size();
-    const uint8_t* p = in_.peek();
-    size_t avail = in_.buffered();
-    while (n < kCrcGroup && batch.size() + n < max_records && avail >= kFramingSize) {
-      const uint64_t length = load_le64(p);
-      if (length > avail - kFramingSize) break;
-      if ((batch.size() + n > 0) && bytes + length > max_bytes) break;
-      group[n++] = {p, size_t(length)};
+    // The payloads first, then the headers whose length's checksum is not known yet.
+    Crc32cSpan spans[2 * kCrcGroup];
+    size_t header_span[kCrcGroup];  // where in spans record k's header is; 0: intact; kBad
+    size_t n = 0, m = 0, bytes = batch.data.size();
+    const size_t count = batch.size(), limit = std::min(kCrcGroup, max_records - count);
+    for (const uint8_t* next = p; n < limit; ++n) {
+      const size_t left = size_t(end - next);
+      if (left < kFramingSize) break;
+      const uint64_t length = load_le64(next);
+      if (length > left - kFramingSize) break;
+      spans[n] = {next + kHeaderSize, size_t(length)};
       bytes += size_t(length);
-      p += size_t(length) + kFramingSize;
-      avail -= size_t(length) + kFramingSize;
+      next += size_t(length) + kFramingSize;
     }
+    // Past max_bytes: the records that took the batch there wait for the next one (a batch's
+    // first record is taken whatever its size).
+    while (bytes > max_bytes && n > 0 && count + n > 1) bytes -= spans[--n].size;
     if (n == 0) break;
-    const size_t good = options_.verify ? count_intact(group, n) : n;
-    append_group(batch, group, good);
+    uint32_t crcs[2 * kCrcGroup];
+    if (options_.verify) {
+      m = n;
+      LengthCrc last = last_length_crc_;  // (a local: the stores below cannot alias it)
+      for (size_t k = 0; k < n; ++k) {
+        const uint8_t* header = spans[k].data - kHeaderSize;
+        if (spans[k].size == last.length && load_le32(header + 8) == last.masked_crc) {
+          header_span[k] = 0;  // records of one size: the previous record's header again
+          continue;
+        }
+        const LengthCrc& known = length_crcs_[spans[k].size % kLengthCrcs];
+        if (known.length == spans[k].size) {
+          header_span[k] = known.masked_crc == load_le32(header + 8) ? 0 : kBad;
+          last = known;
+        } else {
+          header_span[k] = m;
+          spans[m++] = {header, 8};
+        }
+      }
+      crc32c_many(spans, m, crcs);
+    }
+    uint8_t* out = batch.data.grow_for(bytes - batch.data.size());
+    int64_t offset = int64_t(batch.data.size());
+    size_t good = 0;
+    for (; good < n; ++good) {
+      const Crc32cSpan& payload = spans[good];
+      if (m != 0) {
+        const size_t h = header_span[good];
+        if (h != 0 && (h == kBad || crc32c_mask(crcs[h]) != load_le32(payload.data - 4))) break;
+        if (crc32c_mask(crcs[good]) != load_le32(payload.data + payload.size)) break;
+        if (h != 0) {
+          last_length_crc_ = {payload.size, load_le32(payload.data - 4)};
+          length_crcs_[payload.size % kLengthCrcs] = last_length_crc_;
+        }
+      }
+      copy_payload(out, payload.data, payload.size);
+      out += payload.size;
+      offset += int64_t(payload.size);
+      batch.offsets.push_back(offset);
+      batch.positions.push_back(int64_t(position));
+      position += payload.size + kFramingSize;
+      p = payload.data + payload.size + kFooterSize;
+    }
+    batch.data.resize(size_t(offset));
     taken += good;
     if (good < n) break;  // the careful path finds the same damage and reports it
   }
+  in_.consume(size_t(p - in_.peek()));
   records_ += taken;
   return taken;
 }
@@ -340,6 +383,10 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
   // Below ByteBuffer::kMappedFrom: a batch of small records stays an ordinary allocation, which
   // the allocator recycles warm; only batches that grow past it become mappings of their own.
   batch->data.reserve(std::min<size_t>(max_bytes, size_t(1) << 20) + 4096);
+  // As many records as the last batch held: for records of one size, all this one needs.
+  const size_t expected = std::min(max_records, last_batch_records_);
+  batch->offsets.reserve(expected + 1);
+  batch->positions.reserve(expected);
   try {
     // Whole records already in the buffer go in a tight loop; the careful path handles the
     // record that straddles a refill, large payloads, the end and any damage.
@@ -359,6 +406,7 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
     keep_or_retry(std::current_exception());
     if (batch->size() == 0) throw;
   }
+  last_batch_records_ = batch->size();
   return batch;
 }
 

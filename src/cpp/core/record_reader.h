@@ -13,15 +13,10 @@
 #include "byte_buffer.h"
 #include "errors.h"
 #include "record_batch.h"
+#include "record_format.h"
 #include "sources.h"
 
 namespace tfr {
-
-// A record wholly in a reader's buffer: where its header starts, how long its payload is.
-struct FramedRecord {
-  const uint8_t* header;
-  size_t length;
-};
 
 struct ReaderOptions {
   bool verify = true;               // check both CRCs
@@ -76,8 +71,6 @@ class RecordReader {
   // The common case, with no I/O: takes the records that are wholly buffered, intact and fit.
   // Returns how many it took.
   size_t read_buffered_records(RecordBatch& batch, size_t max_records, size_t max_bytes);
-  // Appends the n checked records of `group` (consecutive, from the buffer's start).
-  void append_group(RecordBatch& batch, const FramedRecord* group, size_t n);
   bool skip_record();                    // false at the clean end
   [[noreturn]] void fail_stream(const StreamError& e, uint64_t start);
   uint64_t read_header();                // returns the payload length; input positioned after it
@@ -104,6 +97,17 @@ class RecordReader {
   std::vector<DataLoss> skipped_;   // not yet taken by the caller
   uint64_t skipped_total_ = 0;      // records skipped so far (they keep their place in the count)
   bool ended_ = false;              // skip_corrupt hit damage past which nothing can be read
+  size_t last_batch_records_ = 0;   // how many records the last batch held
+  // Masked CRCs of record lengths, by length modulo the table's size: a header's checksum is a
+  // function of its length field alone, so a header whose length is here is checked by a compare
+  // (records of one size, or of a few hundred sizes, compute no header checksum after the first).
+  struct LengthCrc {
+    uint64_t length;
+    uint32_t masked_crc;
+  };
+  static constexpr size_t kLengthCrcs = 256;
+  LengthCrc length_crcs_[kLengthCrcs];
+  LengthCrc last_length_crc_;  // the last one checked
 };
 
 }  // namespace tfr

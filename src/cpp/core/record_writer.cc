@@ -1,5 +1,6 @@
 #include "record_writer.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "crc32c.h"
@@ -47,16 +48,18 @@ void RecordWriter::drain() {
 }
 
 void RecordWriter::write_locked(const uint8_t* data, size_t n) {
-  uint8_t header[kHeaderSize];
-  store_le64(header, n);
-  store_le32(header + 8, crc32c_mask(crc32c(header, 8)));
+  if (n != header_length_) {
+    store_le64(header_, n);
+    store_le32(header_ + 8, crc32c_mask(crc32c(header_, 8)));
+    header_length_ = n;
+  }
   uint8_t footer[kFooterSize];
   store_le32(footer, crc32c_mask(crc32c(data, n)));
 
   if (n + kFramingSize > capacity_ / 2) {  // big: no copy into the buffer
     drain();  // the records already buffered go first: order is the callers' order
     try {
-      sink_->write(header, kHeaderSize);
+      sink_->write(header_, kHeaderSize);
       sink_->write(data, n);
       sink_->write(footer, kFooterSize);
     } catch (...) {
@@ -65,11 +68,14 @@ void RecordWriter::write_locked(const uint8_t* data, size_t n) {
     }
   } else {
     if (buffer_.size() + n + kFramingSize > capacity_) drain();
-    buffer_.append(header, kHeaderSize);
-    buffer_.append(data, n);
-    buffer_.append(footer, kFooterSize);
+    uint8_t* out = buffer_.grow_for(n + kFramingSize);
+    std::memcpy(out, header_, kHeaderSize);
+    std::memcpy(out + kHeaderSize, data, n);
+    std::memcpy(out + kHeaderSize + n, footer, kFooterSize);
+    buffer_.resize(buffer_.size() + n + kFramingSize);
   }
-  ++records_;
+  // Only this thread (holding mu_) changes the count: a plain store, no locked increment.
+  records_.store(records_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 void RecordWriter::write(const uint8_t* data, size_t n) {
@@ -84,6 +90,12 @@ void RecordWriter::write_batch(const uint8_t* data, const int64_t* offsets, size
   for (size_t i = 0; i < count; ++i) {
     write_locked(data + offsets[i], size_t(offsets[i + 1] - offsets[i]));
   }
+}
+
+void RecordWriter::write_all(const View* records, size_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  check_usable();
+  for (size_t i = 0; i < count; ++i) write_locked(records[i].data, records[i].size);
 }
 
 void RecordWriter::flush(bool sync) {

@@ -52,7 +52,9 @@ py::object next_record(BatchIterator& it) {
 PyObject* batch_iternext(PyObject* self) {
   try {
     auto* instance = reinterpret_cast<py::detail::instance*>(self);
-    return next_record(*instance->get_value_and_holder().value_ptr<BatchIterator>()).release().ptr();
+    auto* it = instance->get_value_and_holder().value_ptr<BatchIterator>();
+    if (it == nullptr) throw py::type_error("_BatchIterator is not initialized");  // __new__ only
+    return next_record(*it).release().ptr();
   } catch (...) {
     py::detail::try_translate_exceptions();
     return nullptr;

@@ -284,6 +284,7 @@ PyObject* reader_iternext(PyObject* self) {
   try {
     auto* instance = reinterpret_cast<py::detail::instance*>(self);
     auto* reader = instance->get_value_and_holder().value_ptr<PyReader>();
+    if (reader == nullptr) throw py::type_error("RecordReader is not initialized");  // __new__ only
     return reader->next().release().ptr();
   } catch (...) {
     py::detail::try_translate_exceptions();

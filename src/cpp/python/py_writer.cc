@@ -68,12 +68,12 @@ class PyWriter {
         python_sink_(python_sink) {}
 
   void write(py::handle record) {
+    if (PyBytes_CheckExact(record.ptr())) {  // immutable, and the caller holds it: no view needed
+      write_bytes(as_bytes(record));
+      return;
+    }
     PyBytesView view(record);
-    // A copy into the buffer keeps the GIL (cheaper than releasing it); anything that could
-    // wait (I/O, or another thread's flush holding the writer) runs without it.
-    if (!python_sink_ && writer_->try_write_buffered(view.data(), view.size())) return;
-    py::gil_scoped_release release;
-    writer_->write(view.data(), view.size());
+    write_bytes({view.data(), view.size()});
   }
 
   void write_batch(py::handle records) {
@@ -84,20 +84,31 @@ class PyWriter {
       return;
     }
     // Any iterable of bytes-like objects, taken in chunks so a long generator is never held
-    // whole. Each view holds immutable bytes where they are and copies anything else (a
-    // bytearray a generator refills, say) when it is taken, so each record keeps its contents.
+    // whole, and written a chunk at a time without the GIL. bytes objects are immutable: a
+    // reference keeps each where it is. Anything else is held by a view, which copies what
+    // could change (a bytearray a generator refills, say), so each record keeps its contents.
     constexpr size_t kChunk = 4096;
+    std::vector<RecordWriter::View> chunk;
+    std::vector<py::object> held;
     std::vector<std::unique_ptr<PyBytesView>> views;
     auto write_chunk = [&] {
       {
         py::gil_scoped_release release;
-        for (const auto& view : views) writer_->write(view->data(), view->size());
+        writer_->write_all(chunk.data(), chunk.size());
       }
+      chunk.clear();
+      held.clear();
       views.clear();
     };
     for (py::handle record : py::iter(records)) {
-      views.push_back(std::make_unique<PyBytesView>(record));
-      if (views.size() == kChunk) write_chunk();
+      if (PyBytes_CheckExact(record.ptr())) {
+        chunk.push_back(as_bytes(record));
+        held.push_back(py::reinterpret_borrow<py::object>(record));
+      } else {
+        views.push_back(std::make_unique<PyBytesView>(record));
+        chunk.push_back({views.back()->data(), views.back()->size()});
+      }
+      if (chunk.size() == kChunk) write_chunk();
     }
     write_chunk();
   }
@@ -115,6 +126,20 @@ class PyWriter {
   uint64_t records_written() const { return writer_->records_written(); }
 
  private:
+  static RecordWriter::View as_bytes(py::handle bytes) {
+    return {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(bytes.ptr())),
+            size_t(PyBytes_GET_SIZE(bytes.ptr()))};
+  }
+
+  // The record's memory stays valid and unchanged for the call (see write()).
+  void write_bytes(RecordWriter::View record) {
+    // A copy into the buffer keeps the GIL (cheaper than releasing it); anything that could
+    // wait (I/O, or another thread's flush holding the writer) runs without it.
+    if (!python_sink_ && writer_->try_write_buffered(record.data, record.size)) return;
+    py::gil_scoped_release release;
+    writer_->write(record.data, record.size);
+  }
+
   std::unique_ptr<RecordWriter> writer_;
   bool python_sink_;
 };
@@ -127,10 +152,39 @@ int checked_level(Compression compression, int level) {
   return level;
 }
 
+// write() without pybind11's argument dispatch and type lookup, which cost more than copying a
+// small record: a plain CPython method (vectorcall, one argument, positional or `record=`).
+// Only installed on RecordWriter, whose method descriptor checks that `self` is one.
+PyObject* writer_write(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                       PyObject* kwnames) {
+  const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  PyObject* record = nargs + nkw == 1 ? args[0] : nullptr;
+  if (record == nullptr ||
+      (nkw == 1 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "record") != 0)) {
+    PyErr_SetString(PyExc_TypeError, "write() takes exactly one argument, record");
+    return nullptr;
+  }
+  try {
+    auto* instance = reinterpret_cast<py::detail::instance*>(self);
+    auto* writer = instance->get_value_and_holder().value_ptr<PyWriter>();
+    if (writer == nullptr) throw py::type_error("RecordWriter is not initialized");
+    writer->write(record);
+    Py_RETURN_NONE;
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+PyMethodDef write_method = {
+    "write", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(writer_write)),
+    METH_FASTCALL | METH_KEYWORDS,
+    "write($self, /, record)\n--\n\nWrites one record (any bytes-like object)."};
+
 }  // namespace
 
 void register_writer(py::module_& m) {
-  py::class_<PyWriter>(m, "RecordWriter", "Writes TFRecord records; see tfrec_fast.TFRecordWriter.")
+  auto cls = py::class_<PyWriter>(m, "RecordWriter", "Writes TFRecord records; see tfrec_fast.TFRecordWriter.")
       .def_static(
           "create_path",
           [](const std::string& path, const std::string& compression, int level, size_t buffer_size) {
@@ -155,11 +209,15 @@ void register_writer(py::module_& m) {
           },
           py::arg("file"), py::arg("name"), py::arg("compression"), py::arg("level"),
           py::arg("buffer_size"))
-      .def("write", &PyWriter::write, py::arg("record"))
       .def("write_batch", &PyWriter::write_batch, py::arg("records"))
       .def("flush", &PyWriter::flush, py::arg("sync") = false)
       .def("close", &PyWriter::close)
       .def_property_readonly("records_written", &PyWriter::records_written);
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  auto write = py::reinterpret_steal<py::object>(PyDescr_NewMethod(type, &write_method));
+  if (!write || PyObject_SetAttrString(cls.ptr(), "write", write.ptr()) != 0) {
+    throw py::error_already_set();
+  }
 }
 
 }  // namespace tfr::py_bind
