@@ -175,15 +175,20 @@ def _segments_between(order, counts, lo: int, hi: int) -> List[Segment]:
 
 def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
                offsets: Optional[np.ndarray] = None, compression: Optional[str] = None,
-               verify: bool = True, max_records: Optional[int] = None) -> Iterator[RecordBatch]:
+               verify: bool = True, max_records: Optional[int] = None,
+               max_bytes: Optional[int] = None) -> Iterator[RecordBatch]:
     """Yields RecordBatches holding records [start, stop) of one file (stop None: to the end).
 
     With ``offsets`` the file is entered at record ``start`` directly; otherwise the records
     before it are read and dropped. The file is opened on the first ``next()`` and closed when
-    the generator finishes or is closed. Batches hold at most ``max_records`` records.
+    the generator finishes or is closed. Batches hold at most ``max_records`` records and, past their
+    first record, ``max_bytes`` bytes (default: cache-sized batches, as iter_batches reads, when
+    there is no ``max_records``; never the whole range in one).
     """
     if stop is not None and stop <= start:
         return
+    if max_bytes is None and max_records is None:
+        max_bytes = ITER_BATCH_BYTES
     if offsets is not None and start > 0:
         handle = open_binary(path)
         handle.seek(int(offsets[start]))
@@ -207,10 +212,7 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
         last = stop if stop is not None else 0  # (only read when remaining is known)
         while remaining is None or remaining > 0:
             limit = max_records if remaining is None else min(remaining, max_records or remaining)
-            # Without max_records, batches of cache size (as iter_batches reads), never the
-            # whole range in one (a worker's share of a large file in one batch, once).
-            batch = reader.read_batch(max_records=limit,
-                                      max_bytes=None if max_records else ITER_BATCH_BYTES)
+            batch = reader.read_batch(max_records=limit, max_bytes=max_bytes)
             if not len(batch):
                 if remaining is not None:
                     raise DataLossError(f"the file ended {remaining} records before record "

@@ -41,10 +41,10 @@ import numpy as np
 import torch
 import torch.utils.data
 
-from . import _loader, _pipeline
+from . import _column_batches, _loader, _pipeline
 from .errors import ExampleParseError
 from .example import BytesColumn, FixedLen, Ragged, VarLen, _KIND_NAMES, normalize_spec, parse_examples
-from .records import RecordBatch, normalize_compression
+from .records import ITER_BATCH_BYTES, RecordBatch, normalize_compression
 
 __all__ = ["TFRecordDataset", "MultiTFRecordDataset", "IndexedTFRecordDataset", "collate"]
 
@@ -191,9 +191,20 @@ def _batch(columns: Mapping[str, Any], compat: set, ragged: str) -> dict:
             else:
                 splits = col.row_splits.tolist()
                 out[name] = [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
+        elif isinstance(col, list):  # bytes made into Python objects already (_convert)
+            out[name] = col
         else:
             out[name] = _byte_rows(col, name in compat)
     return out
+
+
+def _until_error(pieces: Iterator[tuple]) -> Iterator[tuple]:
+    """(records, columns) of each (records, columns, error), raising the error after its
+    records."""
+    for n, columns, error in pieces:
+        yield n, columns
+        if error is not None:
+            raise error
 
 
 def _worker_ring_handoff() -> Optional[Callable]:
@@ -380,7 +391,10 @@ class _Streaming(torch.utils.data.IterableDataset):
                                                           slot.worker, slot.workers, self.uneven)
         else:
             mode, segments = _loader.plan_slot(len(files), order, slot.position, slot.slots, count)
+        # Reads of batch_size records (a read is a batch, as is); with a spec, of cache size at
+        # most, so large records are parsed while in cache and batched as columns (_output).
         limit = self.batch_size if self.batch_size and not self.shuffle_buffer else None
+        cap = ITER_BATCH_BYTES if limit and self._spec is not None else None
         for i, start, stop in segments:
             offsets = None
             if mode == "ranges" and start > 0:
@@ -388,7 +402,7 @@ class _Streaming(torch.utils.data.IterableDataset):
             first = start
             for batch in _loader.read_range(files[i], start, stop, offsets=offsets,
                                             compression=self.compression, verify=self.verify,
-                                            max_records=limit):
+                                            max_records=limit, max_bytes=cap):
                 self._read_log.append((batch, files[i], first))
                 first += len(batch)
                 yield batch
@@ -397,19 +411,26 @@ class _Streaming(torch.utils.data.IterableDataset):
         """parse_examples, with errors naming the file and the record's index in it (or, for a
         batch mixed from several reads by shuffling or re-batching, the files it may come from)."""
         try:  # with a pool of threads here (num_threads > 1), each batch on one of them
-            return parse_examples(batch, self._spec, num_threads=1 if self._threads() > 1 else None)
+            return parse_examples(batch, self._spec, num_threads=self._parse_threads())
         except ExampleParseError as error:
-            log = tuple(self._read_log)  # other threads may append to it
-            for read, path, first in log:
-                if read is batch:
-                    raise ExampleParseError(error.detail, path=path,
-                                            record_index=first + error.record_index,
-                                            feature=error.feature) from None
-            paths = list(dict.fromkeys(path for _, path, _ in log))
-            raise ExampleParseError(
-                f"{error.detail} (record {error.record_index} of a batch mixed by shuffling or "
-                "re-batching)", path="one of " + ", ".join(paths) if paths else None,
-                feature=error.feature) from None
+            raise self._located(error, batch) from None
+
+    def _located(self, error: ExampleParseError, batch: RecordBatch) -> ExampleParseError:
+        log = tuple(self._read_log)  # other threads may append to it
+        for read, path, first in log:
+            if read is batch:
+                return ExampleParseError(error.detail, path=path,
+                                         record_index=first + error.record_index,
+                                         feature=error.feature)
+        paths = list(dict.fromkeys(path for _, path, _ in log))
+        return ExampleParseError(
+            f"{error.detail} (record {error.record_index} of a batch mixed by shuffling or "
+            "re-batching)", path="one of " + ", ".join(paths) if paths else None,
+            feature=error.feature)
+
+    def _parse_threads(self) -> Optional[int]:
+        """With a pool here (num_threads > 1) each batch parses on one of its threads."""
+        return 1 if self._threads() > 1 else None
 
     def _threads(self) -> int:
         """num_threads, or by default the cores shared among the DataLoader's workers."""
@@ -424,15 +445,22 @@ class _Streaming(torch.utils.data.IterableDataset):
         if self.shuffle_buffer and not shuffled_already:
             batches = _loader.shuffle_records(_loader.records_of(batches), self.shuffle_buffer,
                                               rng, self.batch_size or _loader.SHUFFLE_CHUNK)
-        if self.batch_size:
+        by_columns = self.batch_size is not None and self._spec is not None
+        if self.batch_size and not by_columns:
             batches = _loader.rebatch(batches, self.batch_size, self.drop_last)
         transform = self.transform
         handoff = _worker_ring_handoff() if self.batch_size and self.worker_ring else None
         threads = self._threads()
         # The log must reach back past the batches in flight, and no further: it keeps them alive.
         self._read_log = collections.deque(maxlen=2 if threads == 1 else threads + 3)
-        for n, parsed in _pipeline.ordered(self._convert, batches, threads,
-                                           size_of=_pipeline.nbytes, name="tfrec_fast-torch"):
+        parsed_batches = _pipeline.ordered(self._piece if by_columns else self._convert, batches,
+                                           threads, size_of=_pipeline.nbytes,
+                                           name="tfrec_fast-torch")
+        if by_columns:  # each read parsed as it comes, its columns cut and joined into batches
+            parsed_batches = ((n, _batch(columns, self._compat, self.ragged)) for n, columns in
+                              _column_batches.rebatch(_until_error(parsed_batches),
+                                                      self.batch_size, self.drop_last))
+        for n, parsed in parsed_batches:
             if self.batch_size:
                 out = transform(parsed) if transform else parsed
                 yield handoff(out) if handoff and self._spec is not None else out
@@ -453,6 +481,22 @@ class _Streaming(torch.utils.data.IterableDataset):
         columns = self._parse(batch)
         return len(batch), (_batch(columns, self._compat, self.ragged) if self.batch_size
                             else columns)
+
+    def _piece(self, batch: RecordBatch):
+        """(records, columns, error) of a read, for batching by columns: its bytes made into
+        Python objects here, while the read is in cache. A bad record's error comes with the
+        records before it, which still complete batches."""
+        error = None
+        try:
+            columns = parse_examples(batch, self._spec, num_threads=self._parse_threads())
+        except ExampleParseError as raised:
+            error = self._located(raised, batch)
+            good = raised.record_index or 0
+            batch = RecordBatch.from_records(batch[i] for i in range(good))  # (copied)
+            columns = parse_examples(batch, self._spec, num_threads=1) if good else {}
+        return len(batch), {name: col if isinstance(col, (np.ndarray, Ragged))
+                            else _byte_rows(col, name in self._compat)
+                            for name, col in columns.items()}, error
 
 
 class TFRecordDataset(_Streaming):

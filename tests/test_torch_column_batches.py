@@ -1,0 +1,143 @@
+"""TFRecordDataset(batch_size=B) with a spec: each cache-sized read is parsed as it comes and the
+batches are cut and joined from the parsed columns (tfrec_fast._column_batches), so batches of
+large records never pass through a batch-sized copy of their bytes. The batches must be exactly
+what the records one by one give, whatever the record sizes and the reads' boundaries."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.torch
+torch = pytest.importorskip("torch")
+
+import tfrec_fast as tf_
+from tfrec_fast import FixedLen, Ragged, TFRecordWriter, VarLen
+from tfrec_fast._column_batches import rebatch
+from tfrec_fast.torch import TFRecordDataset
+
+SPEC = {"id": FixedLen((), "int64"), "vec": VarLen("float32"), "blob": FixedLen((), "bytes"),
+        "tags": VarLen("bytes"), "pair": FixedLen((2,), "int64")}
+# Blobs from a few bytes to past the 512 KiB reads, so reads hold one record, several, or part
+# of a batch, and batches span many reads.
+BLOB_SIZES = [3, 100, 70_000, 300_000, 600_000]
+
+
+def write(path, n, seed=0):
+    rng = np.random.default_rng(seed)
+    blobs = [bytes([i % 251]) * int(rng.choice(BLOB_SIZES)) for i in range(n)]
+    vec_len = rng.integers(0, 4, n)
+    tag_len = rng.integers(0, 3, n)
+    vec = Ragged(np.arange(vec_len.sum(), dtype=np.float32) / 2,
+                 np.concatenate([[0], np.cumsum(vec_len)]))
+    tags = [[f"t{i}.{j}".encode() for j in range(k)] for i, k in enumerate(tag_len)]
+    with TFRecordWriter(str(path)) as w:
+        w.write_examples({"id": np.arange(n), "vec": vec, "blob": blobs,
+                          "tags": tags,
+                          "pair": np.arange(2 * n).reshape(n, 2)})
+    return str(path)
+
+
+def one_by_one(path):
+    return list(TFRecordDataset(path, spec=SPEC, worker_ring=False))
+
+
+def check_batches(batches, records, size, drop_last, ragged):
+    want = len(records) - len(records) % size if drop_last else len(records)
+    assert sum(len(b["id"]) for b in batches) == want
+    assert all(len(b["id"]) == size for b in batches[:-1])
+    i = 0
+    for b in batches:
+        n = len(b["id"])
+        rows = records[i:i + n]
+        assert b["id"].tolist() == [int(r["id"]) for r in rows]
+        assert b["pair"].shape == (n, 2)
+        assert b["pair"].tolist() == [r["pair"].tolist() for r in rows]
+        assert b["blob"] == [r["blob"] for r in rows]
+        assert b["tags"] == [r["tags"] for r in rows]
+        if ragged == "splits":
+            values, splits = b["vec"]
+            assert splits[0] == 0 and len(splits) == n + 1
+            got = [values[splits[k]:splits[k + 1]].tolist() for k in range(n)]
+        else:
+            got = [v.tolist() for v in b["vec"]]
+        assert got == [r["vec"].tolist() for r in rows]
+        i += n
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("ragged", ["list", "splits"])
+@pytest.mark.parametrize("size,drop_last", [(1, False), (3, False), (7, True), (16, False),
+                                            (100, False)])
+def test_batches_of_mixed_record_sizes_match_the_records(tmp_path, threads, ragged, size,
+                                                         drop_last):
+    path = write(tmp_path / "mixed.tfrecord", 37)
+    records = one_by_one(path)
+    ds = TFRecordDataset(path, spec=SPEC, batch_size=size, drop_last=drop_last, ragged=ragged,
+                         num_threads=threads)
+    check_batches(list(ds), records, size, drop_last, ragged)
+
+
+def test_batches_across_files_and_shuffled(tmp_path):
+    paths = [write(tmp_path / f"p{k}.tfrecord", n, seed=k) for k, n in enumerate([5, 0, 9, 2])]
+    records = [r for p in paths for r in one_by_one(p)]
+    check_batches(list(TFRecordDataset(paths, spec=SPEC, batch_size=4)), records, 4, False,
+                  "list")
+    shuffled = list(TFRecordDataset(paths, spec=SPEC, batch_size=4, shuffle_buffer=8, seed=1,
+                                    shuffle_files=False))
+    ids = [int(i) for b in shuffled for i in b["id"]]
+    assert sorted(ids) == sorted(int(r["id"]) for r in records) and len(ids) == 16
+    assert all(len(b["id"]) == 4 for b in shuffled)
+
+
+def test_a_parse_error_names_the_file_and_record(tmp_path):
+    """The reads are parsed one by one, so a bad record is named exactly, after the batches
+    before it."""
+    good = write(tmp_path / "good.tfrecord", 6)
+    bad = str(tmp_path / "bad.tfrecord")
+    records = [r for r in tf_.read_records(good)]
+    with TFRecordWriter(bad) as w:
+        for k, r in enumerate(records):
+            w.write(b"\xff\xff" if k == 4 else bytes(r))
+    ds = TFRecordDataset([good, bad], spec=SPEC, batch_size=4, shuffle_files=False)
+    got = []
+    with pytest.raises(tf_.ExampleParseError) as info:
+        for b in ds:
+            got.append(len(b["id"]))
+    assert got == [4, 4]  # the 8 records before it (6 of good, 2 of bad) in whole batches
+    assert info.value.path == bad and info.value.record_index == 4
+
+
+@settings(max_examples=80, deadline=None)
+@given(pieces=st.lists(st.integers(0, 9), max_size=12), size=st.integers(1, 10),
+       drop_last=st.booleans())
+def test_rebatch_cuts_and_joins_every_column_kind(pieces, size, drop_last):
+    """Pieces of any sizes (empty ones too) -> batches of exactly `size` rows, in order, for
+    arrays, ragged numbers whose row splits do not start at 0, and lists."""
+    start, parts = 0, []
+    for n in pieces:
+        ids = np.arange(start, start + n)
+        lengths = ids % 3
+        base = 5  # splits offset into a larger values array, as cuts of Ragged are
+        splits = base + np.concatenate([[0], np.cumsum(lengths)])
+        values = np.concatenate([np.full(base, -1)] + [np.full(k, i) for i, k in zip(ids, lengths)]
+                                + [np.full(2, -2)])
+        parts.append((n, {"a": ids.reshape(n, 1) * 10, "r": Ragged(values, splits),
+                          "l": [f"x{i}" for i in ids]}))
+        start += n
+    total = start
+    out = list(rebatch(iter(parts), size, drop_last))
+    want = total - total % size if drop_last else total
+    assert sum(n for n, _ in out) == want
+    i = 0
+    for n, cols in out:
+        assert n == size or (not drop_last and n == total % size and n > 0)
+        ids = list(range(i, i + n))
+        assert cols["a"][:, 0].tolist() == [k * 10 for k in ids]
+        assert cols["l"] == [f"x{k}" for k in ids]
+        r = cols["r"]
+        assert len(r.row_splits) == n + 1
+        assert [r.values[r.row_splits[k]:r.row_splits[k + 1]].tolist() for k in range(n)] == \
+            [[k] * (k % 3) for k in ids]
+        i += n
