@@ -141,3 +141,23 @@ def test_rebatch_cuts_and_joins_every_column_kind(pieces, size, drop_last):
         assert [r.values[r.row_splits[k]:r.row_splits[k + 1]].tolist() for k in range(n)] == \
             [[k] * (k % 3) for k in ids]
         i += n
+
+
+@pytest.mark.parametrize("start,stop", [(0, None), (3, 97), (5, 6)])
+def test_read_range_in_whole_multiples(tmp_path, start, stop):
+    """read_range(whole_multiples=True): after the first batch, batches of as many multiples of
+    max_records as max_bytes holds (records of one size here: the byte limit never cuts a
+    multiple), every record once and in order."""
+    from tfrec_fast import _loader
+    path = str(tmp_path / "small.tfrecord")
+    records = [bytes([i]) * 12 for i in range(100)]
+    with TFRecordWriter(path) as w:
+        w.write_batch(records)
+    batches = list(_loader.read_range(path, start, stop, max_records=4, max_bytes=200,
+                                      whole_multiples=True))
+    want = records[start:stop]
+    assert [bytes(r) for b in batches for r in b] == want
+    sizes = [len(b) for b in batches]
+    assert all(n % 4 == 0 for n in sizes[:-1]) and all(n * 12 <= 200 for n in sizes)
+    if len(want) > 40:
+        assert max(sizes) > 4  # small records: several multiples a batch

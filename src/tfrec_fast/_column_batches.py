@@ -10,13 +10,13 @@ right size pass through untouched, and cuts of numpy arrays are views.
 from __future__ import annotations
 
 import itertools
-from typing import Dict, Iterable, Iterator, List, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
 import numpy as np
 
 from .example import Ragged
 
-Columns = Dict[str, object]
+Columns = Dict[str, Any]
 
 
 def rebatch(pieces: Iterable[Tuple[int, Columns]], size: int,

@@ -176,14 +176,17 @@ def _segments_between(order, counts, lo: int, hi: int) -> List[Segment]:
 def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
                offsets: Optional[np.ndarray] = None, compression: Optional[str] = None,
                verify: bool = True, max_records: Optional[int] = None,
-               max_bytes: Optional[int] = None) -> Iterator[RecordBatch]:
+               max_bytes: Optional[int] = None, whole_multiples: bool = False
+               ) -> Iterator[RecordBatch]:
     """Yields RecordBatches holding records [start, stop) of one file (stop None: to the end).
 
     With ``offsets`` the file is entered at record ``start`` directly; otherwise the records
     before it are read and dropped. The file is opened on the first ``next()`` and closed when
     the generator finishes or is closed. Batches hold at most ``max_records`` records and, past their
     first record, ``max_bytes`` bytes (default: cache-sized batches, as iter_batches reads, when
-    there is no ``max_records``; never the whole range in one).
+    there is no ``max_records``; never the whole range in one). With ``whole_multiples`` (and
+    both limits) a batch takes as many multiples of ``max_records`` as ``max_bytes`` holds at the
+    size of the records read so far: small records in few large batches that split evenly.
     """
     if stop is not None and stop <= start:
         return
@@ -210,9 +213,13 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
     try:
         remaining = None if stop is None else stop - start
         last = stop if stop is not None else 0  # (only read when remaining is known)
+        step = max_records
         while remaining is None or remaining > 0:
-            limit = max_records if remaining is None else min(remaining, max_records or remaining)
+            limit = step if remaining is None else min(remaining, step or remaining)
             batch = reader.read_batch(max_records=limit, max_bytes=max_bytes)
+            if whole_multiples and max_records and max_bytes and len(batch):
+                record_bytes = max(1, int(batch.offsets[-1]) // len(batch))
+                step = max_records * max(1, max_bytes // (record_bytes * max_records))
             if not len(batch):
                 if remaining is not None:
                     raise DataLossError(f"the file ended {remaining} records before record "

@@ -392,7 +392,8 @@ class _Streaming(torch.utils.data.IterableDataset):
         else:
             mode, segments = _loader.plan_slot(len(files), order, slot.position, slot.slots, count)
         # Reads of batch_size records (a read is a batch, as is); with a spec, of cache size at
-        # most, so large records are parsed while in cache and batched as columns (_output).
+        # most, so large records are parsed while in cache, and small ones in whole multiples of
+        # batch_size, so few reads and parses make many batches (cut from their columns, _output).
         limit = self.batch_size if self.batch_size and not self.shuffle_buffer else None
         cap = ITER_BATCH_BYTES if limit and self._spec is not None else None
         for i, start, stop in segments:
@@ -402,7 +403,8 @@ class _Streaming(torch.utils.data.IterableDataset):
             first = start
             for batch in _loader.read_range(files[i], start, stop, offsets=offsets,
                                             compression=self.compression, verify=self.verify,
-                                            max_records=limit, max_bytes=cap):
+                                            max_records=limit, max_bytes=cap,
+                                            whole_multiples=cap is not None):
                 self._read_log.append((batch, files[i], first))
                 first += len(batch)
                 yield batch
