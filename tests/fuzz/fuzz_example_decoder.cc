@@ -13,7 +13,8 @@
 //
 // The decoder may throw tfr::ParseError; anything else escaping, or columns that break their
 // documented shape, aborts: a finding. Records are decoded as one batch (the hints carry over
-// from record to record) and then each on its own, in a buffer of exactly its size so that
+// from record to record), then again in parts on the task pool (3 threads: the same columns or
+// the same error), and then each on its own, in a buffer of exactly its size so that
 // AddressSanitizer sees a read past its end.
 #include <algorithm>
 #include <cstddef>
@@ -94,16 +95,52 @@ void check_columns(const std::vector<tfr::Column>& columns, const std::vector<tf
   }
 }
 
-void decode(const uint8_t* data, const std::vector<int64_t>& offsets,
-            const std::vector<tfr::FieldSpec>& specs, bool sequences) {
+bool same_columns(const std::vector<tfr::Column>& a, const std::vector<tfr::Column>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const tfr::Column& x = a[k];
+    const tfr::Column& y = b[k];
+    if (x.values.size() != y.values.size() ||
+        (x.values.size() != 0 && std::memcmp(x.values.data(), y.values.data(), x.values.size()) != 0) ||
+        x.starts != y.starts || x.ends != y.ends || x.row_splits != y.row_splits ||
+        x.step_splits != y.step_splits || x.present != y.present) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Decodes the batch with num_threads; returns whether it failed, and where.
+bool decode_with(const uint8_t* data, const std::vector<int64_t>& offsets,
+                 const std::vector<tfr::FieldSpec>& specs, bool sequences, size_t num_threads,
+                 std::vector<tfr::Column>* columns, size_t* failed_at) {
   const size_t n = offsets.size() - 1;
   try {
-    auto columns = tfr::decode_examples(data, offsets.data(), n, specs, sequences);
-    check_columns(columns, specs, n, size_t(offsets.back()));
+    *columns = tfr::decode_examples(data, offsets.data(), n, specs, sequences, num_threads);
+    check_columns(*columns, specs, n, size_t(offsets.back()));
+    return false;
   } catch (const tfr::ParseError& e) {
     CHECK(e.record_index < n);
     CHECK(!e.has_feature || std::any_of(specs.begin(), specs.end(),
                                         [&](const tfr::FieldSpec& s) { return s.name == e.feature; }));
+    *failed_at = e.record_index;
+    return true;
+  }
+}
+
+void decode(const uint8_t* data, const std::vector<int64_t>& offsets,
+            const std::vector<tfr::FieldSpec>& specs, bool sequences, bool in_parts) {
+  std::vector<tfr::Column> one, parts;
+  size_t one_failed_at = 0, parts_failed_at = 0;
+  const bool one_failed = decode_with(data, offsets, specs, sequences, 1, &one, &one_failed_at);
+  if (!in_parts) return;
+  const bool parts_failed =
+      decode_with(data, offsets, specs, sequences, 3, &parts, &parts_failed_at);
+  CHECK(one_failed == parts_failed);
+  if (one_failed) {
+    CHECK(one_failed_at == parts_failed_at);  // the first record that fails, as with one thread
+  } else {
+    CHECK(same_columns(one, parts));
   }
 }
 
@@ -166,12 +203,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // One batch in one exactly-sized buffer, then each record alone.
   {
     std::vector<uint8_t> batch(joined);  // its own allocation, no spare capacity
-    decode(batch.data(), offsets, specs, sequences);
+    decode(batch.data(), offsets, specs, sequences, true);
   }
   for (const auto& [b, e] : spans) {
     std::unique_ptr<uint8_t[]> one(new uint8_t[std::max<size_t>(e - b, 1)]);
     std::memcpy(one.get(), body + b, e - b);
-    decode(one.get(), {0, int64_t(e - b)}, specs, sequences);
+    decode(one.get(), {0, int64_t(e - b)}, specs, sequences, false);
   }
   return 0;
 }
