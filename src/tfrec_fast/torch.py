@@ -191,7 +191,7 @@ def _batch(columns: Mapping[str, Any], compat: set, ragged: str) -> dict:
             else:
                 splits = col.row_splits.tolist()
                 out[name] = [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
-        elif isinstance(col, list):  # bytes made into Python objects already (_convert)
+        elif isinstance(col, list):  # bytes made into Python objects already (_piece)
             out[name] = col
         else:
             out[name] = _byte_rows(col, name in compat)
