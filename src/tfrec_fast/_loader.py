@@ -15,8 +15,8 @@ import numpy as np
 from . import _buffers
 from .errors import DataLossError
 from .records import (ITER_BATCH_BYTES, RecordBatch, TFRecordReader, count_records,
-                      detect_compression, expand_pattern, file_version, normalize_compression, open_binary,
-                      path_exists)
+                      detect_compression, expand_pattern, file_version, normalize_compression,
+                      open_binary, path_exists)
 
 # Records parsed at a time after a shuffle buffer (the buffer hands out single records).
 SHUFFLE_CHUNK = 256

@@ -272,9 +272,7 @@ class BytesColumn:
         if flat and self.row_splits is not None:
             first, last = int(self.row_splits[0]), int(self.row_splits[-1])
             starts, ends = starts[first:last], ends[first:last]
-        buffer = self.values if self.values.flags.c_contiguous else np.ascontiguousarray(
-            self.values)
-        values = _core.bytes_values(buffer, starts, ends, self.default)
+        values = _core.bytes_values(np.ascontiguousarray(self.values), starts, ends, self.default)
         if flat or self.row_splits is None:
             return values
         splits = self.row_splits.tolist()
@@ -571,14 +569,10 @@ def _as_batch(records) -> RecordBatch:
 def _check_num_threads(num_threads: Optional[int]) -> Optional[int]:
     """num_threads checked; None stays None (the binding's choice by batch size) except in a
     DataLoader worker, where the workers already share the cores: 1 there."""
-    if num_threads is None:
-        torch_data = sys.modules.get("torch.utils.data")
-        if torch_data is not None and torch_data.get_worker_info() is not None:
-            return 1
-        return None
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive int or None, not {num_threads!r}")
-    return num_threads
+    if num_threads is not None:
+        return _pipeline.check_threads(num_threads)
+    torch_data = sys.modules.get("torch.utils.data")
+    return 1 if torch_data is not None and torch_data.get_worker_info() is not None else None
 
 
 def parse_examples(records, spec, *, name: Optional[str] = None,

@@ -34,8 +34,8 @@ from __future__ import annotations
 import collections.abc
 import os
 import warnings
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
-                    Tuple)
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 import numpy as np
 import torch
@@ -132,8 +132,7 @@ except ImportError:  # an older torch: default_collate treats them as the dicts 
 
 
 def _one_per_row(row_splits: np.ndarray) -> bool:
-    return len(row_splits) - 1 == row_splits[-1] - row_splits[0] and bool(
-        np.all(np.diff(row_splits) == 1))
+    return bool(np.all(np.diff(row_splits) == 1))
 
 
 def _numpy_rows(col, n: int) -> list:
