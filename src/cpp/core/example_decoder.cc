@@ -237,8 +237,10 @@ class Decoder {
 
   void record(size_t index, Cursor example) {
     index_ = index;
+    decoded_ = 0;
     try {
       if (scan_record(example, true)) {
+        if (decoded_ == fields_.size()) return;  // each feature once: none missing
         for (size_t k = 0; k < specs_.size(); ++k) {
           if (fields_[k].seen != stamp()) fill_missing(k);
         }
@@ -315,19 +317,21 @@ class Decoder {
     uint32_t field, wire_type;
     size_t entry_index = 0;
     while (!features.done()) {
-      Cursor entry;
-      if (!features.next_is(kEntryTag)) {
-        if (!features.tag(&field, &wire_type)) malformed("a bad field tag in Features");
-        if (field != wire::kFeaturesEntry || wire_type != wire::kLengthDelimited) {
-          if (!features.skip(wire_type)) malformed("a truncated field in Features");
-          continue;
-        }
-      }
-      if (!features.sub(&entry)) malformed("a truncated feature map entry");
       Cursor key{nullptr, nullptr}, value{nullptr, nullptr};
       bool merged = false;
-      if (!usual_entry(entry, &key, &value)) merged = read_entry(entry, &key, &value);
-      const int k = match(hints_[lists], lists, entry_index++, key);
+      if (!short_entry(&features, &key, &value)) {
+        Cursor entry;
+        if (!features.next_is(kEntryTag)) {
+          if (!features.tag(&field, &wire_type)) malformed("a bad field tag in Features");
+          if (field != wire::kFeaturesEntry || wire_type != wire::kLengthDelimited) {
+            if (!features.skip(wire_type)) malformed("a truncated field in Features");
+            continue;
+          }
+        }
+        if (!features.sub(&entry)) malformed("a truncated feature map entry");
+        if (!usual_entry(entry, &key, &value)) merged = read_entry(entry, &key, &value);
+      }
+      const int k = match(lists, entry_index++, key);
       if (k == kNone) continue;
       if (!decode || k == kSeveral) {
         if (decode) return false;
@@ -335,10 +339,29 @@ class Decoder {
       } else if (merged || fields_[size_t(k)].seen == stamp()) {
         return false;
       } else {
-        fields_[size_t(k)].seen = stamp();
-        fill_present(size_t(k), value);
+        Field& f = fields_[size_t(k)];
+        f.seen = stamp();
+        ++decoded_;
+        if (!usual_fill(f, value)) fill_unusual(size_t(k), value);
       }
     }
+    return true;
+  }
+
+  // The usual map entry when it is shorter than 128 bytes, so that every length in it is one
+  // byte: [entry tag][n] [key tag][k][key] [value tag][n - k - 4][value]. Its key and value in a
+  // few comparisons; false (nothing consumed) for anything else.
+  static TFR_INLINE bool short_entry(Cursor* features, Cursor* key, Cursor* value) {
+    const uint8_t* q = features->p;
+    const size_t left = size_t(features->end - q);
+    if (left < 6 || q[0] != kEntryTag || q[1] >= 0x80 || q[2] != kKeyTag || q[3] >= 0x80) return false;
+    const size_t n = q[1], key_size = q[3];
+    if (n + 2 > left || key_size + 4 > n) return false;
+    const uint8_t* v = q + 4 + key_size;  // the value's tag and length: inside the entry
+    if (v[0] != kValueTag || v[1] != n - key_size - 4) return false;
+    *key = Cursor{q + 4, v};
+    *value = Cursor{v + 2, q + 2 + n};
+    features->p = q + 2 + n;
     return true;
   }
 
@@ -371,17 +394,25 @@ class Decoder {
   // Which requested feature (if any) a map key names. Records of one file usually list their
   // features in the same order, so the answer for the entry at this position in the previous
   // record is checked first: one comparison per key instead of one per spec.
-  int match(std::vector<Hint>& hints, bool lists, size_t position, Cursor key) {
+  TFR_INLINE int match(bool lists, size_t position, Cursor key) {
     const size_t size = size_t(key.end - key.p);
-    if (position < hints.size()) {
-      Hint& h = hints[position];
+    if (position < known_[lists]) {
+      Hint& h = hints_[lists][position];
       if (h.size == size && same(h.key, key.p, size)) {
         h.key = key.p;
         return h.spec;
       }
-    } else {
-      hints.resize(position + 1);
     }
+    return new_match(lists, position, key);
+  }
+
+  TFR_COLD int new_match(bool lists, size_t position, Cursor key) {
+    std::vector<Hint>& hints = hints_[lists];
+    if (position >= hints.size()) {
+      hints.resize(position + 1);
+      known_[lists] = hints.size();
+    }
+    const size_t size = size_t(key.end - key.p);
     Hint& h = hints[position];
     h = Hint{key.p, size, kNone};
     for (size_t k = 0; k < specs_.size(); ++k) {
@@ -593,37 +624,58 @@ class Decoder {
     fill_present(k, f.feature);
   }
 
-  void fill_present(size_t k, Cursor feature) {
-    const Field& f = fields_[k];
+  // The usual Feature of a fixed-size column, straight into the record's slot, inline; false for
+  // anything else, which fill_unusual then handles (or reports).
+  TFR_INLINE bool usual_fill(const Field& f, Cursor feature) {
     Cursor payload;
+    if (!usual_payload(feature, f.list_tag, &payload)) return false;
+    uint8_t* slot = f.slots + index_ * f.slot_bytes;
+    switch (f.handler) {
+      case Handler::kFixedNumbers: return usual_numbers(f, payload, slot);
+      case Handler::kFixedBytes: {
+        if (f.count != 1) return false;
+        const int64_t pair[2] = {payload.p - data_, payload.end - data_};
+        std::memcpy(slot, pair, sizeof(pair));
+        return true;
+      }
+      case Handler::kRawBytes:
+        if (size_t(payload.end - payload.p) != f.count) return false;
+        if (f.count != 0) std::memcpy(slot, payload.p, f.count);
+        return true;
+      case Handler::kVar:
+      case Handler::kSequence: break;
+    }
+    return false;
+  }
+
+  void fill_present(size_t k, Cursor feature) {
+    if (!usual_fill(fields_[k], feature)) fill_unusual(k, feature);
+  }
+
+  // Every Feature usual_fill does not take: VarLen and sequence columns, and fixed-size ones in
+  // any other encoding (or wrong).
+  void fill_unusual(size_t k, Cursor feature) {
+    const Field& f = fields_[k];
     switch (f.handler) {
       case Handler::kFixedNumbers: {
-        uint8_t* out = f.slots + index_ * f.slot_bytes;
-        if (usual_payload(feature, f.list_tag, &payload) && usual_numbers(f, payload, out)) return;
-        NumberSlot sink{out, f.count};
+        NumberSlot sink{f.slots + index_ * f.slot_bytes, f.count};
         feature_values(k, feature, sink);
         return check_count(k, sink.count);
       }
       case Handler::kFixedBytes: {
         BytesSlot sink{f.slots + index_ * f.slot_bytes, f.count};
-        if (f.count == 1 && usual_payload(feature, f.list_tag, &payload)) {
-          return sink.put(payload.p - data_, payload.end - data_);
-        }
         feature_values(k, feature, sink);
         return check_count(k, sink.count);
       }
-      case Handler::kRawBytes:
-        if (usual_payload(feature, f.list_tag, &payload) && size_t(payload.end - payload.p) == f.count) {
-          if (f.count != 0) std::memcpy(f.slots + index_ * f.slot_bytes, payload.p, f.count);
-          return;
-        }
-        return fill_raw_bytes(k, feature);
-      case Handler::kVar:
+      case Handler::kRawBytes: return fill_raw_bytes(k, feature);
+      case Handler::kVar: {
+        Cursor payload;
         if (!(f.kind != Kind::kBytes && usual_payload(feature, f.list_tag, &payload) &&
               usual_var_numbers(k, f, payload))) {
           append_feature(k, feature, *f.column);
         }
         return end_var_record(k, true);
+      }
       case Handler::kSequence: return fill_sequence(k, feature);
     }
   }
@@ -643,6 +695,13 @@ class Decoder {
   // The usual Feature: one list of the kind asked for (`list_tag`) holding one value field:
   // packed numbers, or one bytes value. Its payload.
   static TFR_INLINE bool usual_payload(Cursor feature, uint8_t list_tag, Cursor* payload) {
+    // Under 128 bytes, both lengths are one byte: [list_tag][n - 2] [kPackedTag][n - 4] payload.
+    const uint8_t* q = feature.p;
+    const size_t n = size_t(feature.end - q);
+    if (n >= 4 && n < 0x80 && q[0] == list_tag && q[1] == n - 2 && q[2] == kPackedTag && q[3] == n - 4) {
+      *payload = Cursor{q + 4, feature.end};
+      return true;
+    }
     Cursor list;
     return feature.next_is(list_tag) && feature.sub(&list) && feature.done() &&
            list.next_is(kPackedTag) && list.sub(payload) && list.done();
@@ -783,7 +842,9 @@ class Decoder {
   std::vector<Field> fields_;
   std::vector<Found> found_;     // the careful pass: where each requested feature is
   std::vector<Hint> hints_[2];   // for the features (or context) map and the feature_lists map
+  size_t known_[2] = {0, 0};     // hints_[i].size(), kept apart: no division in the hot loop
   size_t index_ = 0;
+  size_t decoded_ = 0;  // the one pass: the requested features decoded in the current record
 };
 
 // ---- a batch in parts ---------------------------------------------------------------------------
