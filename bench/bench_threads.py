@@ -705,6 +705,11 @@ def _rows() -> None:
         if d in ("ex100k", "ex10m"):
             _add(t, f"torch_batched:{d}:1:keepheap", "same, 1 thread, glibc keeps freed memory (mallopt: trim 1 GiB, "
                  "top pad 256 MiB, mmap 32 MiB)", rss=True)
+        _add(t, f"tfrecord_examples:{d}:1", "tfrecord tfrecord_loader, per record (peer)")
+        _add(t, f"dl_tfrecord:{d}:0:p",
+             "tfrecord TFRecordDataset(path, index, description) in DataLoader(batch_size=256, "
+             "num_workers=0): what torch_batched replaces (peer)")
+        _add(t, f"tf_data:{d}:1:256", "TF tf.data file -> batch(256) -> parse AUTOTUNE -> prefetch (peer)")
         _add(t, f"get_batch:{d}:1", "IndexedTFRecordReader.get_batch(256 random)")
         for k in (1, 2):
             _add(t, f"convert:{d}:{k}", f"convert_numpy (write), workers={k}")
@@ -809,6 +814,9 @@ def columns(title: str, rss: Dict[str, H.Result]) -> List[H.Column]:
         d = next(iter(rows)).split(":")[1]
         cols += [H.Versus("vs raw batched", f"raw_batches:{d}:1", target=0.9,
                           mine=_is("read_examples", "torch_batched", data=("ex100k", "ex10m"))),
+                 H.Versus("vs tfrecord loader", f"tfrecord_examples:{d}:1"),
+                 H.Versus("vs tfrecord DataLoader", f"dl_tfrecord:{d}:0:p"),
+                 H.Versus("vs TF tf.data", f"tf_data:{d}:1:256"),
                  VsOneThread()]
     if any(r.rss for r in TABLES[title]):
         def mib(key):
