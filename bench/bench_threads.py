@@ -258,13 +258,17 @@ def case_torch_batched(data, threads, variant=""):
     """TFRecordDataset(batch_size=256) iterated in this process (the in-worker path). Variant
     "keepheap": glibc told to keep freed memory (what MALLOC_TRIM_THRESHOLD_,
     MALLOC_TOP_PAD_ and MALLOC_MMAP_THRESHOLD_ do from the environment), so the per-record ``bytes`` of large records
-    reuse pages instead of faulting in fresh ones every batch."""
+    reuse pages instead of faulting in fresh ones every batch. Variant "array": image_raw read as
+    FixedLen((size,), "uint8"), a [256, size] uint8 tensor per batch, as the peers' default
+    collate gives, instead of a list of ``bytes``."""
     import tfrec_fast as tfr
     if variant == "keepheap":
         _keep_heap()
     from tfrec_fast.torch import TFRecordDataset
-    ds = TFRecordDataset(_path(data), spec=_spec_for(tfr, data), batch_size=256,
-                         num_threads=threads)
+    spec = _spec_for(tfr, data)
+    if variant == "array":
+        spec = {"image_raw": tfr.FixedLen((SIZED[data][1],), "uint8"), "label": tfr.FixedLen((), "int64")}
+    ds = TFRecordDataset(_path(data), spec=spec, batch_size=256, num_threads=threads)
 
     def run():
         return sum(len(b["label"]) for b in ds)
@@ -705,6 +709,8 @@ def _rows() -> None:
         if d in ("ex100k", "ex10m"):
             _add(t, f"torch_batched:{d}:1:keepheap", "same, 1 thread, glibc keeps freed memory (mallopt: trim 1 GiB, "
                  "top pad 256 MiB, mmap 32 MiB)", rss=True)
+            _add(t, f"torch_batched:{d}:1:array", "same, 1 thread, image_raw as FixedLen((size,), 'uint8'): "
+                 "a [256, size] tensor per batch, as the peers' collate makes", rss=True)
         _add(t, f"tfrecord_examples:{d}:1", "tfrecord tfrecord_loader, per record (peer)")
         _add(t, f"dl_tfrecord:{d}:0:p",
              "tfrecord TFRecordDataset(path, index, description) in DataLoader(batch_size=256, "
