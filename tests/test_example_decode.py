@@ -734,6 +734,73 @@ def test_int64_varint_forms():
     assert parse_examples([example(entry("k", ld(3, lst)))], {"k": VarLen()})["k"].to_list() == [[1]]
 
 
+
+# ---- entry sizes around the decoder's one-byte-length shortcut ---------------------------------
+# Map entries and Features under 128 bytes are read by comparing their bytes (every length one
+# byte); longer ones, and any other encoding of the same message, take the cursor path. Both must
+# give protobuf's values.
+
+def _sized_record(key_size: int, value_size: int) -> bytes:
+    return ex(**{"k" * key_size: ("bytes", [bytes(i % 251 for i in range(value_size))]),
+                 "n": ("int64", [value_size, -value_size]), "f": ("float32", [0.5])})
+
+
+@pytest.mark.parametrize("key_size", [1, 8, 100, 127, 128])
+def test_entry_sizes_around_one_byte_lengths(key_size):
+    from tfrec_fast.proto import example_to_dict
+    recs = [_sized_record(key_size, size) for size in range(100, 140)]
+    name = "k" * key_size
+    cols = parse_examples(recs, {name: VarLen("bytes"), "n": FixedLen((2,), "int64"),
+                                 "f": FixedLen((), "float32")})
+    for i, rec in enumerate(recs):
+        want = example_to_dict(rec)
+        assert cols[name].to_list()[i] == want[name], (key_size, i)
+        assert cols["n"][i].tolist() == want["n"]
+        assert cols["f"][i] == want["f"][0]
+    size = len(example_to_dict(recs[20])[name][0])  # 120 bytes: a Feature under 128, its entry not
+    fixed = parse_examples(recs[20:21], {name: FixedLen((size,), "uint8")})[name]
+    assert fixed[0].tobytes() == example_to_dict(recs[20])[name][0]
+
+
+def _padded_length(payload: bytes) -> bytes:
+    """A length-delimited payload whose length is a two-byte (non-canonical) varint."""
+    assert len(payload) < 128
+    return bytes([0x80 | len(payload), 0x00]) + payload
+
+
+@pytest.mark.parametrize("padded", ["entry", "key", "value", "list", "payload"])
+def test_padded_lengths_read_like_protobuf(padded):
+    """The same short entry with one of its lengths written in two bytes: protobuf accepts it, and
+    so must the decoder (through the cursor path), with the same values."""
+    from tfrec_fast.proto import example_to_dict
+
+    def part(which, payload):
+        return _padded_length(payload) if which == padded else varint(len(payload)) + payload
+    payload = part("payload", b"\x07\x96\x01")  # packed int64s 7, 150
+    lst = tag(1, 2) + payload
+    feat = tag(3, 2) + part("list", lst)
+    body = tag(1, 2) + part("key", b"n") + tag(2, 2) + part("value", feat)
+    rec = ld(1, tag(1, 2) + part("entry", body))  # Example.features holding the one entry
+    assert example_to_dict(rec) == {"n": [7, 150]}
+    assert parse_examples([rec], {"n": FixedLen((2,), "int64")})["n"].tolist() == [[7, 150]]
+    assert parse_examples([rec], {"n": VarLen("int64")})["n"].to_list() == [[7, 150]]
+
+
+@pytest.mark.parametrize("delta", [-1, 1])
+def test_short_entry_with_a_wrong_value_length_is_refused(delta):
+    """A one-byte value length that does not end at the entry's end: not the usual entry, and
+    the cursor path reports it (as protobuf refuses it)."""
+    from tfrec_fast.proto import example_to_dict
+    feat = feature("int64", [5])
+    body = tag(1, 2) + varint(1) + b"n" + tag(2, 2) + varint(len(feat) + delta) + feat
+    rec = ld(1, ld(1, body))
+    with pytest.raises(Exception):
+        example_to_dict(rec)
+    with pytest.raises(ExampleParseError) as info:
+        parse_examples([rec], {"n": FixedLen((), "int64")})
+    assert info.value.record_index == 0
+
+
 # ---- spec formats --------------------------------------------------------------------------------
 
 def test_spec_tfrecord_description():
