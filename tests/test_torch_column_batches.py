@@ -1,7 +1,8 @@
 """TFRecordDataset(batch_size=B) with a spec: each cache-sized read is parsed as it comes and the
 batches are cut and joined from the parsed columns (tfrec_fast._column_batches), so batches of
-large records never pass through a batch-sized copy of their bytes. The batches must be exactly
-what the records one by one give, whatever the record sizes and the reads' boundaries."""
+large records never pass through a batch-sized copy of their bytes; with arrays-only specs a read
+is a whole batch instead. The batches must be exactly what the records one by one give, whatever
+the record sizes and the reads' boundaries."""
 from __future__ import annotations
 
 import numpy as np
@@ -161,3 +162,67 @@ def test_read_range_in_whole_multiples(tmp_path, start, stop):
     assert all(n % 4 == 0 for n in sizes[:-1]) and all(n * 12 <= 200 for n in sizes)
     if len(want) > 40:
         assert max(sizes) > 4  # small records: several multiples a batch
+
+
+# An arrays-only spec: every column a numpy array or Ragged numbers, so reads are whole batches
+# (never cut by the 512 KiB limit) decoded straight into the batch's arrays.
+ARRAY_SPEC = {"id": FixedLen((), "int64"), "vec": VarLen("float32"),
+              "pair": FixedLen((2,), "int64"), "img": FixedLen((2, 150_000), "uint8")}
+
+
+def write_images(path, n, bad=None):
+    """n records holding a 300 KB uint8 "img" (two rows past the 512 KiB reads in a batch of 2);
+    record `bad` (if any) gets a 3-byte img instead."""
+    with TFRecordWriter(str(path)) as w:
+        for i in range(n):
+            img = bytes([i % 251]) * (3 if i == bad else 300_000)
+            w.write_example({"id": i, "vec": np.arange(i % 3, dtype=np.float32),
+                             "pair": np.array([i, -i]), "img": img})
+    return str(path)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("size,drop_last", [(1, False), (3, False), (4, True), (16, False)])
+def test_arrays_only_batches_match_the_records(tmp_path, threads, size, drop_last):
+    path = write_images(tmp_path / "img.tfrecord", 11)
+    ds = TFRecordDataset(path, spec=ARRAY_SPEC, batch_size=size, drop_last=drop_last,
+                         num_threads=threads)
+    batches = list(ds)
+    want = 11 - 11 % size if drop_last else 11
+    assert [len(b["id"]) for b in batches][:-1] == [size] * (len(batches) - 1)
+    ids = np.concatenate([b["id"].numpy() for b in batches])
+    assert ids.tolist() == list(range(want))
+    for b in batches:
+        for row, i in enumerate(b["id"].tolist()):
+            assert b["img"].shape[1:] == (2, 150_000)
+            assert int(b["img"][row].min()) == int(b["img"][row].max()) == i % 251
+            assert b["pair"][row].tolist() == [i, -i]
+            assert b["vec"][row].tolist() == list(range(i % 3))
+
+
+def test_arrays_only_parse_error_after_the_batches_before_it(tmp_path):
+    path = write_images(tmp_path / "bad.tfrecord", 7, bad=5)
+    got = []
+    with pytest.raises(tf_.ExampleParseError) as info:
+        for b in TFRecordDataset(path, spec=ARRAY_SPEC, batch_size=2):
+            got.append(b["id"].tolist())
+    assert got == [[0, 1], [2, 3]]
+    assert info.value.path == path and info.value.record_index == 5
+    assert info.value.feature == "img"
+
+
+def test_read_range_unsplit_batches_hold_whole_multiples(tmp_path):
+    """split_batches=False: max_bytes only chooses the multiple; a batch of records larger than
+    max_bytes is still max_records whole records. Without whole_multiples it changes nothing."""
+    from tfrec_fast import _loader
+    path = str(tmp_path / "mixed.tfrecord")
+    records = [bytes([i]) * (1000 if i % 7 else 5) for i in range(60)]
+    with TFRecordWriter(path) as w:
+        w.write_batch(records)
+    batches = list(_loader.read_range(path, 0, None, max_records=4, max_bytes=600,
+                                      whole_multiples=True, split_batches=False))
+    assert [bytes(r) for b in batches for r in b] == records
+    assert all(len(b) % 4 == 0 for b in batches)
+    plain = list(_loader.read_range(path, 0, None, max_bytes=600, split_batches=False))
+    assert [bytes(r) for b in plain for r in b] == records
+    assert max(len(b) for b in plain) < 60  # still cut by max_bytes

@@ -176,8 +176,8 @@ def _segments_between(order, counts, lo: int, hi: int) -> List[Segment]:
 def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
                offsets: Optional[np.ndarray] = None, compression: Optional[str] = None,
                verify: bool = True, max_records: Optional[int] = None,
-               max_bytes: Optional[int] = None, whole_multiples: bool = False
-               ) -> Iterator[RecordBatch]:
+               max_bytes: Optional[int] = None, whole_multiples: bool = False,
+               split_batches: bool = True) -> Iterator[RecordBatch]:
     """Yields RecordBatches holding records [start, stop) of one file (stop None: to the end).
 
     With ``offsets`` the file is entered at record ``start`` directly; otherwise the records
@@ -186,7 +186,9 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
     first record, ``max_bytes`` bytes (default: cache-sized batches, as iter_batches reads, when
     there is no ``max_records``; never the whole range in one). With ``whole_multiples`` (and
     both limits) a batch takes as many multiples of ``max_records`` as ``max_bytes`` holds at the
-    size of the records read so far: small records in few large batches that split evenly.
+    size of the records read so far: small records in few large batches that split evenly; with
+    ``split_batches=False`` as well, ``max_bytes`` only chooses that multiple and a batch always
+    holds whole multiples of ``max_records`` (at least one), whatever their size.
     """
     if stop is not None and stop <= start:
         return
@@ -214,9 +216,12 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
         remaining = None if stop is None else stop - start
         last = stop if stop is not None else 0  # (only read when remaining is known)
         step = max_records
+        # Not splitting batches, max_bytes only chooses how many multiples of max_records a read
+        # takes.
+        read_cap = None if not split_batches and whole_multiples and max_records else max_bytes
         while remaining is None or remaining > 0:
             limit = step if remaining is None else min(remaining, step or remaining)
-            batch = reader.read_batch(max_records=limit, max_bytes=max_bytes)
+            batch = reader.read_batch(max_records=limit, max_bytes=read_cap)
             if whole_multiples and max_records and max_bytes and len(batch):
                 record_bytes = max(1, int(batch.offsets[-1]) // len(batch))
                 step = max_records * max(1, max_bytes // (record_bytes * max_records))

@@ -42,6 +42,7 @@ import torch
 import torch.utils.data
 
 from . import _column_batches, _loader, _pipeline
+from ._core import Kind
 from .errors import ExampleParseError
 from .example import BytesColumn, FixedLen, Ragged, VarLen, _KIND_NAMES, normalize_spec, parse_examples
 from .records import ITER_BATCH_BYTES, RecordBatch, normalize_compression
@@ -195,6 +196,20 @@ def _batch(columns: Mapping[str, Any], compat: set, ragged: str) -> dict:
         else:
             out[name] = _byte_rows(col, name in compat)
     return out
+
+
+def _arrays_only(spec: Optional[Mapping[str, Any]]) -> bool:
+    """Whether every feature of a spec parses into numpy arrays or Ragged numbers (no bytes
+    column, nothing typed only from the data)."""
+    if not spec:
+        return False
+    for s in spec.values():
+        if isinstance(s, FixedLen) and (s.from_bytes or s.kind != Kind.BYTES):
+            continue
+        if isinstance(s, VarLen) and s.kind != Kind.BYTES:
+            continue
+        return False
+    return True
 
 
 def _until_error(pieces: Iterator[tuple]) -> Iterator[tuple]:
@@ -390,11 +405,15 @@ class _Streaming(torch.utils.data.IterableDataset):
                                                           slot.worker, slot.workers, self.uneven)
         else:
             mode, segments = _loader.plan_slot(len(files), order, slot.position, slot.slots, count)
-        # Reads of batch_size records (a read is a batch, as is); with a spec, of cache size at
-        # most, so large records are parsed while in cache, and small ones in whole multiples of
-        # batch_size, so few reads and parses make many batches (cut from their columns, _output).
+        # Reads of batch_size records (a read is a batch, as is); with a spec, small records in
+        # whole multiples of batch_size up to cache size, so few reads and parses make many batches
+        # (cut from their columns, _output). Large records are read in cache-sized parts when
+        # their bytes become Python objects (made while the read is in cache); when every column
+        # is an array, a read is a whole batch, decoded straight into the batch's arrays (parts
+        # would cost one more copy of every record, to join them).
         limit = self.batch_size if self.batch_size and not self.shuffle_buffer else None
         cap = ITER_BATCH_BYTES if limit and self._spec is not None else None
+        split = not _arrays_only(self._spec)
         for i, start, stop in segments:
             offsets = None
             if mode == "ranges" and start > 0:
@@ -403,7 +422,8 @@ class _Streaming(torch.utils.data.IterableDataset):
             for batch in _loader.read_range(files[i], start, stop, offsets=offsets,
                                             compression=self.compression, verify=self.verify,
                                             max_records=limit, max_bytes=cap,
-                                            whole_multiples=cap is not None):
+                                            whole_multiples=cap is not None,
+                                            split_batches=split):
                 self._read_log.append((batch, files[i], first))
                 first += len(batch)
                 yield batch
