@@ -790,11 +790,12 @@ def test_padded_lengths_read_like_protobuf(padded):
 def test_short_entry_with_a_wrong_value_length_is_refused(delta):
     """A one-byte value length that does not end at the entry's end: not the usual entry, and
     the cursor path reports it (as protobuf refuses it)."""
+    from google.protobuf.message import DecodeError
     from tfrec_fast.proto import example_to_dict
     feat = feature("int64", [5])
     body = tag(1, 2) + varint(1) + b"n" + tag(2, 2) + varint(len(feat) + delta) + feat
     rec = ld(1, ld(1, body))
-    with pytest.raises(Exception):
+    with pytest.raises(DecodeError):
         example_to_dict(rec)
     with pytest.raises(ExampleParseError) as info:
         parse_examples([rec], {"n": FixedLen((), "int64")})

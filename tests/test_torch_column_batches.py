@@ -181,13 +181,31 @@ def write_images(path, n, bad=None):
     return str(path)
 
 
+def read_sizes(monkeypatch):
+    """The records of every read the datasets make (through _loader.read_range), as a list that
+    fills while they iterate."""
+    from tfrec_fast import _loader
+    sizes = []
+    original = _loader.read_range
+
+    def read_range(*args, **kwargs):
+        for batch in original(*args, **kwargs):
+            sizes.append(len(batch))
+            yield batch
+    monkeypatch.setattr(_loader, "read_range", read_range)
+    return sizes
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("size,drop_last", [(1, False), (3, False), (4, True), (16, False)])
-def test_arrays_only_batches_match_the_records(tmp_path, threads, size, drop_last):
+def test_arrays_only_batches_match_the_records(tmp_path, monkeypatch, threads, size, drop_last):
     path = write_images(tmp_path / "img.tfrecord", 11)
+    reads = read_sizes(monkeypatch)
     ds = TFRecordDataset(path, spec=ARRAY_SPEC, batch_size=size, drop_last=drop_last,
                          num_threads=threads)
     batches = list(ds)
+    # Each read is whole batches (600 KB of records for 2, past the 512 KiB limit), none joined.
+    assert sum(reads) == 11 and all(n % size == 0 for n in reads[:-1])
     want = 11 - 11 % size if drop_last else 11
     assert [len(b["id"]) for b in batches][:-1] == [size] * (len(batches) - 1)
     ids = np.concatenate([b["id"].numpy() for b in batches])
@@ -198,6 +216,18 @@ def test_arrays_only_batches_match_the_records(tmp_path, threads, size, drop_las
             assert int(b["img"][row].min()) == int(b["img"][row].max()) == i % 251
             assert b["pair"][row].tolist() == [i, -i]
             assert b["vec"][row].tolist() == list(range(i % 3))
+
+
+def test_a_bytes_column_keeps_cache_sized_reads(tmp_path, monkeypatch):
+    """The same records with their image as bytes: read in 512 KiB parts (one 300 KB record
+    each), whose bytes objects are made while the read is in cache, then joined into batches."""
+    path = write_images(tmp_path / "img.tfrecord", 6)
+    reads = read_sizes(monkeypatch)
+    spec = {**ARRAY_SPEC, "img": FixedLen((), "bytes")}
+    batches = list(TFRecordDataset(path, spec=spec, batch_size=3))
+    assert [len(b["id"]) for b in batches] == [3, 3]
+    assert reads == [1] * 6
+    assert [len(x) for b in batches for x in b["img"]] == [300_000] * 6
 
 
 def test_arrays_only_parse_error_after_the_batches_before_it(tmp_path):
