@@ -621,7 +621,7 @@ class Decoder {
     if (!f.present) return fill_missing(k);
     // Rare enough (no serializer writes it) to refuse clearly rather than merge.
     if (f.merged) wrong(k, "its map entry holds the value twice; merging them is not supported");
-    fill_present(k, f.feature);
+    if (!usual_fill(fields_[k], f.feature)) fill_unusual(k, f.feature);
   }
 
   // The usual Feature of a fixed-size column, straight into the record's slot, inline; false for
@@ -646,10 +646,6 @@ class Decoder {
       case Handler::kSequence: break;
     }
     return false;
-  }
-
-  void fill_present(size_t k, Cursor feature) {
-    if (!usual_fill(fields_[k], feature)) fill_unusual(k, feature);
   }
 
   // Every Feature usual_fill does not take: VarLen and sequence columns, and fixed-size ones in
