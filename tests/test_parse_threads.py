@@ -307,7 +307,8 @@ def test_one_thread_by_default_inside_a_dataloader_worker(monkeypatch):
     decode = _core.decode_examples
 
     def spy(*args, **kwargs):
-        seen.append(kwargs.get("num_threads"))
+        seen.append(args[4] if len(args) > 4 else kwargs.get("num_threads"))  # (batch, specs,
+        # name, sequence_examples, num_threads, presence): tfrec_fast passes them by position
         return decode(*args, **kwargs)
     monkeypatch.setattr(_core, "decode_examples", spy)
     batch = RecordBatch.from_records([b""] * 4096)

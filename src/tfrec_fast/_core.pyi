@@ -107,7 +107,7 @@ class FieldSpec:
 _Raw = Optional[npt.NDArray[Any]]
 
 def decode_examples(batch: "RecordBatch", specs: List[FieldSpec], name: str,
-                    sequence_examples: bool = False, *, num_threads: Optional[int] = None,
+                    sequence_examples: bool = False, num_threads: Optional[int] = None,
                     presence: bool = True) -> List[Tuple[_Raw, _Raw, _Raw, _Raw, _Raw, _Raw]]:
     """Per spec (values, starts, ends, row_splits, step_splits, present), None where the layout
     has no such array: values int64/float32 (uint8 for raw bytes); present (presence=True), 1

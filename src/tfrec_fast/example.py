@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import math
+import operator
 import sys
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
@@ -477,8 +478,9 @@ def _compile(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = N
     return compiled
 
 
-def _column_maker(s: Spec) -> Callable[[int, np.ndarray, tuple], Any]:
-    """How the decoder's raw arrays for one feature become its column: f(n, data, raw)."""
+def _column_maker(s: Spec) -> Optional[Callable[[int, Any, tuple], Any]]:
+    """How the decoder's raw arrays for one feature become its column: f(n, data, raw), or
+    None for raw[0] itself (the usual scalar number: no call)."""
     if isinstance(s, VarLen):
         if s.kind == _BYTES:
             return lambda n, data, raw: BytesColumn(data, raw[1], raw[2], raw[3])
@@ -495,7 +497,7 @@ def _column_maker(s: Spec) -> Callable[[int, np.ndarray, tuple], Any]:
         return lambda n, data, raw: BytesColumn(
             data, raw[1], raw[2], np.arange(n + 1, dtype=np.int64) * width, default)
     if shape == ():
-        return lambda n, data, raw: raw[0]  # already int64 / float32 of [n]
+        return None  # raw[0] as it is: already int64 / float32 of [n]
     return lambda n, data, raw: raw[0].reshape((n,) + shape)
 
 
@@ -506,6 +508,8 @@ class _Plan:
     def __init__(self, spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]]):
         self.fields = _compile(spec, sequence)
         self.makers = [(name, _column_maker(s)) for name, s in spec.items()]
+        self.bytes_columns = any(s.kind == _BYTES and not getattr(s, "from_bytes", False)
+                                 for s in spec.values())
         self.described = any(isinstance(s, _Described) for s in spec.values())
 
     def decode(self, batch: RecordBatch, spec: Mapping[str, Spec], name: str,
@@ -513,7 +517,7 @@ class _Plan:
         """The decoder's raw columns, with errors that say what to do."""
         try:
             raw = _core.decode_examples(batch, self.fields, name, sequence_examples,
-                                        num_threads=num_threads, presence=presence)
+                                        num_threads, presence)  # (by position: see binding)
         except ExampleParseError as error:
             raise _explained(error, spec) from None
         if self.described:
@@ -522,18 +526,29 @@ class _Plan:
 
     def columns(self, batch: RecordBatch, raw: list) -> Dict[str, Any]:
         n = len(batch)
-        data = batch.data
-        return {name: make(n, data, r) for (name, make), r in zip(self.makers, raw)}
+        data = batch.data if self.bytes_columns else None
+        return {name: r[0] if make is None else make(n, data, r)
+                for (name, make), r in zip(self.makers, raw)}
 
 
 _PLANS: Dict[tuple, _Plan] = {}
 _MAX_PLANS = 256  # distinct specs remembered (then forgotten all at once)
+# The same spec objects again (a reader's every batch): (names, objects) -> (plan, their keys).
+_PLANS_BY_OBJECT: Dict[tuple, Tuple[_Plan, list]] = {}
+_KEY_OF = operator.attrgetter("_key")
 
 
 def _plan(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None) -> _Plan:
     """The plan of a typed spec, made once per distinct spec: specs are matched by what they
     say (names, kinds, shapes, defaults), so specs built anew for every call share a plan too.
     A spec with a mutable default (a list, an array) gets a fresh plan every call."""
+    if sequence is None:
+        # First by the spec objects themselves (hashed by identity, cheap), valid while none
+        # of them has changed since (a changed attribute clears its _key).
+        objects = tuple(spec.items())
+        known = _PLANS_BY_OBJECT.get(objects)
+        if known is not None and list(map(_KEY_OF, spec.values())) == known[1]:
+            return known[0]
     features = tuple([(name, s._key or _summary_of(s)) for name, s in spec.items()])
     lists = tuple([(name, _summary_of(s)) for name, s in sequence.items()]) if sequence else ()
     key: Optional[tuple] = (features, lists)
@@ -546,6 +561,10 @@ def _plan(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None
             if len(_PLANS) >= _MAX_PLANS:
                 _PLANS.clear()
             _PLANS[key] = plan
+    if key is not None and sequence is None:
+        if len(_PLANS_BY_OBJECT) >= _MAX_PLANS:
+            _PLANS_BY_OBJECT.clear()
+        _PLANS_BY_OBJECT[objects] = (plan, [summary for _, summary in features])
     return plan
 
 
@@ -593,9 +612,33 @@ def parse_examples(records, spec, *, name: Optional[str] = None,
     num_threads = _check_num_threads(num_threads)
     batch = records if type(records) is RecordBatch else _as_batch(records)
     name = name or "<records>"
-    spec = _typed(batch, normalize_spec(spec), name)
-    plan = _plan(spec)
-    return plan.columns(batch, plan.decode(batch, spec, name, False, num_threads, False))
+    typed, plan = _typed_plan(batch, spec, name)
+    return plan.columns(batch, plan.decode(batch, typed, name, False, num_threads, False))
+
+
+# A user's spec dict seen before: id -> (the dict, its items then, its typed spec, the plan, the
+# typed spec objects' keys then). Calls with the same dict (a loop over batches) skip
+# normalising, typing and looking up its plan while its entries and their objects are unchanged.
+_TYPED_SPECS: Dict[int, tuple] = {}
+
+
+def _typed_plan(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _Plan]:
+    """normalize_spec, _typed and _plan of a user's spec for this batch."""
+    seen = _TYPED_SPECS.get(id(spec))
+    if (seen is not None and seen[0] is spec and list(spec.items()) == seen[1]
+            and list(map(_KEY_OF, seen[2].values())) == seen[4]):
+        return seen[2], seen[3]
+    normalized = normalize_spec(spec)
+    by_name = None in normalized.values()  # (before _typed fills them in)
+    typed = _typed(batch, normalized, name)
+    plan = _plan(typed)
+    keys = list(map(_KEY_OF, typed.values()))
+    # (names-only specs are typed per batch; a spec without keys is not cacheable: see _plan)
+    if type(spec) is dict and not by_name and None not in keys:
+        if len(_TYPED_SPECS) >= _MAX_PLANS:
+            _TYPED_SPECS.clear()
+        _TYPED_SPECS[id(spec)] = (spec, list(spec.items()), typed, plan, keys)
+    return typed, plan
 
 
 def _decode(batch: RecordBatch, spec: Mapping[str, Spec], name: str,
@@ -791,8 +834,9 @@ def _batches_across(sources, batch_size: int, compression: str, verify: bool,
 
 def _parse_group(group) -> Dict[str, Any]:
     batch, typed, segments = group
+    plan = _plan(typed)
     try:
-        return _columns(batch, typed, _decode(batch, typed, ""))
+        return plan.columns(batch, plan.decode(batch, typed, "", False, 1, False))
     except ExampleParseError as error:
         raise _locate(error, segments) from None
 

@@ -17,7 +17,8 @@ const uint8_t* data_ptr(const RecordBatch& b) { return b.data.data() ? b.data.da
 template <typename T>
 py::array readonly_view(const T* ptr, size_t count, py::handle owner) {
   py::array arr(py::dtype::of<T>(), {py::ssize_t(count)}, {py::ssize_t(sizeof(T))}, ptr, owner);
-  arr.attr("flags").attr("writeable") = false;
+  // PyArray_CLEARFLAGS: setting arr.flags.writeable through Python costs more than the view.
+  py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return arr;
 }
 
@@ -59,6 +60,17 @@ PyObject* batch_iternext(PyObject* self) {
     py::detail::try_translate_exceptions();
     return nullptr;
   }
+}
+
+// len(batch) as a type slot, without pybind11's dispatch: parsing asks for it every batch.
+Py_ssize_t batch_length(PyObject* self) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(self);
+  const auto* batch = instance->get_value_and_holder().value_ptr<RecordBatch>();
+  if (batch == nullptr) {  // __new__ only
+    PyErr_SetString(PyExc_TypeError, "RecordBatch is not initialized");
+    return -1;
+  }
+  return Py_ssize_t(batch->size());
 }
 
 // Copies byte ranges of `source` back to back into `out` (a writable buffer the caller allocated,
@@ -126,8 +138,9 @@ py::object record_bytes(const RecordBatch& batch, size_t i) {
 }
 
 void register_batch(py::module_& m) {
-  py::class_<RecordBatch, std::shared_ptr<RecordBatch>>(m, "RecordBatch", py::buffer_protocol(),
-                                                        "Records as one byte buffer plus offsets.")
+  auto batch_class = py::class_<RecordBatch, std::shared_ptr<RecordBatch>>(
+      m, "RecordBatch", py::buffer_protocol(), "Records as one byte buffer plus offsets.");
+  batch_class
       .def_buffer([](RecordBatch& b) {
         return py::buffer_info(const_cast<uint8_t*>(data_ptr(b)), 1, "B", 1,
                                {py::ssize_t(b.data.size())}, {py::ssize_t(1)}, /*readonly=*/true);
@@ -226,6 +239,11 @@ void register_batch(py::module_& m) {
         return "<RecordBatch " + std::to_string(b.size()) + " records, " +
                std::to_string(b.data.size()) + " bytes>";
       });
+
+  auto* batch_type = reinterpret_cast<PyHeapTypeObject*>(batch_class.ptr());
+  batch_type->as_sequence.sq_length = batch_length;
+  batch_type->as_mapping.mp_length = batch_length;
+  PyType_Modified(&batch_type->ht_type);
 
   auto iterator = py::class_<BatchIterator>(m, "_BatchIterator")
       .def("__iter__", [](py::object self) { return self; })

@@ -179,8 +179,10 @@ void register_example(py::module_& m) {
         }
         return out;
       },
+      // Not keyword-only: pybind11 makes a string per keyword argument on every call, which
+      // costs more than decoding a small batch; tfrec_fast passes them by position.
       py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
-      py::kw_only(), py::arg("num_threads") = py::none(), py::arg("presence") = true,
+      py::arg("num_threads") = py::none(), py::arg("presence") = true,
       "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns: per spec\n"
       "(values, starts, ends, row_splits, step_splits, present), each an array where the\n"
       "layout has it and None elsewhere. values: int64 / float32 numbers, or uint8 raw bytes;\n"

@@ -1,0 +1,93 @@
+"""A spec used again (a loop over batches) skips normalising it and looking up its plan
+(tfrec_fast.example._typed_plan and _plan's cache by spec object). These tests check that the
+shortcut never outlives a change: whatever was edited between two calls, the second call parses
+as a spec built afresh would."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfrec_fast import RecordBatch, example
+from tfrec_fast.example import FixedLen, Ragged, VarLen, parse_examples
+from tfrec_fast.encode import encode_example
+
+RECORDS = RecordBatch.from_records([encode_example({"a": [1, 2], "f": [0.5]}),
+                                    encode_example({"a": [3, 4], "f": [1.5]})])
+
+
+def fresh(spec):
+    """What a spec built anew parses to (no cache shared with the reused one)."""
+    return parse_examples(RECORDS, {k: v for k, v in spec.items()})
+
+
+def same(got, want):
+    assert got.keys() == want.keys()
+    for key in want:
+        g, w = got[key], want[key]
+        if isinstance(w, Ragged):
+            assert g.to_list() == w.to_list()
+        else:
+            np.testing.assert_array_equal(g, w)
+            assert g.dtype == w.dtype
+
+
+def test_an_edited_spec_object_is_seen():
+    spec = {"a": FixedLen((2,), "int64"), "m": FixedLen((), "int64", default=5)}
+    assert parse_examples(RECORDS, spec)["m"].tolist() == [5, 5]
+    spec["m"].default = 7  # the same object, edited
+    assert parse_examples(RECORDS, spec)["m"].tolist() == [7, 7]
+    spec["a"].shape = (1, 2)
+    assert parse_examples(RECORDS, spec)["a"].shape == (2, 1, 2)
+
+
+def test_a_replaced_added_or_removed_entry_is_seen():
+    spec = {"a": FixedLen((2,), "int64")}
+    same(parse_examples(RECORDS, spec), fresh(spec))
+    spec["a"] = VarLen("int64")
+    assert isinstance(parse_examples(RECORDS, spec)["a"], Ragged)
+    spec["f"] = FixedLen((), "float32")
+    same(parse_examples(RECORDS, spec), fresh(spec))
+    del spec["a"]
+    assert list(parse_examples(RECORDS, spec)) == ["f"]
+
+
+def test_a_default_changed_in_place_is_seen():
+    default = np.array(5)
+    spec = {"m": FixedLen((), "int64", default=default)}
+    assert parse_examples(RECORDS, spec)["m"].tolist() == [5, 5]
+    default[...] = 6  # an array can change without any attribute being set
+    assert parse_examples(RECORDS, spec)["m"].tolist() == [6, 6]
+
+
+def test_names_only_specs_are_typed_by_each_batch():
+    spec = {"x": None}
+    ints = parse_examples([encode_example({"x": [1]})], spec)["x"]
+    floats = parse_examples([encode_example({"x": [0.5]})], spec)["x"]
+    assert ints.values.dtype == np.int64 and floats.values.dtype == np.float32
+
+
+def test_the_same_objects_in_another_dict_share_the_plan_until_edited():
+    a = FixedLen((2,), "int64")
+    first = example._plan({"a": a})
+    assert example._plan({"a": a}) is first
+    a.shape = (1, 2)
+    assert example._plan({"a": a}) is not first
+    assert parse_examples(RECORDS, {"a": a})["a"].shape == (2, 1, 2)
+
+
+def test_a_reused_spec_dict_is_normalised_once(monkeypatch):
+    """The point of the shortcut: the second call with the same dict does no spec work."""
+    spec = {"a": FixedLen((2,), "int64"), "f": "float"}
+    parse_examples(RECORDS, spec)
+    calls = []
+    normalize = example.normalize_spec
+    monkeypatch.setattr(example, "normalize_spec", lambda s: calls.append(s) or normalize(s))
+    want = fresh(spec)  # a new dict: normalised
+    assert len(calls) == 1
+    same(parse_examples(RECORDS, spec), want)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("spec", [["a"], ("a", "f")])
+def test_lists_of_names_still_parse(spec):
+    assert parse_examples(RECORDS, spec)["a"].to_list() == [[1, 2], [3, 4]]
