@@ -708,7 +708,13 @@ class Decoder {
   static TFR_INLINE bool usual_numbers(const Field& f, Cursor payload, uint8_t* out) {
     if (f.kind == Kind::kFloat) {
       if (size_t(payload.end - payload.p) != f.slot_bytes || TFR_BIG_ENDIAN) return false;
-      if (f.slot_bytes != 0) std::memcpy(out, payload.p, f.slot_bytes);  // little-endian wire = host
+      // Little-endian wire = host. One float, the usual, is copied inline (a memcpy of a size
+      // known only at run time is a call into libc).
+      if (f.slot_bytes == 4) {
+        std::memcpy(out, payload.p, 4);
+      } else if (f.slot_bytes != 0) {
+        std::memcpy(out, payload.p, f.slot_bytes);
+      }
       return true;
     }
     uint64_t v;
