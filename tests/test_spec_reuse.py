@@ -4,6 +4,8 @@ shortcut never outlives a change: whatever was edited between two calls, the sec
 as a spec built afresh would."""
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -86,6 +88,54 @@ def test_a_reused_spec_dict_is_normalised_once(monkeypatch):
     assert len(calls) == 1
     same(parse_examples(RECORDS, spec), want)
     assert len(calls) == 1
+
+
+def test_an_entry_replaced_while_the_first_call_runs_is_seen_next(monkeypatch):
+    """What is remembered is what was parsed: an edit by another thread during the first call
+    must not be recorded as already seen."""
+    spec = {"m": FixedLen((), "int64", default=5)}
+    plan = example._plan
+
+    def plan_then_edit(typed, *args):
+        made = plan(typed, *args)
+        spec["m"] = FixedLen((), "int64", default=7)  # (another thread, in the middle)
+        return made
+    monkeypatch.setattr(example, "_plan", plan_then_edit)
+    assert parse_examples(RECORDS, spec)["m"].tolist() == [5, 5]
+    monkeypatch.setattr(example, "_plan", plan)
+    assert parse_examples(RECORDS, spec)["m"].tolist() == [7, 7]
+
+
+# TensorFlow's FixedLenFeature, duck-typed by its class name: a namedtuple with a list inside.
+FixedLenFeature = collections.namedtuple("FixedLenFeature", "shape dtype default_value")
+
+
+def test_tensorflow_features_are_read_anew_each_call():
+    spec = {"a": FixedLenFeature([2], "int64", (0, 0))}
+    assert parse_examples(RECORDS, spec)["a"].tolist() == [[1, 2], [3, 4]]
+    # an equal-looking entry with an array default: compared by identity, not by ==
+    spec["a"] = FixedLenFeature([2], "int64", np.array([7, 7]))
+    assert parse_examples(RECORDS, spec)["a"].tolist() == [[1, 2], [3, 4]]
+    spec = {"m": FixedLenFeature([], "int64", 5)}
+    assert parse_examples(RECORDS, spec)["m"].shape == (2,)
+    spec["m"].shape.extend([1, 2])  # the same object, changed without a trace
+    assert parse_examples(RECORDS, spec)["m"].shape == (2, 1, 2)
+
+
+class ComparedFixedLen(FixedLen):
+    """A subclass that defines == (so it is unhashable), as a dataclass-style one would."""
+
+    def __eq__(self, other):
+        return isinstance(other, FixedLen) and self.shape == other.shape
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_unhashable_spec_objects_parse():
+    spec = {"a": ComparedFixedLen((2,), "int64")}
+    for _ in range(2):
+        assert parse_examples(RECORDS, spec)["a"].tolist() == [[1, 2], [3, 4]]
+        assert example._plan(dict(spec)) is example._plan(dict(spec))
 
 
 @pytest.mark.parametrize("spec", [["a"], ("a", "f")])

@@ -373,6 +373,8 @@ def test_engine_objects_made_without_their_factory_raise():
         next(_core.RecordReader.__new__(_core.RecordReader))
     with pytest.raises(TypeError):
         next(_core._BatchIterator.__new__(_core._BatchIterator))
+    with pytest.raises(TypeError):
+        len(tfrec_fast.RecordBatch.__new__(tfrec_fast.RecordBatch))
 
 
 @settings(max_examples=30, deadline=None)

@@ -533,8 +533,10 @@ class _Plan:
 
 _PLANS: Dict[tuple, _Plan] = {}
 _MAX_PLANS = 256  # distinct specs remembered (then forgotten all at once)
-# The same spec objects again (a reader's every batch): (names, objects) -> (plan, their keys).
-_PLANS_BY_OBJECT: Dict[tuple, Tuple[_Plan, list]] = {}
+# The same spec objects again (a reader's every batch): (names, the objects' ids) -> (plan, their
+# keys, the objects, held so that their ids stay theirs). Ids, not the objects: a spec subclass
+# may be unhashable.
+_PLANS_BY_OBJECT: Dict[tuple, Tuple[_Plan, list, tuple]] = {}
 _KEY_OF = operator.attrgetter("_key")
 
 
@@ -545,9 +547,10 @@ def _plan(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None
     if sequence is None:
         # First by the spec objects themselves (hashed by identity, cheap), valid while none
         # of them has changed since (a changed attribute clears its _key).
-        objects = tuple(spec.items())
-        known = _PLANS_BY_OBJECT.get(objects)
-        if known is not None and list(map(_KEY_OF, spec.values())) == known[1]:
+        objects = tuple(spec.values())
+        ids = (tuple(spec), tuple(map(id, objects)))
+        known = _PLANS_BY_OBJECT.get(ids)
+        if known is not None and list(map(_KEY_OF, objects)) == known[1]:
             return known[0]
     features = tuple([(name, s._key or _summary_of(s)) for name, s in spec.items()])
     lists = tuple([(name, _summary_of(s)) for name, s in sequence.items()]) if sequence else ()
@@ -564,7 +567,7 @@ def _plan(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = None
     if key is not None and sequence is None:
         if len(_PLANS_BY_OBJECT) >= _MAX_PLANS:
             _PLANS_BY_OBJECT.clear()
-        _PLANS_BY_OBJECT[objects] = (plan, [summary for _, summary in features])
+        _PLANS_BY_OBJECT[ids] = (plan, [summary for _, summary in features], objects)
     return plan
 
 
@@ -616,29 +619,45 @@ def parse_examples(records, spec, *, name: Optional[str] = None,
     return plan.columns(batch, plan.decode(batch, typed, name, False, num_threads, False))
 
 
-# A user's spec dict seen before: id -> (the dict, its items then, its typed spec, the plan, the
-# typed spec objects' keys then). Calls with the same dict (a loop over batches) skip
-# normalising, typing and looking up its plan while its entries and their objects are unchanged.
+# A user's spec dict seen before: id -> (the dict, its names, its values' ids, the values (held,
+# so that the ids stay theirs), its typed spec, the plan, the typed spec objects' keys). Calls
+# with the same dict (a loop over batches) skip normalising, typing and looking up its plan while
+# it holds the same objects and none of them has been edited (an edit clears its _key).
 _TYPED_SPECS: Dict[int, tuple] = {}
 
 
 def _typed_plan(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _Plan]:
     """normalize_spec, _typed and _plan of a user's spec for this batch."""
+    if type(spec) is not dict:
+        return _typed_plan_of(batch, spec, name)
     seen = _TYPED_SPECS.get(id(spec))
-    if (seen is not None and seen[0] is spec and list(spec.items()) == seen[1]
-            and list(map(_KEY_OF, seen[2].values())) == seen[4]):
-        return seen[2], seen[3]
-    normalized = normalize_spec(spec)
-    by_name = None in normalized.values()  # (before _typed fills them in)
-    typed = _typed(batch, normalized, name)
+    if (seen is not None and seen[0] is spec and seen[1] == tuple(spec)
+            and seen[2] == tuple(map(id, spec.values()))
+            and list(map(_KEY_OF, seen[4].values())) == seen[6]):
+        return seen[4], seen[5]
+    # One snapshot, taken first: what is normalised below is what is remembered, even if another
+    # thread changes the dict meanwhile.
+    snapshot = spec.copy()
+    names, values = tuple(snapshot), tuple(snapshot.values())
+    ids = tuple(map(id, values))
+    # Only our own spec objects and descriptions: any other object (TensorFlow's features, whose
+    # shape is a list) may change without a trace, so it is normalised anew on every call.
+    if not all(isinstance(v, (_SpecObject, str)) for v in values):
+        return _typed_plan_of(batch, snapshot, name)
+    typed = _typed(batch, normalize_spec(snapshot), name)
+    # The keys before the plan: an edit in between makes them differ from the objects' next time.
+    keys = [_summary_of(s) for s in typed.values()]
     plan = _plan(typed)
-    keys = list(map(_KEY_OF, typed.values()))
-    # (names-only specs are typed per batch; a spec without keys is not cacheable: see _plan)
-    if type(spec) is dict and not by_name and None not in keys:
+    if None not in keys:  # (a mutable default: no key, no cache; see _plan)
         if len(_TYPED_SPECS) >= _MAX_PLANS:
             _TYPED_SPECS.clear()
-        _TYPED_SPECS[id(spec)] = (spec, list(spec.items()), typed, plan, keys)
+        _TYPED_SPECS[id(spec)] = (spec, names, ids, values, typed, plan, keys)
     return typed, plan
+
+
+def _typed_plan_of(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _Plan]:
+    typed = _typed(batch, normalize_spec(spec), name)
+    return typed, _plan(typed)
 
 
 def _decode(batch: RecordBatch, spec: Mapping[str, Spec], name: str,

@@ -52,10 +52,9 @@ py::object next_record(BatchIterator& it) {
 // about what iterating the reader does. Only installed on _BatchIterator.
 PyObject* batch_iternext(PyObject* self) {
   try {
-    auto* instance = reinterpret_cast<py::detail::instance*>(self);
-    auto* it = instance->get_value_and_holder().value_ptr<BatchIterator>();
-    if (it == nullptr) throw py::type_error("_BatchIterator is not initialized");  // __new__ only
-    return next_record(*it).release().ptr();
+    auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
+    if (!v_h.holder_constructed()) throw py::type_error("_BatchIterator is not initialized");  // __new__ only
+    return next_record(*v_h.value_ptr<BatchIterator>()).release().ptr();
   } catch (...) {
     py::detail::try_translate_exceptions();
     return nullptr;
@@ -64,13 +63,12 @@ PyObject* batch_iternext(PyObject* self) {
 
 // len(batch) as a type slot, without pybind11's dispatch: parsing asks for it every batch.
 Py_ssize_t batch_length(PyObject* self) {
-  auto* instance = reinterpret_cast<py::detail::instance*>(self);
-  const auto* batch = instance->get_value_and_holder().value_ptr<RecordBatch>();
-  if (batch == nullptr) {  // __new__ only
+  auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
+  if (!v_h.holder_constructed()) {  // __new__ only (its value is allocated, never constructed)
     PyErr_SetString(PyExc_TypeError, "RecordBatch is not initialized");
     return -1;
   }
-  return Py_ssize_t(batch->size());
+  return Py_ssize_t(v_h.value_ptr<RecordBatch>()->size());
 }
 
 // Copies byte ranges of `source` back to back into `out` (a writable buffer the caller allocated,

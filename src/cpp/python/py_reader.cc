@@ -282,10 +282,10 @@ PyReader::Options make_options(const std::string& compression, bool verify, bool
 // unchanged since 2.2); pyproject.toml bounds pybind11 below the next major version for it.
 PyObject* reader_iternext(PyObject* self) {
   try {
-    auto* instance = reinterpret_cast<py::detail::instance*>(self);
-    auto* reader = instance->get_value_and_holder().value_ptr<PyReader>();
-    if (reader == nullptr) throw py::type_error("RecordReader is not initialized");  // __new__ only
-    return reader->next().release().ptr();
+    auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
+    // __new__ alone: the value may be allocated (by a pybind11 method's cast) but never built.
+    if (!v_h.holder_constructed()) throw py::type_error("RecordReader is not initialized");
+    return v_h.value_ptr<PyReader>()->next().release().ptr();
   } catch (...) {
     py::detail::try_translate_exceptions();
     return nullptr;

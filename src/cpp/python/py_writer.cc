@@ -165,10 +165,10 @@ PyObject* writer_write(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     return nullptr;
   }
   try {
-    auto* instance = reinterpret_cast<py::detail::instance*>(self);
-    auto* writer = instance->get_value_and_holder().value_ptr<PyWriter>();
-    if (writer == nullptr) throw py::type_error("RecordWriter is not initialized");
-    writer->write(record);
+    auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
+    // __new__ alone: the value may be allocated (by a pybind11 method's cast) but never built.
+    if (!v_h.holder_constructed()) throw py::type_error("RecordWriter is not initialized");
+    v_h.value_ptr<PyWriter>()->write(record);
     Py_RETURN_NONE;
   } catch (...) {
     py::detail::try_translate_exceptions();
