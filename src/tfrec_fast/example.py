@@ -620,9 +620,9 @@ def parse_examples(records, spec, *, name: Optional[str] = None,
 
 
 # A user's spec dict seen before: id -> (the dict, its names, its values' ids, the values (held,
-# so that the ids stay theirs), its typed spec, the plan, the typed spec objects' keys). Calls
-# with the same dict (a loop over batches) skip normalising, typing and looking up its plan while
-# it holds the same objects and none of them has been edited (an edit clears its _key).
+# so that the ids stay theirs), its typed spec). Calls with the same dict (a loop over batches)
+# skip normalising and typing it while it holds the same objects; whether those were edited
+# since is _plan's check (an edit clears an object's _key).
 _TYPED_SPECS: Dict[int, tuple] = {}
 
 
@@ -630,29 +630,22 @@ def _typed_plan(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _
     """normalize_spec, _typed and _plan of a user's spec for this batch."""
     if type(spec) is not dict:
         return _typed_plan_of(batch, spec, name)
-    seen = _TYPED_SPECS.get(id(spec))
-    if (seen is not None and seen[0] is spec and seen[1] == tuple(spec)
-            and seen[2] == tuple(map(id, spec.values()))
-            and list(map(_KEY_OF, seen[4].values())) == seen[6]):
-        return seen[4], seen[5]
+    seen = _TYPED_SPECS.get(id(spec))  # (the entry holds the dict: its id is not reused)
+    if seen is not None and seen[1] == tuple(spec) and seen[2] == tuple(map(id, spec.values())):
+        return seen[4], _plan(seen[4])
     # One snapshot, taken first: what is normalised below is what is remembered, even if another
     # thread changes the dict meanwhile.
     snapshot = spec.copy()
-    names, values = tuple(snapshot), tuple(snapshot.values())
-    ids = tuple(map(id, values))
+    values = tuple(snapshot.values())
     # Only our own spec objects and descriptions: any other object (TensorFlow's features, whose
     # shape is a list) may change without a trace, so it is normalised anew on every call.
     if not all(isinstance(v, (_SpecObject, str)) for v in values):
         return _typed_plan_of(batch, snapshot, name)
     typed = _typed(batch, normalize_spec(snapshot), name)
-    # The keys before the plan: an edit in between makes them differ from the objects' next time.
-    keys = [_summary_of(s) for s in typed.values()]
-    plan = _plan(typed)
-    if None not in keys:  # (a mutable default: no key, no cache; see _plan)
-        if len(_TYPED_SPECS) >= _MAX_PLANS:
-            _TYPED_SPECS.clear()
-        _TYPED_SPECS[id(spec)] = (spec, names, ids, values, typed, plan, keys)
-    return typed, plan
+    if len(_TYPED_SPECS) >= _MAX_PLANS:
+        _TYPED_SPECS.clear()
+    _TYPED_SPECS[id(spec)] = (spec, tuple(snapshot), tuple(map(id, values)), values, typed)
+    return typed, _plan(typed)
 
 
 def _typed_plan_of(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _Plan]:
