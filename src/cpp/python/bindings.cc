@@ -59,6 +59,15 @@ void translate(std::exception_ptr p) {
 
 }  // namespace
 
+void refuse_unbuilt(py::handle src, const py::detail::type_info* type) {
+  if (!src || type == nullptr || !PyObject_TypeCheck(src.ptr(), type->type)) return;  // not ours
+  auto v_h = reinterpret_cast<py::detail::instance*>(src.ptr())->get_value_and_holder(type, false);
+  if (v_h.inst != nullptr && v_h.value_ptr() == nullptr) {  // (its bool is value_ptr() != nullptr)
+    throw py::type_error(std::string(Py_TYPE(src.ptr())->tp_name) +
+                         " object is not initialized: it was made by __new__ without __init__");
+  }
+}
+
 PythonError::PythonError(const py::error_already_set& e)
     : value_(new py::object(e.value()), [](py::object* p) {
         py::gil_scoped_acquire gil;
@@ -122,6 +131,29 @@ Compression parse_compression(const std::string& name) {
   throw std::invalid_argument("unknown compression '" + name + "' (use None, 'gzip' or 'zlib')");
 }
 
+// Pickle's protocols 0 and 1 reduce an object whose class names no __reduce__ by building its
+// first built-in base, pybind11_object, and that aborts the process (pybind11 throws out of its
+// tp_new). So every class of the module names one: an enum pickles by value, an engine object
+// refuses as protocol 2 already does. A Python subclass may still define its own.
+void define_reduce(py::module_& m) {
+  for (auto item : py::reinterpret_borrow<py::dict>(m.attr("__dict__"))) {
+    if (!PyType_Check(item.second.ptr())) continue;
+    auto* type = reinterpret_cast<PyTypeObject*>(item.second.ptr());
+    if (py::detail::get_type_info(type) == nullptr) continue;  // not a pybind11 class
+    const bool by_value = py::hasattr(item.second, "__members__");
+    py::object cls = py::reinterpret_borrow<py::object>(item.second);
+    cls.attr("__reduce__") = py::cpp_function(
+        [by_value](py::handle self) -> py::object {
+          if (by_value) {
+            return py::make_tuple(py::type::handle_of(self),
+                                  py::make_tuple(py::int_(py::reinterpret_borrow<py::object>(self))));
+          }
+          throw py::type_error("cannot pickle '" + std::string(Py_TYPE(self.ptr())->tp_name) + "' object");
+        },
+        py::is_method(cls));
+  }
+}
+
 }  // namespace tfr::py_bind
 
 PYBIND11_MODULE(_core, m) {
@@ -138,4 +170,5 @@ PYBIND11_MODULE(_core, m) {
   register_example(m);
   register_index(m);
   register_columns(m);
+  define_reduce(m);  // last: every class is registered
 }

@@ -64,7 +64,7 @@ PyObject* batch_iternext(PyObject* self) {
 // len(batch) as a type slot, without pybind11's dispatch: parsing asks for it every batch.
 Py_ssize_t batch_length(PyObject* self) {
   auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-  if (!v_h.holder_constructed()) {  // __new__ only (its value is allocated, never constructed)
+  if (!v_h.holder_constructed()) {  // __new__ only: never built
     PyErr_SetString(PyExc_TypeError, "RecordBatch is not initialized");
     return -1;
   }
@@ -109,6 +109,11 @@ void gather(std::shared_ptr<RecordBatch> source, const py::array_t<int64_t>& sta
 }
 
 }  // namespace
+}  // namespace tfr::py_bind
+
+TFR_BUILT_ONLY(tfr::py_bind::BatchIterator)
+
+namespace tfr::py_bind {
 
 py::object wrap_batch(std::shared_ptr<RecordBatch> batch) { return py::cast(std::move(batch)); }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "example_decoder.h"
 #include "record_reader.h"
 #include "sources.h"
 
@@ -85,6 +86,23 @@ py::object wrap_batch(std::shared_ptr<RecordBatch> batch);
 py::object record_view(const py::object& base_view, const RecordBatch& batch, size_t i);
 py::object record_bytes(const RecordBatch& batch, size_t i);
 
+// `Cls.__new__(Cls)` makes a pybind11 instance whose C++ value was never built, and pybind11
+// (<= 3.1, its issue #6153) would hand raw memory to the first method called on it. Raises
+// TypeError instead when `src` is such an instance of `type` (a null value pointer: a built
+// instance, owned or not, always has one, because every cast to C++ goes through this check).
+void refuse_unbuilt(py::handle src, const py::detail::type_info* type);
+
+// pybind11's caster for a bound class, with the check above: every method, property and argument
+// of that class loads through it. Installed per class by TFR_BUILT_ONLY.
+template <typename T>
+class built_only_caster : public py::detail::type_caster_base<T> {
+ public:
+  bool load(py::handle src, bool convert) {
+    refuse_unbuilt(src, this->typeinfo);
+    return py::detail::type_caster_base<T>::load(src, convert);
+  }
+};
+
 void register_crc(py::module_& m);
 void register_batch(py::module_& m);
 void register_reader(py::module_& m);
@@ -96,3 +114,14 @@ void register_index(py::module_& m);
 void register_columns(py::module_& m);
 
 }  // namespace tfr::py_bind
+
+// At global scope, after T is complete and before anything casts it.
+#define TFR_BUILT_ONLY(T)                                                             \
+  namespace pybind11::detail {                                                        \
+  template <>                                                                         \
+  class type_caster<T> : public tfr::py_bind::built_only_caster<T> {};               \
+  }
+
+TFR_BUILT_ONLY(tfr::RecordBatch)
+TFR_BUILT_ONLY(tfr::BufferPool)
+TFR_BUILT_ONLY(tfr::FieldSpec)

@@ -98,6 +98,11 @@ class PyIndexedReader {
 };
 
 }  // namespace
+}  // namespace tfr::py_bind
+
+TFR_BUILT_ONLY(tfr::py_bind::PyIndexedReader)
+
+namespace tfr::py_bind {
 
 void register_index(py::module_& m) {
   m.def(

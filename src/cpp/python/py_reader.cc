@@ -283,7 +283,7 @@ PyReader::Options make_options(const std::string& compression, bool verify, bool
 PyObject* reader_iternext(PyObject* self) {
   try {
     auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-    // __new__ alone: the value may be allocated (by a pybind11 method's cast) but never built.
+    // __new__ alone: the value was never built (pybind11 casts refuse it too: refuse_unbuilt).
     if (!v_h.holder_constructed()) throw py::type_error("RecordReader is not initialized");
     return v_h.value_ptr<PyReader>()->next().release().ptr();
   } catch (...) {
@@ -293,6 +293,11 @@ PyObject* reader_iternext(PyObject* self) {
 }
 
 }  // namespace
+}  // namespace tfr::py_bind
+
+TFR_BUILT_ONLY(tfr::py_bind::PyReader)
+
+namespace tfr::py_bind {
 
 // The options every open_* takes, by keyword only (reader.py names each one).
 #define OPEN_OPTIONS                                                                            \

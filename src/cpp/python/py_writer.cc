@@ -166,7 +166,7 @@ PyObject* writer_write(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
   }
   try {
     auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-    // __new__ alone: the value may be allocated (by a pybind11 method's cast) but never built.
+    // __new__ alone: the value was never built (pybind11 casts refuse it too: refuse_unbuilt).
     if (!v_h.holder_constructed()) throw py::type_error("RecordWriter is not initialized");
     v_h.value_ptr<PyWriter>()->write(record);
     Py_RETURN_NONE;
@@ -182,6 +182,11 @@ PyMethodDef write_method = {
     "write($self, /, record)\n--\n\nWrites one record (any bytes-like object)."};
 
 }  // namespace
+}  // namespace tfr::py_bind
+
+TFR_BUILT_ONLY(tfr::py_bind::PyWriter)
+
+namespace tfr::py_bind {
 
 void register_writer(py::module_& m) {
   auto cls = py::class_<PyWriter>(m, "RecordWriter", "Writes TFRecord records; see tfrec_fast.TFRecordWriter.")
