@@ -126,6 +126,75 @@ def test_the_ring_grows_for_a_bigger_batch(monkeypatch):
     assert ring.ring_writer(batch_of(3, n=1000)) is None
 
 
+def names_of(i, n=4):
+    return [f"r{i}-{j}".encode() * (j % 3) for j in range(n)]   # b"" included
+
+
+def test_lists_of_bytes_go_through_the_slot_as_bytes():
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    batch = {**batch_of(1), "name": names_of(1), "empty": [], "other": [1, 2]}
+    sent = writer.put(batch)
+    assert isinstance(sent, ring._RingBatch)
+    assert [name for name, _, _ in sent._lists] == ["name", "empty"]
+    pickled = ForkingPickler.dumps(sent)
+    assert b"r1-1" not in bytes(pickled)           # the names travelled in the slot
+    got = pickle.loads(pickled)
+    assert list(got) == list(batch)                  # the batch's key order
+    same({k: got[k] for k in ("x", "img", "f")}, batch_of(1))
+    assert got["name"] == names_of(1) and all(type(v) is bytes for v in got["name"])
+    assert got["empty"] == [] and got["other"] == [1, 2]
+
+
+def test_a_batch_of_bytes_lists_alone_frees_its_slot_once_rebuilt():
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    got = send(writer.put({"name": names_of(2)}))
+    assert got == {"name": names_of(2)}
+    gc.collect()
+    assert [int(b) for b in writer._header[:3]] == [0, 0, 0]   # nothing views the slot
+
+
+def test_a_list_changed_before_pickling_is_sent_as_it_is_then():
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    names = names_of(3)
+    sent = writer.put({**batch_of(3), "name": names})
+    names[0] = b"changed"                        # the same list object, other contents
+    assert send(sent)["name"] == [b"changed"] + names_of(3)[1:]
+    names.append(b"z" * 3000)                    # no longer fits the room kept for it
+    got = send(sent)
+    assert got["name"] == names and got["name"] is not names
+    names.append("not bytes")
+    assert send(sent)["name"] == names
+
+
+def test_lists_too_big_for_the_slot_are_pickled_beside_it():
+    writer = ring.RingWriter(slot_bytes=512, slots=3)
+    big = {**batch_of(1, n=2), "name": [b"y" * 1000]}
+    sent = writer.put(big)
+    assert isinstance(sent, ring._RingBatch) and not sent._lists
+    got = send(sent)
+    same({k: got[k] for k in ("x", "img", "f")}, batch_of(1, n=2))
+    assert got["name"] == [b"y" * 1000]
+
+
+def test_the_ring_for_lists_too_big_is_made_for_the_tensors(monkeypatch):
+    monkeypatch.setattr(ring, "_writer_pid", 0)
+    monkeypatch.setattr(ring, "MAX_RING_BYTES", 64 << 10)
+    batch = {**batch_of(1), "name": [b"q" * (30 << 10)]}
+    writer = ring.ring_writer(batch)
+    assert writer is not None and writer.slot_bytes < (30 << 10)
+    got = send(writer.put(batch))
+    assert got["name"] == batch["name"]
+    assert ring.ring_writer({"name": [b"q" * (30 << 10)]}) is None   # nothing it can take
+
+
+@pytest.mark.parametrize("sizes", [[0], [1], [63, 64, 65], [4000], [0, 0, 5], list(range(40))])
+def test_bytes_lists_of_any_sizes_round_trip(sizes):
+    writer = ring.RingWriter(slot_bytes=8192, slots=3)
+    names = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
+    got = send(writer.put({"i": torch.arange(len(sizes)), "name": names}))
+    assert got["name"] == names
+
+
 # ---- through real DataLoader workers ---------------------------------------------------------
 
 def loader(ds, **kw):
@@ -185,10 +254,11 @@ def test_collate_in_process_is_default_collate(tmp_path):
 
 def test_dataset_values_are_right_through_the_ring(tmp_path):
     path = str(write_file(tmp_path / "a.tfrecord", range(1000)))
-    ds = TFRecordDataset(path, spec=DENSE, batch_size=100)
+    ds = TFRecordDataset(path, spec={**DENSE, "name": SPEC["name"]}, batch_size=100)
     seen = []
     for b in loader(ds, batch_size=None):
         ids = b["id"]
+        assert b["name"] == [f"rec{i}".encode() for i in ids.tolist()]
         assert b["label"].tolist() == (ids % 10).tolist()
         img = (ids[:, None] * 7 + torch.arange(6)) % 251
         assert b["img"].reshape(-1, 6).to(torch.int64).tolist() == img.tolist()

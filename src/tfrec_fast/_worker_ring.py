@@ -7,8 +7,10 @@ once and sends it through torch once; later batches travel as ``(slot, layout)``
 training process rebuilds tensors that view the slot. When the last of those tensors is freed,
 the slot is marked free in the ring's header and the worker may fill it again.
 
-A batch is a dict: its dense CPU tensors go through the slot, its other values (lists of
-``bytes``, say) are pickled as usual beside ``(slot, layout)``. A batch the ring cannot take goes
+A batch is a dict: its dense CPU tensors go through the slot, and so do its lists of ``bytes``
+(a bytes feature's values; copied into the slot when the batch is pickled, rebuilt as ``bytes``
+in one C call: through torch's pipe they cost more than the tensors). Its other values are
+pickled as usual beside ``(slot, layout)``. A batch the ring cannot take goes
 torch's usual way, so nothing is ever wrong, only slower: no free slot (a training loop that
 keeps many batches), tensors larger than a slot, a tensor that needs its autograd history or
 lives elsewhere than in CPU memory, or a batch changed after it was yielded (a collate_fn or a
@@ -25,6 +27,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
+from . import _core
 from ._platform import process_alive
 
 __all__ = ["RingWriter", "ring_writer"]
@@ -57,10 +60,46 @@ def _forget_dead_rings() -> None:
             del _rings[key]
 
 
+def _bytes_list(value) -> bool:
+    return type(value) is list and all(type(v) is bytes for v in value)
+
+
+def _list_bytes(values: list) -> int:
+    """Slot bytes for a list of ``bytes``: its ends (int64), then its bytes back to back."""
+    return _round_up(8 * len(values)) + _round_up(sum(map(len, values)))
+
+
+def _pack_lists(ring: np.ndarray, offset: int, lists, values: dict, others: dict) -> list:
+    """Copies each list of ``bytes`` into the room put() kept for it in the slot at ``offset``;
+    one changed since so that it no longer fits goes into ``others`` (pickled) instead."""
+    packed = []
+    for name, at, room in lists:
+        items = values[name]
+        if not _bytes_list(items) or _list_bytes(items) > room:
+            others[name] = items
+            continue
+        n = len(items)
+        data = b"".join(items)
+        start = offset + at
+        ring[start:start + 8 * n].view(np.int64)[:] = np.cumsum(np.fromiter(map(len, items), np.int64, n))
+        ring[start + _round_up(8 * n):start + _round_up(8 * n) + len(data)] = np.frombuffer(data, np.uint8)
+        packed.append((name, n, at, len(data)))
+    return packed
+
+
+def _unpack_list(owner: np.ndarray, n: int, at: int, nbytes: int) -> list:
+    ends = owner[at:at + 8 * n].view(np.int64)
+    starts = np.zeros(n, np.int64)
+    starts[1:] = ends[:-1]
+    data = owner[at + _round_up(8 * n):at + _round_up(8 * n) + nbytes]
+    return _core.bytes_values(data, starts, ends, b"")  # (every range checked)
+
+
 def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, size: int,
-             names: tuple = (), others: Optional[dict] = None):
+             names: tuple = (), others: Optional[dict] = None, lists: tuple = ()):
     """Runs in the training process when a batch is unpickled: tensors viewing the slot, and
-    the batch's other values (``others``) in their places (the key order ``names``)."""
+    the batch's lists of bytes (``lists``) and other values (``others``) in their places (the
+    key order ``names``)."""
     if ring is not None and key not in _rings:
         _forget_dead_rings()
         _rings[key] = (ring, ring[:_HEADER].numpy())
@@ -73,6 +112,8 @@ def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, 
     whole = torch.from_numpy(owner)
     tensors = {name: whole[start:start + nbytes].view(dtype).view(shape)
                for name, dtype, shape, start, nbytes in layout}
+    for name, n, at, nbytes in lists:
+        tensors[name] = _unpack_list(owner, n, at, nbytes)
     if not others:
         return tensors
     return {name: tensors[name] if name in tensors else others[name] for name in names}
@@ -81,19 +122,25 @@ def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, 
 class _RingBatch(dict):
     """A batch in a ring slot: a plain dict of tensors to anything in the worker; pickles small."""
 
-    def _bind(self, args, values) -> "_RingBatch":
-        self._args, self._values = args, values
+    def _bind(self, args, values, ring=None, lists=()) -> "_RingBatch":
+        self._args, self._values, self._ring, self._lists = args, values, ring, lists
         return self
 
     def __copy__(self):
-        return _RingBatch(self)._bind(self._args, self._values)
+        return _RingBatch(self)._bind(self._args, self._values, self._ring, self._lists)
 
     def __reduce__(self):
         unchanged = len(self) == len(self._values) and all(
             self.get(k) is v for k, v in self._values.items())
-        if unchanged:
+        if not unchanged:
+            return dict, (dict(self),)  # changed after it was yielded: torch's way; slot stays taken
+        if not self._lists:
             return _rebuild, self._args
-        return dict, (dict(self),)  # changed after it was yielded: torch's way; slot stays taken
+        # The lists are copied now, not when put: what is sent is what they hold at this moment.
+        *head, others = self._args
+        others = dict(others)
+        packed = _pack_lists(self._ring, head[3], self._lists, self._values, others)
+        return _rebuild, (*head, others, tuple(packed))
 
 
 class RingWriter:
@@ -111,11 +158,12 @@ class RingWriter:
 
     @staticmethod
     def _dense(batch) -> bool:
-        """A dict holding tensors, every one of them a plain CPU tensor the slot can hold."""
+        """A dict holding tensors or lists of bytes, every tensor a plain CPU tensor the slot
+        can hold."""
         if type(batch) is not dict:
             return False
         tensors = [v for v in batch.values() if isinstance(v, torch.Tensor)]
-        return bool(tensors) and all(
+        return (bool(tensors) or any(_bytes_list(v) for v in batch.values())) and all(
             v.device.type == "cpu" and v.layout == torch.strided and not v.requires_grad
             for v in tensors)
 
@@ -129,16 +177,15 @@ class RingWriter:
 
     def put(self, batch):
         """``batch`` in a ring slot when it fits and a slot is free, else ``batch`` itself."""
-        if not self._dense(batch) or _batch_bytes(batch) > self.slot_bytes:
+        if not self._dense(batch) or _batch_bytes(batch, lists=False) > self.slot_bytes:
             return batch
         slot = self._free()
         if slot is None:
             return batch
         offset = _HEADER + slot * self.slot_bytes
-        layout, values, others, pos = [], {}, {}, 0
+        layout, lists, values, others, pos = [], [], dict(batch), {}, 0
         for name, value in batch.items():
             if not isinstance(value, torch.Tensor):
-                values[name] = others[name] = value
                 continue
             nbytes = value.nbytes
             view = self.ring[offset + pos:offset + pos + nbytes].view(value.dtype).view(value.shape)
@@ -146,34 +193,52 @@ class RingWriter:
             layout.append((name, value.dtype, tuple(value.shape), pos, nbytes))
             values[name] = view
             pos += _round_up(nbytes)
+        for name, value in batch.items():  # then the lists of bytes, as many as fit
+            if isinstance(value, torch.Tensor):
+                continue
+            room = _list_bytes(value) if _bytes_list(value) else self.slot_bytes + 1
+            if pos + room <= self.slot_bytes:
+                lists.append((name, pos, room))
+                pos += room
+            else:
+                others[name] = value
         self._header[slot] = 1
         send_ring = self.ring if self._header[_ACK] == 0 else None
         args = (self._key, send_ring, slot, offset, layout, pos, tuple(values), others)
-        return _RingBatch(values)._bind(args, values)
+        return _RingBatch(values)._bind(args, values, self._bytes, tuple(lists))
 
 
 _writer: Optional[RingWriter] = None
 _writer_pid = 0
 
 
-def _batch_bytes(batch) -> int:
-    return sum(_round_up(v.nbytes) for v in batch.values() if isinstance(v, torch.Tensor))
+def _batch_bytes(batch, lists: bool = True) -> int:
+    """Slot bytes for the batch's tensors (and its lists of bytes)."""
+    total = 0
+    for value in batch.values():
+        if isinstance(value, torch.Tensor):
+            total += _round_up(value.nbytes)
+        elif lists and _bytes_list(value):
+            total += _list_bytes(value)
+    return total
 
 
 def ring_writer(batch) -> Optional[RingWriter]:
     """This worker process's ring for ``batch``: made for the first batch, grown (doubling) for a
-    bigger one; None for batches too big to be worth it or that hold no tensor it can take."""
+    bigger one; None for batches too big to be worth it or that hold nothing it can take."""
     global _writer, _writer_pid
     if _writer_pid != os.getpid():
         _writer, _writer_pid = None, os.getpid()
     if not RingWriter._dense(batch):
         return None
-    need = _batch_bytes(batch)
-    if _writer is not None and need <= _writer.slot_bytes:
-        return _writer
-    slot_bytes = max(_round_up(need), 2 * _writer.slot_bytes if _writer else 0)
-    slots = min(MAX_SLOTS, MAX_RING_BYTES // max(slot_bytes, 1))
-    if slots < MIN_SLOTS:
-        return None
-    _writer = RingWriter(slot_bytes, slots)  # the old ring lives on while its tensors do
-    return _writer
+    # With its lists of bytes if a ring can take them, else its tensors alone.
+    for need in (_batch_bytes(batch), _batch_bytes(batch, lists=False)):
+        if need == 0:
+            return None
+        if _writer is not None and need <= _writer.slot_bytes:
+            return _writer
+        slot_bytes = max(_round_up(need), 2 * _writer.slot_bytes if _writer else 0)
+        if min(MAX_SLOTS, MAX_RING_BYTES // slot_bytes) >= MIN_SLOTS:
+            _writer = RingWriter(slot_bytes, min(MAX_SLOTS, MAX_RING_BYTES // slot_bytes))
+            return _writer  # the old ring lives on while its tensors do
+    return None
