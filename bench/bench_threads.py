@@ -231,15 +231,22 @@ def case_iter_parse(data, threads):
     return H.Body(run, check=_check_first(data, first_batch))
 
 
+def _batch_size(variant: str) -> int:
+    """Records a batch: 1024, or N for a variant "bN"."""
+    return int(variant[1:]) if variant.startswith("b") else 1024
+
+
 def case_parse_memory(data, threads, variant=""):
     """parse_examples(batch, spec, num_threads=threads) on 1024-record RecordBatches already in
-    memory (variant "pool": num_threads=1 calls on a ThreadPoolExecutor(threads).map instead)."""
+    memory (variant "pool": num_threads=1 calls on a ThreadPoolExecutor(threads).map instead;
+    variant "bN": batches of N records)."""
     import tfrec_fast as tfr
     from concurrent.futures import ThreadPoolExecutor
     spec = _spec_for(tfr, data)
     first = next(iter(spec))
+    size = _batch_size(variant)
     with tfr.TFRecordReader(_path(data)) as r:
-        batches = list(r.iter_batches(max_records=1024, num_threads=1))
+        batches = list(r.iter_batches(max_records=size, num_threads=1))
     pool = ThreadPoolExecutor(threads) if variant == "pool" else None
     inner = 1 if pool else threads
 
@@ -251,7 +258,7 @@ def case_parse_memory(data, threads, variant=""):
     how = (f"num_threads=1 calls on a ThreadPoolExecutor({threads}).map" if pool
            else f"num_threads={threads}")
     return H.Body(run, check=_check_first(data, lambda: tfr.parse_examples(batches[0], spec)),
-                  info=f"{len(batches)} RecordBatches of 1024 read in setup, {how}")
+                  info=f"{len(batches)} RecordBatches of {size} read in setup, {how}")
 
 
 def case_torch_batched(data, threads, variant=""):
@@ -474,19 +481,27 @@ def case_tf_data(data, threads, batch="1024"):
     return run
 
 
-def case_tf_parse(data, threads):
-    """tf.io.parse_example (tf.function) on 1024-record batches already in memory."""
+def case_tf_parse(data, threads, variant="", eager=False):
+    """tf.io.parse_example (tf.function) on 1024-record batches already in memory (variant "bN":
+    batches of N records)."""
     tf = H.need("tensorflow")
     features = _tf_features(tf, data)
     records = [r.numpy() for r in tf.data.TFRecordDataset(_path(data))]
-    batches = [tf.constant(records[i:i + 1024]) for i in range(0, len(records), 1024)]
-    parse = tf.function(lambda s: tf.io.parse_example(s, features))
+    size = _batch_size(variant)
+    batches = [tf.constant(records[i:i + size]) for i in range(0, len(records), size)]
+    parse = (lambda s: tf.io.parse_example(s, features)) if eager else tf.function(
+        lambda s: tf.io.parse_example(s, features))
 
     def run():
         for b in batches:
             parse(b)
         return len(records)
     return run
+
+
+def case_tf_parse_eager(data, threads, variant=""):
+    """tf.io.parse_example called eagerly (a small batch's call costs less than a tf.function's)."""
+    return case_tf_parse(data, threads, variant, eager=True)
 
 
 def case_tf_records(data, threads):
@@ -639,6 +654,8 @@ def _add(table: str, name: str, label: str, rss: bool = False) -> None:
 
 T_LARGE = "read_examples, 110 KB JPEG-like Examples (ex100k: 4,000 records, 440 MB)"
 T_RAW = "raw 64 B records (raw64: 2,000,000 records)"
+T_SMALL_PARSE = "small-batch parse in memory"
+SMALL_BATCHES = (32, 256)
 T_WRITE = "write MNIST-like (60,000 records of 844 B)"
 T_DL = "DataLoader(batch 256), MNIST-like (60,000 records), epochs"
 PARSE_DATA = {"mnist": "MNIST-like: index, label, 784 B image (60,000 records)",
@@ -670,6 +687,12 @@ def _rows() -> None:
              "parse_examples(num_threads=1) on a ThreadPoolExecutor(2).map over the batches")
         for n in (1, 2):
             _add(t, f"read_examples:{d}:{n}", f"read_examples() file -> columns, {n} thread(s)", rss=d == "mnist")
+    for size in SMALL_BATCHES:
+        t = f"{T_SMALL_PARSE}, {size} records a batch"
+        for d in PARSE_DATA:
+            _add(t, f"tf_parse:{d}:1:b{size}", f"{d}: TF tf.io.parse_example, tf.function (peer)")
+            _add(t, f"tf_parse_eager:{d}:1:b{size}", f"{d}: TF tf.io.parse_example, eager (peer)")
+            _add(t, f"parse_memory:{d}:1:b{size}", f"{d}: parse_examples(num_threads=1)")
     t = T_RAW
     _add(t, "probe:raw64:1", "probe: readinto(1 MiB) + CRC32C, no framing")
     _add(t, "tfrecord_records:raw64:1", "tfrecord tfrecord_iterator (peer, no CRC)")
@@ -745,6 +768,22 @@ class VsOneThread(H.Versus):
         return None if base is None else base.median / r.median
 
 
+class VsSameBatchTF(H.Versus):
+    """parse_examples against the faster of tf.io.parse_example in a tf.function and eager, on the
+    same data in batches of the same size."""
+
+    def __init__(self):
+        super().__init__("vs TF parse_example (faster), same batch size")
+
+    def ratio(self, r, results):
+        case, data, _, *variant = r.name.split(":")
+        if case.startswith("tf_") or not r.ok:
+            return None
+        peers = [":".join([tf, data, "1", *variant]) for tf in ("tf_parse", "tf_parse_eager")]
+        peer = H.fastest(results, peers)
+        return None if peer is None else peer.median / r.median
+
+
 def _bytes(row: Row) -> float:
     if row.case == "convert":
         return float(_convert_n(row.data) * SIZED[row.data][1])
@@ -795,6 +834,8 @@ def columns(title: str, rss: Dict[str, H.Result]) -> List[H.Column]:
                  H.Versus("vs tfrecord", f"tfrecord_examples:{d}:1"),
                  H.Versus("vs Parquet (faster)", f"parquet:{d}:1", f"parquet:{d}:2"),
                  VsOneThread(target=1.6, mine=_is("parse_memory", "read_examples", threads=(2,)))]
+    elif title.startswith(T_SMALL_PARSE):
+        cols += [VsSameBatchTF()]
     elif title == T_RAW:
         cols += [H.Versus("vs probe", "probe:raw64:1", target=0.8, mine=_is("raw_batches")),
                  H.Versus("vs tfrecord", "tfrecord_records:raw64:1", target=10.0, mine=_is("read_records")),
