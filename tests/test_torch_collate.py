@@ -71,6 +71,24 @@ def test_uneven_and_string_values_keep_torchs_errors(tmp_path):
         default_collate(strings)
 
 
+@pytest.mark.parametrize("values", [
+    [np.arange(3, dtype=np.int64), np.arange(3, dtype=np.int32)],        # dtypes differ
+    [np.arange(3, dtype=np.int64), np.arange(4, dtype=np.int64)],        # shapes differ
+    [np.zeros((2, 2), np.float32), np.zeros(4, np.float32)],
+    [np.arange(3), [0, 1, 2]],                                           # not all arrays
+    [np.arange(3), np.arange(3).view(np.ndarray)[None][0]],              # same: stacked
+])
+def test_records_of_mixed_arrays_collate_as_torch_does(values):
+    records = [tfr_torch._Record(x=v) for v in values]
+    try:
+        want = default_collate([{"x": v} for v in values])
+    except Exception as theirs:
+        with pytest.raises(type(theirs)):
+            default_collate(records)
+    else:
+        same_batch(default_collate(records), want)
+
+
 def test_changed_records_collate_as_they_are(tmp_path):
     """A transform (or anyone) may change a record: its new values are collated."""
     path = str(write_file(tmp_path / "a.tfrecord", range(10)))

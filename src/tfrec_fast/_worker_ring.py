@@ -61,7 +61,11 @@ def _forget_dead_rings() -> None:
 
 
 def _bytes_list(value) -> bool:
-    return type(value) is list and all(type(v) is bytes for v in value)
+    """A list of exactly ``bytes`` (checked in C: map and set, not a generator)."""
+    return type(value) is list and set(map(type, value)) <= _JUST_BYTES
+
+
+_JUST_BYTES = {bytes}
 
 
 def _list_bytes(values: list) -> int:
