@@ -111,3 +111,24 @@ def test_engine_enums_pickle_by_value(protocol):
     for enum in (_core.Kind, _core.Layout):
         for member in enum.__members__.values():
             assert pickle.loads(pickle.dumps(member, protocol)) == member
+
+
+class _Named(_core.FieldSpec):
+    """A subclass that says how it pickles."""
+
+    def __init__(self, name):
+        super().__init__(name, _core.Kind.INT64, _core.Layout.FIXED, count=1)
+
+    def __getstate__(self):
+        return {"name": self.name}
+
+    def __setstate__(self, state):
+        _Named.__init__(self, state["name"])
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_subclass_with_its_own_state_pickles_and_copies(protocol):
+    import copy
+    spec = _Named("x")
+    for twin in (pickle.loads(pickle.dumps(spec, protocol)), copy.copy(spec), copy.deepcopy(spec)):
+        assert type(twin) is _Named and twin.name == "x" and twin.count == 1

@@ -187,6 +187,46 @@ def test_the_ring_for_lists_too_big_is_made_for_the_tensors(monkeypatch):
     assert ring.ring_writer({"name": [b"q" * (30 << 10)]}) is None   # nothing it can take
 
 
+@pytest.mark.parametrize("keys", [("name", "x", "tag"), ("x", "name", "tag"), ("tag", "other", "x")])
+def test_the_batch_keeps_its_key_order(keys):
+    values = {"name": [b"a", b"bc"], "x": torch.arange(3), "tag": [b"t"] * 3, "other": {"k": 1}}
+    batch = {k: values[k] for k in keys}
+    got = send(ring.RingWriter(slot_bytes=4096, slots=3).put(batch))
+    assert list(got) == list(keys)
+
+
+def test_a_batch_pickled_again_never_writes_into_a_reused_slot():
+    writer = ring.RingWriter(slot_bytes=4096, slots=1)
+    a = writer.put({"x": torch.arange(8), "name": [b"\xff" * 512]})
+    twin = copy.copy(a)
+    got_a = send(a)
+    again = send(twin)                      # the slot still holds a: a private copy of it
+    assert torch.equal(again["x"], torch.arange(8)) and again["name"] == [b"\xff" * 512]
+    del got_a
+    gc.collect()                            # the slot is free, then b's
+    got_b = send(writer.put({"x": torch.zeros(512, dtype=torch.int64)}))
+    with pytest.raises(RuntimeError, match="pickled again"):
+        send(twin)
+    assert int(got_b["x"].abs().sum()) == 0
+
+
+def test_default_convert_keeps_the_ring_hand_over():
+    """DataLoader(batch_size=None) passes each batch through default_convert, which rebuilds
+    the dict and its lists: the batch still goes through the slot, and the slot comes back."""
+    from torch.utils.data._utils.collate import default_convert
+    writer = ring.RingWriter(slot_bytes=4096, slots=3)
+    converted = default_convert(writer.put({**batch_of(4), "name": names_of(4)}))
+    assert isinstance(converted, ring._RingBatch)
+    pickled = ForkingPickler.dumps(converted)
+    assert b"r4-1" not in bytes(pickled)
+    got = pickle.loads(pickled)
+    assert got["name"] == names_of(4)
+    same({k: got[k] for k in ("x", "img", "f")}, batch_of(4))
+    del got, converted
+    gc.collect()
+    assert [int(b) for b in writer._header[:3]] == [0, 0, 0]
+
+
 @pytest.mark.parametrize("sizes", [[0], [1], [63, 64, 65], [4000], [0, 0, 5], list(range(40))])
 def test_bytes_lists_of_any_sizes_round_trip(sizes):
     writer = ring.RingWriter(slot_bytes=8192, slots=3)
@@ -252,11 +292,14 @@ def test_collate_in_process_is_default_collate(tmp_path):
     assert collate(mixed)["s"] == [b"x"]
 
 
-def test_dataset_values_are_right_through_the_ring(tmp_path):
+def test_dataset_values_are_right_through_the_ring(tmp_path, monkeypatch):
+    monkeypatch.setattr(ring, "_rings", {})
     path = str(write_file(tmp_path / "a.tfrecord", range(1000)))
-    ds = TFRecordDataset(path, spec={**DENSE, "name": SPEC["name"]}, batch_size=100)
+    spec = {"name": SPEC["name"], **DENSE}
+    ds = TFRecordDataset(path, spec=spec, batch_size=100)
     seen = []
     for b in loader(ds, batch_size=None):
+        assert list(b) == list(spec)
         ids = b["id"]
         assert b["name"] == [f"rec{i}".encode() for i in ids.tolist()]
         assert b["label"].tolist() == (ids % 10).tolist()
@@ -264,6 +307,7 @@ def test_dataset_values_are_right_through_the_ring(tmp_path):
         assert b["img"].reshape(-1, 6).to(torch.int64).tolist() == img.tolist()
         seen += ids.tolist()
     assert sorted(seen) == list(range(1000))
+    assert ring._rings, "the batches (bytes lists and all) never came through the ring"
 
 
 def test_collate_takes_an_indexed_batch_as_parsed(tmp_path):

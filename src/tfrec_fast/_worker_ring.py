@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -66,6 +66,7 @@ def _bytes_list(value) -> bool:
 
 
 _JUST_BYTES = {bytes}
+_MISSING = object()
 
 
 def _list_bytes(values: list) -> int:
@@ -78,7 +79,7 @@ def _pack_lists(ring: np.ndarray, offset: int, lists, values: dict, others: dict
     one changed since so that it no longer fits goes into ``others`` (pickled) instead."""
     packed = []
     for name, at, room in lists:
-        items = values[name]
+        items = list(values[name])  # one snapshot: another thread may change the list meanwhile
         if not _bytes_list(items) or _list_bytes(items) > room:
             others[name] = items
             continue
@@ -114,36 +115,56 @@ def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, 
     owner = ring.numpy()[offset:offset + size]
     weakref.finalize(owner, _free_slot, header, slot)
     whole = torch.from_numpy(owner)
-    tensors = {name: whole[start:start + nbytes].view(dtype).view(shape)
-               for name, dtype, shape, start, nbytes in layout}
+    tensors: Dict[str, Any] = {name: whole[start:start + nbytes].view(dtype).view(shape)
+                               for name, dtype, shape, start, nbytes in layout}
     for name, n, at, nbytes in lists:
         tensors[name] = _unpack_list(owner, n, at, nbytes)
-    if not others:
-        return tensors
+    if not others and not lists:
+        return tensors  # (in the batch's order: its tensors are all it has)
+    others = others or {}
     return {name: tensors[name] if name in tensors else others[name] for name in names}
 
 
 class _RingBatch(dict):
     """A batch in a ring slot: a plain dict of tensors to anything in the worker; pickles small."""
 
-    def _bind(self, args, values, ring=None, lists=()) -> "_RingBatch":
-        self._args, self._values, self._ring, self._lists = args, values, ring, lists
+    def _bind(self, args, values, writer, lists=(), sent=None) -> "_RingBatch":
+        self._args, self._values, self._writer, self._lists = args, values, writer, lists
+        self._generation = writer._generations[args[2]]
+        self._sent = [False] if sent is None else sent  # shared with copies: the slot goes once
         return self
 
     def __copy__(self):
-        return _RingBatch(self)._bind(self._args, self._values, self._ring, self._lists)
+        return _RingBatch(self)._bind(self._args, self._values, self._writer, self._lists, self._sent)
+
+    def _unchanged(self) -> bool:
+        """Every value still the one put() took; an equal list of bytes counts (torch's
+        default_convert, for DataLoader(batch_size=None), rebuilds a dict's lists)."""
+        if len(self) != len(self._values):
+            return False
+        for name, value in self._values.items():
+            now = self.get(name, _MISSING)
+            if now is not value and not (_bytes_list(value) and _bytes_list(now) and now == value):
+                return False
+        return True
 
     def __reduce__(self):
-        unchanged = len(self) == len(self._values) and all(
-            self.get(k) is v for k, v in self._values.items())
-        if not unchanged:
+        slot = self._args[2]
+        if self._sent[0]:  # pickled before (or a copy was): the training process may own the slot
+            if self._writer._generations[slot] != self._generation:
+                raise RuntimeError("a DataLoader batch sent through tfrec_fast's worker ring was "
+                                   "pickled again after its slot was reused: send a batch once")
+            return dict, ({k: v.clone() if isinstance(v, torch.Tensor) else v
+                           for k, v in self.items()},)
+        self._sent[0] = True
+        if not self._unchanged():
             return dict, (dict(self),)  # changed after it was yielded: torch's way; slot stays taken
         if not self._lists:
             return _rebuild, self._args
         # The lists are copied now, not when put: what is sent is what they hold at this moment.
         *head, others = self._args
         others = dict(others)
-        packed = _pack_lists(self._ring, head[3], self._lists, self._values, others)
+        packed = _pack_lists(self._writer._bytes, head[3], self._lists, self._values, others)
         return _rebuild, (*head, others, tuple(packed))
 
 
@@ -159,6 +180,7 @@ class RingWriter:
         # A fresh random id: pids are reused, and a stale ring must never be taken for this one.
         self._key = (os.getpid(), int.from_bytes(os.urandom(8), "little"))
         self._next = 0
+        self._generations = [0] * slots  # batches put in each slot so far
 
     @staticmethod
     def _dense(batch) -> bool:
@@ -207,9 +229,10 @@ class RingWriter:
             else:
                 others[name] = value
         self._header[slot] = 1
+        self._generations[slot] += 1
         send_ring = self.ring if self._header[_ACK] == 0 else None
         args = (self._key, send_ring, slot, offset, layout, pos, tuple(values), others)
-        return _RingBatch(values)._bind(args, values, self._bytes, tuple(lists))
+        return _RingBatch(values)._bind(args, values, self, tuple(lists))
 
 
 _writer: Optional[RingWriter] = None

@@ -131,26 +131,35 @@ Compression parse_compression(const std::string& name) {
   throw std::invalid_argument("unknown compression '" + name + "' (use None, 'gzip' or 'zlib')");
 }
 
-// Pickle's protocols 0 and 1 reduce an object whose class names no __reduce__ by building its
-// first built-in base, pybind11_object, and that aborts the process (pybind11 throws out of its
-// tp_new). So every class of the module names one: an enum pickles by value, an engine object
-// refuses as protocol 2 already does. A Python subclass may still define its own.
+// object.__reduce__, and pickle's protocols 0 and 1, reduce an object by building its first
+// built-in base, pybind11_object, and that aborts the process (pybind11 throws out of its
+// tp_new). So every class of the module reduces as protocol 2 would, whatever the protocol: by
+// the state its own __getstate__ gives (an enum's value, a Python subclass's), restored by
+// __setstate__; a class with none (the engine's objects) cannot be pickled. A subclass may
+// still define __reduce__ or __reduce_ex__ of its own.
 void define_reduce(py::module_& m) {
+  py::object newobj = py::module_::import("copyreg").attr("__newobj__");
+  py::object default_getstate =
+      py::getattr(py::module_::import("builtins").attr("object"), "__getstate__", py::none());
   for (auto item : py::reinterpret_borrow<py::dict>(m.attr("__dict__"))) {
     if (!PyType_Check(item.second.ptr())) continue;
-    auto* type = reinterpret_cast<PyTypeObject*>(item.second.ptr());
-    if (py::detail::get_type_info(type) == nullptr) continue;  // not a pybind11 class
-    const bool by_value = py::hasattr(item.second, "__members__");
+    if (py::detail::get_type_info(reinterpret_cast<PyTypeObject*>(item.second.ptr())) == nullptr) {
+      continue;  // not a pybind11 class
+    }
     py::object cls = py::reinterpret_borrow<py::object>(item.second);
     cls.attr("__reduce__") = py::cpp_function(
-        [by_value](py::handle self) -> py::object {
-          if (by_value) {
-            return py::make_tuple(py::type::handle_of(self),
-                                  py::make_tuple(py::int_(py::reinterpret_borrow<py::object>(self))));
+        [newobj, default_getstate](py::handle self) -> py::object {
+          py::handle type = py::type::handle_of(self);
+          py::object getstate = py::getattr(type, "__getstate__", py::none());
+          if (getstate.is_none() || getstate.is(default_getstate)) {
+            throw py::type_error("cannot pickle '" + std::string(Py_TYPE(self.ptr())->tp_name) + "' object");
           }
-          throw py::type_error("cannot pickle '" + std::string(Py_TYPE(self.ptr())->tp_name) + "' object");
+          return py::make_tuple(newobj, py::make_tuple(type), getstate(self));
         },
         py::is_method(cls));
+    cls.attr("__reduce_ex__") = py::cpp_function(
+        [](py::handle self, py::handle) { return self.attr("__reduce__")(); }, py::is_method(cls),
+        py::arg("protocol"));
   }
 }
 

@@ -122,6 +122,8 @@ void register_columns(py::module_& m);
   class type_caster<T> : public tfr::py_bind::built_only_caster<T> {};               \
   }
 
+// (Not the enums Kind and Layout: pybind11 3 casts them through casters of its own. A
+// __new__-only enum holds an unset byte, which every decoder and encoder call refuses.)
 TFR_BUILT_ONLY(tfr::RecordBatch)
 TFR_BUILT_ONLY(tfr::BufferPool)
 TFR_BUILT_ONLY(tfr::FieldSpec)
