@@ -80,15 +80,16 @@ def _pack_lists(ring: np.ndarray, offset: int, lists, values: dict, others: dict
     packed = []
     for name, at, room in lists:
         items = list(values[name])  # one snapshot: another thread may change the list meanwhile
-        if not _bytes_list(items) or _list_bytes(items) > room:
+        n = len(items)
+        ends = np.cumsum(np.fromiter(map(len, items), np.int64, n)) if _bytes_list(items) else None
+        nbytes = int(ends[-1]) if n and ends is not None else 0
+        if ends is None or _round_up(8 * n) + _round_up(nbytes) > room:
             others[name] = items
             continue
-        n = len(items)
-        data = b"".join(items)
         start = offset + at
-        ring[start:start + 8 * n].view(np.int64)[:] = np.cumsum(np.fromiter(map(len, items), np.int64, n))
-        ring[start + _round_up(8 * n):start + _round_up(8 * n) + len(data)] = np.frombuffer(data, np.uint8)
-        packed.append((name, n, at, len(data)))
+        ring[start:start + 8 * n].view(np.int64)[:] = ends
+        ring[start + _round_up(8 * n):start + _round_up(8 * n) + nbytes] = np.frombuffer(b"".join(items), np.uint8)
+        packed.append((name, n, at, nbytes))
     return packed
 
 
@@ -115,14 +116,14 @@ def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, 
     owner = ring.numpy()[offset:offset + size]
     weakref.finalize(owner, _free_slot, header, slot)
     whole = torch.from_numpy(owner)
-    tensors: Dict[str, Any] = {name: whole[start:start + nbytes].view(dtype).view(shape)
+    slotted: Dict[str, Any] = {name: whole[start:start + nbytes].view(dtype).view(shape)
                                for name, dtype, shape, start, nbytes in layout}
     for name, n, at, nbytes in lists:
-        tensors[name] = _unpack_list(owner, n, at, nbytes)
+        slotted[name] = _unpack_list(owner, n, at, nbytes)
     if not others and not lists:
-        return tensors  # (in the batch's order: its tensors are all it has)
+        return slotted  # (in the batch's order: its tensors are all it has)
     others = others or {}
-    return {name: tensors[name] if name in tensors else others[name] for name in names}
+    return {name: slotted[name] if name in slotted else others[name] for name in names}
 
 
 class _RingBatch(dict):

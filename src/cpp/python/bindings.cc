@@ -62,10 +62,12 @@ void translate(std::exception_ptr p) {
 void refuse_unbuilt(py::handle src, const py::detail::type_info* type) {
   if (!src || type == nullptr || !PyObject_TypeCheck(src.ptr(), type->type)) return;  // not ours
   auto v_h = reinterpret_cast<py::detail::instance*>(src.ptr())->get_value_and_holder(type, false);
-  if (v_h.inst != nullptr && v_h.value_ptr() == nullptr) {  // (its bool is value_ptr() != nullptr)
-    throw py::type_error(std::string(Py_TYPE(src.ptr())->tp_name) +
-                         " object is not initialized: it was made by __new__ without __init__");
-  }
+  if (v_h.inst != nullptr && v_h.value_ptr() == nullptr) throw_unbuilt(src);  // (v_h's bool: value_ptr())
+}
+
+void throw_unbuilt(py::handle self) {
+  throw py::type_error(std::string(Py_TYPE(self.ptr())->tp_name) +
+                       " object is not initialized: it was made by __new__ without __init__");
 }
 
 PythonError::PythonError(const py::error_already_set& e)

@@ -52,9 +52,7 @@ py::object next_record(BatchIterator& it) {
 // about what iterating the reader does. Only installed on _BatchIterator.
 PyObject* batch_iternext(PyObject* self) {
   try {
-    auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-    if (!v_h.holder_constructed()) throw py::type_error("_BatchIterator is not initialized");  // __new__ only
-    return next_record(*v_h.value_ptr<BatchIterator>()).release().ptr();
+    return next_record(built_value<BatchIterator>(self)).release().ptr();
   } catch (...) {
     py::detail::try_translate_exceptions();
     return nullptr;
@@ -63,12 +61,12 @@ PyObject* batch_iternext(PyObject* self) {
 
 // len(batch) as a type slot, without pybind11's dispatch: parsing asks for it every batch.
 Py_ssize_t batch_length(PyObject* self) {
-  auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-  if (!v_h.holder_constructed()) {  // __new__ only: never built
-    PyErr_SetString(PyExc_TypeError, "RecordBatch is not initialized");
+  try {
+    return Py_ssize_t(built_value<RecordBatch>(self).size());
+  } catch (...) {
+    py::detail::try_translate_exceptions();
     return -1;
   }
-  return Py_ssize_t(v_h.value_ptr<RecordBatch>()->size());
 }
 
 // Copies byte ranges of `source` back to back into `out` (a writable buffer the caller allocated,

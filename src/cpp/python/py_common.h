@@ -91,6 +91,16 @@ py::object record_bytes(const RecordBatch& batch, size_t i);
 // TypeError instead when `src` is such an instance of `type` (a null value pointer: a built
 // instance, owned or not, always has one, because every cast to C++ goes through this check).
 void refuse_unbuilt(py::handle src, const py::detail::type_info* type);
+[[noreturn]] void throw_unbuilt(py::handle self);
+
+// The value behind `self`, for the type slots written by hand (they bypass pybind11's casts, so
+// they make the same check themselves). TypeError for a __new__-only instance.
+template <typename T>
+T& built_value(PyObject* self) {
+  auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
+  if (!v_h.holder_constructed()) throw_unbuilt(self);
+  return *v_h.value_ptr<T>();
+}
 
 // pybind11's caster for a bound class, with the check above: every method, property and argument
 // of that class loads through it. Installed per class by TFR_BUILT_ONLY.

@@ -278,14 +278,12 @@ PyReader::Options make_options(const std::string& compression, bool verify, bool
 
 // tp_iternext without pybind11's argument dispatch or type lookup, which would cost more than the
 // record itself. Only installed on RecordReader, so `self` always holds a PyReader.
-// The one use of pybind11's detail:: API (the instance layout and the exception translators,
-// unchanged since 2.2); pyproject.toml bounds pybind11 below the next major version for it.
+// Like built_value and the casters of py_common.h it uses pybind11's detail:: API (the instance
+// layout and the exception translators, unchanged since 2.2); pyproject.toml bounds pybind11
+// below the next major version for it.
 PyObject* reader_iternext(PyObject* self) {
   try {
-    auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-    // __new__ alone: the value was never built (pybind11 casts refuse it too: refuse_unbuilt).
-    if (!v_h.holder_constructed()) throw py::type_error("RecordReader is not initialized");
-    return v_h.value_ptr<PyReader>()->next().release().ptr();
+    return built_value<PyReader>(self).next().release().ptr();
   } catch (...) {
     py::detail::try_translate_exceptions();
     return nullptr;

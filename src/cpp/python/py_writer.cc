@@ -165,10 +165,7 @@ PyObject* writer_write(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
     return nullptr;
   }
   try {
-    auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-    // __new__ alone: the value was never built (pybind11 casts refuse it too: refuse_unbuilt).
-    if (!v_h.holder_constructed()) throw py::type_error("RecordWriter is not initialized");
-    v_h.value_ptr<PyWriter>()->write(record);
+    built_value<PyWriter>(self).write(record);
     Py_RETURN_NONE;
   } catch (...) {
     py::detail::try_translate_exceptions();
