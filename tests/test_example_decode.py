@@ -802,6 +802,108 @@ def test_short_entry_with_a_wrong_value_length_is_refused(delta):
     assert info.value.record_index == 0
 
 
+@pytest.mark.parametrize("delta", [-1, 1])
+@pytest.mark.parametrize("length", ["value", "list", "payload"])
+def test_wrong_length_after_a_good_record_is_refused(length, delta):
+    """A record laid out as the one before it, but with one of its Feature's lengths off by one:
+    refused at that record, as protobuf refuses it (the check against the previous record's
+    layout must not take it)."""
+    from google.protobuf.message import DecodeError
+    from tfrec_fast.proto import example_to_dict
+
+    def record(wrong):
+        payload = b"\x07\x96\x01"  # packed int64s 7, 150
+        lst = tag(1, 2) + varint(len(payload) + delta * (wrong == "payload")) + payload
+        feat = tag(3, 2) + varint(len(lst) + delta * (wrong == "list")) + lst
+        body = tag(1, 2) + varint(1) + b"n" + tag(2, 2) + varint(len(feat) + delta * (wrong == "value")) + feat
+        return ld(1, ld(1, body))
+    good, bad = record(None), record(length)
+    with pytest.raises(DecodeError):
+        example_to_dict(bad)
+    assert parse_examples([good], {"n": FixedLen((2,), "int64")})["n"].tolist() == [[7, 150]]
+    for spec in ({"n": FixedLen((2,), "int64")}, {"n": VarLen("int64")}):
+        with pytest.raises(ExampleParseError) as info:
+            parse_examples([good, good, bad, good], spec)
+        assert info.value.record_index == 2
+
+
+def _known_entry_records(seed: int, one_value: bool = False) -> list:
+    """Records that mostly repeat the previous record's layout (the decoder then checks each map
+    entry against the key its position held before), with the near misses mixed in: another key
+    of the same or another size, keys of 13 and 14 bytes, entries of 128 bytes or more, a padded
+    length, a key twice, a feature not asked for, and records that end near the batch's end.
+    `one_value`: every feature holds one value."""
+    import random
+    rng = random.Random(seed)
+    kinds = {"k": "int64", "kk": "bytes", "ka": "float32", "kb": "int64", "a" * 13: "bytes",
+             "a" * 14: "int64", "feature0": "float32", "x": "int64"}
+
+    def one(key):
+        kind = kinds[key]
+        if kind == "bytes":
+            return entry(key, feature(kind, [bytes(rng.randrange(256) for _ in range(
+                rng.choice([0, 1, 5, 100, 110, 130])))]))
+        if kind == "float32":
+            return entry(key, feature(kind, [rng.random() for _ in range(
+                1 if one_value else rng.choice([0, 1, 2]))]))
+        return entry(key, feature(kind, [rng.randrange(-1 << 40, 1 << 40) for _ in range(
+            1 if one_value else rng.choice([0, 1, 3]))]))
+
+    layout = ["k", "kk", "ka"]
+    records = []
+    for _ in range(300):
+        if rng.random() < 0.15:
+            layout = rng.sample(sorted(kinds), rng.randrange(1, 6))
+        entries = [one(key) for key in layout]
+        twist = rng.random()
+        if twist < 0.05:
+            entries.append(one(layout[0]))  # a key twice: the last one counts
+        elif twist < 0.1:
+            body = ld(1, b"k") + ld(2, feature("int64", [7]))
+            entries.insert(0, tag(1, 2) + _padded_length(body))
+        records.append(example(*entries))
+    return records
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_entries_checked_against_the_previous_record_read_like_protobuf(seed):
+    from tfrec_fast.proto import example_to_dict
+    recs = _known_entry_records(seed)
+    spec = {"k": VarLen("int64"), "kk": VarLen("bytes"), "ka": VarLen("float32"),
+            "kb": VarLen("int64"), "a" * 13: VarLen("bytes"), "a" * 14: VarLen("int64"),
+            "feature0": VarLen("float32")}
+    want = [example_to_dict(r) for r in recs]
+    for first in (0, 1, 150, 297, 299):  # a batch ending at every kind of record
+        for threads in (1, 2):
+            cols = parse_examples(recs[first:], spec, num_threads=threads)
+            for name, column in cols.items():
+                got = column.to_list()
+                for i, record in enumerate(want[first:]):
+                    assert got[i] == record.get(name, []), (seed, first, threads, name, i)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fixed_entries_checked_against_the_previous_record_read_like_protobuf(seed):
+    from tfrec_fast.proto import example_to_dict
+    recs = _known_entry_records(seed, one_value=True)
+    defaults = {"k": -1, "kk": b"?", "ka": -1.0, "kb": -1, "a" * 13: b"?", "a" * 14: -1,
+                "feature0": -1.0}
+    kinds = {"k": "int64", "kk": "bytes", "ka": "float32", "kb": "int64", "a" * 13: "bytes",
+             "a" * 14: "int64", "feature0": "float32"}
+    spec = {name: FixedLen((), kinds[name], default=d) for name, d in defaults.items()}
+    want = [example_to_dict(r) for r in recs]
+    for first in (0, 1, 297, 299):
+        for threads in (1, 2):
+            cols = parse_examples(recs[first:], spec, num_threads=threads)
+            for name, column in cols.items():
+                got = column.to_list() if isinstance(column, BytesColumn) else column.tolist()
+                for i, record in enumerate(want[first:]):
+                    value = record.get(name, [defaults[name]])[0]
+                    if kinds[name] == "float32":
+                        value = float(np.float32(value))
+                    assert got[i] == value, (seed, first, threads, name, i)
+
+
 # ---- spec formats --------------------------------------------------------------------------------
 
 def test_spec_tfrecord_description():

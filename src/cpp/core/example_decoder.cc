@@ -66,11 +66,22 @@ struct Found {
 };
 
 // The key seen at one map position in the previous record, and the spec it named (-1: none).
+// When that entry was short (every length one byte) and its key at most kSignedKey bytes, also
+// the entry's bytes after its length, [key tag][key size][key][value tag], as two words and the
+// mask of the bytes they hold (zero: none). When the key is at most kSignedFeature bytes and the
+// entry held the usual Feature of the spec's kind, the signature goes on with that Feature's
+// first bytes, [value length][list tag][list length][packed tag][payload length], the lengths
+// masked out (`usual_feature`).
 struct Hint {
   const uint8_t* key;
   size_t size;
   int spec;
+  uint64_t signature[2];
+  uint64_t mask[2];
+  bool usual_feature;
 };
+constexpr size_t kSignedKey = 13;
+constexpr size_t kSignedFeature = 8;
 
 // The one-byte tags the usual encodings write.
 constexpr uint8_t kFeaturesTag = wire::tag_byte(wire::kExampleFeatures, wire::kLengthDelimited);
@@ -224,9 +235,11 @@ struct Field {
 // so the error reported is the one that order meets first, whatever order the features came in.
 class Decoder {
  public:
-  Decoder(const uint8_t* data, const std::vector<FieldSpec>& specs, bool sequences, size_t first,
-          const std::vector<uint8_t*>& slots, const std::vector<Column*>& columns)
-      : data_(data), specs_(specs), sequences_(sequences), first_(first), found_(specs.size()) {
+  Decoder(const uint8_t* data, const uint8_t* data_end, const std::vector<FieldSpec>& specs,
+          bool sequences, size_t first, const std::vector<uint8_t*>& slots,
+          const std::vector<Column*>& columns)
+      : data_(data), data_end_(data_end), specs_(specs), sequences_(sequences), first_(first),
+        found_(specs.size()) {
     fields_.reserve(specs.size());
     for (size_t k = 0; k < specs.size(); ++k) {
       const FieldSpec& s = specs[k];
@@ -317,9 +330,15 @@ class Decoder {
     uint32_t field, wire_type;
     size_t entry_index = 0;
     while (!features.done()) {
-      Cursor key{nullptr, nullptr}, value{nullptr, nullptr};
+      Cursor key{nullptr, nullptr}, value{nullptr, nullptr}, payload{nullptr, nullptr};
       bool merged = false;
-      if (!short_entry(&features, &key, &value)) {
+      int k;
+      if (entry_index < known_[lists] &&
+          known_entry(hints_[lists][entry_index], &features, &key, &value, &payload)) {
+        k = hints_[lists][entry_index++].spec;
+      } else if (short_entry(&features, &key, &value)) {
+        k = match(lists, entry_index++, key, &value);
+      } else {
         Cursor entry;
         if (!features.next_is(kEntryTag)) {
           if (!features.tag(&field, &wire_type)) malformed("a bad field tag in Features");
@@ -330,8 +349,8 @@ class Decoder {
         }
         if (!features.sub(&entry)) malformed("a truncated feature map entry");
         if (!usual_entry(entry, &key, &value)) merged = read_entry(entry, &key, &value);
+        k = match(lists, entry_index++, key, nullptr);
       }
-      const int k = match(lists, entry_index++, key);
       if (k == kNone) continue;
       if (!decode || k == kSeveral) {
         if (decode) return false;
@@ -342,7 +361,9 @@ class Decoder {
         Field& f = fields_[size_t(k)];
         f.seen = stamp();
         ++decoded_;
-        if (!usual_fill(f, value)) fill_unusual(size_t(k), value);
+        const bool filled = payload.p != nullptr ? fill_payload(size_t(k), f, payload)
+                                                  : usual_fill(size_t(k), f, value);
+        if (!filled) fill_unusual(size_t(k), value);
       }
     }
     return true;
@@ -359,6 +380,39 @@ class Decoder {
     if (n + 2 > left || key_size + 4 > n) return false;
     const uint8_t* v = q + 4 + key_size;  // the value's tag and length: inside the entry
     if (v[0] != kValueTag || v[1] != n - key_size - 4) return false;
+    *key = Cursor{q + 4, v};
+    *value = Cursor{v + 2, q + 2 + n};
+    features->p = q + 2 + n;
+    return true;
+  }
+
+  // A short entry (as short_entry) holding the key its position held in the previous record,
+  // which was short too: the key compared as two masked words. They may reach past the entry,
+  // never past the batch's records. With the hint's usual_feature, also the Feature's first
+  // bytes (as usual_payload), and its payload in *payload.
+  TFR_INLINE bool known_entry(const Hint& h, Cursor* features, Cursor* key, Cursor* value,
+                              Cursor* payload) const {
+    const uint8_t* q = features->p;
+    if (h.mask[0] == 0 || data_end_ - q < 18) return false;
+    const size_t left = size_t(features->end - q), n = q[1], key_size = h.size;
+    if (q[0] != kEntryTag || n >= 0x80 || n + 2 > left || key_size + 4 > n) return false;
+    uint64_t w0, w1;
+    std::memcpy(&w0, q + 2, 8);
+    std::memcpy(&w1, q + 10, 8);
+    if ((((w0 ^ h.signature[0]) & h.mask[0]) | ((w1 ^ h.signature[1]) & h.mask[1])) != 0) {
+      return false;
+    }
+    const uint8_t* v = q + 4 + key_size;
+    const size_t value_size = n - key_size - 4;
+    if (h.usual_feature) {
+      // Each length two less than the one before; one that would be negative matches no byte.
+      if (((v[1] ^ value_size) | (v[3] ^ (value_size - 2)) | (v[5] ^ (value_size - 4))) != 0) {
+        return false;
+      }
+      *payload = Cursor{v + 6, q + 2 + n};
+    } else if (v[1] != value_size) {
+      return false;
+    }
     *key = Cursor{q + 4, v};
     *value = Cursor{v + 2, q + 2 + n};
     features->p = q + 2 + n;
@@ -394,7 +448,8 @@ class Decoder {
   // Which requested feature (if any) a map key names. Records of one file usually list their
   // features in the same order, so the answer for the entry at this position in the previous
   // record is checked first: one comparison per key instead of one per spec.
-  TFR_INLINE int match(bool lists, size_t position, Cursor key) {
+  // `short_value`: the value of a short entry (nullptr for any other).
+  TFR_INLINE int match(bool lists, size_t position, Cursor key, const Cursor* short_value) {
     const size_t size = size_t(key.end - key.p);
     if (position < known_[lists]) {
       Hint& h = hints_[lists][position];
@@ -403,10 +458,10 @@ class Decoder {
         return h.spec;
       }
     }
-    return new_match(lists, position, key);
+    return new_match(lists, position, key, short_value);
   }
 
-  TFR_COLD int new_match(bool lists, size_t position, Cursor key) {
+  TFR_COLD int new_match(bool lists, size_t position, Cursor key, const Cursor* short_value) {
     std::vector<Hint>& hints = hints_[lists];
     if (position >= hints.size()) {
       hints.resize(position + 1);
@@ -414,11 +469,34 @@ class Decoder {
     }
     const size_t size = size_t(key.end - key.p);
     Hint& h = hints[position];
-    h = Hint{key.p, size, kNone};
+    h = Hint{key.p, size, kNone, {0, 0}, {0, 0}, false};
     for (size_t k = 0; k < specs_.size(); ++k) {
       if (names(k, lists, key)) h.spec = h.spec == kNone ? int(k) : kSeveral;
     }
+    if (short_value != nullptr && size <= kSignedKey && h.spec != kSeveral) sign(h, *short_value);
     return h.spec;
+  }
+
+  // The hint's entry bytes after its length, for known_entry.
+  void sign(Hint& h, Cursor value) const {
+    uint8_t bytes[16] = {}, mask[16] = {};
+    bytes[0] = kKeyTag;
+    bytes[1] = uint8_t(h.size);
+    std::memcpy(bytes + 2, h.key, h.size);
+    bytes[2 + h.size] = kValueTag;
+    std::memset(mask, 0xff, h.size + 3);
+    Cursor payload;
+    if (h.spec >= 0 && h.size <= kSignedFeature &&
+        usual_payload(value, fields_[size_t(h.spec)].list_tag, &payload) &&
+        payload.p == value.p + 4) {  // the short form: every length one byte
+      uint8_t* feature = bytes + 4 + h.size;  // after the value's length
+      feature[0] = fields_[size_t(h.spec)].list_tag;
+      feature[2] = kPackedTag;
+      mask[4 + h.size] = mask[6 + h.size] = 0xff;
+      h.usual_feature = true;
+    }
+    std::memcpy(h.signature, bytes, 16);
+    std::memcpy(h.mask, mask, 16);
   }
 
   bool names(size_t k, bool lists, Cursor key) const {
@@ -621,14 +699,19 @@ class Decoder {
     if (!f.present) return fill_missing(k);
     // Rare enough (no serializer writes it) to refuse clearly rather than merge.
     if (f.merged) wrong(k, "its map entry holds the value twice; merging them is not supported");
-    if (!usual_fill(fields_[k], f.feature)) fill_unusual(k, f.feature);
+    if (!usual_fill(k, fields_[k], f.feature)) fill_unusual(k, f.feature);
   }
 
-  // The usual Feature of a fixed-size column, straight into the record's slot, inline; false for
-  // anything else, which fill_unusual then handles (or reports).
-  TFR_INLINE bool usual_fill(const Field& f, Cursor feature) {
+  // The usual Feature of column k (f: fields_[k]), straight into the record's slot (fixed size)
+  // or appended (VarLen), inline; false for anything else, which fill_unusual then handles (or
+  // reports).
+  TFR_INLINE bool usual_fill(size_t k, const Field& f, Cursor feature) {
     Cursor payload;
-    if (!usual_payload(feature, f.list_tag, &payload)) return false;
+    return usual_payload(feature, f.list_tag, &payload) && fill_payload(k, f, payload);
+  }
+
+  // The same, given the usual Feature's payload.
+  TFR_INLINE bool fill_payload(size_t k, const Field& f, Cursor payload) {
     uint8_t* slot = f.slots + index_ * f.slot_bytes;
     switch (f.handler) {
       case Handler::kFixedNumbers: return usual_numbers(f, payload, slot);
@@ -643,6 +726,14 @@ class Decoder {
         if (f.count != 0) std::memcpy(slot, payload.p, f.count);
         return true;
       case Handler::kVar:
+        if (f.kind == Kind::kBytes) {
+          f.column->starts.push_back(payload.p - data_);  // the one bytes value
+          f.column->ends.push_back(payload.end - data_);
+        } else if (!usual_var_numbers(k, f, payload)) {
+          return false;
+        }
+        end_var_record(k, true);
+        return true;
       case Handler::kSequence: break;
     }
     return false;
@@ -664,14 +755,9 @@ class Decoder {
         return check_count(k, sink.count);
       }
       case Handler::kRawBytes: return fill_raw_bytes(k, feature);
-      case Handler::kVar: {
-        Cursor payload;
-        if (!(f.kind != Kind::kBytes && usual_payload(feature, f.list_tag, &payload) &&
-              usual_var_numbers(k, f, payload))) {
-          append_feature(k, feature, *f.column);
-        }
+      case Handler::kVar:
+        append_feature(k, feature, *f.column);
         return end_var_record(k, true);
-      }
       case Handler::kSequence: return fill_sequence(k, feature);
     }
   }
@@ -838,6 +924,7 @@ class Decoder {
   static constexpr uint8_t kPackedTag = wire::tag_byte(wire::kListValue, wire::kLengthDelimited);
 
   const uint8_t* data_;
+  const uint8_t* data_end_;  // the end of the batch's records: how far known_entry may read
   const std::vector<FieldSpec>& specs_;
   bool sequences_;
   size_t first_;
@@ -1053,7 +1140,7 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
         }
         appended[k] = part == 0 ? &columns[k] : &later[part - 1][k];
       }
-      Decoder decoder(data, specs, sequence_examples, begin, slots, appended);
+      Decoder decoder(data, data + offsets[n], specs, sequence_examples, begin, slots, appended);
       for (size_t i = begin; i < end; ++i) {
         // After an earlier part failed, this one's columns are never used.
         if (first_failed.load(std::memory_order_relaxed) < part) return;

@@ -40,7 +40,8 @@ class ParseError : public std::runtime_error {
   std::string source;   // the records' file, when the caller knows it
 };
 
-// Parses records data[offsets[i], offsets[i+1]) for i < n: tf.train.Example records, or
+// Parses records data[offsets[i], offsets[i+1]) for i < n (offsets never decreasing; nothing is
+// read outside data[offsets[0], offsets[n])): tf.train.Example records, or
 // tf.train.SequenceExample ones when `sequence_examples` (then specs without `sequence` read the
 // context). Bytes values are reported as offsets into `data`, so the caller can hand them out
 // without copying. Throws std::invalid_argument for a spec no record could satisfy (a kind that
