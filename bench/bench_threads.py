@@ -483,8 +483,12 @@ def case_tf_data(data, threads, batch="1024"):
 
 def case_tf_parse(data, threads, variant="", eager=False):
     """tf.io.parse_example (tf.function) on 1024-record batches already in memory (variant "bN":
-    batches of N records)."""
+    batches of N records). threads 1: TensorFlow's op thread pools cut to one thread (its parse
+    splits a batch into minibatches it parses on all cores); otherwise its default pools."""
     tf = H.need("tensorflow")
+    if threads == 1:  # before any op runs: this case has its process to itself
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
     features = _tf_features(tf, data)
     records = [r.numpy() for r in tf.data.TFRecordDataset(_path(data))]
     size = _batch_size(variant)
@@ -676,7 +680,8 @@ def _rows() -> None:
     _add(t, "tf_data:ex100k:1", "TF tf.data + parse_example AUTOTUNE (peer)", rss=True)
     for d, title in PARSE_DATA.items():
         t = f"parse {title}"
-        _add(t, f"tf_parse:{d}:1", "TF tf.io.parse_example, 1024/batch in memory, tf.function (peer)")
+        _add(t, f"tf_parse:{d}:1", "TF tf.io.parse_example, 1024/batch in memory, tf.function, 1 thread (peer)")
+        _add(t, f"tf_parse:{d}:2", "TF tf.io.parse_example, same, its default thread pool (peer)")
         _add(t, f"tf_data:{d}:1", "TF tf.data file -> batch(1024) -> parse AUTOTUNE (peer)")
         _add(t, f"tfrecord_examples:{d}:1", "tfrecord tfrecord_loader (peer)")
         _add(t, f"parquet:{d}:1", "Parquet read_table, 1 thread (peer)")
@@ -690,8 +695,9 @@ def _rows() -> None:
     for size in SMALL_BATCHES:
         t = f"{T_SMALL_PARSE}, {size} records a batch"
         for d in PARSE_DATA:
-            _add(t, f"tf_parse:{d}:1:b{size}", f"{d}: TF tf.io.parse_example, tf.function (peer)")
-            _add(t, f"tf_parse_eager:{d}:1:b{size}", f"{d}: TF tf.io.parse_example, eager (peer)")
+            for n, pool in ((1, "1 thread"), (2, "default pool")):
+                _add(t, f"tf_parse:{d}:{n}:b{size}", f"{d}: TF tf.io.parse_example, tf.function, {pool} (peer)")
+                _add(t, f"tf_parse_eager:{d}:{n}:b{size}", f"{d}: TF tf.io.parse_example, eager, {pool} (peer)")
             _add(t, f"parse_memory:{d}:1:b{size}", f"{d}: parse_examples(num_threads=1)")
     t = T_RAW
     _add(t, "probe:raw64:1", "probe: readinto(1 MiB) + CRC32C, no framing")
@@ -769,8 +775,9 @@ class VsOneThread(H.Versus):
 
 
 class VsSameBatchTF(H.Versus):
-    """parse_examples against the faster of tf.io.parse_example in a tf.function and eager, on the
-    same data in batches of the same size."""
+    """parse_examples against the fastest of tf.io.parse_example in a tf.function and eager, each
+    with one thread and with TensorFlow's default pool, on the same data in batches of the same
+    size."""
 
     def __init__(self):
         super().__init__("vs TF parse_example (faster), same batch size")
@@ -779,7 +786,7 @@ class VsSameBatchTF(H.Versus):
         case, data, _, *variant = r.name.split(":")
         if case.startswith("tf_") or not r.ok:
             return None
-        peers = [":".join([tf, data, "1", *variant]) for tf in ("tf_parse", "tf_parse_eager")]
+        peers = [":".join([tf, data, n, *variant]) for tf in ("tf_parse", "tf_parse_eager") for n in "12"]
         peer = H.fastest(results, peers)
         return None if peer is None else peer.median / r.median
 
@@ -828,8 +835,10 @@ def columns(title: str, rss: Dict[str, H.Result]) -> List[H.Column]:
                  VsOneThread()]
     elif title.startswith("parse "):
         d = next(iter(rows)).split(":")[1]
-        cols += [H.Versus("vs TF parse_example", f"tf_parse:{d}:1", target=PARSE_TARGET[d],
-                          mine=_is("parse_memory")),
+        cols += [H.Versus("vs TF parse_example, 1 thread", f"tf_parse:{d}:1", target=PARSE_TARGET[d],
+                          mine=_is("parse_memory", threads=(1,))),
+                 H.Versus("vs TF parse_example, default pool", f"tf_parse:{d}:2", target=PARSE_TARGET[d],
+                          mine=_is("parse_memory", threads=(2,))),
                  H.Versus("vs TF tf.data", f"tf_data:{d}:1"),
                  H.Versus("vs tfrecord", f"tfrecord_examples:{d}:1"),
                  H.Versus("vs Parquet (faster)", f"parquet:{d}:1", f"parquet:{d}:2"),
@@ -893,13 +902,14 @@ HEADLINE = [
     ("same data, iter_batches() + parse_examples", "iter_parse:ex100k:1", ["raw_batches:ex100k:1"], None,
      "(vs raw batched)"),
     ("parse MNIST-like (3 features, 844 B), 1 thread", "parse_memory:mnist:1", ["tf_parse:mnist:1"], 12.0,
-     ">= 12x TF"),
-    ("parse MNIST-like, 2 threads", "parse_memory:mnist:2", ["tf_parse:mnist:1"], 12.0, ">= 12x TF"),
+     ">= 12x TF (1 thread)"),
+    ("parse MNIST-like, 2 threads", "parse_memory:mnist:2", ["tf_parse:mnist:2"], 12.0, ">= 12x TF (default pool)"),
     ("parse 4-feature tutorial records, 1 thread", "parse_memory:tutorial:1", ["tf_parse:tutorial:1"], 15.0,
-     ">= 15x TF"),
-    ("parse tutorial, 2 threads", "parse_memory:tutorial:2", ["tf_parse:tutorial:1"], 15.0, ">= 15x TF"),
-    ("parse VOC-like VarLen, 1 thread", "parse_memory:voc:1", ["tf_parse:voc:1"], 12.0, ">= 12x TF"),
-    ("parse VOC-like, 2 threads", "parse_memory:voc:2", ["tf_parse:voc:1"], 12.0, ">= 12x TF"),
+     ">= 15x TF (1 thread)"),
+    ("parse tutorial, 2 threads", "parse_memory:tutorial:2", ["tf_parse:tutorial:2"], 15.0,
+     ">= 15x TF (default pool)"),
+    ("parse VOC-like VarLen, 1 thread", "parse_memory:voc:1", ["tf_parse:voc:1"], 12.0, ">= 12x TF (1 thread)"),
+    ("parse VOC-like, 2 threads", "parse_memory:voc:2", ["tf_parse:voc:2"], 12.0, ">= 12x TF (default pool)"),
     ("parse MNIST-like: 2 threads vs 1", "parse_memory:mnist:2", ["parse_memory:mnist:1"], 1.6, ">= 1.6x"),
     ("parse tutorial: 2 threads vs 1", "parse_memory:tutorial:2", ["parse_memory:tutorial:1"], 1.6, ">= 1.6x"),
     ("parse VOC-like: 2 threads vs 1", "parse_memory:voc:2", ["parse_memory:voc:1"], 1.6, ">= 1.6x"),
