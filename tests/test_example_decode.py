@@ -804,27 +804,50 @@ def test_short_entry_with_a_wrong_value_length_is_refused(delta):
 
 @pytest.mark.parametrize("delta", [-1, 1])
 @pytest.mark.parametrize("length", ["value", "list", "payload"])
-def test_wrong_length_after_a_good_record_is_refused(length, delta):
+@pytest.mark.parametrize("kind", ["int64", "bytes"])
+def test_wrong_length_after_a_good_record_is_refused(kind, length, delta):
     """A record laid out as the one before it, but with one of its Feature's lengths off by one:
     refused at that record, as protobuf refuses it (the check against the previous record's
-    layout must not take it)."""
+    layout must not take it). int64: every length one byte; bytes: a 200-byte value, every
+    length two bytes."""
     from google.protobuf.message import DecodeError
     from tfrec_fast.proto import example_to_dict
+    payload = b"\x07\x96\x01" if kind == "int64" else bytes(range(200))  # int64s 7, 150
 
     def record(wrong):
-        payload = b"\x07\x96\x01"  # packed int64s 7, 150
-        lst = tag(1, 2) + varint(len(payload) + delta * (wrong == "payload")) + payload
-        feat = tag(3, 2) + varint(len(lst) + delta * (wrong == "list")) + lst
-        body = tag(1, 2) + varint(1) + b"n" + tag(2, 2) + varint(len(feat) + delta * (wrong == "value")) + feat
-        return ld(1, ld(1, body))
+        def framed(part, which):  # part after its length, off by delta in the wrong one
+            return varint(len(part) + delta * (wrong == which)) + part
+        lst = tag(1, 2) + framed(payload, "payload")
+        feat = tag(3 if kind == "int64" else 1, 2) + framed(lst, "list")
+        return ld(1, ld(1, tag(1, 2) + varint(1) + b"n" + tag(2, 2) + framed(feat, "value")))
     good, bad = record(None), record(length)
     with pytest.raises(DecodeError):
         example_to_dict(bad)
-    assert parse_examples([good], {"n": FixedLen((2,), "int64")})["n"].tolist() == [[7, 150]]
-    for spec in ({"n": FixedLen((2,), "int64")}, {"n": VarLen("int64")}):
+    fixed = FixedLen((2,), "int64") if kind == "int64" else FixedLen((), "bytes")
+    got = parse_examples([good, good], {"n": fixed})["n"]
+    want = [[7, 150]] * 2 if kind == "int64" else [payload] * 2
+    assert (got.tolist() if kind == "int64" else got.to_list()) == want
+    for spec in ({"n": fixed}, {"n": VarLen(kind)}):
         with pytest.raises(ExampleParseError) as info:
             parse_examples([good, good, bad, good], spec)
         assert info.value.record_index == 2
+
+
+@pytest.mark.parametrize("size", [3, 200])
+def test_feature_with_more_after_its_list_after_a_good_record(size):
+    """A record laid out as the one before it, except that its Feature holds a second list of
+    the same kind after the first (protobuf merges them): both lists' values, not the first's
+    payload stretched to the Feature's end."""
+    from tfrec_fast.proto import example_to_dict
+    first, second = bytes(range(size)), b"tail"
+
+    def record(feat):
+        return ld(1, ld(1, ld(1, b"n") + ld(2, feat)))
+    good = record(ld(1, ld(1, first)))
+    merged = record(ld(1, ld(1, first)) + ld(1, ld(1, second)))
+    assert example_to_dict(merged) == {"n": [first, second]}
+    got = parse_examples([good, good, merged, good], {"n": VarLen("bytes")})["n"].to_list()
+    assert got == [[first], [first], [first, second], [first]]
 
 
 def _known_entry_records(seed: int, one_value: bool = False) -> list:

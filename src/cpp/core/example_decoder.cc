@@ -65,23 +65,30 @@ struct Found {
   bool merged = false;  // its map entry held the value twice (protobuf would merge them)
 };
 
-// The key seen at one map position in the previous record, and the spec it named (-1: none).
-// When that entry was short (every length one byte) and its key at most kSignedKey bytes, also
-// the entry's bytes after its length, [key tag][key size][key][value tag], as two words and the
-// mask of the bytes they hold (zero: none). When the key is at most kSignedFeature bytes and the
-// entry held the usual Feature of the spec's kind, the signature goes on with that Feature's
-// first bytes, [value length][list tag][list length][packed tag][payload length], the lengths
-// masked out (`usual_feature`).
+// How the entry at a map position was laid out in the previous record, for known_entry to check
+// the next record's against. Short: every length one byte. The usual Feature: one list of the
+// spec's kind holding one value field (packed numbers, or one bytes value).
+enum class Form : uint8_t {
+  kNone,          // none of these: the entry is read field by field
+  kShortEntry,    // a short entry
+  kShortFeature,  // a short entry holding the usual Feature
+  kLongFeature,   // the usual Feature with every length two bytes (a payload of 128 B to ~16 KB)
+};
+
+// The key seen at one map position in the previous record, the spec it named (-1: none), and
+// the form of its entry. For a form, the entry's bytes from its key tag on, [key tag][key size]
+// [key][value tag] (kShortFeature: and [value length][list tag][list length][packed tag]
+// [payload length]), as two words and the mask of the bytes that must match (lengths masked out:
+// they are checked apart).
 struct Hint {
   const uint8_t* key;
   size_t size;
   int spec;
+  Form form;
+  uint8_t list_tag;  // kLongFeature: the Feature's list tag
   uint64_t signature[2];
   uint64_t mask[2];
-  bool usual_feature;
 };
-constexpr size_t kSignedKey = 13;
-constexpr size_t kSignedFeature = 8;
 
 // The one-byte tags the usual encodings write.
 constexpr uint8_t kFeaturesTag = wire::tag_byte(wire::kExampleFeatures, wire::kLengthDelimited);
@@ -333,11 +340,12 @@ class Decoder {
       Cursor key{nullptr, nullptr}, value{nullptr, nullptr}, payload{nullptr, nullptr};
       bool merged = false;
       int k;
+      const Cursor at = features;  // where the entry starts
       if (entry_index < known_[lists] &&
           known_entry(hints_[lists][entry_index], &features, &key, &value, &payload)) {
         k = hints_[lists][entry_index++].spec;
       } else if (short_entry(&features, &key, &value)) {
-        k = match(lists, entry_index++, key, &value);
+        k = match(lists, entry_index++, key, at, value);
       } else {
         Cursor entry;
         if (!features.next_is(kEntryTag)) {
@@ -349,7 +357,7 @@ class Decoder {
         }
         if (!features.sub(&entry)) malformed("a truncated feature map entry");
         if (!usual_entry(entry, &key, &value)) merged = read_entry(entry, &key, &value);
-        k = match(lists, entry_index++, key, nullptr);
+        k = match(lists, entry_index++, key, at, merged ? Cursor{nullptr, nullptr} : value);
       }
       if (k == kNone) continue;
       if (!decode || k == kSeveral) {
@@ -386,25 +394,21 @@ class Decoder {
     return true;
   }
 
-  // A short entry (as short_entry) holding the key its position held in the previous record,
-  // which was short too: the key compared as two masked words. They may reach past the entry,
-  // never past the batch's records. With the hint's usual_feature, also the Feature's first
-  // bytes (as usual_payload), and its payload in *payload.
+  // An entry laid out as the hint's form (same key, same form, lengths that agree): its key,
+  // value and (for the usual Feature) payload, in a few word comparisons; false (nothing
+  // consumed) for anything else. The words may reach past the entry, never past the batch's
+  // records.
   TFR_INLINE bool known_entry(const Hint& h, Cursor* features, Cursor* key, Cursor* value,
                               Cursor* payload) const {
     const uint8_t* q = features->p;
-    if (h.mask[0] == 0 || data_end_ - q < 18) return false;
+    if (h.form == Form::kNone || data_end_ - q < 19) return false;
+    if (h.form == Form::kLongFeature) return known_long_entry(h, features, key, value, payload);
     const size_t left = size_t(features->end - q), n = q[1], key_size = h.size;
     if (q[0] != kEntryTag || n >= 0x80 || n + 2 > left || key_size + 4 > n) return false;
-    uint64_t w0, w1;
-    std::memcpy(&w0, q + 2, 8);
-    std::memcpy(&w1, q + 10, 8);
-    if ((((w0 ^ h.signature[0]) & h.mask[0]) | ((w1 ^ h.signature[1]) & h.mask[1])) != 0) {
-      return false;
-    }
+    if (!signed_bytes(h, q + 2)) return false;
     const uint8_t* v = q + 4 + key_size;
     const size_t value_size = n - key_size - 4;
-    if (h.usual_feature) {
+    if (h.form == Form::kShortFeature) {
       // Each length two less than the one before; one that would be negative matches no byte.
       if (((v[1] ^ value_size) | (v[3] ^ (value_size - 2)) | (v[5] ^ (value_size - 4))) != 0) {
         return false;
@@ -417,6 +421,44 @@ class Decoder {
     *value = Cursor{v + 2, q + 2 + n};
     features->p = q + 2 + n;
     return true;
+  }
+
+  // known_entry for kLongFeature: [entry tag][n: 2] [key tag][k][key] [value tag][n - k - 5: 2]
+  // [list tag][n - k - 8: 2] [packed tag][n - k - 11: 2] payload.
+  TFR_INLINE bool known_long_entry(const Hint& h, Cursor* features, Cursor* key, Cursor* value,
+                                   Cursor* payload) const {
+    const uint8_t* q = features->p;
+    size_t n, value_size, list_size, payload_size;
+    if (q[0] != kEntryTag || !two_byte_length(q + 1, &n) || n + 3 > size_t(features->end - q) ||
+        n < h.size + 14 || !signed_bytes(h, q + 3)) {
+      return false;
+    }
+    const uint8_t* v = q + 5 + h.size;  // the value's tag; its header ends inside the entry
+    if (!two_byte_length(v + 1, &value_size) || value_size != n - h.size - 5 || v[3] != h.list_tag ||
+        !two_byte_length(v + 4, &list_size) || list_size != value_size - 3 || v[6] != kPackedTag ||
+        !two_byte_length(v + 7, &payload_size) || payload_size != list_size - 3) {
+      return false;
+    }
+    *key = Cursor{q + 5, v};
+    *value = Cursor{v + 3, q + 3 + n};
+    *payload = Cursor{v + 9, q + 3 + n};
+    features->p = q + 3 + n;
+    return true;
+  }
+
+  // A length written in exactly two bytes.
+  static TFR_INLINE bool two_byte_length(const uint8_t* p, size_t* out) {
+    if (p[0] < 0x80 || p[1] >= 0x80) return false;
+    *out = size_t(p[0] & 0x7f) | size_t(p[1]) << 7;
+    return true;
+  }
+
+  // Whether the 16 bytes at p hold the hint's signature.
+  static TFR_INLINE bool signed_bytes(const Hint& h, const uint8_t* p) {
+    uint64_t w0, w1;
+    std::memcpy(&w0, p, 8);
+    std::memcpy(&w1, p + 8, 8);
+    return (((w0 ^ h.signature[0]) & h.mask[0]) | ((w1 ^ h.signature[1]) & h.mask[1])) == 0;
   }
 
   // The usual map entry: its key, then its value, once each.
@@ -448,8 +490,8 @@ class Decoder {
   // Which requested feature (if any) a map key names. Records of one file usually list their
   // features in the same order, so the answer for the entry at this position in the previous
   // record is checked first: one comparison per key instead of one per spec.
-  // `short_value`: the value of a short entry (nullptr for any other).
-  TFR_INLINE int match(bool lists, size_t position, Cursor key, const Cursor* short_value) {
+  // `at`: the map from the entry on; `value`: its value (none: a value given twice).
+  TFR_INLINE int match(bool lists, size_t position, Cursor key, Cursor at, Cursor value) {
     const size_t size = size_t(key.end - key.p);
     if (position < known_[lists]) {
       Hint& h = hints_[lists][position];
@@ -458,10 +500,10 @@ class Decoder {
         return h.spec;
       }
     }
-    return new_match(lists, position, key, short_value);
+    return new_match(lists, position, key, at, value);
   }
 
-  TFR_COLD int new_match(bool lists, size_t position, Cursor key, const Cursor* short_value) {
+  TFR_COLD int new_match(bool lists, size_t position, Cursor key, Cursor at, Cursor value) {
     std::vector<Hint>& hints = hints_[lists];
     if (position >= hints.size()) {
       hints.resize(position + 1);
@@ -469,34 +511,44 @@ class Decoder {
     }
     const size_t size = size_t(key.end - key.p);
     Hint& h = hints[position];
-    h = Hint{key.p, size, kNone, {0, 0}, {0, 0}, false};
+    h = Hint{key.p, size, kNone, Form::kNone, 0, {0, 0}, {0, 0}};
     for (size_t k = 0; k < specs_.size(); ++k) {
       if (names(k, lists, key)) h.spec = h.spec == kNone ? int(k) : kSeveral;
     }
-    if (short_value != nullptr && size <= kSignedKey && h.spec != kSeveral) sign(h, *short_value);
+    if (h.spec != kSeveral && value.p != nullptr) learn_form(h, at, value);
     return h.spec;
   }
 
-  // The hint's entry bytes after its length, for known_entry.
-  void sign(Hint& h, Cursor value) const {
-    uint8_t bytes[16] = {}, mask[16] = {};
-    bytes[0] = kKeyTag;
-    bytes[1] = uint8_t(h.size);
-    std::memcpy(bytes + 2, h.key, h.size);
-    bytes[2 + h.size] = kValueTag;
-    std::memset(mask, 0xff, h.size + 3);
-    Cursor payload;
-    if (h.spec >= 0 && h.size <= kSignedFeature &&
-        usual_payload(value, fields_[size_t(h.spec)].list_tag, &payload) &&
-        payload.p == value.p + 4) {  // the short form: every length one byte
-      uint8_t* feature = bytes + 4 + h.size;  // after the value's length
-      feature[0] = fields_[size_t(h.spec)].list_tag;
-      feature[2] = kPackedTag;
-      mask[4 + h.size] = mask[6 + h.size] = 0xff;
-      h.usual_feature = true;
+  // The hint's form: the most specific one whose check takes the entry at `at` as it was read
+  // (same value), signed from its bytes; kNone if none does.
+  void learn_form(Hint& h, Cursor at, Cursor value) const {
+    const Form forms[] = {Form::kShortFeature, Form::kShortEntry, Form::kLongFeature};
+    for (Form form : forms) {
+      const bool feature = form != Form::kShortEntry;
+      const size_t signed_size = h.size + 3 + (form == Form::kShortFeature ? 5 : 0);
+      if ((feature && h.spec < 0) || signed_size > 16) continue;
+      h.form = form;
+      h.list_tag = feature ? fields_[size_t(h.spec)].list_tag : 0;
+      uint8_t bytes[16] = {}, mask[16] = {};
+      bytes[0] = kKeyTag;
+      bytes[1] = uint8_t(h.size);
+      std::memcpy(bytes + 2, h.key, h.size);
+      bytes[2 + h.size] = kValueTag;
+      std::memset(mask, 0xff, h.size + 3);
+      if (form == Form::kShortFeature) {  // after the value's length
+        bytes[4 + h.size] = h.list_tag;
+        bytes[6 + h.size] = kPackedTag;
+        mask[4 + h.size] = mask[6 + h.size] = 0xff;
+      }
+      std::memcpy(h.signature, bytes, 16);
+      std::memcpy(h.mask, mask, 16);
+      Cursor rest = at, entry_key, entry_value, payload;
+      if (known_entry(h, &rest, &entry_key, &entry_value, &payload) && entry_value.p == value.p &&
+          entry_value.end == value.end) {
+        return;
+      }
     }
-    std::memcpy(h.signature, bytes, 16);
-    std::memcpy(h.mask, mask, 16);
+    h.form = Form::kNone;
   }
 
   bool names(size_t k, bool lists, Cursor key) const {
