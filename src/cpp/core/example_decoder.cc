@@ -490,7 +490,8 @@ class Decoder {
   // Which requested feature (if any) a map key names. Records of one file usually list their
   // features in the same order, so the answer for the entry at this position in the previous
   // record is checked first: one comparison per key instead of one per spec.
-  // `at`: the map from the entry on; `value`: its value (none: a value given twice).
+  // `at`: the map from the entry on; `value`: its value (none: a value given twice; a null key:
+  // the entry had none).
   TFR_INLINE int match(bool lists, size_t position, Cursor key, Cursor at, Cursor value) {
     const size_t size = size_t(key.end - key.p);
     if (position < known_[lists]) {
@@ -515,7 +516,7 @@ class Decoder {
     for (size_t k = 0; k < specs_.size(); ++k) {
       if (names(k, lists, key)) h.spec = h.spec == kNone ? int(k) : kSeveral;
     }
-    if (h.spec != kSeveral && value.p != nullptr) learn_form(h, at, value);
+    if (h.spec != kSeveral && key.p != nullptr && value.p != nullptr) learn_form(h, at, value);
     return h.spec;
   }
 
