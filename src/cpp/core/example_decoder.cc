@@ -85,7 +85,7 @@ struct Hint {
   size_t size;
   int spec;
   Form form;
-  uint8_t list_tag;  // kLongFeature: the Feature's list tag
+  uint8_t list_tag;  // the Feature forms: the list tag of the spec's kind
   uint64_t signature[2];
   uint64_t mask[2];
 };
