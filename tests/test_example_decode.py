@@ -850,6 +850,35 @@ def test_feature_with_more_after_its_list_after_a_good_record(size):
     assert got == [[first], [first], [first, second], [first]]
 
 
+@pytest.mark.parametrize("kind", ["int64", "bytes", "float32"])
+def test_same_key_in_changing_forms_read_like_protobuf(kind):
+    """One key whose entry keeps changing form (empty list, one short value, a payload of 128
+    bytes or more, the key twice), far more often than the decoder learns a position's form
+    again: every record as protobuf reads it."""
+    from tfrec_fast.proto import example_to_dict
+    sizes = {"int64": [0, 1, 3, 40], "bytes": [0, 1, 5, 200], "float32": [0, 1, 2, 70]}[kind]
+
+    def values(size):
+        if kind == "bytes":
+            return [bytes(range(size))]
+        return [float(i) + 0.5 for i in range(size)] if kind == "float32" else list(range(size))
+    records = []
+    for i in range(60):
+        size = sizes[(i * 7 // 3) % 4]
+        feat = feature(kind, values(size))
+        body = entry("n", feat)
+        if i % 11 == 5:  # the key twice: the last entry counts
+            body = entry("n", feature(kind, values(sizes[3]))) + body
+        records.append(example(entry("id", feature("int64", [i])), body))
+    want = [example_to_dict(r) for r in records]
+    for first in (0, 1, 30):
+        for threads in (1, 2):
+            got = parse_examples(records[first:], {"n": VarLen(kind), "id": VarLen("int64")},
+                                 num_threads=threads)
+            assert got["id"].to_list() == [w["id"] for w in want[first:]]
+            assert got["n"].to_list() == [w.get("n", []) for w in want[first:]], (first, threads)
+
+
 def _known_entry_records(seed: int, one_value: bool = False) -> list:
     """Records that mostly repeat the previous record's layout (the decoder then checks each map
     entry against the key its position held before), with the near misses mixed in: another key

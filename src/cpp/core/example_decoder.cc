@@ -76,16 +76,18 @@ enum class Form : uint8_t {
 };
 
 // The key seen at one map position in the previous record, the spec it named (-1: none), and
-// the form of its entry. For a form, the entry's bytes from its key tag on, [key tag][key size]
-// [key][value tag] (kShortFeature: and [value length][list tag][list length][packed tag]
-// [payload length]), as two words and the mask of the bytes that must match (lengths masked out:
-// they are checked apart).
+// the form of its entry (learned again, a few times a part, when the same key comes in another
+// form: a first record with an empty list must not slow the rest). For a form, the entry's bytes
+// from its key tag on, [key tag][key size] [key][value tag] (kShortFeature: and [value length]
+// [list tag][list length][packed tag] [payload length]), as two words and the mask of the bytes
+// that must match (lengths masked out: they are checked apart).
 struct Hint {
   const uint8_t* key;
   size_t size;
   int spec;
   Form form;
   uint8_t list_tag;  // the Feature forms: the list tag of the spec's kind
+  uint8_t relearns;  // how many more times a miss on the same key may learn the form again
   uint64_t signature[2];
   uint64_t mask[2];
 };
@@ -486,6 +488,7 @@ class Decoder {
 
   static constexpr int kNone = -1;     // no requested feature has this name
   static constexpr int kSeveral = -2;  // several have (possible only through the C++ API)
+  static constexpr uint8_t kRelearns = 4;  // bounds the cost of a form that keeps changing
 
   // Which requested feature (if any) a map key names. Records of one file usually list their
   // features in the same order, so the answer for the entry at this position in the previous
@@ -496,7 +499,7 @@ class Decoder {
     const size_t size = size_t(key.end - key.p);
     if (position < known_[lists]) {
       Hint& h = hints_[lists][position];
-      if (h.size == size && same(h.key, key.p, size)) {
+      if (h.size == size && h.relearns == 0 && same(h.key, key.p, size)) {
         h.key = key.p;
         return h.spec;
       }
@@ -504,15 +507,24 @@ class Decoder {
     return new_match(lists, position, key, at, value);
   }
 
+  // match's other answers: a key its position did not hold in the previous record, or the same
+  // key, in another form than its hint's (known_entry missed it), while the hint may learn again.
   TFR_COLD int new_match(bool lists, size_t position, Cursor key, Cursor at, Cursor value) {
     std::vector<Hint>& hints = hints_[lists];
+    const size_t size = size_t(key.end - key.p);
+    if (position < known_[lists]) {
+      Hint& h = hints[position];
+      if (h.size == size && same(h.key, key.p, size)) {
+        h.key = key.p;
+        return relearn(h, at, value);
+      }
+    }
     if (position >= hints.size()) {
       hints.resize(position + 1);
       known_[lists] = hints.size();
     }
-    const size_t size = size_t(key.end - key.p);
     Hint& h = hints[position];
-    h = Hint{key.p, size, kNone, Form::kNone, 0, {0, 0}, {0, 0}};
+    h = Hint{key.p, size, kNone, Form::kNone, 0, kRelearns, {0, 0}, {0, 0}};
     for (size_t k = 0; k < specs_.size(); ++k) {
       if (names(k, lists, key)) h.spec = h.spec == kNone ? int(k) : kSeveral;
     }
@@ -520,9 +532,23 @@ class Decoder {
     return h.spec;
   }
 
+  // The form of this entry, if it has one (an entry without one leaves the hint as it was).
+  int relearn(Hint& h, Cursor at, Cursor value) const {
+    --h.relearns;
+    if (h.spec == kSeveral || h.key == nullptr || value.p == nullptr) return h.spec;
+    Hint trial = h;
+    learn_form(trial, at, value);
+    if (trial.form != Form::kNone) h = trial;
+    return h.spec;
+  }
+
   // The hint's form: the most specific one whose check takes the entry at `at` as it was read
-  // (same value), signed from its bytes; kNone if none does.
+  // (same value), signed from its bytes; kNone if none does. A requested feature's empty
+  // Feature (no list, or an empty one) says nothing of the next records' (a VOC-like record
+  // without objects): no form from it.
   void learn_form(Hint& h, Cursor at, Cursor value) const {
+    h.form = Form::kNone;
+    if (h.spec >= 0 && value.end - value.p <= 2) return;
     const Form forms[] = {Form::kShortFeature, Form::kShortEntry, Form::kLongFeature};
     for (Form form : forms) {
       const bool feature = form != Form::kShortEntry;
