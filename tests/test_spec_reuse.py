@@ -40,6 +40,23 @@ def test_an_edited_spec_object_is_seen():
     assert parse_examples(RECORDS, spec)["m"].tolist() == [7, 7]
     spec["a"].shape = (1, 2)
     assert parse_examples(RECORDS, spec)["a"].shape == (2, 1, 2)
+    spec["a"].shape = (2,)  # edited back, after the shortcut has kept the edited plan
+    assert parse_examples(RECORDS, spec)["a"].shape == (2, 2)
+    assert parse_examples(RECORDS, spec)["m"].tolist() == [7, 7]
+
+
+def test_an_edited_spec_is_planned_once_again(monkeypatch):
+    """After an edit, the same dict's next calls share the new plan (no plan per call)."""
+    spec = {"a": FixedLen((2,), "int64")}
+    parse_examples(RECORDS, spec)
+    spec["a"].shape = (1, 2)
+    parse_examples(RECORDS, spec)
+    plans = []
+    make = example._Plan
+    monkeypatch.setattr(example, "_Plan", lambda *a: plans.append(a) or make(*a))
+    for _ in range(3):
+        assert parse_examples(RECORDS, spec)["a"].shape == (2, 1, 2)
+    assert plans == []
 
 
 def test_a_replaced_added_or_removed_entry_is_seen():

@@ -591,6 +591,8 @@ def _as_batch(records) -> RecordBatch:
 def _check_num_threads(num_threads: Optional[int]) -> Optional[int]:
     """num_threads checked; None stays None (the binding's choice by batch size) except in a
     DataLoader worker, where the workers already share the cores: 1 there."""
+    if type(num_threads) is int and num_threads > 0:  # (the usual case, first: every batch)
+        return num_threads
     if num_threads is not None:
         return _pipeline.check_threads(num_threads)
     torch_data = sys.modules.get("torch.utils.data")
@@ -620,9 +622,9 @@ def parse_examples(records, spec, *, name: Optional[str] = None,
 
 
 # A user's spec dict seen before: id -> (the dict, its names, its values' ids, the values (held,
-# so that the ids stay theirs), its typed spec). Calls with the same dict (a loop over batches)
-# skip normalising and typing it while it holds the same objects; whether those were edited
-# since is _plan's check (an edit clears an object's _key).
+# so that the ids stay theirs), its typed spec, its plan, the typed objects' keys then). Calls
+# with the same dict (a loop over batches) skip normalising, typing and planning it while it
+# holds the same objects and none of them was edited since (an edit clears an object's _key).
 _TYPED_SPECS: Dict[int, tuple] = {}
 
 
@@ -632,7 +634,12 @@ def _typed_plan(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _
         return _typed_plan_of(batch, spec, name)
     seen = _TYPED_SPECS.get(id(spec))  # (the entry holds the dict: its id is not reused)
     if seen is not None and seen[1] == tuple(spec) and seen[2] == tuple(map(id, spec.values())):
-        return seen[4], _plan(seen[4])
+        typed = seen[4]
+        if list(map(_KEY_OF, typed.values())) == seen[6]:
+            return typed, seen[5]
+        plan = _plan(typed)  # an object edited since: its key anew
+        _TYPED_SPECS[id(spec)] = seen[:5] + (plan, _plan_keys(typed))
+        return typed, plan
     # One snapshot, taken first: what is normalised below is what is remembered, even if another
     # thread changes the dict meanwhile.
     snapshot = spec.copy()
@@ -642,10 +649,19 @@ def _typed_plan(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _
     if not all(isinstance(v, (_SpecObject, str)) for v in values):
         return _typed_plan_of(batch, snapshot, name)
     typed = _typed(batch, normalize_spec(snapshot), name)
+    plan = _plan(typed)
     if len(_TYPED_SPECS) >= _MAX_PLANS:
         _TYPED_SPECS.clear()
-    _TYPED_SPECS[id(spec)] = (spec, tuple(snapshot), tuple(map(id, values)), values, typed)
-    return typed, _plan(typed)
+    _TYPED_SPECS[id(spec)] = (spec, tuple(snapshot), tuple(map(id, values)), values, typed, plan,
+                              _plan_keys(typed))
+    return typed, plan
+
+
+def _plan_keys(typed: Dict[str, Spec]) -> Optional[list]:
+    """The keys the typed spec's plan was made for; None (never equal) for a spec whose plan
+    must be made anew every call (a mutable default: no key)."""
+    keys = list(map(_KEY_OF, typed.values()))
+    return None if None in keys else keys
 
 
 def _typed_plan_of(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _Plan]:
