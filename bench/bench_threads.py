@@ -236,10 +236,19 @@ def _batch_size(variant: str) -> int:
     return int(variant[1:]) if variant.startswith("b") else 1024
 
 
+def _in_cache(batches: list, variant: str, first: Callable[[int], object]) -> list:
+    """Variant "hot": in place of each batch, the first batch again, cut to the same number of
+    records by first(n) (the same records parsed, one batch's bytes in cache), to tell the
+    parse's cost from the memory's."""
+    if variant != "hot":
+        return batches
+    return [batches[0] if len(b) == len(batches[0]) else first(len(b)) for b in batches]
+
+
 def case_parse_memory(data, threads, variant=""):
     """parse_examples(batch, spec, num_threads=threads) on 1024-record RecordBatches already in
     memory (variant "pool": num_threads=1 calls on a ThreadPoolExecutor(threads).map instead;
-    variant "bN": batches of N records)."""
+    variant "bN": batches of N records; variant "hot": see _in_cache)."""
     import tfrec_fast as tfr
     from concurrent.futures import ThreadPoolExecutor
     spec = _spec_for(tfr, data)
@@ -247,6 +256,7 @@ def case_parse_memory(data, threads, variant=""):
     size = _batch_size(variant)
     with tfr.TFRecordReader(_path(data)) as r:
         batches = list(r.iter_batches(max_records=size, num_threads=1))
+    batches = _in_cache(batches, variant, lambda n: tfr.RecordBatch.from_records(batches[0].to_list()[:n]))
     pool = ThreadPoolExecutor(threads) if variant == "pool" else None
     inner = 1 if pool else threads
 
@@ -483,7 +493,7 @@ def case_tf_data(data, threads, batch="1024"):
 
 def case_tf_parse(data, threads, variant="", eager=False):
     """tf.io.parse_example (tf.function) on 1024-record batches already in memory (variant "bN":
-    batches of N records). threads 1: TensorFlow's op thread pools cut to one thread (its parse
+    batches of N records; variant "hot": see _in_cache). threads 1: TensorFlow's op thread pools cut to one thread (its parse
     splits a batch into minibatches it parses on all cores); otherwise its default pools."""
     tf = H.need("tensorflow")
     if threads == 1:  # before any op runs: this case has its process to itself
@@ -492,7 +502,8 @@ def case_tf_parse(data, threads, variant="", eager=False):
     features = _tf_features(tf, data)
     records = [r.numpy() for r in tf.data.TFRecordDataset(_path(data))]
     size = _batch_size(variant)
-    batches = [tf.constant(records[i:i + size]) for i in range(0, len(records), size)]
+    batches = _in_cache([tf.constant(records[i:i + size]) for i in range(0, len(records), size)],
+                        variant, lambda n: tf.constant(records[:n]))
     parse = (lambda s: tf.io.parse_example(s, features)) if eager else tf.function(
         lambda s: tf.io.parse_example(s, features))
 
@@ -659,6 +670,7 @@ def _add(table: str, name: str, label: str, rss: bool = False) -> None:
 T_LARGE = "read_examples, 110 KB JPEG-like Examples (ex100k: 4,000 records, 440 MB)"
 T_RAW = "raw 64 B records (raw64: 2,000,000 records)"
 T_SMALL_PARSE = "small-batch parse in memory"
+T_HOT = "memory: parse the whole file's 1024-record batches, or the first one over and over (in cache)"
 SMALL_BATCHES = (32, 256)
 T_WRITE = "write MNIST-like (60,000 records of 844 B)"
 T_DL = "DataLoader(batch 256), MNIST-like (60,000 records), epochs"
@@ -692,6 +704,13 @@ def _rows() -> None:
              "parse_examples(num_threads=1) on a ThreadPoolExecutor(2).map over the batches")
         for n in (1, 2):
             _add(t, f"read_examples:{d}:{n}", f"read_examples() file -> columns, {n} thread(s)", rss=d == "mnist")
+    for d in PARSE_DATA:  # each case on the whole file's batches and on the first one repeated
+        for variant, batches in (("", "whole file"), (":hot", "first batch repeated")):
+            for n, pool in ((1, "1 thread"), (2, "default pool")):
+                _add(T_HOT, f"tf_parse:{d}:{n}{variant}",
+                     f"{d}, {batches}: TF tf.io.parse_example, tf.function, {pool} (peer)")
+            for n in (1, 2):
+                _add(T_HOT, f"parse_memory:{d}:{n}{variant}", f"{d}, {batches}: parse_examples(num_threads={n})")
     for size in SMALL_BATCHES:
         t = f"{T_SMALL_PARSE}, {size} records a batch"
         for d in PARSE_DATA:
@@ -791,6 +810,34 @@ class VsSameBatchTF(H.Versus):
         return None if peer is None else peer.median / r.median
 
 
+class VsSameThreadsTF(H.Versus):
+    """parse_examples against tf.io.parse_example (tf.function) on the same batches, ours at one
+    thread against TF's one thread, at two against TF's default pool."""
+
+    def __init__(self):
+        super().__init__("vs TF parse_example, same threads")
+
+    def ratio(self, r, results):
+        case, data, threads, *variant = r.name.split(":")
+        if case != "parse_memory" or not r.ok:
+            return None
+        peer = H.fastest(results, [":".join(["tf_parse", data, threads, *variant])])
+        return None if peer is None else peer.median / r.median
+
+
+class VsWholeFile(H.Versus):
+    """How much faster the same number of records parses from one batch in cache than from the
+    whole file's batches (the row without the variant, same table): what memory costs."""
+
+    def __init__(self):
+        super().__init__("in cache vs whole file")
+
+    def ratio(self, r, results):
+        case, data, threads, *variant = r.name.split(":")
+        peer = H.fastest(results, [":".join([case, data, threads])]) if variant == ["hot"] else None
+        return None if peer is None or not r.ok else peer.median / r.median
+
+
 def _bytes(row: Row) -> float:
     if row.case == "convert":
         return float(_convert_n(row.data) * SIZED[row.data][1])
@@ -845,6 +892,8 @@ def columns(title: str, rss: Dict[str, H.Result]) -> List[H.Column]:
                  VsOneThread(target=1.6, mine=_is("parse_memory", "read_examples", threads=(2,)))]
     elif title.startswith(T_SMALL_PARSE):
         cols += [VsSameBatchTF()]
+    elif title == T_HOT:
+        cols += [VsSameThreadsTF(), VsWholeFile(), VsOneThread()]
     elif title == T_RAW:
         cols += [H.Versus("vs probe", "probe:raw64:1", target=0.8, mine=_is("raw_batches")),
                  H.Versus("vs tfrecord", "tfrecord_records:raw64:1", target=10.0, mine=_is("read_records")),
