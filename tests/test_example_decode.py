@@ -879,6 +879,26 @@ def test_same_key_in_changing_forms_read_like_protobuf(kind):
             assert got["n"].to_list() == [w.get("n", []) for w in want[first:]], (first, threads)
 
 
+@pytest.mark.parametrize("leading", [1, 6, 60])
+@pytest.mark.parametrize("kind", ["int64", "bytes", "float32"])
+def test_leading_empty_features_read_like_protobuf(kind, leading):
+    """A feature empty in the first records (more of them than the decoder relearns a form, or
+    in every record), then holding values, with an empty one now and then."""
+    from tfrec_fast.proto import example_to_dict
+    full = {"int64": [5, 1 << 40], "bytes": [b"ab", bytes(200)], "float32": [0.5, 2.0]}[kind]
+    records = []
+    for i in range(60):
+        values = [] if i < leading or i % 9 == 4 else full
+        lst = b"" if i % 13 == 7 else None  # sometimes a Feature without any list
+        feat = lst if lst is not None and not values else feature(kind, values)
+        records.append(example(entry("id", feature("int64", [i])), entry("n", feat)))
+    want = [example_to_dict(r) for r in records]
+    for threads in (1, 2):
+        got = parse_examples(records, {"n": VarLen(kind), "id": VarLen("int64")}, num_threads=threads)
+        assert got["id"].to_list() == [w["id"] for w in want]
+        assert got["n"].to_list() == [w.get("n", []) for w in want], threads
+
+
 def _known_entry_records(seed: int, one_value: bool = False) -> list:
     """Records that mostly repeat the previous record's layout (the decoder then checks each map
     entry against the key its position held before), with the near misses mixed in: another key

@@ -532,28 +532,37 @@ class Decoder {
     return h.spec;
   }
 
-  // The form of this entry, if it has one (an entry without one leaves the hint as it was).
+  // The form of this entry, if it has one (an entry without one leaves the hint as it was). An
+  // empty Feature where a form was learned (a VOC-like record without objects) says nothing
+  // new: the hint keeps its form.
   int relearn(Hint& h, Cursor at, Cursor value) const {
     --h.relearns;
     if (h.spec == kSeveral || h.key == nullptr || value.p == nullptr) return h.spec;
+    if (h.form != Form::kNone && empty_feature(h, value)) return h.spec;
     Hint trial = h;
     learn_form(trial, at, value);
     if (trial.form != Form::kNone) h = trial;
     return h.spec;
   }
 
+  // A requested feature's Feature with no list, or an empty one.
+  static bool empty_feature(const Hint& h, Cursor value) {
+    return h.spec >= 0 && value.p != nullptr && value.end - value.p <= 2;
+  }
+
   // The hint's form: the most specific one whose check takes the entry at `at` as it was read
-  // (same value), signed from its bytes; kNone if none does. A requested feature's empty
-  // Feature (no list, or an empty one) says nothing of the next records' (a VOC-like record
-  // without objects): no form from it.
+  // (same value), signed from its bytes; kNone if none does. An empty Feature says nothing of
+  // the next records' payloads: it gets the short entry form with its value signed too, which
+  // the next entry holding values misses (and teaches its own form).
   void learn_form(Hint& h, Cursor at, Cursor value) const {
-    h.form = Form::kNone;
-    if (h.spec >= 0 && value.end - value.p <= 2) return;
+    const bool empty = empty_feature(h, value);
+    const size_t empty_size = empty ? size_t(value.end - value.p) : 0;
     const Form forms[] = {Form::kShortFeature, Form::kShortEntry, Form::kLongFeature};
     for (Form form : forms) {
       const bool feature = form != Form::kShortEntry;
-      const size_t signed_size = h.size + 3 + (form == Form::kShortFeature ? 5 : 0);
-      if ((feature && h.spec < 0) || signed_size > 16) continue;
+      const size_t signed_size =
+          h.size + 3 + (form == Form::kShortFeature ? 5 : 0) + (empty ? 1 + empty_size : 0);
+      if ((feature && (h.spec < 0 || empty)) || signed_size > 16) continue;
       h.form = form;
       h.list_tag = feature ? fields_[size_t(h.spec)].list_tag : 0;
       uint8_t bytes[16] = {}, mask[16] = {};
@@ -566,6 +575,11 @@ class Decoder {
         bytes[4 + h.size] = h.list_tag;
         bytes[6 + h.size] = kPackedTag;
         mask[4 + h.size] = mask[6 + h.size] = 0xff;
+      }
+      if (empty) {  // the value's length and bytes
+        bytes[3 + h.size] = uint8_t(empty_size);
+        if (empty_size != 0) std::memcpy(bytes + 4 + h.size, value.p, empty_size);
+        std::memset(mask + 3 + h.size, 0xff, 1 + empty_size);
       }
       std::memcpy(h.signature, bytes, 16);
       std::memcpy(h.mask, mask, 16);
