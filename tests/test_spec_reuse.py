@@ -158,3 +158,31 @@ def test_unhashable_spec_objects_parse():
 @pytest.mark.parametrize("spec", [["a"], ("a", "f")])
 def test_lists_of_names_still_parse(spec):
     assert parse_examples(RECORDS, spec)["a"].to_list() == [[1, 2], [3, 4]]
+
+
+def test_a_negative_zero_default_is_not_the_positive_zeros_plan():
+    """0.0 == -0.0, but the defaults they give differ in sign: two plans."""
+    spec = {"g": FixedLen((), "float32", default=0.0)}
+    assert not np.signbit(parse_examples(RECORDS, spec)["g"]).any()
+    assert np.signbit(parse_examples(RECORDS, {"g": FixedLen((), "float32", default=-0.0)})["g"]).all()
+    spec["g"].default = -0.0
+    assert np.signbit(parse_examples(RECORDS, spec)["g"]).all()
+
+
+def test_an_edit_while_a_plan_is_made_is_seen_next(monkeypatch):
+    """Another thread edits a spec object and plans it between this call's plan and its
+    remembering of the keys: the next call still sees the edit."""
+    spec = {"a": FixedLen((2,), "int64")}
+    parse_examples(RECORDS, spec)
+    spec["a"].shape = (2,)  # an edit: the next call plans the dict anew
+    plan = example._plan
+
+    def racing(typed, *rest):
+        made = plan(typed, *rest)
+        monkeypatch.setattr(example, "_plan", plan)
+        spec["a"].shape = (1, 2)  # the other thread's edit, planned at once
+        parse_examples(RECORDS, {"a": spec["a"]})
+        return made
+    monkeypatch.setattr(example, "_plan", racing)
+    parse_examples(RECORDS, spec)
+    assert parse_examples(RECORDS, spec)["a"].shape == (2, 1, 2)

@@ -113,7 +113,8 @@ class FixedLen(_SpecObject):
         default = self.default
         if default is not None and not _frozen(default):
             return None  # a list or array could change in place after being summarised
-        return (FixedLen, self.kind, self.shape, self.dtype, self.from_bytes, default)
+        # repr beside the value: 0.0 == -0.0, but their defaults' bytes differ
+        return (FixedLen, self.kind, self.shape, self.dtype, self.from_bytes, default, repr(default))
 
 
 class VarLen(_SpecObject):
@@ -622,7 +623,8 @@ def parse_examples(records, spec, *, name: Optional[str] = None,
 
 
 # A user's spec dict seen before: id -> (the dict, its names, its values' ids, the values (held,
-# so that the ids stay theirs), its typed spec, its plan, the typed objects' keys then). Calls
+# so that the ids stay theirs), its typed spec, its plan, the typed objects' keys read before
+# that plan was made, None if one had none: a mutable default, or an edit not yet planned). Calls
 # with the same dict (a loop over batches) skip normalising, typing and planning it while it
 # holds the same objects and none of them was edited since (an edit clears an object's _key).
 _TYPED_SPECS: Dict[int, tuple] = {}
@@ -635,10 +637,13 @@ def _typed_plan(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _
     seen = _TYPED_SPECS.get(id(spec))  # (the entry holds the dict: its id is not reused)
     if seen is not None and seen[1] == tuple(spec) and seen[2] == tuple(map(id, spec.values())):
         typed = seen[4]
-        if list(map(_KEY_OF, typed.values())) == seen[6]:
+        keys = list(map(_KEY_OF, typed.values()))
+        if keys == seen[6]:
             return typed, seen[5]
-        plan = _plan(typed)  # an object edited since: its key anew
-        _TYPED_SPECS[id(spec)] = seen[:5] + (plan, _plan_keys(typed))
+        # An object edited since: planned anew, and remembered under the keys read before the
+        # plan was made (an edit in between, in another thread, then only costs a plan more).
+        plan = _plan(typed)
+        _TYPED_SPECS[id(spec)] = seen[:5] + (plan, None if None in keys else keys)
         return typed, plan
     # One snapshot, taken first: what is normalised below is what is remembered, even if another
     # thread changes the dict meanwhile.
@@ -652,16 +657,10 @@ def _typed_plan(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _
     plan = _plan(typed)
     if len(_TYPED_SPECS) >= _MAX_PLANS:
         _TYPED_SPECS.clear()
+    # No keys yet (None: never equal): the next call reads them, plans once more, keeps both.
     _TYPED_SPECS[id(spec)] = (spec, tuple(snapshot), tuple(map(id, values)), values, typed, plan,
-                              _plan_keys(typed))
+                              None)
     return typed, plan
-
-
-def _plan_keys(typed: Dict[str, Spec]) -> Optional[list]:
-    """The keys the typed spec's plan was made for; None (never equal) for a spec whose plan
-    must be made anew every call (a mutable default: no key)."""
-    keys = list(map(_KEY_OF, typed.values()))
-    return None if None in keys else keys
 
 
 def _typed_plan_of(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _Plan]:
