@@ -493,8 +493,9 @@ def case_tf_data(data, threads, batch="1024"):
 
 def case_tf_parse(data, threads, variant="", eager=False):
     """tf.io.parse_example (tf.function) on 1024-record batches already in memory (variant "bN":
-    batches of N records; variant "hot": see _in_cache). threads 1: TensorFlow's op thread pools cut to one thread (its parse
-    splits a batch into minibatches it parses on all cores); otherwise its default pools."""
+    batches of N records; variant "hot": see _in_cache). threads 1: TensorFlow's op thread pools
+    cut to one thread (its parse splits a batch into minibatches it parses on all cores);
+    otherwise its default pools."""
     tf = H.need("tensorflow")
     if threads == 1:  # before any op runs: this case has its process to itself
         tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -48,6 +48,8 @@ def default_threads() -> int:
 
 def check_threads(num_threads: Optional[int]) -> int:
     """None -> default_threads(); else a positive int."""
+    if type(num_threads) is int and num_threads > 0:  # the usual case first: called every batch
+        return num_threads
     if num_threads is None:
         return default_threads()
     if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:

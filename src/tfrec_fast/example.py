@@ -592,8 +592,6 @@ def _as_batch(records) -> RecordBatch:
 def _check_num_threads(num_threads: Optional[int]) -> Optional[int]:
     """num_threads checked; None stays None (the binding's choice by batch size) except in a
     DataLoader worker, where the workers already share the cores: 1 there."""
-    if type(num_threads) is int and num_threads > 0:  # (the usual case, first: every batch)
-        return num_threads
     if num_threads is not None:
         return _pipeline.check_threads(num_threads)
     torch_data = sys.modules.get("torch.utils.data")
