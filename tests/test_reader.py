@@ -1,6 +1,7 @@
 """Reader API behaviour: arguments, sources, TFRecordReader, batches, tell()."""
 from __future__ import annotations
 
+import bisect
 import io
 import os
 
@@ -356,6 +357,33 @@ def test_small_records_in_batches_round_trip(sizes, repeat, max_records, max_byt
             positions += batch.positions.tolist()
     assert got == records
     assert positions == np.cumsum([0] + [n + 16 for n in sizes])[:-1].tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 5, 10, 64, 266]), min_size=1, max_size=40),
+       where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7),
+       max_records=st.one_of(st.none(), st.integers(1, 20)),
+       max_bytes=st.one_of(st.none(), st.integers(1, 600)))
+def test_one_flipped_bit_stops_at_its_record(sizes, where, bit, max_records, max_bytes):
+    """A bit flipped anywhere in a file of many records of a few sizes (checked in groups, most
+    headers by their length's known checksum): the records before the damaged one come out
+    whole and in order, in batches that keep their limits, then a DataLossError names the
+    damaged record and its offset."""
+    records = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
+    data = _oracle.build_file(records)
+    at = int(where * len(data))
+    offsets = _oracle.record_offsets(records)
+    victim = bisect.bisect_right(offsets, at) - 1
+    got = []
+    with pytest.raises(tfrec_fast.DataLossError) as info:
+        with tfrec_fast.TFRecordReader(_oracle.flip_bit(data, at, bit)) as r:
+            for batch in r.iter_batches(max_records=max_records, max_bytes=max_bytes,
+                                        num_threads=1):
+                assert max_records is None or len(batch) <= max_records
+                assert max_bytes is None or len(batch) == 1 or batch.nbytes <= max_bytes
+                got += [bytes(x) for x in batch]
+    assert got == records[:victim]
+    assert info.value.record_index == victim and info.value.offset == offsets[victim]
 
 
 @pytest.mark.parametrize("damage", ["length_crc", "length_to_known", "length_same_slot"])

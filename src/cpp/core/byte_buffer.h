@@ -35,7 +35,8 @@ class ByteBuffer {
   }
 
   // Makes room for `extra` more bytes (growing geometrically) and returns where they go.
-  // The caller writes them and then commits with resize().
+  // The caller writes them and then commits with resize(). Growing keeps every byte within the
+  // old capacity, committed or not, so a caller may write ahead over several calls.
   uint8_t* grow_for(size_t extra) {
     if (size_ + extra > capacity_) {
       size_t want = capacity_ ? capacity_ : 4096;

@@ -211,8 +211,8 @@ namespace {
 // Records whose checksums are computed in one crc32c_many call: enough independent streams to
 // hide the crc32 instruction's latency, few enough that their spans stay in registers and cache.
 constexpr size_t kCrcGroup = 8;
-// A header whose length's checksum is known and differs from the one it holds.
-constexpr size_t kBad = SIZE_MAX;
+// Records whose offsets and positions join the batch's vectors at once (one insert each).
+constexpr size_t kChunk = 256;
 
 // Copies a record's payload. Small ones (most records of small-record files) without a call, as
 // moves of 16 bytes from the start and from the end that may overlap: nothing is read or written
@@ -242,82 +242,111 @@ inline void copy_payload(uint8_t* dst, const uint8_t* src, size_t n) {
 
 size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_records,
                                            size_t max_bytes) {
-  // A group at a time: its framing (wholly buffered, fits the batch; a damaged length is caught
-  // by the checksums before its record is taken), then the checksums of the whole group in one
-  // crc32c_many call, whose independent streams overlap where one record's two short checksums
-  // would wait on each other, then the group's checks and copies.
-  const uint8_t* p = in_.peek();
-  const uint8_t* const end = p + in_.buffered();
-  uint64_t position = in_.offset();
-  size_t taken = 0;
+  // A group of records at a time. Its framing first: records wholly buffered that fit the batch,
+  // each header checked by a compare when its length's checksum is known (then a damaged length
+  // is caught before it is used); the others are checked after the group's crc32c_many call,
+  // whose independent streams overlap where one record's two short checksums would wait on each
+  // other. Then the payload checks and copies. Offsets and positions gather in local arrays and
+  // join the batch a chunk of records at a time, together with the bytes and the input position,
+  // so that the batch and the input always move together.
+  const uint8_t* const start = in_.peek();
+  const uint8_t* const end = start + in_.buffered();
+  uint64_t position = in_.offset();  // of the next record to check
+  const bool verify = options_.verify;
+  LengthCrc last = last_length_crc_;  // (a local: the stores below cannot alias it)
+  const uint8_t* next = start;        // the header of the next record to frame
+  const uint8_t* committed = start;   // the input taken into the batch so far
+  size_t bytes = batch.data.size();   // the batch's bytes with the records framed so far
+  int64_t offsets[kChunk], positions[kChunk];
+  size_t pending = 0, taken = 0;
+  const size_t count = batch.size();
+  auto commit = [&] {
+    if (pending == 0) return;
+    // An insert that throws leaves its vector as it was: then nothing has changed.
+    batch.offsets.insert(batch.offsets.end(), offsets, offsets + pending);
+    try {
+      batch.positions.insert(batch.positions.end(), positions, positions + pending);
+    } catch (...) {
+      batch.offsets.resize(batch.offsets.size() - pending);
+      throw;
+    }
+    batch.data.resize(bytes);
+    in_.consume(size_t(next - committed));
+    committed = next;
+    records_ += pending;
+    taken += pending;
+    pending = 0;
+  };
   for (;;) {
-    // The payloads first, then the headers whose length's checksum is not known yet.
-    Crc32cSpan spans[2 * kCrcGroup];
-    size_t header_span[kCrcGroup];  // where in spans record k's header is; 0: intact; kBad
-    size_t n = 0, m = 0, bytes = batch.data.size();
-    const size_t count = batch.size(), limit = std::min(kCrcGroup, max_records - count);
-    for (const uint8_t* next = p; n < limit; ++n) {
-      const size_t left = size_t(end - next);
+    if (pending + kCrcGroup > kChunk) commit();
+    // The group's payloads in spans[0, n); headers with a length not seen yet in headers[].
+    Crc32cSpan spans[2 * kCrcGroup], headers[kCrcGroup];
+    size_t header_of[kCrcGroup];  // record k's header is headers[header_of[k] - 1]; 0: intact
+    size_t n = 0, h = 0, group_bytes = bytes;
+    const size_t limit = std::min(kCrcGroup, max_records - (count + taken + pending));
+    for (const uint8_t* at = next; n < limit; ++n) {
+      const size_t left = size_t(end - at);
       if (left < kFramingSize) break;
-      const uint64_t length = load_le64(next);
+      const uint64_t length = load_le64(at);
+      if (verify) {
+        const uint32_t stored = load_le32(at + 8);
+        if (length == last.length && stored == last.masked_crc) {
+          header_of[n] = 0;  // records of one size: the previous record's header again
+        } else if (const LengthCrc& known = length_crcs_[length % kLengthCrcs];
+                   known.length == length) {
+          if (known.masked_crc != stored) break;  // damaged: the careful path reports it
+          header_of[n] = 0;
+          last = known;
+        } else {
+          headers[h++] = {at, 8};
+          header_of[n] = h;
+        }
+      }
       if (length > left - kFramingSize) break;
-      spans[n] = {next + kHeaderSize, size_t(length)};
-      bytes += size_t(length);
-      next += size_t(length) + kFramingSize;
+      spans[n] = {at + kHeaderSize, size_t(length)};
+      group_bytes += size_t(length);
+      at += size_t(length) + kFramingSize;
     }
     // Past max_bytes: the records that took the batch there wait for the next one (a batch's
     // first record is taken whatever its size).
-    while (bytes > max_bytes && n > 0 && count + n > 1) bytes -= spans[--n].size;
+    while (group_bytes > max_bytes && n > 0 && count + taken + pending + n > 1) {
+      group_bytes -= spans[--n].size;
+    }
     if (n == 0) break;
     uint32_t crcs[2 * kCrcGroup];
-    if (options_.verify) {
-      m = n;
-      LengthCrc last = last_length_crc_;  // (a local: the stores below cannot alias it)
-      for (size_t k = 0; k < n; ++k) {
-        const uint8_t* header = spans[k].data - kHeaderSize;
-        if (spans[k].size == last.length && load_le32(header + 8) == last.masked_crc) {
-          header_span[k] = 0;  // records of one size: the previous record's header again
-          continue;
-        }
-        const LengthCrc& known = length_crcs_[spans[k].size % kLengthCrcs];
-        if (known.length == spans[k].size) {
-          header_span[k] = known.masked_crc == load_le32(header + 8) ? 0 : kBad;
-          last = known;
-        } else {
-          header_span[k] = m;
-          spans[m++] = {header, 8};
-        }
-      }
-      crc32c_many(spans, m, crcs);
+    if (verify) {
+      std::copy(headers, headers + h, spans + n);
+      crc32c_many(spans, n + h, crcs);
     }
-    uint8_t* out = batch.data.grow_for(bytes - batch.data.size());
-    int64_t offset = int64_t(batch.data.size());
+    // Room for the group after the bytes not committed yet (grow_for keeps them).
+    uint8_t* out = batch.data.grow_for(group_bytes - batch.data.size());
+    out += bytes - batch.data.size();
     size_t good = 0;
     for (; good < n; ++good) {
-      const Crc32cSpan& payload = spans[good];
-      if (m != 0) {
-        const size_t h = header_span[good];
-        if (h != 0 && (h == kBad || crc32c_mask(crcs[h]) != load_le32(payload.data - 4))) break;
-        if (crc32c_mask(crcs[good]) != load_le32(payload.data + payload.size)) break;
-        if (h != 0) {
-          last_length_crc_ = {payload.size, load_le32(payload.data - 4)};
-          length_crcs_[payload.size % kLengthCrcs] = last_length_crc_;
+      const uint8_t* const payload = spans[good].data;
+      const size_t size = spans[good].size;
+      if (verify) {
+        if (h != 0 && header_of[good] != 0) {
+          const uint32_t stored = load_le32(payload - 4);
+          if (crc32c_mask(crcs[n + header_of[good] - 1]) != stored) break;
+          last = {size, stored};
+          last_length_crc_ = last;
+          length_crcs_[size % kLengthCrcs] = last;
         }
+        if (crc32c_mask(crcs[good]) != load_le32(payload + size)) break;
       }
-      copy_payload(out, payload.data, payload.size);
-      out += payload.size;
-      offset += int64_t(payload.size);
-      batch.offsets.push_back(offset);
-      batch.positions.push_back(int64_t(position));
-      position += payload.size + kFramingSize;
-      p = payload.data + payload.size + kFooterSize;
+      copy_payload(out, payload, size);
+      out += size;
+      bytes += size;
+      offsets[pending + good] = int64_t(bytes);
+      positions[pending + good] = int64_t(position);
+      position += size + kFramingSize;
     }
-    batch.data.resize(size_t(offset));
-    taken += good;
+    if (good > 0) next = spans[good - 1].data + spans[good - 1].size + kFooterSize;
+    pending += good;
     if (good < n) break;  // the careful path finds the same damage and reports it
   }
-  in_.consume(size_t(p - in_.peek()));
-  records_ += taken;
+  commit();
   return taken;
 }
 
@@ -380,8 +409,8 @@ std::unique_ptr<RecordBatch> RecordReader::read_batch(size_t max_records, size_t
     batch->data = pool_->take_up_to(max_bytes);
     batch->pool = pool_;
   }
-  // Below ByteBuffer::kMappedFrom: a batch of small records stays an ordinary allocation, which
-  // the allocator recycles warm; only batches that grow past it become mappings of their own.
+  // At most 1 MiB up front (a buffer from the pool usually has it already): a batch that needs
+  // more grows as it fills, so a large max_bytes costs nothing until records arrive.
   batch->data.reserve(std::min<size_t>(max_bytes, size_t(1) << 20) + 4096);
   // As many records as the last batch held: for records of one size, all this one needs.
   const size_t expected = std::min(max_records, last_batch_records_);
