@@ -54,7 +54,7 @@ def test_crc32c_program(werror_build, backend):
 
 @pytest.mark.parametrize("program", ["test_record_reader", "test_record_writer",
                                      "test_random_access", "test_example_decoder",
-                                     "test_platform"])
+                                     "test_platform", "test_reader_alloc"])
 def test_core_program(werror_build, program, tmp_path):
     """tests/cpp/<program>.cc: in-memory sources and sinks, damage at each field, every boundary
     (random access writes its files under TMPDIR)."""

@@ -238,6 +238,15 @@ inline void copy_payload(uint8_t* dst, const uint8_t* src, size_t n) {
   }
 }
 
+// Room for k more records' offsets and positions, growing geometrically. Made before a record
+// is taken from the input, so that an allocation that fails takes nothing: never a record
+// consumed and lost, nor one in one vector and not the other.
+void make_room(RecordBatch& batch, size_t k) {
+  for (std::vector<int64_t>* v : {&batch.offsets, &batch.positions}) {
+    if (v->capacity() - v->size() < k) v->reserve(std::max(2 * v->capacity(), v->size() + k));
+  }
+}
+
 }  // namespace
 
 size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_records,
@@ -262,14 +271,9 @@ size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_record
   const size_t count = batch.size();
   auto commit = [&] {
     if (pending == 0) return;
-    // An insert that throws leaves its vector as it was: then nothing has changed.
+    make_room(batch, pending);  // the one step that may throw: then nothing has changed
     batch.offsets.insert(batch.offsets.end(), offsets, offsets + pending);
-    try {
-      batch.positions.insert(batch.positions.end(), positions, positions + pending);
-    } catch (...) {
-      batch.offsets.resize(batch.offsets.size() - pending);
-      throw;
-    }
+    batch.positions.insert(batch.positions.end(), positions, positions + pending);
     batch.data.resize(bytes);
     in_.consume(size_t(next - committed));
     committed = next;
@@ -318,9 +322,8 @@ size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_record
       std::copy(headers, headers + h, spans + n);
       crc32c_many(spans, n + h, crcs);
     }
-    // Room for the group after the bytes not committed yet (grow_for keeps them).
-    uint8_t* out = batch.data.grow_for(group_bytes - batch.data.size());
-    out += bytes - batch.data.size();
+    batch.data.grow_for(group_bytes - batch.data.size());  // (keeps the bytes not committed yet)
+    uint8_t* out = batch.data.data() + bytes;
     size_t good = 0;
     for (; good < n; ++good) {
       const uint8_t* const payload = spans[good].data;
@@ -351,6 +354,7 @@ size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_record
 }
 
 RecordReader::Step RecordReader::read_record(RecordBatch& batch, size_t max_bytes) {
+  make_room(batch, 1);
   const uint64_t start = in_.offset();
   const size_t before = batch.data.size();
   try {
