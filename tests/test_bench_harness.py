@@ -221,6 +221,29 @@ def test_measure_loops_fast_cases_up_to_min_time(cases):
     assert r.ok and r.loops > 1 and r.extra["prepared"][1] - r.extra["prepared"][0] == r.loops
 
 
+def test_measure_pools_the_samples_of_several_processes(cases, tmp_path):
+    run = [H.Case("ok", "OK", cases.ok), H.Case("missing_peer", "MISSING", cases.missing_peer),
+           H.Case("wrong_output", "WRONG", cases.wrong_output)]
+    got = {r.name: r for r in H.measure(run, {"n": 3}, repeats=2, processes=3, verbose=False,
+                                        log_dir=tmp_path)}
+    ok = got["ok"]
+    assert ok.ok and ok.records == 3 and len(ok.times) == 6
+    assert ok.extra["process"] == [0, 0, 1, 1, 2, 2]
+    assert ok.extra["prepared"] == [2, 3] * 3  # each pass a new process: prepare() counts anew
+    assert got["missing_peer"].skip == "no_such_peer_for_bench not installed"
+    assert got["wrong_output"].error == "output differs" and not got["wrong_output"].times
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["process0", "process1", "process2"]
+    with pytest.raises(ValueError, match="processes"):
+        H.measure(run, {"n": 3}, repeats=1, processes=0, verbose=False)
+
+
+def test_pooled_counts_must_agree():
+    a = result("x", [1.0], records=5)
+    b = result("x", [2.0], records=6)
+    pooled = H._pooled([a, b])
+    assert not pooled.ok and "record count differs" in pooled.error
+
+
 def test_call_returns_the_result_of_a_fresh_process(cases):
     import os
 

@@ -359,12 +359,56 @@ class _Worker:
 
 
 def measure(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: int = 1, min_time: float = 0.0,
-            timeout: float = 1800.0, verbose: bool = True, log_dir: Optional[Path] = None) -> List[Result]:
+            timeout: float = 1800.0, verbose: bool = True, log_dir: Optional[Path] = None,
+            processes: int = 1) -> List[Result]:
     """Every case with ``opts`` (its setup sees them as attributes, plus ``case``, its name).
     All processes start together (setup is untimed); warm-up rounds, then each case's check, then
     the measured rounds go round-robin. A case faster than ``min_time`` is looped K times per
     sample (K from its last warm-up run) and the sample is the mean: one scheduling blip then
-    cannot decide a short case's number."""
+    cannot decide a short case's number.
+
+    ``processes`` > 1 measures it all that many times over, each time in new processes, and pools
+    each case's samples (``extra["process"]`` says which pass took each). On a virtual machine the
+    same loop can run up to 2x slower in one process than in the next, for the whole life of the
+    process; pooled, one process's luck no longer decides a row or a ratio between rows."""
+    if processes < 1:
+        raise ValueError("processes must be at least 1")
+    passes = []
+    for p in range(processes):
+        where = log_dir if processes == 1 or log_dir is None else Path(log_dir) / f"process{p}"
+        if verbose and processes > 1:
+            print(f"  process pass {p + 1} of {processes}", file=sys.stderr)
+        passes.append(_measure_once(cases, opts, repeats=repeats, warmup=warmup, min_time=min_time,
+                                    timeout=timeout, verbose=verbose, log_dir=where))
+    if processes == 1:
+        return passes[0]
+    return [_pooled(list(same_case)) for same_case in zip(*passes)]
+
+
+def _pooled(results: List[Result]) -> Result:
+    """One case's results from several passes as one: all samples, or the first skip or error."""
+    pooled = Result(results[0].name, results[0].label, results[0].opts, info=results[0].info)
+    for p, r in enumerate(results):
+        pooled.notes += [n for n in r.notes if n not in pooled.notes]
+        if r.skip or r.error:
+            pooled.skip, pooled.error = r.skip, r.error
+            pooled.times, pooled.extra = [], {}
+            return pooled
+        if pooled.records is not None and r.records != pooled.records:
+            pooled.error = f"record count differs between processes ({pooled.records} -> {r.records})"
+            pooled.times, pooled.extra = [], {}
+            return pooled
+        pooled.records = r.records
+        pooled.loops = max(pooled.loops, r.loops) if p else r.loops
+        pooled.times += r.times
+        for key, values in r.extra.items():
+            pooled.extra.setdefault(key, []).extend(values)
+        pooled.extra.setdefault("process", []).extend([p] * len(r.times))
+    return pooled
+
+
+def _measure_once(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: int, min_time: float,
+                  timeout: float, verbose: bool, log_dir: Optional[Path]) -> List[Result]:
     workers = [_Worker(c, opts, "loop", log_dir) for c in cases]
     live = [w for w in workers if w.start(timeout)]
     for w in workers:
@@ -605,6 +649,8 @@ def add_arguments(parser, *, repeats: int = 5, min_time: float = 0.5) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs per case first")
     parser.add_argument("--min-time", type=float, default=min_time,
                         help="a sample loops a fast case until it takes about this long (0: one run per sample)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="measure everything this many times, each time in new processes, and pool the samples")
     parser.add_argument("--cases", help="comma list of case names to run (default: all)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per single run")
     parser.add_argument("--markdown", help="also write the tables to this Markdown file")
@@ -615,15 +661,18 @@ def add_arguments(parser, *, repeats: int = 5, min_time: float = 0.5) -> None:
 def timing_options(args) -> dict:
     """measure()'s keyword arguments from add_arguments()' options."""
     return dict(repeats=args.repeats, warmup=args.warmup, min_time=args.min_time, timeout=args.timeout,
-                verbose=not args.quiet)
+                verbose=not args.quiet, processes=getattr(args, "processes", 1))
 
 
 def method(args) -> str:
     """The sentence that says how the tables were measured."""
     looping = (f"; a sample averages K back-to-back runs of a case faster than {args.min_time} s (K: 'runs/sample')"
                if args.min_time else "")
+    processes = getattr(args, "processes", 1)
+    pooled = (f" The whole measurement made {processes} times, each time in new processes, the samples pooled "
+              f"(median of {processes * args.repeats})." if processes > 1 else "")
     return (f"Median of {args.repeats} runs after {args.warmup} warm-up, cases interleaved round-robin, each in "
-            f"its own process{looping}. Ratios: how many times faster than that row's peer (>1 = faster), "
+            f"its own process{looping}.{pooled} Ratios: how many times faster than that row's peer (>1 = faster), "
             "measured in the same run.")
 
 
