@@ -1050,9 +1050,13 @@ void reserve_records(Column& c, const FieldSpec& s, size_t n) {
 
 template <typename T>
 void append_shifted(std::vector<T>& to, const std::vector<T>& from, T shift) {
-  // from[0] is the part's first split (0): the batch's last split already stands for it.
-  to.reserve(to.size() + from.size() - 1);
-  for (size_t i = 1; i < from.size(); ++i) to.push_back(from[i] + shift);
+  // from[0] is the part's first split (0): the batch's last split already stands for it. One
+  // resize and a plain loop (vectorised), not a push_back per split: this runs after the parts,
+  // on one thread, while the others wait.
+  const size_t at = to.size();
+  to.resize(at + from.size() - 1);
+  T* out = to.data() + at;
+  for (size_t i = 1; i < from.size(); ++i) out[i - 1] = from[i] + shift;
 }
 
 // Appends a later part's column to the batch's: values and offsets as they are (bytes offsets
