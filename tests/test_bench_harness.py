@@ -237,6 +237,17 @@ def test_measure_pools_the_samples_of_several_processes(cases, tmp_path):
         H.measure(run, {"n": 3}, repeats=1, processes=0, verbose=False)
 
 
+def test_options_carry_processes_into_measure_and_the_method_sentence():
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    H.add_arguments(ap)
+    one, three = ap.parse_args([]), ap.parse_args(["--processes", "3", "--repeats", "4"])
+    assert H.timing_options(one)["processes"] == 1 and H.timing_options(three)["processes"] == 3
+    assert "new processes" not in H.method(one)
+    assert "made 3 times, each time in new processes" in H.method(three) and "median of 12" in H.method(three)
+
+
 def test_pooled_counts_must_agree():
     a = result("x", [1.0], records=5)
     b = result("x", [2.0], records=6)

@@ -399,7 +399,7 @@ def _pooled(results: List[Result]) -> Result:
             pooled.times, pooled.extra = [], {}
             return pooled
         pooled.records = r.records
-        pooled.loops = max(pooled.loops, r.loops) if p else r.loops
+        pooled.loops = max(pooled.loops, r.loops)  # runs/sample: K may differ between passes
         pooled.times += r.times
         for key, values in r.extra.items():
             pooled.extra.setdefault(key, []).extend(values)
@@ -661,16 +661,15 @@ def add_arguments(parser, *, repeats: int = 5, min_time: float = 0.5) -> None:
 def timing_options(args) -> dict:
     """measure()'s keyword arguments from add_arguments()' options."""
     return dict(repeats=args.repeats, warmup=args.warmup, min_time=args.min_time, timeout=args.timeout,
-                verbose=not args.quiet, processes=getattr(args, "processes", 1))
+                verbose=not args.quiet, processes=args.processes)
 
 
 def method(args) -> str:
     """The sentence that says how the tables were measured."""
     looping = (f"; a sample averages K back-to-back runs of a case faster than {args.min_time} s (K: 'runs/sample')"
                if args.min_time else "")
-    processes = getattr(args, "processes", 1)
-    pooled = (f" The whole measurement made {processes} times, each time in new processes, the samples pooled "
-              f"(median of {processes * args.repeats})." if processes > 1 else "")
+    pooled = (f" The whole measurement made {args.processes} times, each time in new processes, the samples pooled "
+              f"(median of {args.processes * args.repeats})." if args.processes > 1 else "")
     return (f"Median of {args.repeats} runs after {args.warmup} warm-up, cases interleaved round-robin, each in "
             f"its own process{looping}.{pooled} Ratios: how many times faster than that row's peer (>1 = faster), "
             "measured in the same run.")
