@@ -154,18 +154,19 @@ struct BytesAppender {
   }
 };
 
-// Bytes values for a record's slot of [start, end) pairs in a fixed-size column: keeps the first
+// Bytes values for a record's slots of starts and ends in a fixed-size column: keeps the first
 // `room` and counts them all.
 struct BytesSlot {
   static constexpr bool kBytes = true;
-  uint8_t* out;
+  int64_t* starts;
+  int64_t* ends;
   size_t room;
   size_t count = 0;
 
   void put(int64_t start, int64_t end) {
     if (count < room) {
-      const int64_t pair[2] = {start, end};
-      std::memcpy(out + count * sizeof(pair), pair, sizeof(pair));
+      starts[count] = start;
+      ends[count] = end;
     }
     ++count;
   }
@@ -199,27 +200,17 @@ Handler handler_of(const FieldSpec& s) {
 }
 
 // Whether a feature's records are written to their own slots in one buffer for the batch (fixed
-// size: numbers, raw bytes, and [start, end) pairs of bytes values) rather than appended.
+// size: numbers and raw bytes in its values, bytes values in its starts and ends) rather than
+// appended.
 bool in_slots(const FieldSpec& s) { return !s.sequence && s.layout != Layout::kVar; }
 
+// The bytes of a record's slot (for fixed bytes values: in its starts, and as many in its ends).
 size_t bytes_per_record(const FieldSpec& s) {
   const size_t size = s.layout == Layout::kRawBytes ? 1
-                      : s.kind == Kind::kBytes     ? 2 * sizeof(int64_t)
+                      : s.kind == Kind::kBytes     ? sizeof(int64_t)
                                                    : value_size(s.kind);
   if (s.count > SIZE_MAX / size) throw std::bad_alloc();
   return s.count * size;
-}
-
-// A fixed-size bytes column's slots, [start, end) pairs, as its starts and ends.
-void split_pairs(Column& c) {
-  const size_t n = c.values.size() / (2 * sizeof(int64_t));
-  c.starts.resize(n);
-  c.ends.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    std::memcpy(&c.starts[i], c.values.data() + 16 * i, 8);
-    std::memcpy(&c.ends[i], c.values.data() + 16 * i + 8, 8);
-  }
-  c.values = ByteBuffer();
 }
 
 // What the decoder needs of a requested feature on every record, in one place.
@@ -228,16 +219,18 @@ struct Field {
   Kind kind;
   uint8_t list_tag;   // the one-byte tag of its list in a Feature
   size_t count;       // FieldSpec::count
-  size_t slot_bytes;  // fixed numbers and raw bytes: the bytes of a record's slot...
-  uint8_t* slots;     // ...in the batch's values
+  size_t slot_bytes;  // fixed size: the bytes of a record's slot...
+  uint8_t* slots;     // ...in the batch's values (fixed bytes values: in its starts...
+  int64_t* ends;      // ...and as many in its ends)
   Column* column;     // the others: the column appended to
   size_t seen;        // the one pass: the stamp() of the last record that held it
 };
 
-// Decodes records into the batch's columns. Fixed-size numbers and raw bytes go straight to
-// record i's slot of the batch's values (`slots`); every other column is appended to (`columns`:
-// the batch's own for the first records, or a part's, joined afterwards). Records are given by
-// their index in the batch, so errors name it; `first` is the first record this decoder gets.
+// Decodes records into the batch's columns. Fixed-size features go straight to record i's slot
+// of the batch's column (its values, or its starts and ends for bytes); every other column is
+// appended to (`columns`: the batch's own for the first records, or a part's, joined afterwards).
+// Records are given by their index in the batch, so errors name it; `first` is the first record
+// this decoder gets.
 //
 // Each record is decoded in one pass, each feature as its key is met (the usual record). Anything
 // else (a key twice, a value twice in an entry, any error) sends the record to the careful pass,
@@ -246,15 +239,19 @@ struct Field {
 class Decoder {
  public:
   Decoder(const uint8_t* data, const uint8_t* data_end, const std::vector<FieldSpec>& specs,
-          bool sequences, size_t first, const std::vector<uint8_t*>& slots,
-          const std::vector<Column*>& columns)
+          bool sequences, size_t first, const std::vector<Column*>& columns)
       : data_(data), data_end_(data_end), specs_(specs), sequences_(sequences), first_(first),
         found_(specs.size()) {
     fields_.reserve(specs.size());
     for (size_t k = 0; k < specs.size(); ++k) {
       const FieldSpec& s = specs[k];
-      fields_.push_back(Field{handler_of(s), s.kind, wire::tag_byte(uint32_t(s.kind), wire::kLengthDelimited),
-                              s.count, in_slots(s) ? bytes_per_record(s) : 0, slots[k], columns[k], 0});
+      const Handler handler = handler_of(s);
+      Column& c = *columns[k];
+      const bool pairs = handler == Handler::kFixedBytes;
+      uint8_t* slots = pairs ? reinterpret_cast<uint8_t*>(c.starts.data()) : c.values.data();
+      fields_.push_back(Field{handler, s.kind, wire::tag_byte(uint32_t(s.kind), wire::kLengthDelimited),
+                              s.count, in_slots(s) ? bytes_per_record(s) : 0, slots,
+                              pairs ? c.ends.data() : nullptr, &c, 0});
     }
   }
 
@@ -811,8 +808,9 @@ class Decoder {
       case Handler::kFixedNumbers: return usual_numbers(f, payload, slot);
       case Handler::kFixedBytes: {
         if (f.count != 1) return false;
-        const int64_t pair[2] = {payload.p - data_, payload.end - data_};
-        std::memcpy(slot, pair, sizeof(pair));
+        f.ends[index_] = payload.end - data_;
+        const int64_t start = payload.p - data_;
+        std::memcpy(slot, &start, sizeof(start));
         return true;
       }
       case Handler::kRawBytes:
@@ -844,7 +842,7 @@ class Decoder {
         return check_count(k, sink.count);
       }
       case Handler::kFixedBytes: {
-        BytesSlot sink{f.slots + index_ * f.slot_bytes, f.count};
+        BytesSlot sink{reinterpret_cast<int64_t*>(f.slots) + index_ * f.count, f.ends + index_ * f.count, f.count};
         feature_values(k, feature, sink);
         return check_count(k, sink.count);
       }
@@ -913,7 +911,7 @@ class Decoder {
       case Handler::kRawBytes: return fill_default(k, f.slots + index_ * f.slot_bytes);
       case Handler::kFixedBytes: {
         if (!spec.has_default) wrong(k, "is missing and has no default");
-        BytesSlot sink{f.slots + index_ * f.slot_bytes, f.count};
+        BytesSlot sink{reinterpret_cast<int64_t*>(f.slots) + index_ * f.count, f.ends + index_ * f.count, f.count};
         for (size_t i = 0; i < f.count; ++i) sink.put(-1, -1);  // -1: "the default" for the caller
         return;
       }
@@ -1223,14 +1221,17 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
   for (const FieldSpec& s : specs) check_spec(s);
   const size_t nspecs = specs.size();
   std::vector<Column> columns(nspecs);
-  std::vector<uint8_t*> slots(nspecs, nullptr);
   for (size_t k = 0; k < nspecs; ++k) {
     if (in_slots(specs[k])) {
       const size_t per_record = bytes_per_record(specs[k]);
       if (n != 0 && per_record > SIZE_MAX / n) throw std::bad_alloc();
-      columns[k].values.reserve(per_record * n);
-      columns[k].values.resize(per_record * n);
-      slots[k] = columns[k].values.data();
+      if (handler_of(specs[k]) == Handler::kFixedBytes) {  // each part writes its records' slots
+        columns[k].starts.resize(specs[k].count * n);
+        columns[k].ends.resize(specs[k].count * n);
+      } else {
+        columns[k].values.reserve(per_record * n);
+        columns[k].values.resize(per_record * n);
+      }
     } else {
       start_column(columns[k], specs[k]);
       reserve_records(columns[k], specs[k], n);
@@ -1244,17 +1245,20 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
   run_tasks(parts, num_threads, [&](size_t part) {
     const size_t begin = part_begin(part, parts, n), end = part_begin(part + 1, parts, n);
     try {
-      std::vector<Column*> appended(nspecs, nullptr);
+      std::vector<Column*> targets(nspecs, nullptr);
       if (part > 0) later[part - 1].resize(nspecs);
       for (size_t k = 0; k < nspecs; ++k) {
-        if (in_slots(specs[k])) continue;
+        if (in_slots(specs[k])) {  // the batch's: only this part's slots are written
+          targets[k] = &columns[k];
+          continue;
+        }
         if (part > 0) {
           start_column(later[part - 1][k], specs[k]);
           reserve_records(later[part - 1][k], specs[k], end - begin);
         }
-        appended[k] = part == 0 ? &columns[k] : &later[part - 1][k];
+        targets[k] = part == 0 ? &columns[k] : &later[part - 1][k];
       }
-      Decoder decoder(data, data + offsets[n], specs, sequence_examples, begin, slots, appended);
+      Decoder decoder(data, data + offsets[n], specs, sequence_examples, begin, targets);
       for (size_t i = begin; i < end; ++i) {
         // After an earlier part failed, this one's columns are never used.
         if (first_failed.load(std::memory_order_relaxed) < part) return;
@@ -1276,8 +1280,6 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
   for (size_t k = 0; k < nspecs; ++k) {
     if (!in_slots(specs[k])) {
       for (std::vector<Column>& part : later) join(columns[k], part[k]);
-    } else if (handler_of(specs[k]) == Handler::kFixedBytes) {
-      split_pairs(columns[k]);
     }
   }
   return columns;
