@@ -187,6 +187,26 @@ def test_field_specs_are_objects_not_tuples():
         _core.decode_examples(batch, [("x", 0, 0, 2, None, False, False)], "<records>")
 
 
+def test_field_specs_compiled_once_decode_as_the_list_does():
+    batch = _core.RecordBatch.from_records([encode_example({"x": [1, 2], "w": b"ab"}),
+                                            encode_example({"x": [3, 4]})])
+    listed = [_core.FieldSpec("x", INT64, Layout.FIXED, count=2),
+              _core.FieldSpec("w", BYTES, Layout.FIXED, count=1, default=b"")]
+    compiled = _core.FieldSpecs(listed)
+    listed.append(_core.FieldSpec("y", INT64, Layout.VAR))  # a copy: later edits are not seen
+    assert len(compiled) == 2 and compiled[-1].name == "w" and compiled[0].count == 2
+    with pytest.raises(IndexError):
+        compiled[2]
+    for a, b in zip(_core.decode_examples(batch, compiled, "<records>"),
+                    _core.decode_examples(batch, listed[:2], "<records>")):
+        assert [None if x is None else x.tolist() for x in a] == \
+            [None if x is None else x.tolist() for x in b]
+    with pytest.raises(TypeError, match="FieldSpec objects, not tuple"):
+        _core.FieldSpecs([("x", 0, 0, 2, None, False, False)])
+    with pytest.raises(TypeError):
+        _core.decode_examples(batch, 3, "<records>")
+
+
 @pytest.mark.parametrize("spec, words", [
     (dict(kind=FEATURE, layout=Layout.VAR), "no list"),
     (dict(kind=INT64, layout=Layout.FIXED, count=2, default=b"\0" * 8), "16 needed"),

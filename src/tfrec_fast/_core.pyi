@@ -104,9 +104,15 @@ class FieldSpec:
     @property
     def required(self) -> bool: ...
 
+class FieldSpecs:
+    """FieldSpec objects checked and copied once, for many decode_examples calls."""
+    def __init__(self, specs: Iterable[FieldSpec]) -> None: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> FieldSpec: ...
+
 _Raw = Optional[npt.NDArray[Any]]
 
-def decode_examples(batch: "RecordBatch", specs: List[FieldSpec], name: str,
+def decode_examples(batch: "RecordBatch", specs: Union[FieldSpecs, List[FieldSpec]], name: str,
                     sequence_examples: bool = False, num_threads: Optional[int] = None,
                     presence: bool = True) -> List[Tuple[_Raw, _Raw, _Raw, _Raw, _Raw, _Raw]]:
     """Per spec (values, starts, ends, row_splits, step_splits, present), None where the layout

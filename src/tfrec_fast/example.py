@@ -507,7 +507,7 @@ class _Plan:
     and, per feature, how its raw arrays become its column."""
 
     def __init__(self, spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]]):
-        self.fields = _compile(spec, sequence)
+        self.fields = _core.FieldSpecs(_compile(spec, sequence))  # checked and copied once
         self.makers = [(name, _column_maker(s)) for name, s in spec.items()]
         self.bytes_columns = any(s.kind == _BYTES and not getattr(s, "from_bytes", False)
                                  for s in spec.values())

@@ -1,22 +1,67 @@
 // tf.train.Example decoding for Python: specs in, numpy columns out, GIL released in between.
 #include <algorithm>
+#include <memory>
 
 #include "example_decoder.h"
 #include "py_common.h"
 #include "task_pool.h"
 
 namespace tfr::py_bind {
+
+// The specs of one kind of decode, checked and copied once (tfrec_fast keeps one in each plan),
+// so that a call neither looks at nor copies each FieldSpec. Immutable: a call reads it with the
+// GIL released.
+struct FieldSpecs {
+  std::vector<FieldSpec> specs;
+};
+
+}  // namespace tfr::py_bind
+
+TFR_BUILT_ONLY(tfr::py_bind::FieldSpecs)
+
+namespace tfr::py_bind {
 namespace {
 
-// Hands a buffer to numpy without copying: the array owns it through a capsule.
+// The FieldSpecs of a list (or any iterable) of FieldSpec objects, copied.
+FieldSpecs field_specs(const py::iterable& items) {
+  FieldSpecs out;
+  for (py::handle s : items) {
+    if (!py::isinstance<FieldSpec>(s)) {
+      throw py::type_error(std::string("specs are FieldSpec objects, not ") + Py_TYPE(s.ptr())->tp_name);
+    }
+    out.specs.push_back(s.cast<const FieldSpec&>());
+  }
+  return out;
+}
+
+// Frees a buffer handed to numpy, when the capsule (its array's base, held by nothing else) dies.
+template <typename Buffer>
+void free_adopted(PyObject* capsule) {
+  delete static_cast<Buffer*>(PyCapsule_GetPointer(capsule, nullptr));
+}
+
+// Hands a buffer to numpy without copying: the array owns it through a capsule. numpy's C API
+// directly: pybind11's py::array and py::capsule cost several times more, on every column of
+// every call.
 template <typename T, typename Buffer>
-py::array adopt(Buffer&& buffer) {
+py::object adopt(Buffer&& buffer) {
   static const T kEmpty{};
   const size_t count = buffer.size() * sizeof(*buffer.data()) / sizeof(T);
-  auto* owned = new Buffer(std::move(buffer));
-  py::capsule owner(owned, [](void* p) { delete static_cast<Buffer*>(p); });
+  auto owned = std::make_unique<Buffer>(std::move(buffer));
   const T* ptr = count ? reinterpret_cast<const T*>(owned->data()) : &kEmpty;
-  return py::array(py::dtype::of<T>(), {py::ssize_t(count)}, {py::ssize_t(sizeof(T))}, ptr, owner);
+  auto& api = py::detail::npy_api::get();
+  PyObject* descr = api.PyArray_DescrFromType_(py::detail::npy_format_descriptor<T>::value);
+  if (descr == nullptr) throw py::error_already_set();
+  Py_intptr_t shape[1] = {Py_intptr_t(count)}, strides[1] = {Py_intptr_t(sizeof(T))};
+  py::object array = py::reinterpret_steal<py::object>(api.PyArray_NewFromDescr_(  // takes descr
+      api.PyArray_Type_, descr, 1, shape, strides, const_cast<T*>(ptr),
+      py::detail::npy_api::NPY_ARRAY_WRITEABLE_, nullptr));
+  if (!array) throw py::error_already_set();
+  PyObject* capsule = PyCapsule_New(owned.get(), nullptr, &free_adopted<Buffer>);
+  if (capsule == nullptr) throw py::error_already_set();
+  owned.release();  // the capsule's now, even if the next call fails (it takes the capsule)
+  if (api.PyArray_SetBaseObject_(array.ptr(), capsule) != 0) throw py::error_already_set();
+  return array;
 }
 
 FieldSpec make_spec(std::string name, Kind kind, Layout layout, size_t count,
@@ -125,6 +170,20 @@ void register_example(py::module_& m) {
                (s.has_default ? ", default=..." : "") + (s.sequence ? ", sequence=True" : "") +
                (s.required ? ", required=True" : "") + ")";
       });
+  py::class_<FieldSpecs>(m, "FieldSpecs",
+                         "FieldSpec objects checked and copied once, for many decode_examples calls.")
+      .def(py::init(&field_specs), py::arg("specs"))
+      .def("__len__", [](const FieldSpecs& f) { return f.specs.size(); })
+      .def("__getitem__",
+           [](const FieldSpecs& f, py::ssize_t i) {
+             const auto n = py::ssize_t(f.specs.size());
+             if (i < 0) i += n;
+             if (i < 0 || i >= n) throw py::index_error("FieldSpecs index out of range");
+             return f.specs[size_t(i)];
+           })
+      .def("__repr__", [](const FieldSpecs& f) {
+        return "FieldSpecs(" + std::to_string(f.specs.size()) + " specs)";
+      });
   m.def(
       "feature_kinds",
       [](const py::object& batch_obj, const std::string& name, bool sequence_examples,
@@ -148,17 +207,13 @@ void register_example(py::module_& m) {
       "Feature with no list); strict=False stops before the first damaged record.");
   m.def(
       "decode_examples",
-      [](const py::object& batch_obj, const py::list& spec_list, const std::string& name,
+      [](const py::object& batch_obj, const py::object& spec_obj, const std::string& name,
          bool sequence_examples, const py::object& num_threads, bool presence) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
-        std::vector<FieldSpec> specs;
-        specs.reserve(spec_list.size());
-        for (py::handle s : spec_list) {
-          if (!py::isinstance<FieldSpec>(s)) {
-            throw py::type_error(std::string("specs are FieldSpec objects, not ") + Py_TYPE(s.ptr())->tp_name);
-          }
-          specs.push_back(s.cast<const FieldSpec&>());
-        }
+        FieldSpecs listed;  // specs given as a list: copied for this call
+        const bool compiled = py::isinstance<FieldSpecs>(spec_obj);
+        if (!compiled) listed = field_specs(spec_obj);
+        const std::vector<FieldSpec>& specs = compiled ? spec_obj.cast<const FieldSpecs&>().specs : listed.specs;
         size_t threads = 1;
         if (num_threads.is_none()) {
           threads = decode_threads_worth(batch.size(), batch.data.size());
@@ -187,6 +242,7 @@ void register_example(py::module_& m) {
       "(values, starts, ends, row_splits, step_splits, present), each an array where the\n"
       "layout has it and None elsewhere. values: int64 / float32 numbers, or uint8 raw bytes;\n"
       "starts/ends: bytes values; present (with presence=True): 1 per record holding a VarLen.\n"
+      "specs: a FieldSpecs (checked and copied once), or a list of FieldSpec (every call).\n"
       "num_threads: None picks from the batch's size and the cores (1 for small batches);\n"
       "the parts are decoded on a persistent pool, with the GIL released once.");
   m.def("_task_pool_threads", &task_pool_threads,
