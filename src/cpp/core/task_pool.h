@@ -20,6 +20,11 @@ void run_tasks(size_t count, size_t threads, const std::function<void(size_t)>& 
 // How many worker threads the process's pool has started (the caller's thread not counted).
 size_t task_pool_threads();
 
+// How many of them are awake now: working, or looking for work before they sleep. A hint: a
+// sleeping worker takes tens of microseconds to wake on a virtual machine (over 100 measured),
+// an awake one about one.
+size_t awake_task_workers();
+
 // Call in the child after fork(): the parent's worker threads do not exist there, so the next
 // run_tasks starts a new pool. The old pool's memory is left alone (its locks may be held by
 // threads that are gone).
