@@ -207,6 +207,14 @@ def test_field_specs_compiled_once_decode_as_the_list_does():
         _core.decode_examples(batch, 3, "<records>")
 
 
+@pytest.mark.parametrize("count", [2**58, 2**57 + 1, 2**61])
+def test_fixed_bytes_columns_too_large_for_memory_are_a_memory_error(count):
+    """Not the length_error of a std::vector (a ValueError), nor an overflowed size."""
+    batch = _core.RecordBatch.from_records([encode_example({"x": b"a"})] * 4)
+    with pytest.raises(MemoryError):
+        _core.decode_examples(batch, [_core.FieldSpec("x", BYTES, Layout.FIXED, count=count)], "r")
+
+
 @pytest.mark.parametrize("spec, words", [
     (dict(kind=FEATURE, layout=Layout.VAR), "no list"),
     (dict(kind=INT64, layout=Layout.FIXED, count=2, default=b"\0" * 8), "16 needed"),

@@ -1231,6 +1231,8 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
       const size_t per_record = bytes_per_record(specs[k]);
       if (n != 0 && per_record > SIZE_MAX / n) throw std::bad_alloc();
       if (handler_of(specs[k]) == Handler::kFixedBytes) {  // each part writes its records' slots
+        // (a length std::vector refuses is a MemoryError too, not its length_error)
+        if (specs[k].count * n > columns[k].starts.max_size()) throw std::bad_alloc();
         columns[k].starts.resize(specs[k].count * n);
         columns[k].ends.resize(specs[k].count * n);
       } else {
