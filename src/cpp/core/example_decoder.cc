@@ -842,7 +842,7 @@ class Decoder {
         return check_count(k, sink.count);
       }
       case Handler::kFixedBytes: {
-        BytesSlot sink{reinterpret_cast<int64_t*>(f.slots) + index_ * f.count, f.ends + index_ * f.count, f.count};
+        BytesSlot sink = bytes_slot(f);
         feature_values(k, feature, sink);
         return check_count(k, sink.count);
       }
@@ -903,6 +903,12 @@ class Decoder {
     return payload.done();
   }
 
+  // The current record's slots of a fixed-size bytes column.
+  BytesSlot bytes_slot(const Field& f) const {
+    const size_t first = index_ * f.count;
+    return BytesSlot{reinterpret_cast<int64_t*>(f.slots) + first, f.ends + first, f.count};
+  }
+
   void fill_missing(size_t k) {
     const FieldSpec& spec = specs_[k];
     const Field& f = fields_[k];
@@ -911,7 +917,7 @@ class Decoder {
       case Handler::kRawBytes: return fill_default(k, f.slots + index_ * f.slot_bytes);
       case Handler::kFixedBytes: {
         if (!spec.has_default) wrong(k, "is missing and has no default");
-        BytesSlot sink{reinterpret_cast<int64_t*>(f.slots) + index_ * f.count, f.ends + index_ * f.count, f.count};
+        BytesSlot sink = bytes_slot(f);
         for (size_t i = 0; i < f.count; ++i) sink.put(-1, -1);  // -1: "the default" for the caller
         return;
       }
