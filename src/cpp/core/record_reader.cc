@@ -354,7 +354,6 @@ size_t RecordReader::read_buffered_records(RecordBatch& batch, size_t max_record
 }
 
 RecordReader::Step RecordReader::read_record(RecordBatch& batch, size_t max_bytes) {
-  make_room(batch, 1);
   const uint64_t start = in_.offset();
   const size_t before = batch.data.size();
   try {
@@ -363,6 +362,15 @@ RecordReader::Step RecordReader::read_record(RecordBatch& batch, size_t max_byte
     if (batch.size() > 0 && before + length > max_bytes) {
       in_.unconsume(kHeaderSize);  // it starts the next batch
       return Step::kFull;
+    }
+    // Room for its offset and position only now that it joins the batch: a full batch is not
+    // grown (and copied) for the record that starts the next one. An allocation that fails
+    // puts the header back, so that no record is consumed and lost.
+    try {
+      make_room(batch, 1);
+    } catch (...) {
+      in_.unconsume(kHeaderSize);
+      throw;
     }
     read_payload(start, length, batch.data);
     if (in_.fill(kFooterSize) < kFooterSize) {
