@@ -268,15 +268,42 @@ def test_small_batches_start_no_thread():
     assert out.stdout.strip() == "0"
 
 
+def test_small_calls_far_apart_leave_the_workers_asleep():
+    """A call with too little work to wait for a worker to start or wake runs in the calling
+    thread; it starts and wakes the workers only when such calls come close together (a loop's),
+    for the next call. A fresh process, so no earlier test has started the pool."""
+    code = ("import time, tfrec_fast as t, tfrec_fast._core as c\n"
+            "b = t.RecordBatch.from_records([t.encode_example({'x': [1]})] * 256)\n"
+            "s = {'x': t.FixedLen((), 'int64')}\n"
+            "for _ in range(5):\n"
+            "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
+            "    time.sleep(0.005)\n"
+            "print(c._task_pool_threads())\n"
+            "for _ in range(20):\n"
+            "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
+            "print(c._task_pool_threads())\n")
+    import subprocess
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "1"]
+
+
+# Records enough for a call to start (or wait for) the pool's workers: with less work, a call
+# that finds none awake runs in the calling thread (the first of a process among them).
+POOL_RECORDS = 3000
+
+
 def _parse_in_child(queue):
-    batch = RecordBatch.from_records(mnist_like(1200))
+    batch = RecordBatch.from_records(mnist_like(POOL_RECORDS))
     got = parse_examples(batch, MNIST_SPEC, num_threads=2)
-    queue.put((got["index"].tolist() == list(range(1200)), _core._task_pool_threads()))
+    queue.put((got["index"].tolist() == list(range(POOL_RECORDS)), _core._task_pool_threads()))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
 def test_a_forked_child_makes_its_own_pool():
-    batch = RecordBatch.from_records(mnist_like(1200))
+    batch = RecordBatch.from_records(mnist_like(POOL_RECORDS))
+    want = list(range(POOL_RECORDS))
     parse_examples(batch, MNIST_SPEC, num_threads=2)  # the parent's pool is running
     assert _core._task_pool_threads() >= 1
     pid = os.fork()
@@ -284,7 +311,7 @@ def test_a_forked_child_makes_its_own_pool():
         status = 1
         try:
             got = parse_examples(batch, MNIST_SPEC, num_threads=2)
-            if got["index"].tolist() == list(range(1200)) and _core._task_pool_threads() == 1:
+            if got["index"].tolist() == want and _core._task_pool_threads() == 1:
                 status = 0
         finally:
             os._exit(status)
@@ -297,7 +324,7 @@ def test_a_forked_child_makes_its_own_pool():
     ok, threads = queue.get(timeout=120)
     child.join(timeout=120)
     assert ok and threads == 1 and child.exitcode == 0
-    assert parse_examples(batch, MNIST_SPEC, num_threads=2)["index"].tolist() == list(range(1200))
+    assert parse_examples(batch, MNIST_SPEC, num_threads=2)["index"].tolist() == want
 
 
 def test_one_thread_by_default_inside_a_dataloader_worker(monkeypatch):

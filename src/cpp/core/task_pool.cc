@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <system_error>
@@ -48,6 +49,24 @@ class TaskPool {
     if (spin_until(finished)) return;
     lock.lock();
     finished_.wait(lock, finished);
+  }
+
+  // Starts workers until there are `wanted` and wakes those asleep without giving them work
+  // (they look for work for kSpin, as after a part, then sleep again), if the last call came
+  // within kSpin: then the calls are a loop's, and the next one finds them awake. A call long
+  // after the last one leaves them asleep; waking a thread costs the caller too (an
+  // inter-processor interrupt, a VM exit on a virtual machine).
+  void wake(size_t wanted) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    const int64_t last = last_wake_call_.exchange(now, std::memory_order_relaxed);
+    if (now - last > std::chrono::nanoseconds(kSpin).count()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    start_workers(wanted);
+    if (awake_.load(std::memory_order_relaxed) >= workers_.size()) return;
+    ++wakes_;
+    wake_.notify_all();
   }
 
   size_t workers() {
@@ -105,7 +124,8 @@ class TaskPool {
       lock.lock();
       if (open_job() == nullptr) {
         awake_.fetch_sub(1, std::memory_order_relaxed);
-        wake_.wait(lock, [&] { return open_job() != nullptr; });
+        const uint64_t wakes = wakes_;
+        wake_.wait(lock, [&] { return open_job() != nullptr || wakes_ != wakes; });
         awake_.fetch_add(1, std::memory_order_relaxed);
       }
     }
@@ -131,6 +151,8 @@ class TaskPool {
   std::deque<Job*> jobs_;             // jobs with parts left to start, oldest first
   std::atomic<size_t> open_parts_{0};  // parts not yet started, over all jobs (a hint to spinners)
   std::atomic<size_t> awake_{0};       // workers not asleep on wake_ (a hint to callers)
+  uint64_t wakes_ = 0;                 // sleepers woken without a job by wake(), so far
+  std::atomic<int64_t> last_wake_call_{INT64_MIN / 2};  // steady_clock ns of the last wake()
   std::vector<std::thread> workers_;  // never joined: the pool lives as long as the process
 };
 
@@ -160,6 +182,11 @@ void run_tasks(size_t count, size_t threads, const std::function<void(size_t)>& 
 size_t awake_task_workers() {
   TaskPool* current = g_pool.load(std::memory_order_acquire);
   return current == nullptr ? 0 : current->awake();
+}
+
+void wake_task_workers(size_t wanted) {
+  if (wanted == 0) return;
+  pool().wake(std::min(wanted, kMaxTaskThreads - 1));
 }
 
 size_t task_pool_threads() {

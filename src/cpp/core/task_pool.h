@@ -25,6 +25,12 @@ size_t task_pool_threads();
 // an awake one about one.
 size_t awake_task_workers();
 
+// For a call with too little work to wait for sleeping workers, which it runs without them: when
+// such calls come close together (a loop's), makes sure the pool has `wanted` worker threads and
+// wakes those asleep without giving them work, so that the next call finds them awake. Calls
+// further apart leave them asleep: they would sleep again before the next call.
+void wake_task_workers(size_t wanted);
+
 // Call in the child after fork(): the parent's worker threads do not exist there, so the next
 // run_tasks starts a new pool. The old pool's memory is left alone (its locks may be held by
 // threads that are gone).
