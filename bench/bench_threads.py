@@ -271,12 +271,14 @@ def case_parse_memory(data, threads, variant=""):
                   info=f"{len(batches)} RecordBatches of {size} read in setup, {how}")
 
 
-def case_parse_alternated(data, threads):
+def case_parse_alternated(data, threads, variant=""):
     """parse_examples on the same 1024-record batches as parse_memory, each batch parsed with
     num_threads=1 and with num_threads=`threads`, in turns (which goes first alternates), timed
     call by call. One process and the same moments for both: on this VM one process can run the
     same loop up to 2x slower than the next, and one for seconds at a time, which decides a ratio
-    of rows measured in separate processes. extras: each setting's seconds a run."""
+    of rows measured in separate processes. extras: each setting's seconds a run. Variant "gapN":
+    N us of busy work (not timed) before each call, as a training step between batches: longer
+    than the pool's workers look for work (1 ms), so every call finds them asleep."""
     import tfrec_fast as tfr
     spec = _spec_for(tfr, data)
     first = next(iter(spec))
@@ -285,11 +287,15 @@ def case_parse_alternated(data, threads):
     clock = time.perf_counter
     spent = {1: 0.0, threads: 0.0}
     runs = [0]
+    gap = int(variant[len("gap"):]) / 1e6 if variant.startswith("gap") else 0.0
 
     def run():
         n = 0
         for i, b in enumerate(batches):
             for k in ((1, threads) if i % 2 == 0 else (threads, 1)):
+                busy_until = clock() + gap
+                while clock() < busy_until:
+                    pass
                 start = clock()
                 n += len(tfr.parse_examples(b, spec, num_threads=k)[first])
                 spent[k] += clock() - start
@@ -303,7 +309,8 @@ def case_parse_alternated(data, threads):
         return out
     return H.Body(run, check=_check_first(data, lambda: tfr.parse_examples(batches[0], spec)),
                   extras=extras, info=f"{len(batches)} RecordBatches of 1024 read in setup; records/s "
-                  "counts each record once, the time is both calls'")
+                  "counts each record once, the time is both calls'"
+                  + (f" and the gaps ({variant[len('gap'):]} us before each)" if gap else ""))
 
 
 def alternated_ratio(r: H.Result) -> Optional[float]:
@@ -746,6 +753,8 @@ def _rows() -> None:
             _add(t, f"parse_memory:{d}:{n}", f"parse_examples(num_threads={n}) in memory, 1024/batch")
         _add(t, f"parse_alternated:{d}:2",
              "parse_examples(num_threads=1) and (num_threads=2) alternated per batch, one process")
+        _add(t, f"parse_alternated:{d}:2:gap2000",
+             "same, 2 ms of busy work before each call (a training step): the workers asleep at each")
         _add(t, f"parse_memory:{d}:2:pool",
              "parse_examples(num_threads=1) on a ThreadPoolExecutor(2).map over the batches")
         for n in (1, 2):
