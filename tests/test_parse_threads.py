@@ -255,23 +255,18 @@ def test_calls_from_several_python_threads_at_once():
 
 
 def test_small_batches_start_no_thread():
-    """The automatic choice stays in the calling thread below its threshold (a fresh process,
-    so no earlier test has started the pool)."""
+    """The automatic choice stays in the calling thread below its threshold."""
     code = ("import tfrec_fast as t, tfrec_fast._core as c\n"
             "b = t.RecordBatch.from_records([t.encode_example({'x': [1]})] * 8)\n"
             "for _ in range(100): t.parse_examples(b, {'x': t.FixedLen((), 'int64')})\n"
             "print(c._task_pool_threads())\n")
-    import subprocess
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ))
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "0"
+    assert _in_a_fresh_process(code) == ["0"]
 
 
 def test_small_calls_far_apart_leave_the_workers_asleep():
     """A call with too little work to wait for a worker to start or wake runs in the calling
     thread; it starts and wakes the workers only when such calls come close together (a loop's),
-    for the next call. A fresh process, so no earlier test has started the pool."""
+    for the next call."""
     code = ("import time, tfrec_fast as t, tfrec_fast._core as c\n"
             "b = t.RecordBatch.from_records([t.encode_example({'x': [1]})] * 256)\n"
             "s = {'x': t.FixedLen((), 'int64')}\n"
@@ -282,11 +277,17 @@ def test_small_calls_far_apart_leave_the_workers_asleep():
             "for _ in range(20):\n"
             "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
             "print(c._task_pool_threads())\n")
+    assert _in_a_fresh_process(code) == ["0", "1"]
+
+
+def _in_a_fresh_process(code: str) -> list:
+    """What `code` prints, run by a new interpreter (whose pool no earlier test has started),
+    split into words."""
     import subprocess
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ))
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["0", "1"]
+    return out.stdout.split()
 
 
 # Records enough for a call to start (or wait for) the pool's workers: with less work, a call
