@@ -245,17 +245,23 @@ def _in_cache(batches: list, variant: str, first: Callable[[int], object]) -> li
     return [batches[0] if len(b) == len(batches[0]) else first(len(b)) for b in batches]
 
 
+def _parse_setup(tfr, data, size: int = 1024) -> tuple:
+    """The parse rows' set-up: the data set's spec, its first feature's name (the one counted),
+    and the file's RecordBatches of `size` records, read into memory."""
+    spec = _spec_for(tfr, data)
+    with tfr.TFRecordReader(_path(data)) as r:
+        batches = list(r.iter_batches(max_records=size, num_threads=1))
+    return spec, next(iter(spec)), batches
+
+
 def case_parse_memory(data, threads, variant=""):
     """parse_examples(batch, spec, num_threads=threads) on 1024-record RecordBatches already in
     memory (variant "pool": num_threads=1 calls on a ThreadPoolExecutor(threads).map instead;
     variant "bN": batches of N records; variant "hot": see _in_cache)."""
     import tfrec_fast as tfr
     from concurrent.futures import ThreadPoolExecutor
-    spec = _spec_for(tfr, data)
-    first = next(iter(spec))
     size = _batch_size(variant)
-    with tfr.TFRecordReader(_path(data)) as r:
-        batches = list(r.iter_batches(max_records=size, num_threads=1))
+    spec, first, batches = _parse_setup(tfr, data, size)
     batches = _in_cache(batches, variant, lambda n: tfr.RecordBatch.from_records(batches[0].to_list()[:n]))
     pool = ThreadPoolExecutor(threads) if variant == "pool" else None
     inner = 1 if pool else threads
@@ -280,31 +286,29 @@ def case_parse_alternated(data, threads, variant=""):
     N us of busy work (not timed) before each call, as a training step between batches: longer
     than the pool's workers look for work (1 ms), so every call finds them asleep."""
     import tfrec_fast as tfr
-    spec = _spec_for(tfr, data)
-    first = next(iter(spec))
-    with tfr.TFRecordReader(_path(data)) as r:
-        batches = list(r.iter_batches(max_records=1024, num_threads=1))
+    spec, first, batches = _parse_setup(tfr, data)
     clock = time.perf_counter
-    spent = {1: 0.0, threads: 0.0}
+    settings = (1, threads)
+    spent = [0.0, 0.0]  # seconds of the calls at each setting, this sample so far
     runs = [0]
     gap = int(variant[len("gap"):]) / 1e6 if variant.startswith("gap") else 0.0
 
     def run():
         n = 0
         for i, b in enumerate(batches):
-            for k in ((1, threads) if i % 2 == 0 else (threads, 1)):
+            for k in ((0, 1) if i % 2 == 0 else (1, 0)):
                 busy_until = clock() + gap
                 while clock() < busy_until:
                     pass
                 start = clock()
-                n += len(tfr.parse_examples(b, spec, num_threads=k)[first])
+                n += len(tfr.parse_examples(b, spec, num_threads=settings[k])[first])
                 spent[k] += clock() - start
         runs[0] += 1
         return n // 2
 
     def extras():
-        out = {"one_thread_s": spent[1] / runs[0], "threads_s": spent[threads] / runs[0]}
-        spent[1] = spent[threads] = 0.0
+        out = {"one_thread_s": spent[0] / runs[0], "threads_s": spent[1] / runs[0]}
+        spent[:] = [0.0, 0.0]
         runs[0] = 0
         return out
     return H.Body(run, check=_check_first(data, lambda: tfr.parse_examples(batches[0], spec)),
