@@ -269,7 +269,11 @@ def test_small_calls_far_apart_leave_the_workers_asleep():
     for the next call."""
     code = ("import time, tfrec_fast as t, tfrec_fast._core as c\n"
             "b = t.RecordBatch.from_records([t.encode_example({'x': [1]})] * 256)\n"
+            "one = t.RecordBatch.from_records([t.encode_example({'x': [1]})])\n"
             "s = {'x': t.FixedLen((), 'int64')}\n"
+            "for _ in range(20):  # one record: one part, nothing for a worker, however close\n"
+            "    assert t.parse_examples(one, s, num_threads=2)['x'].tolist() == [1]\n"
+            "print(c._task_pool_threads())\n"
             "for _ in range(5):\n"
             "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
             "    time.sleep(0.005)\n"
@@ -277,7 +281,7 @@ def test_small_calls_far_apart_leave_the_workers_asleep():
             "for _ in range(20):\n"
             "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
             "print(c._task_pool_threads())\n")
-    assert _in_a_fresh_process(code) == ["0", "1"]
+    assert _in_a_fresh_process(code) == ["0", "0", "1"]
 
 
 def _in_a_fresh_process(code: str) -> list:

@@ -1096,7 +1096,8 @@ constexpr size_t kWorkForSleepers = 8 * kWorkPerThread;
 size_t work_units(size_t n, size_t bytes) { return n + bytes / kBytesPerRecordOfWork; }
 
 // How a call of n records (`bytes` long) asked to use `threads` threads is cut into parts, and
-// on how many threads they run now.
+// on how many threads they run now (fewer than asked: the others are asleep, and the call has
+// too little work to wait for them).
 struct Cut {
   size_t parts;
   size_t threads;
@@ -1113,7 +1114,6 @@ Cut cut_for(size_t n, size_t bytes, size_t threads) {
       // The same parts, on the threads awake (the caller alone if none): the results and the
       // code that joins the parts do not depend on the pool's state.
       run_on = awake + 1;
-      wake_task_workers(threads - 1);
     }
   }
   const size_t parts = std::max(threads, std::min(threads * per_thread, n / kMinRecordsPerPart));
@@ -1277,6 +1277,8 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
   }
   const Cut cut = cut_for(n, size_t(offsets[n] - offsets[0]), num_threads);
   const size_t parts = cut.parts;
+  // Threads the parts could use but that sleep: woken (without work) for the next call.
+  if (cut.threads < std::min(num_threads, parts)) wake_task_workers(num_threads - 1);
   // Part 0 appends to the batch's columns, each later part to its own, joined in order below.
   std::vector<std::vector<Column>> later(parts > 1 ? parts - 1 : 0);
   std::vector<std::exception_ptr> errors(parts);
