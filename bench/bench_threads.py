@@ -291,7 +291,8 @@ def case_parse_alternated(data, threads, variant=""):
     settings = (1, threads)
     spent = [0.0, 0.0]  # seconds of the calls at each setting, this sample so far
     runs = [0]
-    gap = int(variant[len("gap"):]) / 1e6 if variant.startswith("gap") else 0.0
+    gap_us = int(variant[len("gap"):]) if variant.startswith("gap") else 0
+    gap = gap_us / 1e6
 
     def run():
         n = 0
@@ -314,7 +315,7 @@ def case_parse_alternated(data, threads, variant=""):
     return H.Body(run, check=_check_first(data, lambda: tfr.parse_examples(batches[0], spec)),
                   extras=extras, info=f"{len(batches)} RecordBatches of 1024 read in setup; records/s "
                   "counts each record once, the time is both calls'"
-                  + (f" and the gaps ({variant[len('gap'):]} us before each)" if gap else ""))
+                  + (f" and the gaps ({gap_us} us before each)" if gap_us else ""))
 
 
 def alternated_ratio(r: H.Result) -> Optional[float]:
