@@ -114,10 +114,12 @@ _Raw = Optional[npt.NDArray[Any]]
 
 def decode_examples(batch: "RecordBatch", specs: Union[FieldSpecs, List[FieldSpec]], name: str,
                     sequence_examples: bool = False, num_threads: Optional[int] = None,
-                    presence: bool = True) -> List[Tuple[_Raw, _Raw, _Raw, _Raw, _Raw, _Raw]]:
+                    presence: bool = True, pool: Optional["BufferPool"] = None
+                    ) -> List[Tuple[_Raw, _Raw, _Raw, _Raw, _Raw, _Raw]]:
     """Per spec (values, starts, ends, row_splits, step_splits, present), None where the layout
     has no such array: values int64/float32 (uint8 for raw bytes); present (presence=True), 1
-    per record holding a VarLen feature. num_threads None: chosen from the batch's size."""
+    per record holding a VarLen feature. num_threads None: chosen from the batch's size. pool:
+    where the values of fixed-size columns of 1 MiB or more come from and go back to."""
 def _task_pool_threads() -> int:
     """How many worker threads the process's decode pool has started."""
 def feature_kinds(batch: "RecordBatch", name: str, sequence_examples: bool = False,

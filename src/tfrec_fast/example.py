@@ -518,7 +518,8 @@ class _Plan:
         """The decoder's raw columns, with errors that say what to do."""
         try:
             raw = _core.decode_examples(batch, self.fields, name, sequence_examples,
-                                        num_threads, presence)  # (by position: see binding)
+                                        num_threads, presence,
+                                        _buffers.shared_pool())  # (by position: see binding)
         except ExampleParseError as error:
             raise _explained(error, spec) from None
         if self.described:

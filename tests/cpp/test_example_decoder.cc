@@ -167,7 +167,8 @@ struct Decoded {
 // Decodes the records as one batch from a buffer of exactly their joined size (a prefix of
 // `junk` bytes before them, when given, checks offsets that do not start at 0).
 Decoded decode(const std::vector<std::string>& records, const std::vector<FieldSpec>& specs,
-               bool sequences = false, const std::string& junk = "", size_t num_threads = 1) {
+               bool sequences = false, const std::string& junk = "", size_t num_threads = 1,
+               tfr::BufferPool* pool = nullptr) {
   std::string joined = junk;
   std::vector<int64_t> offsets{int64_t(junk.size())};
   for (const std::string& r : records) {
@@ -179,7 +180,7 @@ Decoded decode(const std::vector<std::string>& records, const std::vector<FieldS
   out.data.reset(new uint8_t[joined.size()]);
   if (!joined.empty()) std::memcpy(out.data.get(), joined.data(), joined.size());
   out.columns = tfr::decode_examples(out.data.get(), offsets.data(), records.size(), specs,
-                                     sequences, num_threads);
+                                     sequences, num_threads, pool);
   REQUIRE_EQ(out.columns.size(), specs.size());
   return out;
 }
@@ -303,6 +304,42 @@ TEST(fixed_layout_counts_and_defaults) {
   expect_error(
       parse_error({example({{"f", floats({1.0f})}}), example({{"i", int64s({1, 2})}})}, specs), 1,
       "f", "is missing and has no default");
+}
+
+TEST(pooled_columns_overwrite_what_their_buffers_held) {
+  // Large fixed-size columns take kept buffers, here full of 0xAB: every record's slot must be
+  // written (its value or its default), whatever the buffer held, with 1 thread or 2.
+  const size_t n = 300, ints = 512, bytes = 4096;  // two columns of 1.2 MB
+  std::vector<std::string> records;
+  for (size_t i = 0; i < n; ++i) {
+    Entries features = {{"r", strings({std::string(bytes, char(i))})}};
+    if (i % 7 != 3) features.push_back({"i", int64s(std::vector<int64_t>(ints, int64_t(i)))});
+    records.push_back(example(features));
+  }
+  const std::vector<FieldSpec> specs = {
+      with_default(fixed("i", Kind::kInt64, ints), std::vector<int64_t>(ints, -1)),
+      raw("r", bytes)};
+  for (size_t threads : {1, 2}) {
+    tfr::BufferPool pool(8);
+    for (int k = 0; k < 2; ++k) {
+      tfr::ByteBuffer garbage;
+      garbage.reserve(size_t(2) << 20);
+      std::memset(garbage.data(), 0xAB, garbage.capacity());
+      pool.give(std::move(garbage));
+    }
+    auto d = decode(records, specs, false, "", threads, &pool);
+    CHECK_EQ(pool.kept_bytes(), size_t(0)) << "both columns took a kept buffer";
+    const std::vector<int64_t> got = d.ints(0);
+    REQUIRE_EQ(got.size(), n * ints);
+    std::string raw_want;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t want = i % 7 == 3 ? -1 : int64_t(i);
+      CHECK(std::all_of(got.begin() + i * ints, got.begin() + (i + 1) * ints,
+                        [&](int64_t v) { return v == want; })) << "record " << i;
+      raw_want += std::string(bytes, char(i));
+    }
+    CHECK(d.raw_bytes(1) == raw_want);
+  }
 }
 
 TEST(raw_bytes_layout) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -97,6 +98,24 @@ class BufferPool {
   const size_t max_buffers_;
   const size_t max_bytes_;
   const size_t hot_bytes_;
+};
+
+// A buffer that goes back to its pool when it dies: the memory of a numpy array, say.
+class PooledBuffer {
+ public:
+  PooledBuffer(ByteBuffer&& buffer, std::shared_ptr<BufferPool> pool)
+      : buffer_(std::move(buffer)), pool_(std::move(pool)) {}
+  PooledBuffer(PooledBuffer&&) = default;
+  ~PooledBuffer() {
+    if (pool_) pool_->give(std::move(buffer_));
+  }
+
+  uint8_t* data() { return buffer_.data(); }
+  size_t size() const { return buffer_.size(); }
+
+ private:
+  ByteBuffer buffer_;
+  std::shared_ptr<BufferPool> pool_;
 };
 
 }  // namespace tfr

@@ -1253,7 +1253,7 @@ inline void prefetch_start(const uint8_t* data, int64_t start, int64_t batch_end
 
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
                                     const std::vector<FieldSpec>& specs, bool sequence_examples,
-                                    size_t num_threads) {
+                                    size_t num_threads, BufferPool* pool) {
   for (const FieldSpec& s : specs) check_spec(s);
   const size_t nspecs = specs.size();
   std::vector<Column> columns(nspecs);
@@ -1267,6 +1267,9 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
         columns[k].starts.resize(specs[k].count * n);
         columns[k].ends.resize(specs[k].count * n);
       } else {
+        if (pool != nullptr && per_record * n >= kPooledColumnBytes) {
+          columns[k].values = pool->take(per_record * n);
+        }
         columns[k].values.reserve(per_record * n);
         columns[k].values.resize(per_record * n);
       }

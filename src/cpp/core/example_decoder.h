@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer_pool.h"
 #include "example_columns.h"
 
 namespace tfr {
@@ -51,9 +52,16 @@ class ParseError : public std::runtime_error {
 // process's task pool (task_pool.h), the calling thread among them, and joined in record order:
 // the columns are the same as with one thread, and so is the error (that of the first record
 // that fails).
+//
+// With a `pool`, the values of a fixed-size column of at least kPooledColumnBytes take a kept
+// buffer from it: a large column in fresh memory costs more in page faults than decoding it
+// (bench/RESULTS.md, #12). Its old bytes never show: every record's slot is written (its value
+// or its default) or the call throws.
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
                                     const std::vector<FieldSpec>& specs, bool sequence_examples,
-                                    size_t num_threads = 1);
+                                    size_t num_threads = 1, BufferPool* pool = nullptr);
+
+constexpr size_t kPooledColumnBytes = size_t(1) << 20;
 
 // How many threads decode_examples is worth for n records of `bytes` bytes in all (before
 // counting the cores): 1 below the size where starting threads costs more than they save.

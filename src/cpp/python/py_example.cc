@@ -81,19 +81,29 @@ FieldSpec make_spec(std::string name, Kind kind, Layout layout, size_t count,
   return s;
 }
 
+// A column's values as an array of T; large ones go back to `pool` (if any) when it dies.
+template <typename T>
+py::object adopt_values(ByteBuffer&& values, const std::shared_ptr<BufferPool>& pool) {
+  if (pool && values.capacity() >= kPooledColumnBytes) {
+    return adopt<T>(PooledBuffer(std::move(values), pool));
+  }
+  return adopt<T>(std::move(values));
+}
+
 // The raw arrays of one decoded column: those its layout has, None for the others.
-py::tuple column_arrays(Column& c, const FieldSpec& s, bool presence) {
+py::tuple column_arrays(Column& c, const FieldSpec& s, bool presence,
+                        const std::shared_ptr<BufferPool>& pool) {
   py::object values = py::none(), starts = py::none(), ends = py::none(), row_splits = py::none(),
              step_splits = py::none(), present = py::none();
   if (s.layout == Layout::kRawBytes) {
-    values = adopt<uint8_t>(std::move(c.values));
+    values = adopt_values<uint8_t>(std::move(c.values), pool);
   } else if (s.kind == Kind::kBytes) {
     starts = adopt<int64_t>(std::move(c.starts));
     ends = adopt<int64_t>(std::move(c.ends));
   } else if (s.kind == Kind::kInt64) {
-    values = adopt<int64_t>(std::move(c.values));
+    values = adopt_values<int64_t>(std::move(c.values), pool);
   } else {
-    values = adopt<float>(std::move(c.values));
+    values = adopt_values<float>(std::move(c.values), pool);
   }
   if (s.layout == Layout::kVar || s.sequence) row_splits = adopt<int64_t>(std::move(c.row_splits));
   if (s.layout == Layout::kVar && s.sequence) step_splits = adopt<int64_t>(std::move(c.step_splits));
@@ -208,7 +218,8 @@ void register_example(py::module_& m) {
   m.def(
       "decode_examples",
       [](const py::object& batch_obj, const py::object& spec_obj, const std::string& name,
-         bool sequence_examples, const py::object& num_threads, bool presence) {
+         bool sequence_examples, const py::object& num_threads, bool presence,
+         const std::shared_ptr<BufferPool>& pool) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
         FieldSpecs listed;  // specs given as a list: copied for this call
         const bool compiled = py::isinstance<FieldSpecs>(spec_obj);
@@ -226,11 +237,11 @@ void register_example(py::module_& m) {
         std::vector<Column> columns = naming_source(name, [&] {
           py::gil_scoped_release release;
           return decode_examples(batch.data.data(), batch.offsets.data(), batch.size(), specs,
-                                 sequence_examples, threads);
+                                 sequence_examples, threads, pool.get());
         });
         py::list out(columns.size());
         for (size_t k = 0; k < columns.size(); ++k) {
-          out[k] = column_arrays(columns[k], specs[k], presence);
+          out[k] = column_arrays(columns[k], specs[k], presence, pool);
         }
         return out;
       },
@@ -238,13 +249,16 @@ void register_example(py::module_& m) {
       // costs more than decoding a small batch; tfrec_fast passes them by position.
       py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
       py::arg("num_threads") = py::none(), py::arg("presence") = true,
+      py::arg("pool") = nullptr,
       "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns: per spec\n"
       "(values, starts, ends, row_splits, step_splits, present), each an array where the\n"
       "layout has it and None elsewhere. values: int64 / float32 numbers, or uint8 raw bytes;\n"
       "starts/ends: bytes values; present (with presence=True): 1 per record holding a VarLen.\n"
       "specs: a FieldSpecs (checked and copied once), or a list of FieldSpec (every call).\n"
       "num_threads: None picks from the batch's size and the cores (1 for small batches);\n"
-      "the parts are decoded on a persistent pool, with the GIL released once.");
+      "the parts are decoded on a persistent pool, with the GIL released once.\n"
+      "pool: a BufferPool for the values of large fixed-size columns (at least 1 MiB), which\n"
+      "go back to it when their arrays die.");
   m.def("_task_pool_threads", &task_pool_threads,
         "How many worker threads the process's decode pool has started (tests).");
   // A child made by fork has none of the parent's pool threads: it starts its own when needed.
