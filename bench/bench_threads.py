@@ -356,6 +356,30 @@ def _keep_heap() -> None:
         raise RuntimeError("mallopt refused")
 
 
+def case_raw_copy(data, threads):
+    """The raw batched read plus one copy of each batch's bytes into a buffer of 256 records'
+    worth (the file's, if fewer) that stays allocated, as a caller's batch does: what any entry
+    point pays at least when it hands out its own copy of the records (torch_batched's arrays or
+    list of bytes), whatever it does in between."""
+    import numpy as np
+    import tfrec_fast as tfr
+    n, size = SIZED[data]
+    held = np.empty(min(n, 256) * (size + 64), np.uint8)  # (64: the label and the framing)
+
+    def run():
+        at = count = 0
+        with tfr.TFRecordReader(_path(data)) as r:
+            for batch in r.iter_batches(num_threads=1):
+                src = batch.data
+                if at + len(src) > len(held):
+                    at = 0
+                np.copyto(held[at:at + len(src)], src)
+                at += len(src)
+                count += len(batch)
+        return count
+    return run
+
+
 def case_get_batch(data, threads):
     """IndexedTFRecordReader.get_batch of 256 random records (all of them in random order when
     the file has fewer), 64 MiB of records per pass at least."""
@@ -809,6 +833,9 @@ def _rows() -> None:
         n, size = SIZED[d]
         t = f"entry points, {d} ({n:,} Examples of {size:,} B image_raw + label)"
         _add(t, f"raw_batches:{d}:1", "raw batched read (iter_batches, 1 thread)", rss=True)
+        if d in ("ex100k", "ex10m"):
+            _add(t, f"raw_copy:{d}:1", "raw batched read + a copy of each batch into a held buffer "
+                 "of 256 records: the floor of an entry point that hands out a copy")
         for k in (1, 2):
             _add(t, f"read_records:{d}:{k}", f"read_records, {k} thread(s)", rss=True)
             _add(t, f"read_examples:{d}:{k}", f"read_examples, {k} thread(s)", rss=True)
