@@ -107,3 +107,13 @@ def test_parse_examples_reuses_the_shared_pool_batch_after_batch():
             assert pool.kept_bytes <= kept - N * (WIDTH * 4 + RAW)  # took the last batch's
         del got
         kept = pool.kept_bytes
+
+
+def test_specs_say_from_how_many_records_a_column_is_pooled():
+    def records_for_pool(spec):
+        return _plan(normalize_spec(spec)).fields.records_for_pool
+    never = 2 ** 64 - 1
+    assert records_for_pool(SPEC) == (1 << 20) // (WIDTH * 4)  # x and raw: 4 KiB a record
+    assert records_for_pool({"label": tfr.FixedLen((), "int64")}) == (1 << 20) // 8
+    assert records_for_pool({"f": tfr.FixedLen((3,), "float32")}) == -(-(1 << 20) // 12)
+    assert records_for_pool({"s": tfr.FixedLen((), "bytes"), "v": tfr.VarLen("int64")}) == never

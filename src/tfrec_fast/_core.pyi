@@ -109,6 +109,9 @@ class FieldSpecs:
     def __init__(self, specs: Iterable[FieldSpec]) -> None: ...
     def __len__(self) -> int: ...
     def __getitem__(self, index: int) -> FieldSpec: ...
+    @property
+    def records_for_pool(self) -> int:
+        """The fewest records for which decode_examples takes a column's buffer from its pool."""
 
 _Raw = Optional[npt.NDArray[Any]]
 

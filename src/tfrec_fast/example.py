@@ -508,6 +508,7 @@ class _Plan:
 
     def __init__(self, spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]]):
         self.fields = _core.FieldSpecs(_compile(spec, sequence))  # checked and copied once
+        self.records_for_pool = self.fields.records_for_pool  # large columns: pooled memory
         self.makers = [(name, _column_maker(s)) for name, s in spec.items()]
         self.bytes_columns = any(s.kind == _BYTES and not getattr(s, "from_bytes", False)
                                  for s in spec.values())
@@ -517,9 +518,9 @@ class _Plan:
                sequence_examples: bool, num_threads: Optional[int], presence: bool) -> list:
         """The decoder's raw columns, with errors that say what to do."""
         try:
+            pool = _buffers.shared_pool() if len(batch) >= self.records_for_pool else None
             raw = _core.decode_examples(batch, self.fields, name, sequence_examples,
-                                        num_threads, presence,
-                                        _buffers.shared_pool())  # (by position: see binding)
+                                        num_threads, presence, pool)  # (by position: see binding)
         except ExampleParseError as error:
             raise _explained(error, spec) from None
         if self.described:

@@ -1329,6 +1329,17 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
   return columns;
 }
 
+size_t records_for_pooled_column(const std::vector<FieldSpec>& specs) {
+  size_t fewest = SIZE_MAX;
+  for (const FieldSpec& s : specs) {
+    if (!in_slots(s) || handler_of(s) == Handler::kFixedBytes) continue;  // (those: starts, ends)
+    const size_t per_record = bytes_per_record(s);
+    if (per_record == 0) continue;
+    fewest = std::min(fewest, (kPooledColumnBytes + per_record - 1) / per_record);
+  }
+  return fewest;
+}
+
 size_t decode_threads_worth(size_t n, size_t bytes) {
   return std::max<size_t>(1, std::min(work_units(n, bytes) / kWorkPerThread, kMaxTaskThreads));
 }

@@ -63,6 +63,10 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
 
 constexpr size_t kPooledColumnBytes = size_t(1) << 20;
 
+// The fewest records for which a column of these specs takes a pooled buffer (SIZE_MAX: never),
+// so that a caller need not find the pool for a batch too small to use it.
+size_t records_for_pooled_column(const std::vector<FieldSpec>& specs);
+
 // How many threads decode_examples is worth for n records of `bytes` bytes in all (before
 // counting the cores): 1 below the size where starting threads costs more than they save.
 size_t decode_threads_worth(size_t n, size_t bytes);

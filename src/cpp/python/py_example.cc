@@ -191,6 +191,11 @@ void register_example(py::module_& m) {
              if (i < 0 || i >= n) throw py::index_error("FieldSpecs index out of range");
              return f.specs[size_t(i)];
            })
+      .def_property_readonly(
+          "records_for_pool",
+          [](const FieldSpecs& f) { return records_for_pooled_column(f.specs); },
+          "The fewest records for which decode_examples takes a column's buffer from its pool\n"
+          "(2**64 - 1: never): with fewer, passing the pool does nothing.")
       .def("__repr__", [](const FieldSpecs& f) {
         return "FieldSpecs(" + std::to_string(f.specs.size()) + " specs)";
       });
@@ -219,12 +224,16 @@ void register_example(py::module_& m) {
       "decode_examples",
       [](const py::object& batch_obj, const py::object& spec_obj, const std::string& name,
          bool sequence_examples, const py::object& num_threads, bool presence,
-         const std::shared_ptr<BufferPool>& pool) {
+         const py::object& pool_obj) {
         const auto& batch = batch_obj.cast<const RecordBatch&>();
         FieldSpecs listed;  // specs given as a list: copied for this call
         const bool compiled = py::isinstance<FieldSpecs>(spec_obj);
         if (!compiled) listed = field_specs(spec_obj);
         const std::vector<FieldSpec>& specs = compiled ? spec_obj.cast<const FieldSpecs&>().specs : listed.specs;
+        // (an object, not a shared_ptr argument: pybind11 takes None for one only on its second,
+        // converting pass over all the arguments, which costs more than a small decode)
+        const auto pool = pool_obj.is_none() ? std::shared_ptr<BufferPool>()
+                                             : pool_obj.cast<std::shared_ptr<BufferPool>>();
         size_t threads = 1;
         if (num_threads.is_none()) {
           threads = decode_threads_worth(batch.size(), batch.data.size());
@@ -249,7 +258,7 @@ void register_example(py::module_& m) {
       // costs more than decoding a small batch; tfrec_fast passes them by position.
       py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
       py::arg("num_threads") = py::none(), py::arg("presence") = true,
-      py::arg("pool") = nullptr,
+      py::arg("pool") = py::none(),
       "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns: per spec\n"
       "(values, starts, ends, row_splits, step_splits, present), each an array where the\n"
       "layout has it and None elsewhere. values: int64 / float32 numbers, or uint8 raw bytes;\n"
