@@ -392,8 +392,9 @@ def test_buffer_pool_never_gives_a_small_batch_a_far_larger_buffer(tmp_path):
     assert [bytes(r) for r in joined] == records[:30]
 
 
-def test_indexed_reader_batches_reuse_the_shared_buffers(tmp_path):
+def test_indexed_reader_batches_reuse_the_shared_buffers(tmp_path, monkeypatch):
     from tfrec_fast import _buffers
+    monkeypatch.setattr(_buffers, "_POOL", None)  # a new shared pool: none of other tests' buffers
     paths, records = _files(tmp_path, [20], 200_000, examples=False)
     pool = _buffers.shared_pool()
     reader = tfr.IndexedTFRecordReader(paths[0])
@@ -404,6 +405,25 @@ def test_indexed_reader_batches_reuse_the_shared_buffers(tmp_path):
     again = reader.get_batch(list(range(19, -1, -1)))  # ...and holds the next batch
     assert pool.kept_bytes == kept
     assert [bytes(r) for r in again] == records[::-1]
+
+
+def test_a_full_buffer_pool_lets_go_of_its_oldest_buffers_for_a_new_one():
+    pool = _core.BufferPool(100, max_bytes=3 << 20)
+    mib = 1 << 20
+
+    def batch_of(n):  # a batch whose buffer (of n bytes, if new) comes from the pool
+        return tfr.RecordBatch.concat([tfr.RecordBatch.from_records([b"x" * n])], pool)
+    first = [batch_of(mib) for _ in range(3)]
+    del first
+    assert pool.kept_bytes == 3 * mib  # full
+    larger = batch_of(3 * mib // 2)  # none of the kept ones holds it: a new buffer
+    assert pool.kept_bytes == 3 * mib
+    del larger  # kept, in place of the two oldest
+    assert pool.kept_bytes == 3 * mib - 2 * mib + 3 * mib // 2
+    again = [batch_of(mib), batch_of(mib)]  # the 1 MiB one kept, then the newer 1.5 MiB one
+    assert pool.kept_bytes == 0
+    assert [bytes(r) for b in again for r in b] == [b"x" * mib] * 2
+    assert batch_of(4 * mib) is not None and pool.kept_bytes == 0  # over max_bytes: never kept
 
 
 def test_buffer_pool_hot_bytes_never_exceed_max_bytes():

@@ -37,19 +37,15 @@ class BufferPool {
   // holds them, else the largest (it grows least); never one far larger than the limit.
   ByteBuffer take_up_to(size_t limit) { return take_best(limit, true); }
 
-  // Keeps `buffer` for a later take(), unless the pool is full (then it is freed).
-  void give(ByteBuffer&& buffer) {
-    const size_t size = buffer.capacity();
-    if (size == 0) return;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!has_room(size)) return;
-      if (size <= hot_bytes_ - std::min(kept_bytes_, hot_bytes_)) return keep(std::move(buffer));
+  // Keeps `buffer` for a later take(). A full pool first lets go of the buffers it has kept
+  // longest: the newest are the likeliest to fit what comes next (batch buffers and large
+  // decoded columns of many sizes share a pool). Never throws (batches give back from their
+  // destructors): a buffer that cannot be kept is freed.
+  void give(ByteBuffer&& buffer) noexcept {
+    try {
+      keep_or_free(std::move(buffer));
+    } catch (...) {
     }
-    // Past the hot bytes (madvise outside the lock: it walks every page of the buffer).
-    if (!platform::release_lazily(buffer.data(), size)) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (has_room(size)) keep(std::move(buffer));
   }
 
   size_t max_buffers() const { return max_buffers_; }
@@ -61,6 +57,22 @@ class BufferPool {
   }
 
  private:
+  void keep_or_free(ByteBuffer&& buffer) {
+    const size_t size = buffer.capacity();
+    if (size == 0 || size > max_bytes_ || max_buffers_ == 0) return;
+    std::vector<ByteBuffer> evicted;  // freed after the lock is released
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      make_room(size, evicted);
+      if (size <= hot_bytes_ - std::min(kept_bytes_, hot_bytes_)) return keep(std::move(buffer));
+    }
+    // Past the hot bytes (madvise outside the lock: it walks every page of the buffer).
+    if (!platform::release_lazily(buffer.data(), size)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    make_room(size, evicted);
+    keep(std::move(buffer));
+  }
+
   ByteBuffer take_best(size_t wanted, bool or_largest) {
     std::lock_guard<std::mutex> lock(mu_);
     size_t fit = kept_.size(), largest = kept_.size();
@@ -87,9 +99,21 @@ class BufferPool {
   bool has_room(size_t size) const {
     return kept_.size() < max_buffers_ && size <= max_bytes_ - kept_bytes_;
   }
+  // Moves the oldest kept buffers to `evicted` until one of `size` bytes has room.
+  void make_room(size_t size, std::vector<ByteBuffer>& evicted) {
+    if (has_room(size)) return;
+    evicted.reserve(evicted.size() + kept_.size());  // (what may throw, before any change)
+    size_t oldest = 0;
+    while (!has_room(size) && oldest < kept_.size()) {
+      kept_bytes_ -= kept_[oldest].capacity();
+      evicted.push_back(std::move(kept_[oldest++]));
+    }
+    kept_.erase(kept_.begin(), kept_.begin() + std::ptrdiff_t(oldest));
+  }
   void keep(ByteBuffer&& buffer) {
-    kept_bytes_ += buffer.capacity();
+    const size_t size = buffer.capacity();
     kept_.push_back(std::move(buffer));
+    kept_bytes_ += size;
   }
 
   std::mutex mu_;
