@@ -6,8 +6,9 @@ The buffers of batches you have let go of hold the next ones, in this call and t
 (one per shard or epoch is common): a batch of 1024 large records is then not fresh memory, whose
 page faults cost more than reading it (bench/RESULTS.md, #12). A loop holds the batch it has while
 the next is read (two ~135 MB buffers for 110 KB records), more with threads. Bounded: at most
-SHARED_BUFFER_BYTES kept; past SHARED_HOT_BUFFER_BYTES only where the OS can take the pages back
-when it needs them (Linux, macOS: MADV_FREE). A forked child starts afresh.
+SHARED_BUFFER_BYTES kept (the newest: a full pool lets go of its oldest buffers first); past
+SHARED_HOT_BUFFER_BYTES only where the OS can take the pages back when it needs them (Linux,
+macOS: MADV_FREE). A forked child starts afresh.
 """
 
 from __future__ import annotations
