@@ -94,7 +94,8 @@ def test_a_pooled_column_outlives_its_batch_and_the_pool():
     _expect(got, want)
 
 
-def test_parse_examples_reuses_the_shared_pool_batch_after_batch():
+def test_parse_examples_reuses_the_shared_pool_batch_after_batch(monkeypatch):
+    monkeypatch.setattr(_buffers, "_POOL", None)  # a new shared pool: none of other tests' buffers
     pool = _buffers.shared_pool()
     batches = [_records(seed, missing={seed}) for seed in range(3)]
     kept = None
@@ -117,3 +118,15 @@ def test_specs_say_from_how_many_records_a_column_is_pooled():
     assert records_for_pool({"label": tfr.FixedLen((), "int64")}) == (1 << 20) // 8
     assert records_for_pool({"f": tfr.FixedLen((3,), "float32")}) == -(-(1 << 20) // 12)
     assert records_for_pool({"s": tfr.FixedLen((), "bytes"), "v": tfr.VarLen("int64")}) == never
+
+
+def test_var_len_columns_keep_their_own_memory():
+    pool = _core.BufferPool(8)
+    batch, want = _records(5)
+    spec = {"x": tfr.VarLen("float32")}  # 2 MiB of values, grown as decoded: never pooled
+    raw = _core.decode_examples(batch, _plan(normalize_spec(spec)).fields, "<records>", False, 1,
+                                False, pool)
+    assert np.array_equal(raw[0][0], want["x"].reshape(-1))
+    del raw
+    gc.collect()
+    assert pool.kept_bytes == 0

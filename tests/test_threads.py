@@ -426,6 +426,21 @@ def test_a_full_buffer_pool_lets_go_of_its_oldest_buffers_for_a_new_one():
     assert batch_of(4 * mib) is not None and pool.kept_bytes == 0  # over max_bytes: never kept
 
 
+def test_a_pool_full_by_count_lets_go_of_one_buffer_for_a_new_one():
+    pool = _core.BufferPool(4)
+    mib = 1 << 20
+
+    def batch_of(n):
+        return tfr.RecordBatch.concat([tfr.RecordBatch.from_records([b"x" * n])], pool)
+    first = [batch_of(4 * mib) for _ in range(4)]
+    del first
+    assert pool.kept_bytes == 16 * mib  # full: 4 buffers
+    smaller = batch_of(mib)  # far smaller than the kept ones: a new buffer
+    assert pool.kept_bytes == 16 * mib
+    del smaller
+    assert pool.kept_bytes == 12 * mib + mib  # the oldest let go of, the other three kept
+
+
 def test_buffer_pool_hot_bytes_never_exceed_max_bytes():
     assert _core.BufferPool(4, max_bytes=1 << 20).hot_bytes == 1 << 20
     assert _core.BufferPool(4, max_bytes=1 << 20, hot_bytes=8 << 20).hot_bytes == 1 << 20

@@ -63,10 +63,13 @@ class BufferPool {
     std::vector<ByteBuffer> evicted;  // freed after the lock is released
     {
       std::lock_guard<std::mutex> lock(mu_);
-      make_room(size, evicted);
-      if (size <= hot_bytes_ - std::min(kept_bytes_, hot_bytes_)) return keep(std::move(buffer));
+      if (size <= hot_bytes_ - std::min(kept_bytes_, hot_bytes_)) {
+        make_room(size, evicted);
+        return keep(std::move(buffer));
+      }
     }
-    // Past the hot bytes (madvise outside the lock: it walks every page of the buffer).
+    // Past the hot bytes (madvise outside the lock: it walks every page of the buffer). Nothing
+    // kept is let go of for a buffer the OS cannot take back lazily: that one is freed.
     if (!platform::release_lazily(buffer.data(), size)) return;
     std::lock_guard<std::mutex> lock(mu_);
     make_room(size, evicted);
@@ -96,19 +99,21 @@ class BufferPool {
 
   static constexpr size_t kSlack = size_t(1) << 20;  // how far past twice its use a buffer may be
 
-  bool has_room(size_t size) const {
-    return kept_.size() < max_buffers_ && size <= max_bytes_ - kept_bytes_;
+  // Whether `count` buffers of `bytes` in all leave room for one more of `size` bytes.
+  bool has_room(size_t size, size_t count, size_t bytes) const {
+    return count < max_buffers_ && size <= max_bytes_ - bytes;
   }
   // Moves the oldest kept buffers to `evicted` until one of `size` bytes has room.
   void make_room(size_t size, std::vector<ByteBuffer>& evicted) {
-    if (has_room(size)) return;
+    if (has_room(size, kept_.size(), kept_bytes_)) return;
     evicted.reserve(evicted.size() + kept_.size());  // (what may throw, before any change)
-    size_t oldest = 0;
-    while (!has_room(size) && oldest < kept_.size()) {
-      kept_bytes_ -= kept_[oldest].capacity();
+    size_t oldest = 0, bytes = kept_bytes_;
+    while (oldest < kept_.size() && !has_room(size, kept_.size() - oldest, bytes)) {
+      bytes -= kept_[oldest].capacity();
       evicted.push_back(std::move(kept_[oldest++]));
     }
     kept_.erase(kept_.begin(), kept_.begin() + std::ptrdiff_t(oldest));
+    kept_bytes_ = bytes;
   }
   void keep(ByteBuffer&& buffer) {
     const size_t size = buffer.capacity();

@@ -81,10 +81,13 @@ FieldSpec make_spec(std::string name, Kind kind, Layout layout, size_t count,
   return s;
 }
 
-// A column's values as an array of T; large ones go back to `pool` (if any) when it dies.
+// A column's values as an array of T. Those of a fixed-size column (in_slots: the decoder took
+// large ones from `pool`) go back to it when the array dies, if large; others are freed.
 template <typename T>
-py::object adopt_values(ByteBuffer&& values, const std::shared_ptr<BufferPool>& pool) {
-  if (pool && values.capacity() >= kPooledColumnBytes) {
+py::object adopt_values(ByteBuffer&& values, const FieldSpec& s,
+                        const std::shared_ptr<BufferPool>& pool) {
+  const bool fixed = s.layout != Layout::kVar && !s.sequence;
+  if (pool && fixed && values.capacity() >= kPooledColumnBytes) {
     return adopt<T>(PooledBuffer(std::move(values), pool));
   }
   return adopt<T>(std::move(values));
@@ -96,14 +99,14 @@ py::tuple column_arrays(Column& c, const FieldSpec& s, bool presence,
   py::object values = py::none(), starts = py::none(), ends = py::none(), row_splits = py::none(),
              step_splits = py::none(), present = py::none();
   if (s.layout == Layout::kRawBytes) {
-    values = adopt_values<uint8_t>(std::move(c.values), pool);
+    values = adopt_values<uint8_t>(std::move(c.values), s, pool);
   } else if (s.kind == Kind::kBytes) {
     starts = adopt<int64_t>(std::move(c.starts));
     ends = adopt<int64_t>(std::move(c.ends));
   } else if (s.kind == Kind::kInt64) {
-    values = adopt_values<int64_t>(std::move(c.values), pool);
+    values = adopt_values<int64_t>(std::move(c.values), s, pool);
   } else {
-    values = adopt_values<float>(std::move(c.values), pool);
+    values = adopt_values<float>(std::move(c.values), s, pool);
   }
   if (s.layout == Layout::kVar || s.sequence) row_splits = adopt<int64_t>(std::move(c.row_splits));
   if (s.layout == Layout::kVar && s.sequence) step_splits = adopt<int64_t>(std::move(c.step_splits));
