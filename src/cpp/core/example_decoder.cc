@@ -1332,7 +1332,7 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
 size_t records_for_pooled_column(const std::vector<FieldSpec>& specs) {
   size_t fewest = SIZE_MAX;
   for (const FieldSpec& s : specs) {
-    if (!in_slots(s) || handler_of(s) == Handler::kFixedBytes) continue;  // (those: starts, ends)
+    if (!pooled_values(s)) continue;
     const size_t per_record = bytes_per_record(s);
     if (per_record == 0) continue;
     fewest = std::min(fewest, (kPooledColumnBytes + per_record - 1) / per_record);

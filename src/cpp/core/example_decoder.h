@@ -63,6 +63,13 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
 
 constexpr size_t kPooledColumnBytes = size_t(1) << 20;
 
+// Whether a spec's values are written into preallocated slots (FixedLen numbers and raw bytes,
+// outside sequences): the only values decode_examples takes from a pool.
+inline bool pooled_values(const FieldSpec& s) {
+  return !s.sequence &&
+         (s.layout == Layout::kRawBytes || (s.layout == Layout::kFixed && s.kind != Kind::kBytes));
+}
+
 // The fewest records for which a column of these specs takes a pooled buffer (SIZE_MAX: never),
 // so that a caller need not find the pool for a batch too small to use it.
 size_t records_for_pooled_column(const std::vector<FieldSpec>& specs);

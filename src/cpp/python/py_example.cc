@@ -81,13 +81,12 @@ FieldSpec make_spec(std::string name, Kind kind, Layout layout, size_t count,
   return s;
 }
 
-// A column's values as an array of T. Those of a fixed-size column (in_slots: the decoder took
-// large ones from `pool`) go back to it when the array dies, if large; others are freed.
+// A column's values as an array of T. Those the decoder may take from `pool` go back to it when
+// the array dies, if large; others are freed.
 template <typename T>
 py::object adopt_values(ByteBuffer&& values, const FieldSpec& s,
                         const std::shared_ptr<BufferPool>& pool) {
-  const bool fixed = s.layout != Layout::kVar && !s.sequence;
-  if (pool && fixed && values.capacity() >= kPooledColumnBytes) {
+  if (pool && pooled_values(s) && values.capacity() >= kPooledColumnBytes) {
     return adopt<T>(PooledBuffer(std::move(values), pool));
   }
   return adopt<T>(std::move(values));
