@@ -254,14 +254,27 @@ def _parse_setup(tfr, data, size: int = 1024) -> tuple:
     return spec, next(iter(spec)), batches
 
 
+def _as_arrays(tfr, data, spec: dict) -> dict:
+    """Variant "arr" of the sized files: image_raw as FixedLen((size,), "uint8"), one array of
+    [records, size] a batch (a large fixed-size column: decoded into the shared buffer pool)."""
+    return {**spec, "image_raw": tfr.FixedLen((SIZED[data][1],), "uint8")}
+
+
 def case_parse_memory(data, threads, variant=""):
     """parse_examples(batch, spec, num_threads=threads) on 1024-record RecordBatches already in
     memory (variant "pool": num_threads=1 calls on a ThreadPoolExecutor(threads).map instead;
-    variant "bN": batches of N records; variant "hot": see _in_cache)."""
+    variant "bN": batches of N records; variant "hot": see _in_cache; variant "arr": see
+    _as_arrays; "arrfresh": the same with a buffer pool that keeps nothing, so every column is
+    fresh memory, as before columns were pooled)."""
     import tfrec_fast as tfr
     from concurrent.futures import ThreadPoolExecutor
     size = _batch_size(variant)
     spec, first, batches = _parse_setup(tfr, data, size)
+    if variant.startswith("arr"):
+        spec = _as_arrays(tfr, data, spec)
+    if variant == "arrfresh":  # private: the pool parse_examples takes its column buffers from
+        from tfrec_fast import _buffers, _core
+        _buffers._POOL = _core.BufferPool(0)
     batches = _in_cache(batches, variant, lambda n: tfr.RecordBatch.from_records(batches[0].to_list()[:n]))
     pool = ThreadPoolExecutor(threads) if variant == "pool" else None
     inner = 1 if pool else threads
@@ -572,7 +585,8 @@ def case_tf_data(data, threads, batch="1024"):
 
 def case_tf_parse(data, threads, variant="", eager=False):
     """tf.io.parse_example (tf.function) on 1024-record batches already in memory (variant "bN":
-    batches of N records; variant "hot": see _in_cache). threads 1: TensorFlow's op thread pools
+    batches of N records; variant "hot": see _in_cache; variant "arr": image_raw decoded to
+    [records, size] uint8 by tf.io.decode_raw). threads 1: TensorFlow's op thread pools
     cut to one thread (its parse splits a batch into minibatches it parses on all cores);
     otherwise its default pools."""
     tf = H.need("tensorflow")
@@ -584,8 +598,12 @@ def case_tf_parse(data, threads, variant="", eager=False):
     size = _batch_size(variant)
     batches = _in_cache([tf.constant(records[i:i + size]) for i in range(0, len(records), size)],
                         variant, lambda n: tf.constant(records[:n]))
-    parse = (lambda s: tf.io.parse_example(s, features)) if eager else tf.function(
-        lambda s: tf.io.parse_example(s, features))
+    def parse_example(s):
+        parsed = tf.io.parse_example(s, features)
+        if variant == "arr":  # TF has no uint8 feature: bytes, then decode_raw as its users do
+            parsed["image_raw"] = tf.io.decode_raw(parsed["image_raw"], tf.uint8)
+        return parsed
+    parse = parse_example if eager else tf.function(parse_example)
 
     def run():
         for b in batches:
@@ -852,6 +870,15 @@ def _rows() -> None:
              "num_workers=0): what torch_batched replaces (peer)")
         _add(t, f"tf_data:{d}:1:256", "TF tf.data file -> batch(256) -> parse AUTOTUNE -> prefetch (peer)")
         _add(t, f"get_batch:{d}:1", "IndexedTFRecordReader.get_batch(256 random)")
+        if d in ("ex100k", "ex10m"):
+            for k, pool in ((1, "1 thread"), (2, "default pool")):
+                _add(t, f"tf_parse:{d}:{k}:arr", "TF tf.io.parse_example + decode_raw(uint8) in a tf.function, "
+                     f"1024/batch in memory, {pool} (peer)")
+            for k in (1, 2):
+                _add(t, f"parse_memory:{d}:{k}:arr", "parse_examples in memory, 1024/batch, image_raw as "
+                     f"FixedLen((size,), 'uint8'), {k} thread(s)")
+            _add(t, f"parse_memory:{d}:1:arrfresh", "same, 1 thread, a buffer pool that keeps nothing: "
+                 "every column fresh memory")
         for k in (1, 2):
             _add(t, f"convert:{d}:{k}", f"convert_numpy (write), workers={k}")
 
@@ -909,6 +936,21 @@ class VsSameThreadsTF(H.Versus):
         if case != "parse_memory" or not r.ok:
             return None
         peer = H.fastest(results, [":".join(["tf_parse", data, threads, *variant])])
+        return None if peer is None else peer.median / r.median
+
+
+class VsFreshColumns(H.Versus):
+    """parse_examples of large arrays (variant "arr") against the same call with every column in
+    fresh memory (variant "arrfresh", 1 thread): what the pooled column buffers bring."""
+
+    def __init__(self):
+        super().__init__("vs fresh columns")
+
+    def ratio(self, r, results):
+        case, data, _, *variant = r.name.split(":")
+        if case != "parse_memory" or variant != ["arr"] or not r.ok:
+            return None
+        peer = H.fastest(results, [f"parse_memory:{data}:1:arrfresh"])
         return None if peer is None else peer.median / r.median
 
 
@@ -1010,6 +1052,8 @@ def columns(title: str, rss: Dict[str, H.Result]) -> List[H.Column]:
                  H.Versus("vs tfrecord loader", f"tfrecord_examples:{d}:1"),
                  H.Versus("vs tfrecord DataLoader", f"dl_tfrecord:{d}:0:p"),
                  H.Versus("vs TF tf.data", f"tf_data:{d}:1:256"),
+                 VsSameThreadsTF(),
+                 VsFreshColumns(),
                  VsOneThread()]
     if any(r.rss for r in TABLES[title]):
         def mib(key):
