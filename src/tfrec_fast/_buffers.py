@@ -1,6 +1,6 @@
 """The process's pool of batch buffers, shared by the readers of read_examples and the torch
 datasets, and by the large fixed-size columns parse_examples decodes (1 MiB or more: 40 records
-of 10 MB parsed 4x faster than into fresh memory, bench/RESULTS.md #12).
+of 10 MB parsed 3.7-4.5x faster than into fresh memory, bench/RESULTS.md #12).
 
 The buffers of batches you have let go of hold the next ones, in this call and the next calls
 (one per shard or epoch is common): a batch of 1024 large records is then not fresh memory, whose
