@@ -1261,17 +1261,19 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
     if (in_slots(specs[k])) {
       const size_t per_record = bytes_per_record(specs[k]);
       if (n != 0 && per_record > SIZE_MAX / n) throw std::bad_alloc();
-      if (handler_of(specs[k]) == Handler::kFixedBytes) {  // each part writes its records' slots
-        // (a length std::vector refuses is a MemoryError too, not its length_error)
-        if (specs[k].count * n > columns[k].starts.max_size()) throw std::bad_alloc();
-        columns[k].starts.resize(specs[k].count * n);
-        columns[k].ends.resize(specs[k].count * n);
-      } else {
+      // Each part writes its records' slots: in the values (numbers, raw bytes), or in the
+      // starts and ends (bytes values).
+      if (pooled_values(specs[k])) {
         if (pool != nullptr && per_record * n >= kPooledColumnBytes) {
           columns[k].values = pool->take(per_record * n);
         }
         columns[k].values.reserve(per_record * n);
         columns[k].values.resize(per_record * n);
+      } else {
+        // (a length std::vector refuses is a MemoryError too, not its length_error)
+        if (specs[k].count * n > columns[k].starts.max_size()) throw std::bad_alloc();
+        columns[k].starts.resize(specs[k].count * n);
+        columns[k].ends.resize(specs[k].count * n);
       }
     } else {
       start_column(columns[k], specs[k]);
