@@ -614,7 +614,7 @@ def test_indexes_are_built_once_and_kept_beside_the_shards(own_copy, monkeypatch
     assert tfrec_fast.load_index(index)[0].tolist() == tfrec_fast.create_index(
         index[:-4])[0].tolist()
     calls = []
-    monkeypatch.setattr("tfrec_fast.tfds.indexes.create_index",
+    monkeypatch.setattr("tfrec_fast.tfds._files.create_index",
                         lambda *a, **k: calls.append(a) or tfrec_fast.create_index(*a, **k))
     assert int(tfds.open(path)["train"][31]["index"]) == 31
     assert calls == []  # the kept index was used
@@ -622,20 +622,20 @@ def test_indexes_are_built_once_and_kept_beside_the_shards(own_copy, monkeypatch
 
 def test_read_only_dataset_keeps_indexes_in_the_cache(own_copy, tmp_path, monkeypatch):
     path = os.path.join(own_copy, ORDERED)
-    real_write = tfrec_fast.tfds.indexes.write_index
+    real_write = tfrec_fast.tfds._files.write_index
 
     def read_only_beside_the_data(index_path, *args):
         if os.path.dirname(os.path.abspath(index_path)) == path:
             raise PermissionError(errno.EACCES, "read-only", index_path)
         return real_write(index_path, *args)
-    monkeypatch.setattr("tfrec_fast.tfds.indexes.write_index", read_only_beside_the_data)
+    monkeypatch.setattr("tfrec_fast.tfds._files.write_index", read_only_beside_the_data)
     monkeypatch.setenv("TFREC_FAST_CACHE_DIR", str(tmp_path / "cache"))
     assert int(tfds.open(path)["train"][15]["index"]) == 15
     assert not [f for f in os.listdir(path) if f.endswith(".idx")]
     kept = os.listdir(tmp_path / "cache" / "index")
     assert len(kept) == 1 and kept[0].startswith("tfrec_ordered-train.tfrecord-00001-of-00003.")
     calls = []
-    monkeypatch.setattr("tfrec_fast.tfds.indexes.create_index",
+    monkeypatch.setattr("tfrec_fast.tfds._files.create_index",
                         lambda *a, **k: calls.append(a) or tfrec_fast.create_index(*a, **k))
     assert int(tfds.open(path)["train"][16]["index"]) == 16 and calls == []
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections.abc
 import errno
-import os
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
@@ -19,9 +18,10 @@ import numpy as np
 from ..errors import ExampleParseError
 from ..example import Ragged
 from ..index import IndexedTFRecordReader
-from ..records import ITER_BATCH_BYTES, TFRecordReader
+from ..records import ITER_BATCH_BYTES, RecordBatch
+from . import _files
 from .decoder import Decoder, skipped_paths
-from .indexes import check_count, shard_index
+from .indexes import check_count, kept_index, shard_index
 from .metadata import DatasetInfo, locate, read_info
 from .spec import leaves
 from .splits import (BLOCK_LENGTH, CYCLE_LENGTH, FileInstruction, file_instructions,
@@ -41,27 +41,64 @@ def _relocated(error: ExampleParseError, path: str, first: int) -> ExampleParseE
                              feature=error.feature)
 
 
-class _ShardStream:
-    """Reads one file instruction's records in order, a parsed batch at a time."""
+class _IndexedPart:
+    """A shard's records from record ``first`` on, read through the shard's index: a stream
+    entering a shard in the middle reads nothing before its first record. Reads as
+    TFRecordReader does (read_batch, records_read, tell), records back to back in one read."""
 
-    def __init__(self, instruction: FileInstruction, decoder: Optional[Decoder], verify: bool):
+    def __init__(self, path: str, index, first: int, verify: bool):
+        self.offsets, self.sizes = index
+        self._reader: IndexedTFRecordReader = _files.open_indexed(path, index, verify=verify)
+        self.records_read = first
+
+    def read_batch(self, max_records: int, max_bytes: Optional[int]) -> RecordBatch:
+        start = self.records_read
+        end = min(len(self.offsets), start + max_records)
+        if max_bytes is not None and end > start + 1:  # at least one record, as TFRecordReader
+            ends = np.cumsum(self.sizes[start:end])
+            end = start + max(1, int(np.searchsorted(ends, max_bytes, side="right")))
+        batch = self._reader.get_batch(np.arange(start, end, dtype=np.int64))
+        self.records_read = end
+        return batch
+
+    def tell(self) -> int:
+        if self.records_read < len(self.offsets):
+            return int(self.offsets[self.records_read])
+        return int(self.offsets[-1] + self.sizes[-1]) if len(self.offsets) else 0
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class _ShardStream:
+    """Reads one file instruction's records in order, a parsed batch at a time. A part starting
+    in the middle of a shard enters it through the shard's index when one was kept (see
+    indexes.py); without one it reads the records before, as TFDS does."""
+
+    def __init__(self, instruction: FileInstruction, decoder: Optional[Decoder], verify: bool,
+                 index_dir: Optional[str] = None):
         self.instruction = instruction
         self.decoder = decoder  # None: hand out the serialized records
         self.verify = verify
-        self.reader: Optional[TFRecordReader] = None
+        self.index_dir = index_dir
+        self.reader: Any = None  # a TFRecordReader, or an _IndexedPart
         self.remaining = instruction.take
         self.rows: Any = None
         self.first = self.n = self.pos = 0
 
-    def _open(self) -> TFRecordReader:
+    def _open(self) -> Any:
         path, skip = self.instruction.path, self.instruction.skip
-        reader = TFRecordReader(path, verify=self.verify)
+        if skip:
+            index = kept_index(path, self.instruction.shard_length, index_dir=self.index_dir)
+            if index is not None:
+                return _IndexedPart(path, index, skip, self.verify)
+        reader = _files.open_records(path, verify=self.verify)
         while reader.records_read < skip:  # TFDS skips by reading too
             if not len(reader.read_batch(skip - reader.records_read, ITER_BATCH_BYTES)):
                 self._too_few(reader)
         return reader
 
-    def _too_few(self, reader: TFRecordReader):
+    def _too_few(self, reader: Any):
         check_count(self.instruction.path, self.instruction.shard_length,
                     reader.records_read, reader.tell())
 
@@ -171,7 +208,7 @@ class Split:
 
     def _check_shards(self) -> None:
         for ins in self._instructions:
-            if "://" not in ins.path and not os.path.exists(ins.path):
+            if not _files.exists(ins.path):
                 count = self.info.splits[ins.split].num_shards
                 raise FileNotFoundError(
                     errno.ENOENT, f"shard {ins.shard_index} of the {count} of split "
@@ -237,7 +274,7 @@ class Split:
                 stream = streams.get(k)
                 if stream is None:
                     stream = streams[k] = _ShardStream(self._instructions[k], decoder,
-                                                       self._verify)
+                                                       self._verify, self._index_dir)
                 while count:
                     rows = stream.take(count)
                     count -= len(rows)
@@ -292,8 +329,8 @@ class Split:
         reader = self._readers.get(ins.path)
         if reader is None:
             index = shard_index(ins.path, ins.shard_length, index_dir=self._index_dir)
-            reader = self._readers[ins.path] = IndexedTFRecordReader(ins.path, index,
-                                                                     verify=self._verify)
+            reader = self._readers[ins.path] = _files.open_indexed(ins.path, index,
+                                                                   verify=self._verify)
         batch = reader.get_batch(records)
         try:
             columns = self.decoder.parse(batch, ins.path)
@@ -471,6 +508,6 @@ def open(path, *, name: Optional[str] = None, data_dir=None, decode_images: bool
         if name is not None:
             raise TypeError("open() takes the dataset's name as path or as name=, not both "
                             "with data_dir=")
-        path, name = data_dir, os.fspath(path)
+        path, name = data_dir, _files.normalize(path)
     return Dataset(locate(path, name), decode_images=decode_images, verify=verify,
                    index_dir=index_dir)

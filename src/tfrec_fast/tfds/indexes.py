@@ -17,17 +17,17 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from . import _files
 from ..errors import DataLossError
-from ..index import create_index, load_index, write_index
 
-__all__ = ["shard_index", "cache_dir"]
+__all__ = ["shard_index", "kept_index", "cache_dir", "check_count"]
 
 Index = Tuple[np.ndarray, np.ndarray]
 
 
 def cache_dir(index_dir: Optional[str] = None) -> str:
     if index_dir is not None:
-        return os.path.expanduser(os.fspath(index_dir))
+        return _files.normalize(index_dir)
     if os.environ.get("TFREC_FAST_CACHE_DIR"):
         return os.environ["TFREC_FAST_CACHE_DIR"]
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -35,48 +35,60 @@ def cache_dir(index_dir: Optional[str] = None) -> str:
 
 
 def _cached_name(path: str, index_dir: Optional[str]) -> str:
-    digest = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape"))
-    return os.path.join(cache_dir(index_dir), "index",
-                        f"{os.path.basename(path)}.{digest.hexdigest()[:16]}.idx")
+    digest = hashlib.sha256(_files.realpath(path).encode("utf-8", "surrogateescape"))
+    return _files.join(cache_dir(index_dir), "index",
+                       f"{_files.basename(path)}.{digest.hexdigest()[:16]}.idx")
 
 
 def _usable(index_path: str, path: str, expected: int) -> Optional[Index]:
     """The index at ``index_path`` if it describes the shard as it is now, else None."""
     try:
-        if os.path.getmtime(index_path) < os.path.getmtime(path):
+        if _files.mtime(index_path) < _files.mtime(path):
             return None
-        offsets, sizes = load_index(index_path)
+        offsets, sizes = _files.load_index(index_path)
     except (OSError, ValueError):
         return None
     if len(offsets) != expected or (len(offsets) and int(offsets[-1] + sizes[-1]) !=
-                                    os.path.getsize(path)):
+                                    _files.size(path)):
         return None
     return offsets, sizes
+
+
+def _candidates(path: str, index_dir: Optional[str]) -> list:
+    """Where a shard's index may be kept, in the order they are tried."""
+    if _files.is_url(path):  # no place to keep it that could be checked against the shard
+        return []
+    if index_dir is not None:
+        return [_cached_name(path, index_dir)]
+    return [path + ".idx", _cached_name(path, index_dir)]
+
+
+def kept_index(path: str, expected: int, *, index_dir: Optional[str] = None) -> Optional[Index]:
+    """``(offsets, sizes)`` of a shard from an index kept earlier that still describes it (as
+    many records as dataset_info.json says, ending where the file ends), or None: nothing is
+    scanned."""
+    for candidate in _candidates(path, index_dir):
+        found = _usable(candidate, path, expected)
+        if found is not None:
+            return found
+    return None
 
 
 def shard_index(path: str, expected: int, *, index_dir: Optional[str] = None) -> Index:
     """``(offsets, sizes)`` of a shard that dataset_info.json says holds ``expected`` records:
     a kept index, or a new one (then kept). A shard holding another number of records raises
     :class:`~tfrec_fast.DataLossError` (reason ``shard_lengths``)."""
-    if "://" in path:  # a URL: no place to keep it that could be checked against the shard
-        candidates = []
-    elif index_dir is not None:
-        candidates = [_cached_name(path, index_dir)]
-    else:
-        candidates = [path + ".idx", _cached_name(path, index_dir)]
-    for candidate in candidates:
-        found = _usable(candidate, path, expected)
-        if found is not None:
-            return found
-    offsets, sizes = create_index(path)
+    found = kept_index(path, expected, index_dir=index_dir)
+    if found is not None:
+        return found
+    offsets, sizes = _files.create_index(path)
     if len(offsets) != expected:
         end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
         check_count(path, expected, len(offsets),
                     int(offsets[expected]) if len(offsets) > expected else end)
-    for candidate in candidates:
+    for candidate in _candidates(path, index_dir):
         try:
-            os.makedirs(os.path.dirname(candidate), exist_ok=True)
-            write_index(candidate, offsets, sizes)
+            _files.write_index(candidate, offsets, sizes)
             break
         except OSError:  # read-only here: try the next place (or keep it in memory)
             continue

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from . import _files
 from .errors import DatasetInfoError
 from .features import Feature, class_labels, from_json
 
@@ -92,16 +92,16 @@ def _version_key(name: str) -> Tuple[int, ...]:
 
 
 def _has_info(directory: str) -> bool:
-    return os.path.isfile(os.path.join(directory, DATASET_INFO))
+    return _files.isfile(_files.join(directory, DATASET_INFO))
 
 
 def _versions(directory: str) -> List[str]:
     try:
-        names = os.listdir(directory)
+        names = _files.listdir(directory)
     except OSError:
         return []
     return sorted((n for n in names if _VERSION.match(n) and
-                   _has_info(os.path.join(directory, n))), key=_version_key)
+                   _has_info(_files.join(directory, n))), key=_version_key)
 
 
 def locate(path, name: Optional[str] = None) -> str:
@@ -112,23 +112,23 @@ def locate(path, name: Optional[str] = None) -> str:
     dir plus TFDS's ``name[/config][:version]`` (also written as one path:
     ``~/tensorflow_datasets/mnist:3.0.1``).
     """
-    path = os.path.expanduser(os.fspath(path))
+    path = _files.normalize(path)
     if name:
         base, _, version = name.partition(":")
-        path = os.path.join(path, *base.split("/"), *([version] if version else []))
-    elif not os.path.exists(path) and ":" in os.path.basename(path):
-        base, _, version = os.path.basename(path).partition(":")
-        path = os.path.join(os.path.dirname(path), base, version)
+        path = _files.join(path, *base.split("/"), *([version] if version else []))
+    elif ":" in _files.basename(path) and not _files.exists(path):
+        base, _, version = _files.basename(path).partition(":")
+        path = _files.join(_files.dirname(path), base, version)
     if _has_info(path):
         return path
     versions = _versions(path)
     if versions:
-        return os.path.join(path, versions[-1])
-    if not os.path.isdir(path):
+        return _files.join(path, versions[-1])
+    if not _files.isdir(path):
         raise FileNotFoundError(errno.ENOENT, "no prepared TFDS dataset here: the directory does "
                                 "not exist (expected <data_dir>/<name>[/<config>]/<version>)",
                                 path)
-    configs = sorted(n for n in os.listdir(path) if _versions(os.path.join(path, n)))
+    configs = sorted(n for n in _files.listdir(path) if _versions(_files.join(path, n)))
     if configs:
         raise FileNotFoundError(errno.ENOENT, "this dataset has several configs: open one of "
                                 f"{configs} (path/<config>, or name='<name>/<config>')", path)
@@ -140,8 +140,7 @@ def locate(path, name: Optional[str] = None) -> str:
 
 def _read_json(path: str) -> Any:
     try:
-        with open(path, "rb") as f:
-            return json.loads(f.read())
+        return json.loads(_files.read_bytes(path))
     except FileNotFoundError:
         raise
     except (ValueError, UnicodeDecodeError) as error:
@@ -164,7 +163,7 @@ def shard_paths(directory: str, dataset: str, split: str, template: str, suffix:
         x, y = f"{index:0{digits}d}", f"{num_shards:0{digits}d}"
         name = template.format(DATASET=dataset, SPLIT=split, FILEFORMAT=suffix, SHARD_INDEX=x,
                                NUM_SHARDS=y, SHARD_X_OF_Y=f"{x}-of-{y}")
-        out.append(os.path.join(directory, name))
+        out.append(_files.join(directory, name))
     return out
 
 
@@ -204,7 +203,7 @@ def _supervised_keys(value: Any) -> Optional[Any]:
 def read_info(directory: str) -> DatasetInfo:
     """Reads dataset_info.json, features.json and the ClassLabel names files of a prepared
     dataset directory (see :func:`locate`)."""
-    info_path = os.path.join(directory, DATASET_INFO)
+    info_path = _files.join(directory, DATASET_INFO)
     info = _read_json(info_path)
     if not isinstance(info, Mapping):
         raise DatasetInfoError("expected a JSON object", where=info_path)
@@ -213,8 +212,8 @@ def read_info(directory: str) -> DatasetInfo:
         raise DatasetInfoError(
             f"this dataset is stored as {file_format}, not TFRecord: tfrec_fast reads TFRecord "
             "shards (rebuild with `tfds build --file_format=tfrecord`)", where=info_path)
-    features_path = os.path.join(directory, FEATURES)
-    if not os.path.isfile(features_path):
+    features_path = _files.join(directory, FEATURES)
+    if not _files.isfile(features_path):
         raise FileNotFoundError(errno.ENOENT, f"{FEATURES} is missing: TFDS writes the feature "
                                 f"tree there, beside {DATASET_INFO}; without it the Examples "
                                 "cannot be decoded (copy it from where the dataset was built)",
@@ -246,10 +245,9 @@ def read_info(directory: str) -> DatasetInfo:
 def _load_label_names(features: Feature, directory: str) -> None:
     """ClassLabel names from <feature>.labels.txt, one per line (as TFDS's load_metadata)."""
     for label, stem in class_labels(features):
-        path = os.path.join(directory, f"{stem}.labels.txt")
+        path = _files.join(directory, f"{stem}.labels.txt")
         try:
-            with open(path, encoding="utf-8") as f:
-                names = [line.strip() for line in f.read().split("\n") if line.strip()]
+            names = [line.strip() for line in _files.read_text(path).split("\n") if line.strip()]
         except FileNotFoundError:
             continue  # only num_classes is known: names are "0", "1", ...
         if label.num_classes is not None and label.num_classes != len(names):
