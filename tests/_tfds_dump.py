@@ -7,15 +7,19 @@ read back is bit for bit what was written, dtype and shape included. A value is 
 - a numpy array (numeric, or dtype object holding bytes)
 - a :class:`Ragged`: what TensorFlow gives as a tf.RaggedTensor (nested Sequences), as its
   flat values and nested row lengths (outermost first)
-- a dict of values (tuples and lists of values for as_supervised pairs).
+- a dict of values, a tuple of values (as_supervised pairs)
+- a list of values: a nested tf.data.Dataset (tfds.features.Dataset, RLDS's steps), which
+  tfds.as_numpy gives as an iterable of its elements.
 Used by tools/make_tfds_fixture.py (writing, with TensorFlow) and the tests (reading, without).
 """
 
 from __future__ import annotations
 
 import base64
+import collections.abc
 import gzip
 import json
+import re
 from typing import Any, NamedTuple, Tuple
 
 import numpy as np
@@ -40,8 +44,10 @@ def encode(value: Any) -> Any:
     if isinstance(value, Ragged):  # before tuples: a Ragged is a NamedTuple
         return {"ragged": encode(value.flat_values),
                 "row_lengths": [encode(np.asarray(r, np.int64)) for r in value.nested_row_lengths]}
-    if isinstance(value, (tuple, list)):
+    if isinstance(value, tuple):
         return {"tuple": [encode(v) for v in value]}
+    if isinstance(value, list):
+        return {"list": [encode(v) for v in value]}
     if isinstance(value, bytes):
         return {"bytes": _b64(value)}
     if hasattr(value, "nested_row_lengths") and hasattr(value, "flat_values"):  # tf.RaggedTensor
@@ -55,6 +61,8 @@ def encode(value: Any) -> Any:
                     "items": [_b64(bytes(v)) for v in value.ravel()]}
         return {"array": value.dtype.str, "shape": list(value.shape),
                 "data": _b64(np.ascontiguousarray(value).tobytes())}
+    if isinstance(value, collections.abc.Iterable):  # a nested dataset, from tfds.as_numpy
+        return {"list": [encode(v) for v in value]}
     raise TypeError(f"cannot dump a {type(value).__name__}: {value!r}")
 
 
@@ -63,6 +71,8 @@ def decode(obj: Any) -> Any:
         return {k: decode(v) for k, v in obj["map"].items()}
     if "tuple" in obj:
         return tuple(decode(v) for v in obj["tuple"])
+    if "list" in obj:
+        return [decode(v) for v in obj["list"]]
     if "bytes" in obj:
         return base64.b64decode(obj["bytes"])
     if "ragged" in obj:
@@ -104,7 +114,8 @@ def as_ragged(value: Any) -> Ragged:
 def differences(ours: Any, ref: Any, path: str = "", tolerance=None) -> list:
     """Where ``ours`` differs from ``ref`` (a dumped value): same types (numpy scalar types,
     bytes, dicts, tuples), dtypes, shapes and bits. ``tolerance``: {path: max absolute
-    difference} for values that may differ (JPEG pixels decoded another way)."""
+    difference} for values that may differ (JPEG pixels decoded another way), keyed by path
+    without element indices ("/steps/observation/wrist")."""
     if hasattr(ours, "row_splits"):
         ours = as_ragged(ours)
     if isinstance(ref, Ragged):
@@ -123,9 +134,10 @@ def differences(ours: Any, ref: Any, path: str = "", tolerance=None) -> list:
             return [f"{path}: {sorted(ours) if isinstance(ours, dict) else type(ours)}, "
                     f"expected keys {sorted(ref)}"]
         return [d for k in ref for d in differences(ours[k], ref[k], f"{path}/{k}", tolerance)]
-    if isinstance(ref, tuple):
-        if not isinstance(ours, tuple) or len(ours) != len(ref):
-            return [f"{path}: {ours!r}, expected a tuple of {len(ref)}"]
+    if isinstance(ref, (tuple, list)):
+        if type(ours) is not type(ref) or len(ours) != len(ref):
+            return [f"{path}: {type(ours).__name__} of {_size(ours)}, expected a "
+                    f"{type(ref).__name__} of {len(ref)}"]
         return [d for i, (a, b) in enumerate(zip(ours, ref))
                 for d in differences(a, b, f"{path}[{i}]", tolerance)]
     if type(ours) is not type(ref):
@@ -138,10 +150,17 @@ def differences(ours: Any, ref: Any, path: str = "", tolerance=None) -> list:
         if ours.tobytes() == ref.tobytes():
             return []
         worst = float(np.max(np.abs(ours.astype(np.float64) - ref.astype(np.float64))))
-        allowed = (tolerance or {}).get(path)
+        allowed = (tolerance or {}).get(re.sub(r"\[\d+\]", "", path))  # any element
         if allowed is not None and worst <= allowed:
             return []
         return [f"{path}: values differ (by up to {worst})"]
     if isinstance(ref, np.generic):
         return [] if ours.tobytes() == ref.tobytes() else [f"{path}: {ours!r} != {ref!r}"]
     return [] if ours == ref else [f"{path}: {ours!r} != {ref!r}"]
+
+
+def _size(value: Any) -> str:
+    try:
+        return str(len(value))
+    except TypeError:
+        return "?"

@@ -120,7 +120,7 @@ def test_jpeg_pixels_decoded_by_pillow_differ_by_a_few_levels_at_most(data_dir, 
 
 
 def test_images_decoded_on_the_thread_pool(data_dir, dumps, monkeypatch):
-    monkeypatch.setattr("tfrec_fast.tfds.decoder.PARALLEL_BYTES", 0)  # every image, however small
+    monkeypatch.setattr("tfrec_fast.tfds.leaf_decoders.PARALLEL_BYTES", 0)  # every image, however small
     ds = tfds.open(os.path.join(data_dir, FIXTURE), decode_images=True)
     for ours, ref in zip(ds["test"], dumps[FIXTURE]["test/decoded"]):
         assert_same(ours, ref)
@@ -129,7 +129,7 @@ def test_images_decoded_on_the_thread_pool(data_dir, dumps, monkeypatch):
 @pytest.mark.parametrize("pool", [False, True])
 def test_an_image_that_does_not_decode_names_its_record(own_copy, monkeypatch, pool):
     if pool:
-        monkeypatch.setattr("tfrec_fast.tfds.decoder.PARALLEL_BYTES", 0)
+        monkeypatch.setattr("tfrec_fast.tfds.leaf_decoders.PARALLEL_BYTES", 0)
     path = os.path.join(own_copy, ORDERED)
     shard = os.path.join(path, "tfrec_ordered-train.tfrecord-00001-of-00003")
     records = list(read_records(shard, copy=True))

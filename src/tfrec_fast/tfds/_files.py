@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import numpy as np
 

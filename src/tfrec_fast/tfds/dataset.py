@@ -20,7 +20,7 @@ from ..example import Ragged
 from ..index import IndexedTFRecordReader
 from ..records import ITER_BATCH_BYTES, RecordBatch
 from . import _files
-from .decoder import Decoder, skipped_paths
+from .decoder import NESTED, Decoder, skipped_paths
 from .indexes import check_count, kept_index, shard_index
 from .metadata import DatasetInfo, locate, read_info
 from .spec import leaves
@@ -176,7 +176,7 @@ class Split:
     def __init__(self, info: DatasetInfo, split: Any, *, decode_images: bool = False,
                  decoders: Optional[Mapping] = None, as_supervised: bool = False,
                  shuffle_files: bool = False, read_config: Any = None, verify: bool = True,
-                 index_dir: Optional[str] = None):
+                 index_dir: Optional[str] = None, nested: str = "steps"):
         self.info = info
         self.name = split if isinstance(split, str) else repr(split)
         self._instructions = file_instructions(split, info.splits)
@@ -186,7 +186,8 @@ class Split:
         self._check_shards()
         paths = {leaf.path for leaf in leaves(info.features)}
         self._options: Dict[str, Any] = dict(decode_images=bool(decode_images),
-                             skip=frozenset(skipped_paths(decoders, paths)))
+                                             skip=frozenset(skipped_paths(decoders, paths)),
+                                             nested=nested)
         self._supervised = self._supervised_keys() if as_supervised else None
         self._shuffle_files = bool(shuffle_files)
         self._cycle: Any = getattr(read_config, "interleave_cycle_length", None)
@@ -402,6 +403,10 @@ class Batched:
 
 def _stack(values: list) -> Any:
     first = values[0]
+    if isinstance(first, list):
+        raise TypeError("nested Datasets (lists of elements) cannot be batched, as TensorFlow "
+                        "cannot batch nested tf.data.Datasets: open with nested='columns' to "
+                        "read them as arrays, which batch as Sequences do")
     if isinstance(first, Mapping):
         return {k: _stack([v[k] for v in values]) for k in first}
     if isinstance(first, tuple):
@@ -425,9 +430,12 @@ class Dataset:
     :class:`Split`) and ``dataset["train[:10%]"]`` for any split string."""
 
     def __init__(self, directory: str, *, decode_images: bool = False, verify: bool = True,
-                 index_dir: Optional[str] = None):
+                 index_dir: Optional[str] = None, nested: str = "steps"):
+        if nested not in NESTED:
+            raise ValueError(f"nested must be one of {NESTED}, not {nested!r}")
         self.info = read_info(directory)
-        self._defaults: Dict[str, Any] = dict(decode_images=decode_images, verify=verify, index_dir=index_dir)
+        self._defaults: Dict[str, Any] = dict(decode_images=decode_images, verify=verify,
+                                              index_dir=index_dir, nested=nested)
         self._splits: Dict[str, Split] = {}
 
     @property
@@ -450,20 +458,21 @@ class Dataset:
 
     def as_dataset(self, split=None, *, decoders: Optional[Mapping] = None,
                    as_supervised: bool = False, shuffle_files: bool = False,
-                   read_config: Any = None, batch_size: Optional[int] = None):
+                   read_config: Any = None, batch_size: Optional[int] = None,
+                   nested: Optional[str] = None):
         """TFDS's ``builder.as_dataset``: a Split (or a dict of every split when ``split`` is
-        None; a list of them for a list of split strings); with ``batch_size``, batches."""
+        None; a list of them for a list of split strings); with ``batch_size``, batches.
+        ``nested`` overrides the dataset's (see :func:`open`)."""
+        kwargs = dict(decoders=decoders, as_supervised=as_supervised,
+                      shuffle_files=shuffle_files, read_config=read_config)
         if split is None:
-            return {name: self.as_dataset(name, decoders=decoders, as_supervised=as_supervised,
-                                          shuffle_files=shuffle_files, read_config=read_config,
-                                          batch_size=batch_size)
+            return {name: self.as_dataset(name, batch_size=batch_size, nested=nested, **kwargs)
                     for name in self.info.splits}
         if isinstance(split, (list, tuple)):
-            return [self.as_dataset(s, decoders=decoders, as_supervised=as_supervised,
-                                    shuffle_files=shuffle_files, read_config=read_config,
-                                    batch_size=batch_size) for s in split]
-        made = Split(self.info, split, decoders=decoders, as_supervised=as_supervised,
-                     shuffle_files=shuffle_files, read_config=read_config, **self._defaults)
+            return [self.as_dataset(s, batch_size=batch_size, nested=nested, **kwargs)
+                    for s in split]
+        options = dict(self._defaults, **({} if nested is None else {"nested": nested}))
+        made = Split(self.info, split, **kwargs, **options)
         return made if batch_size is None else made.batches(batch_size)
 
     def download_and_prepare(self, *args, **kwargs) -> None:
@@ -493,7 +502,7 @@ class _Splits(collections.abc.Mapping):
 
 
 def open(path, *, name: Optional[str] = None, data_dir=None, decode_images: bool = False,
-         verify: bool = True, index_dir: Optional[str] = None) -> Dataset:
+         verify: bool = True, index_dir: Optional[str] = None, nested: str = "steps") -> Dataset:
     """Opens a dataset prepared by TensorFlow Datasets (``tfds build``), without TensorFlow.
 
     ``path`` is the prepared directory (``~/tensorflow_datasets/mnist/3.0.1``), a dataset (or
@@ -503,6 +512,10 @@ def open(path, *, name: Optional[str] = None, data_dir=None, decode_images: bool
     ``decode_images``: Image and Video features come back as decoded pixels (Pillow) instead of
     the encoded bytes. ``index_dir``: where shard indexes are kept (default: beside the shards,
     or a cache directory when they are read-only). ``verify=False`` skips the CRC checks.
+    ``nested``: how a nested ``tfds.features.Dataset`` (RLDS's ``steps``) is given:
+    ``"steps"`` (default) a list of its elements (step dicts), as ``tfds.as_numpy`` iterates
+    the nested dataset; ``"columns"`` a dict of arrays stacked over the elements (leading
+    dimension: the number of steps), as a Sequence is given.
     """
     if data_dir is not None:  # open("mnist", data_dir=...): path is the name
         if name is not None:
@@ -510,4 +523,4 @@ def open(path, *, name: Optional[str] = None, data_dir=None, decode_images: bool
                             "with data_dir=")
         path, name = data_dir, _files.normalize(path)
     return Dataset(locate(path, name), decode_images=decode_images, verify=verify,
-                   index_dir=index_dir)
+                   index_dir=index_dir, nested=nested)

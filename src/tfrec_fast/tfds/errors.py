@@ -28,22 +28,27 @@ def _rebuild(cls, detail, where):
 
 
 class UnknownFeatureError(ValueError):
-    """A feature of a type tfrec_fast.tfds cannot decode was asked for.
+    """A feature tfrec_fast.tfds cannot decode was asked for: refused when the split is opened,
+    before anything is read.
 
     Attributes: ``feature`` (its path, "a/b"), ``type_name`` (the TFDS class named in
-    features.json). Its raw values stay readable: pass
-    ``decoders={feature: SkipDecoding()}``, or read whole serialized Examples with
-    ``split.records()``.
+    features.json), ``reason`` (why, for a known type; "" for a type not known). Its raw
+    values stay readable: pass ``decoders={feature: SkipDecoding()}``, or read whole
+    serialized Examples with ``split.records()``.
     """
 
-    def __init__(self, feature: str, type_name: str):
+    def __init__(self, feature: str, type_name: str, reason: str = ""):
         self.feature = feature
         self.type_name = type_name
+        self.reason = reason
+        why = f" ({reason})" if reason else ""
+        article = "an" if type_name[:1].lower() in "aeiou" else "a"
         super().__init__(
-            f"feature {feature!r} is a {type_name}, which tfrec_fast.tfds cannot decode; its "
-            f"raw Example values are read with decoders={{{feature!r}: SkipDecoding()}} "
+            f"feature {feature!r} is {article} {type_name}, which tfrec_fast.tfds cannot decode"
+            f"{why}; "
+            f"its raw Example values are read with decoders={{{feature!r}: SkipDecoding()}} "
             "(tfrec_fast.tfds.SkipDecoding), and whole serialized Examples with "
             "split.records()")
 
     def __reduce__(self):
-        return type(self), (self.feature, self.type_name)
+        return type(self), (self.feature, self.type_name, self.reason)

@@ -19,7 +19,7 @@ from numpy.typing import DTypeLike
 from .errors import DatasetInfoError
 
 __all__ = ["Feature", "Tensor", "Scalar", "ClassLabel", "Text", "BBoxFeature", "Audio", "Image",
-           "LabeledImage", "Sequence", "Video", "FeaturesDict", "Translation",
+           "LabeledImage", "Sequence", "Dataset", "Video", "FeaturesDict", "Translation",
            "TranslationVariableLanguages", "UnknownFeature", "from_json"]
 
 Shape = Tuple[Optional[int], ...]
@@ -103,14 +103,22 @@ class ClassLabel(Tensor):
 
 
 class Text(Tensor):
-    """A string: bytes (UTF-8, as TFDS gives it)."""
+    """A string: bytes (UTF-8, as TFDS gives it). With TFDS's deprecated text encoder
+    (``encoded``), the int64 token ids the encoder made, shape (None,), as TFDS gives them
+    (the encoder's vocabulary files beside features.json are not read)."""
 
     type_name = "Text"
 
-    def __init__(self, description: str = ""):
-        super().__init__((), STRING, description=description)
+    def __init__(self, description: str = "", *, encoded: bool = False):
+        if encoded:
+            super().__init__((None,), np.int64, description=description)
+        else:
+            super().__init__((), STRING, description=description)
+        self.encoded = encoded
 
     def _repr_fields(self) -> str:
+        if self.encoded:
+            return "shape=(None,), dtype=int64, encoder=True"
         return "shape=(), dtype=string"
 
 
@@ -125,14 +133,27 @@ class BBoxFeature(Tensor):
 
 
 class Audio(Tensor):
-    """Audio samples stored as a tensor (TFDS's non-lazy Audio)."""
+    """Audio samples of ``shape`` (length,) or (length, channels) and ``dtype``. TFDS stores
+    them either as a tensor (``encoding`` as a Tensor's), or, with ``lazy_decode``, as the
+    audio file itself (``file_format``: "wav", "flac", ...), decoded when read."""
 
     type_name = "Audio"
 
     def __init__(self, shape: Shape, dtype: DTypeLike, encoding: str = "none",
-                 sample_rate: Optional[int] = None, description: str = ""):
+                 sample_rate: Optional[int] = None, description: str = "", *,
+                 lazy_decode: bool = False, file_format: Optional[str] = None):
         super().__init__(shape, dtype, encoding, description=description)
         self.sample_rate = sample_rate
+        self.lazy_decode = lazy_decode
+        self.file_format = file_format
+
+    @property
+    def channels(self) -> int:
+        return self.shape[1] if len(self.shape) > 1 and self.shape[1] else 1
+
+    def _repr_fields(self) -> str:
+        lazy = f", lazy_decode=True, file_format={self.file_format}" if self.lazy_decode else ""
+        return super()._repr_fields() + lazy
 
 
 class Image(Feature):
@@ -188,6 +209,15 @@ class Sequence(Feature):
     def _repr_fields(self) -> str:
         length = "" if self.length is None else f", length={self.length}"
         return f"{self.feature!r}{length}"
+
+
+class Dataset(Sequence):
+    """A nested dataset (``tfds.features.Dataset``): RLDS's ``steps``. Stored as a Sequence
+    of ``feature``; read as a list of its elements (as ``tfds.as_numpy`` iterates the nested
+    dataset), or with ``nested="columns"`` as a Sequence reads (arrays stacked over the
+    elements)."""
+
+    type_name = "Dataset"
 
 
 class Video(Sequence):
@@ -364,13 +394,16 @@ def _video(content, where, description):
 
 
 def _audio(content, where, description):
-    if _field(content, "lazyDecode", "lazy_decode", default=False):
-        return None  # stored as the encoded file: decoding needs ffmpeg/pydub
     rate = _field(content, "sampleRate", "sample_rate")
-    return Audio(_shape(_field(content, "shape"), where) or (None,),
-                 parse_dtype(_field(content, "dtype", default="int64"), where),
+    shape = _shape(_field(content, "shape"), where) or (None,)
+    if len(shape) > 2:
+        raise DatasetInfoError(f"an Audio's shape is (length,) or (length, channels), not "
+                               f"{shape}", where=where)
+    return Audio(shape, parse_dtype(_field(content, "dtype", default="int64"), where),
                  str(_field(content, "encoding", default="none") or "none").lower(),
-                 None if rate is None else int(rate), description)
+                 None if rate is None else int(rate), description,
+                 lazy_decode=bool(_field(content, "lazyDecode", "lazy_decode", default=False)),
+                 file_format=_field(content, "fileFormat", "file_format") or None)
 
 
 def _bbox(content, where, description):
@@ -378,14 +411,13 @@ def _bbox(content, where, description):
 
 
 def _text(content, where, description):
-    if isinstance(content, Mapping) and _field(content, "useEncoder", "use_encoder"):
-        return None  # TFDS's deprecated text encoders: int ids with a vocabulary file
-    return Text(description)
+    encoded = isinstance(content, Mapping) and bool(_field(content, "useEncoder", "use_encoder"))
+    return Text(description, encoded=encoded)  # encoded: TFDS's deprecated text encoders
 
 
-def _sequence(content, where, description):
-    inner = from_json(content["feature"], f"{where}/[sequence]")
-    return Sequence(inner, _length(_field(content, "length")), description)
+def _sequence(content, where, description, cls=Sequence):
+    inner = from_json(content["feature"], f"{where}/[{cls.type_name.lower()}]")
+    return cls(inner, _length(_field(content, "length")), description)
 
 
 def _features_dict(content, where, description):
@@ -418,6 +450,8 @@ _READERS: Dict[str, Callable[[Any, str, str], Optional[Feature]]] = {
     "LabeledImage": _labeled_image,
     "Video": _video,
     "Sequence": _sequence,
+    "Dataset": lambda content, where, description: _sequence(content, where, description,
+                                                             Dataset),
     "FeaturesDict": _features_dict,
     "Translation": _translation,
     "TranslationVariableLanguages": _translation_variable,

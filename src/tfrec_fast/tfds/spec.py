@@ -12,6 +12,10 @@ stored (its *serialized info*) follows TFDS's ``get_serialized_info``:
   "<key>/value";
 - under two or more Sequences (ragged): "<key>/ragged_flat_values" plus one
   "<key>/ragged_row_lengths_<k>" per inner sequence level.
+
+A nested Dataset (``tfds.features.Dataset``, RLDS's steps) is stored as a Sequence is: each
+leaf records which of its sequence levels are Datasets (``Leaf.datasets``), and
+:func:`output_template` marks the Dataset nodes, where the decoder makes a list of elements.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ import numpy as np
 
 from ..example import FixedLen, VarLen
 from .errors import DatasetInfoError
-from .features import (STRING, Feature, FeaturesDict, Image, Sequence, Tensor, UnknownFeature,
-                       dtype_name)
+from .features import (STRING, Audio, Dataset, Feature, FeaturesDict, Image, Sequence, Tensor,
+                       UnknownFeature, dtype_name)
 
-__all__ = ["TensorInfo", "Leaf", "leaves", "output_template", "example_spec"]
+__all__ = ["TensorInfo", "Leaf", "DatasetNode", "leaves", "output_template", "example_spec"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Leaf:
     path: str
     feature: Feature
     serialized: Optional[Serialized]  # None for an UnknownFeature (its keys are not known)
+    datasets: Tuple[int, ...] = ()  # which sequence levels (0: outermost) are Datasets
 
     @property
     def sequence_rank(self) -> int:
@@ -90,7 +95,7 @@ def _optional_default(feature: Tensor) -> Any:
 
 def serialized_info(feature: Feature, where: str) -> Optional[Serialized]:
     """TFDS's get_serialized_info for a leaf (no Sequence around it yet)."""
-    if isinstance(feature, Image):
+    if isinstance(feature, Image) or (isinstance(feature, Audio) and feature.lazy_decode):
         return TensorInfo((), STRING)
     if isinstance(feature, Tensor):
         default = _optional_default(feature)
@@ -133,37 +138,61 @@ def leaves(features: Feature) -> List[Leaf]:
     return out
 
 
-def _collect(feature: Feature, path: str, lengths: List[Optional[int]], out: List[Leaf]) -> None:
+def _collect(feature: Feature, path: str, levels: List[Sequence], out: List[Leaf]) -> None:
     if isinstance(feature, FeaturesDict):
         for key, child in feature.items():
-            _collect(child, f"{path}/{key}" if path else key, lengths, out)
+            _collect(child, f"{path}/{key}" if path else key, levels, out)
     elif isinstance(feature, Sequence):
-        _collect(feature.feature, path, lengths + [feature.length], out)
+        _collect(feature.feature, path, levels + [feature], out)
     else:
         info = serialized_info(feature, f"features.json: {path}")
-        for length in reversed(lengths):
-            info = _in_sequence(info, length)
-        out.append(Leaf(path, feature, info))
+        for level in reversed(levels):
+            info = _in_sequence(info, level.length)
+        datasets = tuple(k for k, level in enumerate(levels) if isinstance(level, Dataset))
+        out.append(Leaf(path, feature, info, datasets))
 
 
-def output_template(features: Feature, numbering: Dict[str, int]) -> Any:
-    """The nesting of an example: a dict per FeaturesDict (Sequences add no level), with each
-    leaf replaced by its number in ``numbering`` (path -> index)."""
-    if isinstance(features, Sequence):
-        return output_template(features.feature, numbering)
+@dataclass(frozen=True)
+class DatasetNode:
+    """Where the output holds a nested Dataset: ``inner`` is the template of one element, and
+    ``leaves`` the numbers of the leaves under it (their values are sliced per element)."""
+
+    path: str
+    inner: Any
+    leaves: Tuple[int, ...]
+
+
+def output_template(features: Feature, numbering: Dict[str, int], nested: bool = True) -> Any:
+    """The nesting of an example: a dict per FeaturesDict (Sequences add no level), each leaf
+    replaced by its number in ``numbering`` (path -> index), and with ``nested`` each Dataset
+    by a :class:`DatasetNode` (else a Dataset is a Sequence)."""
+    if isinstance(features, Sequence) and not (nested and isinstance(features, Dataset)):
+        return output_template(features.feature, numbering, nested)
     if isinstance(features, FeaturesDict):
-        return _template(features, "", numbering)
+        return _template(features, "", numbering, nested)
     raise DatasetInfoError("the top feature of a dataset is a FeaturesDict",
                            where="features.json")
 
 
-def _template(feature: Feature, path: str, numbering: Dict[str, int]) -> Any:
-    while isinstance(feature, Sequence):
-        feature = feature.feature
+def _template(feature: Feature, path: str, numbering: Dict[str, int], nested: bool) -> Any:
+    if nested and isinstance(feature, Dataset):
+        inner = _template(feature.feature, path, numbering, nested)
+        return DatasetNode(path, inner, tuple(sorted(_numbers(inner))))
+    if isinstance(feature, Sequence):
+        return _template(feature.feature, path, numbering, nested)
     if isinstance(feature, FeaturesDict):
-        return {key: _template(child, f"{path}/{key}" if path else key, numbering)
+        return {key: _template(child, f"{path}/{key}" if path else key, numbering, nested)
                 for key, child in feature.items()}
     return numbering[path]
+
+
+def _numbers(template: Any) -> List[int]:
+    """The leaf numbers in a template."""
+    if isinstance(template, int):
+        return [template]
+    if isinstance(template, DatasetNode):
+        return list(template.leaves)
+    return [n for value in template.values() for n in _numbers(value)]
 
 
 # ---- Example keys -> tfrec_fast specs ---------------------------------------------------------
