@@ -235,6 +235,9 @@ class Video(Sequence):
         frames: Any = self.feature  # an Image
         return frames.dtype
 
+    def _repr_fields(self) -> str:
+        return f"shape={self.shape}, dtype={self.dtype.name}"
+
 
 class FeaturesDict(Feature, Mapping):
     """Named features; examples are dicts with these keys (nested dicts for nested ones)."""
