@@ -9,11 +9,21 @@
 
 The feature tree comes from features.json and split sizes from dataset_info.json: nothing to
 describe by hand. ``load``/``builder``/``as_numpy`` keep TFDS's names for code switching over,
-and tfrec_fast.tfds.torch has a map-style PyTorch dataset.
+and tfrec_fast.tfds.torch has a map-style PyTorch dataset of examples and an iterable one of
+the steps of RLDS episodes.
+
+RLDS datasets (robot episodes, ``steps`` a nested ``tfds.features.Dataset``):
+
+    episodes = tfrec_fast.tfds.open(path, decode_images=True)["train"]
+    episode = episodes[7]                       # random access to episode 7
+    for step in episode["steps"]: ...           # step dicts, as tfds.as_numpy gives them
+    columns = tfrec_fast.tfds.open(path, decode_images=True, nested="columns")["train"][7]
+    columns["steps"]["action"]                  # [steps, 7] float32: stacked over time
 """
 
 from . import decode, features
-from .compat import ReadConfig, as_numpy, builder, builder_from_directory, load
+from ._files import URLNotSupportedError
+from .compat import GCS_DATA_DIR, ReadConfig, as_numpy, builder, builder_from_directory, load
 from .dataset import Batched, Dataset, Split, open
 from .decode import SkipDecoding
 from .errors import DatasetInfoError, UnknownFeatureError
@@ -25,12 +35,14 @@ __all__ = [
     "Dataset",
     "DatasetInfo",
     "DatasetInfoError",
+    "GCS_DATA_DIR",
     "ReadConfig",
     "ReadInstruction",
     "SkipDecoding",
     "Split",
     "SplitInfo",
     "UnknownFeatureError",
+    "URLNotSupportedError",
     "as_numpy",
     "builder",
     "builder_from_directory",
