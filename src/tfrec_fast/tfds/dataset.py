@@ -10,6 +10,7 @@ it works in DataLoader workers.
 from __future__ import annotations
 
 import collections.abc
+import copy
 import errno
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 
@@ -252,6 +253,19 @@ class Split:
         state.update(_decoder=None, _readers={})
         return state
 
+    def with_nested(self, nested: str) -> "Split":
+        """The same split with its nested Datasets given as ``nested`` says ("steps" or
+        "columns", see :func:`open`)."""
+        if nested not in NESTED:
+            raise ValueError(f"nested must be one of {NESTED}, not {nested!r}")
+        if self._options["nested"] == nested:
+            return self
+        made = copy.copy(self)
+        made._options = dict(self._options, nested=nested)
+        made._decoder = Decoder(self.info.features, **made._options)
+        made._readers = {}
+        return made
+
     # ---- sequence ---------------------------------------------------------------------------
 
     def __len__(self) -> int:
@@ -351,6 +365,12 @@ class Split:
         """A map-style torch dataset of this split (tfrec_fast.tfds.torch.SplitDataset)."""
         from .torch import SplitDataset
         return SplitDataset(self, transform)
+
+    def to_torch_steps(self, **kwargs: Any) -> Any:
+        """An iterable torch dataset of the steps of this split's episodes (RLDS), one by one
+        or in windows (tfrec_fast.tfds.torch.StepsDataset, which takes ``kwargs``)."""
+        from .torch import StepsDataset
+        return StepsDataset(self, **kwargs)
 
     def close(self) -> None:
         """Closes the shards opened for random access (iterators close theirs themselves)."""

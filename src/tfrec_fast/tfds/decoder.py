@@ -26,7 +26,7 @@ from .images import decode_image, unsupported_image
 from .leaf_decoders import LeafDecoder, RawDecoder, element_decoder
 from .spec import DatasetNode, Leaf, example_spec, leaves, output_template
 
-__all__ = ["Decoder", "decode_image", "skipped_paths", "NESTED"]
+__all__ = ["Decoder", "decode_image", "skipped_paths", "take_rows", "NESTED"]
 
 NESTED = ("steps", "columns")  # how a nested Dataset is given
 
@@ -187,17 +187,20 @@ def _element(value: Any, t: int) -> Any:
     if isinstance(value, dict):
         return {k: _element(v, t) for k, v in value.items()}
     if isinstance(value, Ragged):
-        return _compact(value.values, int(value.row_splits[t]), int(value.row_splits[t + 1]))
+        return take_rows(value.values, int(value.row_splits[t]), int(value.row_splits[t + 1]))
     return value[t]
 
 
-def _compact(values: Any, a: int, b: int) -> Any:
-    """Rows a..b of ragged ``values``, holding only their own values."""
-    if isinstance(values, Ragged):
-        splits = values.row_splits[a:b + 1]
-        return Ragged(_compact(values.values, int(splits[0]), int(splits[-1])),
+def take_rows(value: Any, a: int, b: int) -> Any:
+    """Rows a..b of a value: a slice of an array or list, a Ragged holding only those rows'
+    values (as slicing a tf.RaggedTensor gives), a dict of such values."""
+    if isinstance(value, dict):
+        return {k: take_rows(v, a, b) for k, v in value.items()}
+    if isinstance(value, Ragged):
+        splits = value.row_splits[a:b + 1]
+        return Ragged(take_rows(value.values, int(splits[0]), int(splits[-1])),
                       splits - splits[0])
-    return values[a:b]
+    return value[a:b]
 
 
 def _dataset_builder(node: DatasetNode) -> Callable[[Sequence], list]:
