@@ -28,11 +28,15 @@ _INT = {1: "i1", 2: "<i2", 4: "<i4"}
 
 def missing_decoder(feature: Audio) -> Optional[str]:
     """Why audio of this feature cannot be decoded here, or None when it can."""
-    if feature.file_format == "wav" or importlib.util.find_spec("pydub") is not None:
+    if feature.file_format == "wav" or _have_pydub():
         return None
     return (f"its audio is stored as {feature.file_format or 'files of unknown format'}, "
             "which TFDS decodes with pydub and ffmpeg: pip install pydub (and install ffmpeg), "
             "or read the files' bytes with SkipDecoding()")
+
+
+def _have_pydub() -> bool:
+    return importlib.util.find_spec("pydub") is not None
 
 
 def decode_audio(data: bytes, feature: Audio) -> np.ndarray:
