@@ -130,7 +130,7 @@ for opt in "${options[@]}"; do [[ $opt == -k* || $opt == -m* ]] && selecting=1; 
 run_rss=$rss_named
 (( ! ${#named[@]} && ! rss_named && ! selecting )) && run_rss=1
 set +e
-pytest_rc=0
+pytest_rc="not run"
 if (( ${#named[@]} || ! rss_named )); then
   run_pytest "" "${targets[@]}" --ignore=tests/test_cpp.py \
     "${NEEDS_FORK[@]/#/--deselect=}" "${options[@]}"
@@ -149,10 +149,10 @@ reports=("$LOGS"/*)
 for f in "${reports[@]}"; do echo "==== sanitizer report: $f"; head -n 40 "$f"; done
 echo "================ sanitize.sh summary ================"
 printf 'C++ tests    %s\n' "${crc_summary[@]}"
-echo "pytest       exit code $pytest_rc (the suite), $rss_rc (the RSS-bound test; 5: selected none)"
+echo "pytest       exit code $pytest_rc (the suite), $rss_rc (the RSS-bound test); 5: selected none"
 echo "sanitizer    ${#reports[@]} report file(s) in $LOGS"
 echo "not run      tests/test_cpp.py (an unsanitized build of its own) ${NEEDS_FORK[*]} (need fork)"
-rss_failed=0
-[[ $rss_rc == "not run" || $rss_rc == 0 ]] || rss_failed=1
-if (( crc_fail || pytest_rc || rss_failed || ${#reports[@]} )); then echo "RESULT: FAIL"; exit 1; fi
+failed=0
+for rc in "$pytest_rc" "$rss_rc"; do [[ $rc == "not run" || $rc == 0 ]] || failed=1; done
+if (( crc_fail || failed || ${#reports[@]} )); then echo "RESULT: FAIL"; exit 1; fi
 echo "RESULT: clean"
