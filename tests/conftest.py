@@ -61,15 +61,14 @@ def pytest_collection_modifyitems(config, items):
 # What a test needs is read from its code, so that no list of files or marks can forget a new
 # one: the import names it passes to pytest.importorskip / importlib.util.find_spec /
 # import_module (or a helper named _has / need), or imports, in the test function (decorators
-# included), in the fixtures it uses, or at its module's top level (which covers a module-level
-# importorskip and HAVE_X = find_spec("x") flags), or in code given to it as a parameter; and
-# the peers a skipif's reason names. A test
-# skipped by importorskip for a peer it was not marked with fails (below), so a form this
-# misses shows up as a failure of the core suite, not as a test that never runs anywhere.
+# included), in the fixtures it uses, at its module's top level (which covers a module-level
+# importorskip and HAVE_X = find_spec("x") flags) or in code given to it as a parameter; and the
+# peers a skipif's reason names. A test skipped by importorskip for a peer it was not marked with
+# fails (below), so a form this misses shows up as a failure of the core suite, not as a test
+# that never runs anywhere.
 _ASKERS = {"importorskip", "find_spec", "import_module", "__import__", "_has", "need"}
-_REASON_WORDS = re.compile(r"\b(tensorflow[-_]datasets|tfds|tensorflow|tfrecord|ray|datasets|"
-                           r"torchdata|grain)\b", re.IGNORECASE)
-_REASON_PEER = {"tensorflow-datasets": "tensorflow_datasets", "tfds": "tensorflow_datasets"}
+_REASON_WORDS = re.compile(r"\b(tensorflow[-_]datasets|tensorflow|tfrecord|ray|datasets|torchdata|"
+                           r"grain)\b", re.IGNORECASE)
 
 
 def _peer_of_name(name) -> str | None:
@@ -130,7 +129,7 @@ def _peers_of(item) -> set:
     for mark in item.iter_markers("skipif"):
         for word in _REASON_WORDS.findall(str(mark.kwargs.get("reason", ""))):
             word = word.lower()
-            needed.add(_REASON_PEER.get(word, word.replace("-", "_")))
+            needed.add(word.replace("-", "_"))
     return needed & PEERS.keys()
 
 
