@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import random
 import struct
-from collections import Counter
 
 import numpy as np
 import pytest
