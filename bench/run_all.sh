@@ -11,6 +11,11 @@
 #
 # tfrec_fast is installed with `pip install --no-deps --force-reinstall <repo>`; when that fails the
 # old install is removed (never measure a stale build) and the tfrec_fast rows are skipped with a note.
+#
+# Exits non-zero when anything failed: the install, the data, or a benchmark (a script that
+# crashes, or a row that fails: an error, wrong output, a failed setup; the harness's exit status).
+# The other benchmarks still run and RESULTS.md is still written, with the failures at its top.
+# Each table starts with the command and commit that made it (the harness writes them).
 set -uo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -43,6 +48,7 @@ if [ ! -x "$PY" ]; then
   "$PY" -m pip install -q -r "$BENCH/requirements.txt" || exit 1
 fi
 
+FAILED=()
 INSTALL_NOTE=""
 if [ "$INSTALL" = 1 ]; then
   echo "== pip install $REPO into $VENV (log: $OUT/logs/pip-install.log)"
@@ -53,6 +59,7 @@ if [ "$INSTALL" = 1 ]; then
     tail -5 "$OUT/logs/pip-install.log" | sed 's/^/   | /'
     "$PY" -m pip uninstall -y tfrec_fast >/dev/null 2>&1
     INSTALL_NOTE="**pip install of $REPO failed** (see bench/out/logs/pip-install.log): tfrec_fast rows skipped."
+    FAILED+=("pip install of $REPO (bench/out/logs/pip-install.log)")
   fi
 else
   INSTALL_NOTE="tfrec_fast not reinstalled (--no-install): whatever is in $VENV was measured."
@@ -92,27 +99,43 @@ else
   CONVERT_ARGS=()
 fi
 
-echo "== CRC32C"
-"$PY" "$BENCH/bench_crc.py" "${CRC_ARGS[@]}" --markdown "$OUT/crc.md" --json "$OUT/crc.json" >/dev/null || echo "bench_crc.py failed" >"$OUT/crc.md"
-echo "== read / write / RSS"
-"$PY" "$BENCH/bench_read.py" "${READ_ARGS[@]}" "${EXTRA[@]}" --markdown "$OUT/read.md" --json "$OUT/read.json" >/dev/null \
-  || echo "bench_read.py failed" >"$OUT/read.md"
-echo "== Example codec (parse / encode)"
-"$PY" "$BENCH/bench_example.py" "${EXAMPLE_ARGS[@]}" --markdown "$OUT/example.md" --json "$OUT/example.json" >/dev/null \
-  || echo "bench_example.py failed" >"$OUT/example.md"
-echo "== PyTorch DataLoader and random access"
-"$PY" "$BENCH/bench_torch.py" "${TORCH_ARGS[@]}" --markdown "$OUT/torch.md" --json "$OUT/torch.json" >/dev/null \
-  || echo "bench_torch.py failed" >"$OUT/torch.md"
-echo "== converting a folder of JPEGs (makes bench/data/jpeg_folder/ once)"
-"$PY" "$BENCH/bench_convert.py" "${CONVERT_ARGS[@]}" --markdown "$OUT/convert.md" --json "$OUT/convert.json" >/dev/null \
-  || echo "bench_convert.py failed" >"$OUT/convert.md"
+# bench NAME SCRIPT ARGS...: runs bench/SCRIPT into $OUT/NAME.md (log: $OUT/logs/NAME.log). A
+# non-zero exit is recorded in FAILED; a script that died before writing its table leaves a note
+# in its place.
+bench() {
+  local name=$1 script=$2
+  shift 2
+  rm -f "$OUT/$name.md"
+  echo "== $script (log: $OUT/logs/$name.log)"
+  "$PY" "$BENCH/$script" "$@" --markdown "$OUT/$name.md" --json "$OUT/$name.json" >"$OUT/logs/$name.log" 2>&1
+  local rc=$?
+  if [ "$rc" != 0 ]; then
+    FAILED+=("$script exited $rc (bench/out/logs/$name.log)")
+    echo "   FAILED: exit $rc; tail of the log:"
+    tail -5 "$OUT/logs/$name.log" | sed 's/^/   | /'
+    [ -s "$OUT/$name.md" ] || echo "**$script failed (exit $rc) before writing its table: see bench/out/logs/$name.log.**" >"$OUT/$name.md"
+  fi
+}
+
+bench crc bench_crc.py "${CRC_ARGS[@]}"
+bench read bench_read.py "${READ_ARGS[@]}" "${EXTRA[@]}"
+bench example bench_example.py "${EXAMPLE_ARGS[@]}"
+bench torch bench_torch.py "${TORCH_ARGS[@]}"
+bench convert bench_convert.py "${CONVERT_ARGS[@]}"  # (makes bench/data/jpeg_folder/ once)
+
+COMMIT="$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null || echo '?')"
+[ -z "$(git -C "$REPO" status --porcelain --untracked-files=no 2>/dev/null)" ] || COMMIT="$COMMIT **+ uncommitted changes**"
 
 {
   echo "# tfrec_fast benchmark results"
   echo
-  echo "- Command: \`$CMDLINE\` (from $REPO)"
+  echo "- Command: \`$CMDLINE\` (from $REPO, at commit $COMMIT)"
   echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "- $INSTALL_NOTE"
+  if [ "${#FAILED[@]}" -gt 0 ]; then
+    echo "- **FAILED** (the tables below are incomplete or wrong where these failed):"
+    printf '  - %s\n' "${FAILED[@]}"
+  fi
   echo
   echo "## Machine and versions"
   echo
@@ -143,3 +166,8 @@ echo "== converting a folder of JPEGs (makes bench/data/jpeg_folder/ once)"
 
 echo "== wrote $RESULTS"
 cat "$RESULTS"
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  printf '\n== FAILED:\n' >&2
+  printf '   %s\n' "${FAILED[@]}" >&2
+  exit 1
+fi

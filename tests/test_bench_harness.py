@@ -212,7 +212,8 @@ def test_measure_runs_each_case_in_its_own_process(cases, tmp_path):
     assert got["missing_peer"].skip == "no_such_peer_for_bench not installed"
     assert got["wrong_output"].error == "output differs" and not got["wrong_output"].times
     assert got["crashes"].error.startswith("worker died (exit 3)")
-    assert got["setup_raises"].skip == "setup failed: ValueError: no data"
+    assert got["setup_raises"].error == "setup failed: ValueError: no data"  # a failure, not a skip
+    assert got["setup_raises"].skip is None
     assert "ValueError: no data" in (tmp_path / "setup_raises.log").read_text()
 
 
@@ -268,6 +269,51 @@ def test_measure_rss_reports_the_peak_over_the_baseline(cases):
     ok, gone = H.measure_rss([H.Case("ok", "OK", cases.ok), H.Case("gone", "GONE", cases.missing_peer)], {"n": 2})
     assert ok.ok and ok.records == 2 and ok.extra["maxrss_kib"][0] >= ok.extra["maxrss_base_kib"][0] > 0
     assert gone.skip == "no_such_peer_for_bench not installed"
+
+
+# ---- output: provenance, failures, exit status ---------------------------------------------------
+
+
+def test_failures_are_found_in_nested_raw_timings():
+    rows = [result("ok", [1.0]), result("gone", [], label="GONE", skip="not installed"),
+            result("bad", [1.0], label="BAD", error="output differs")]
+    nested = {"table": {"timings": H.raw(rows), "rss": H.raw([])}, "other": [H.raw(rows[:2])]}
+    assert H.failures(nested) == ["BAD: output differs"]
+    assert H.failures(H.raw(rows[:2])) == []
+
+
+def test_emit_writes_where_it_comes_from_and_fails_on_a_failed_row(tmp_path, capsys):
+    ok, bad = result("ok", [1.0]), result("bad", [1.0], label="BAD", error="wrong output")
+    md = tmp_path / "out.md"
+    assert H.emit(["### T\n\ntable\n"], H.raw([ok]), str(md), None, ["x: met"]) == 0
+    text = md.read_text()
+    assert text.startswith("_Made by `") and "### Targets" in text and "Failed rows" not in text
+    assert H.emit(["### T\n"], {"t": H.raw([ok, bad])}, str(md), None) == 1
+    assert "### Failed rows\n\n- BAD: wrong output" in md.read_text()
+    assert "FAILED: BAD: wrong output" in capsys.readouterr().err
+
+
+def test_provenance_names_the_command_the_commit_and_local_changes(tmp_path, monkeypatch):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)
+
+    git("init", "-q")
+    script = tmp_path / "bench" / "bench_x.py"
+    script.parent.mkdir()
+    script.write_text("pass\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "x")
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=tmp_path, text=True,
+                          capture_output=True).stdout.strip()
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    line = H.provenance([str(script), "--repeats", "3"])
+    assert "OPENBLAS_NUM_THREADS=1 " in line and "bench/bench_x.py --repeats 3`" in line
+    assert f"at commit {head};" in line and "uncommitted" not in line
+    script.write_text("pass  # changed\n")
+    assert f"at commit {head} **+ uncommitted changes**" in H.provenance([str(script)])
 
 
 # ---- the CLI's bench ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import struct
 import zlib
 
@@ -28,6 +29,8 @@ import _oracle
 from tfrec_fast import (Bytes, DataLossError, ExampleParseError, FixedLen, FixedLenSequence,
                         Floats, Int64s, TFRecordReader, VarLen, VarLenSequence, encode_example,
                         parse_examples, parse_sequence_examples, proto)
+from tfrec_fast._core import Kind
+from tfrec_fast.example import BytesColumn, Ragged
 
 FUZZ = settings(max_examples=300, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -306,15 +309,16 @@ features_st = st.dictionaries(st.sampled_from(NAMES), value_st, max_size=4)
 
 @st.composite
 def example_records(draw):
-    """A few serialized Examples: random bytes, valid ones, or valid ones damaged."""
+    """A few serialized Examples: random bytes, valid ones, or valid ones damaged. (record, valid)
+    pairs: only a record generated valid and left so is known to be one."""
     records = []
     for _ in range(draw(st.integers(1, 4))):
         how = draw(st.sampled_from(["random", "valid", "mutated"]))
         if how == "random":
-            records.append(draw(st.binary(max_size=60)))
+            records.append((draw(st.binary(max_size=60)), False))
         else:
             record = encode_example(draw(features_st))
-            records.append(record if how == "valid" else draw(mutated(record)))
+            records.append((record, True) if how == "valid" else (draw(mutated(record)), False))
     return records
 
 
@@ -336,25 +340,233 @@ def sequence_records(draw):
     for _ in range(draw(st.integers(1, 3))):
         how = draw(st.sampled_from(["random", "valid", "mutated"]))
         if how == "random":
-            records.append(draw(st.binary(max_size=60)))
+            records.append((draw(st.binary(max_size=60)), False))
             continue
         lists = draw(st.dictionaries(st.sampled_from(NAMES), st.lists(value_st, max_size=3),
                                      max_size=3))
         record = sequence_example(draw(features_st), lists)
-        records.append(record if how == "valid" else draw(mutated(record)))
+        records.append((record, True) if how == "valid" else (draw(mutated(record)), False))
     return records
+
+
+# ---- the oracle: what a valid record must give, from protobuf's decoding and the spec's rules
+# (example.py: FixedLen, VarLen, FixedLenSequence, VarLenSequence) --------------------------------
+
+BAD = "does not fit the spec"  # a row the spec's rules refuse: ExampleParseError naming it
+KIND_NAMES = {"int64_list": "int64", "float_list": "float32", "bytes_list": "bytes"}
+SPEC_KINDS = {Kind.INT64: "int64", Kind.FLOAT: "float32", Kind.BYTES: "bytes"}
+
+
+def decoded_feature(feature):
+    """(kind, values) of a protobuf Feature; kind None when it holds no list."""
+    which = feature.WhichOneof("kind")
+    return (None, []) if which is None else (KIND_NAMES[which], list(getattr(feature, which).value))
+
+
+def decoded_example(record):
+    return {name: decoded_feature(f) for name, f in proto.Example.FromString(record).features.feature.items()}
+
+
+def decoded_sequence(record):
+    seq = proto.SequenceExample.FromString(record)
+    context = {name: decoded_feature(f) for name, f in seq.context.feature.items()}
+    lists = {name: [decoded_feature(f) for f in fl.feature]
+             for name, fl in seq.feature_lists.feature_list.items()}
+    return context, lists
+
+
+def fixed_row(s: FixedLen, feature):
+    """The flat values FixedLen `s` gives for a record's feature (None: missing), or BAD."""
+    count = math.prod(s.shape)
+    if feature is None:
+        if s.default is None:
+            return BAD
+        if s.kind == Kind.BYTES and not s.from_bytes:
+            return [bytes(s.default)] * count
+        dtype = s.dtype if s.from_bytes else {Kind.INT64: np.int64, Kind.FLOAT: np.float32}[s.kind]
+        return np.broadcast_to(np.asarray(s.default, dtype), s.shape).ravel().tolist()
+    kind, values = feature
+    if s.from_bytes:  # exactly one bytes value holding the raw array
+        if kind != "bytes" or len(values) != 1 or len(values[0]) != count * s.dtype.itemsize:
+            return BAD
+        return np.frombuffer(values[0], s.dtype).tolist()
+    return values if kind == SPEC_KINDS[s.kind] and len(values) == count else BAD
+
+
+def var_row(s: VarLen, feature):
+    if feature is None:
+        return BAD if s.default is None else []
+    kind, values = feature
+    return values if kind in (None, SPEC_KINDS[s.kind]) else BAD
+
+
+def step_rows(s, steps):
+    """A feature list's steps under FixedLenSequence / VarLenSequence `s` (a missing list: no
+    steps), or BAD."""
+    rows = []
+    for kind, values in steps or []:
+        if kind not in (None, SPEC_KINDS[s.kind]):
+            return BAD
+        if isinstance(s, FixedLenSequence) and (kind is None or len(values) != math.prod(s.shape)):
+            return BAD
+        rows.append(values)
+    return rows
+
+
+def typed(spec, decoded):
+    """The spec with by-name entries (None) typed as parse_examples types them: VarLen of the
+    kind of the first record holding the feature, float32 when none does. `decoded`: every
+    record's features (all valid), else None: the by-name entries are left out (unknown)."""
+    out = {}
+    for name, s in spec.items():
+        if s is not None:
+            out[name] = s
+        elif decoded is not None:
+            kinds = [d[name][0] for d in decoded if name in d]
+            out[name] = VarLen(kinds[0] if kinds and kinds[0] else "float32")
+    return out
+
+
+def expected_example(features, spec):
+    """{name: flat values or BAD} for one valid record."""
+    return {name: (fixed_row if isinstance(s, FixedLen) else var_row)(s, features.get(name))
+            for name, s in spec.items()}
+
+
+def flat(x):
+    """A column's row (numpy arrays, memoryviews, lists of them, Ragged/BytesColumn views) as
+    a flat list of Python values."""
+    if isinstance(x, (Ragged, BytesColumn, list, tuple)):
+        return [v for item in x for v in flat(item)]
+    if isinstance(x, memoryview):
+        return [bytes(x)]
+    if isinstance(x, np.ndarray):
+        return x.ravel().tolist()
+    return [x.item() if isinstance(x, np.generic) else x]
+
+
+def same(got, want) -> bool:
+    """Equal values, NaN equal to NaN (protobuf's float is read back through a double)."""
+    return len(got) == len(want) and all(
+        g == w or (isinstance(g, float) and isinstance(w, float) and math.isnan(g) and math.isnan(w))
+        for g, w in zip(got, want))
+
+
+def name_of(key):
+    """A feature's name from an expected-row key: the name, or (namespace, name)."""
+    return key[1] if isinstance(key, tuple) else key
+
+
+def check_outcome(run, records, expected, names):
+    """Runs `run()` (a parse of `records`, [(bytes, valid)]) and holds it to `expected`: per
+    record, {name: rows or BAD} for a valid record, None for the others. `names` are every name
+    the parse may report. A valid record must parse unless the spec refuses it; an error names
+    the first record that fails, and a feature of it that fails (or is unknown to the oracle,
+    or none when the record as a whole is malformed); an invalid record may fail or not. Returns
+    the parse's result, or None when it raised. Keys of `expected` are names, or (namespace,
+    name) where a name may be in two (a SequenceExample's context and feature lists)."""
+    try:
+        out = run()
+    except ExampleParseError as e:
+        assert e.path == "<records>" and 0 <= e.record_index < len(records), (e.path, e.record_index)
+        assert e.feature is None or e.feature in names, e.feature
+        for want in expected[:e.record_index]:
+            assert want is None or BAD not in want.values(), \
+                f"record {e.record_index} reported, but an earlier valid record fails: {want}"
+        want = expected[e.record_index]
+        if want is not None:  # a valid record: only what the spec refuses fails
+            refused = {name_of(key) for key, row in want.items() if row is BAD}
+            unknown = set(names) - {name_of(key) for key in want}
+            assert e.feature in refused | unknown, (str(e), want)
+        if all(w is not None for w in expected):  # all valid: the first refusal is the one
+            first = next(i for i, w in enumerate(expected) if BAD in w.values())
+            assert e.record_index == first, (str(e), first)
+        return None
+    for i, want in enumerate(expected):
+        if want is not None:
+            assert BAD not in want.values(), f"record {i} parsed, but the spec refuses it: {want}"
+    return out
+
+
+def check_examples(records, spec):
+    decoded = [decoded_example(r) if valid else None for r, valid in records]
+    known = typed(spec, decoded if all(d is not None for d in decoded) else None)
+    expected = [None if d is None else expected_example(d, known) for d in decoded]
+    out = check_outcome(lambda: parse_examples([r for r, _ in records], spec), records, expected,
+                        spec)
+    if out is None:
+        return None
+    assert set(out) == set(spec)
+    for name, column in out.items():
+        assert len(column) == len(records)
+        for i, want in enumerate(expected):
+            if want is not None and name in want:
+                assert same(flat(column[i]), want[name]), (name, i, flat(column[i]), want[name])
+    return out
 
 
 @FUZZ
 @given(example_records(), spec_st)
 def test_parse_examples_with_random_specs(records, spec):
-    try:
-        out = parse_examples(records, spec)
-    except ExampleParseError:
-        return
-    assert set(out) == set(spec)
-    for column in out.values():
-        assert len(column) == len(records)
+    check_examples(records, spec)
+
+
+@st.composite
+def fitting_examples(draw):
+    """Valid records and a spec they all fit: a kind per name, each record holding a list of that
+    kind (or not the feature); a spec entry per name that takes what every record holds."""
+    kinds = draw(st.dictionaries(st.sampled_from(NAMES), st.sampled_from(["int64", "float32", "bytes"]),
+                                 min_size=1, max_size=4))
+    lists = {"int64": st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=4),
+             "float32": st.lists(st.floats(width=32), max_size=4),
+             "bytes": st.lists(st.binary(max_size=8), max_size=3)}
+    wrap = {"int64": Int64s, "float32": Floats, "bytes": Bytes}
+    rows = [{name: draw(st.none() | lists[kind]) for name, kind in kinds.items()}
+            for _ in range(draw(st.integers(1, 5)))]
+    spec = {}
+    for name, kind in kinds.items():
+        present = [row[name] for row in rows if row[name] is not None]
+        counts = {len(values) for values in present}
+        choices = [VarLen(kind)] + ([None] if present and present[0] else [])
+        if len(counts) <= 1:
+            count = counts.pop() if counts else draw(st.integers(0, 3))
+            default = {"int64": 7, "float32": 0.5, "bytes": b"d"}[kind]
+            shape = draw(st.sampled_from([(count,), (1, count)]))
+            if len(present) == len(rows):
+                choices.append(FixedLen(shape, kind))
+            choices.append(FixedLen(shape, kind, default))
+        spec[name] = draw(st.sampled_from(choices))
+    records = [(encode_example({k: wrap[kinds[k]](v) for k, v in row.items() if v is not None}), True)
+               for row in rows]
+    return records, spec
+
+
+@FUZZ
+@given(fitting_examples())
+def test_valid_records_parse_with_a_spec_they_fit(case):
+    records, spec = case
+    assert check_examples(records, spec) is not None
+
+
+def test_the_oracle_fails_a_wrong_value_and_a_refused_valid_record(monkeypatch):
+    """check_examples fails a parse that gives another value or refuses a record that fits."""
+    records = [(encode_example({"a": [1, 2]}), True)]
+    spec = {"a": VarLen("int64")}
+    assert check_examples(records, spec)["a"][0].tolist() == [1, 2]
+    real = parse_examples
+
+    def wrong_value(records_, spec_):
+        out = real(records_, spec_)
+        out["a"].values[1] = 3
+        return out
+
+    def refused(records_, spec_):
+        raise ExampleParseError("refused", path="<records>", record_index=0, feature="a")
+
+    for fake in (wrong_value, refused):
+        monkeypatch.setitem(globals(), "parse_examples", fake)
+        with pytest.raises(AssertionError):
+            check_examples(records, spec)
 
 
 # By-name context specs (None) are not supported by parse_sequence_examples (AttributeError).
@@ -367,10 +579,31 @@ context_spec_st = st.dictionaries(
 @FUZZ
 @given(sequence_records(), context_spec_st, sequence_spec_st)
 def test_parse_sequence_examples_with_random_specs(records, context_spec, sequence_spec):
-    try:
-        context, sequences = parse_sequence_examples(records, context_spec, sequence_spec)
-    except ExampleParseError:
+    decoded = [decoded_sequence(r) if valid else None for r, valid in records]
+    expected = []
+    for d in decoded:
+        if d is None:
+            expected.append(None)
+            continue
+        context, lists = d
+        want = {("context", k): v for k, v in expected_example(context, context_spec).items()}
+        for name, s in sequence_spec.items():
+            want[("lists", name)] = step_rows(s, lists.get(name))
+        expected.append(want)
+    names = set(context_spec) | set(sequence_spec)
+    out = check_outcome(lambda: parse_sequence_examples([r for r, _ in records], context_spec,
+                                                        sequence_spec), records, expected, names)
+    if out is None:
         return
+    context, sequences = out
     assert set(context) == set(context_spec) and set(sequences) == set(sequence_spec)
     for column in [*context.values(), *sequences.values()]:
         assert len(column) == len(records)
+    for i, want in enumerate(expected):
+        if want is None:
+            continue
+        for name in context_spec:
+            assert same(flat(context[name][i]), want[("context", name)]), (name, i)
+        for name in sequence_spec:
+            got, steps = [flat(step) for step in sequences[name][i]], want[("lists", name)]
+            assert len(got) == len(steps) and all(map(same, got, steps)), (name, i, got, steps)

@@ -26,6 +26,7 @@ import math
 import os
 import platform
 import queue
+import shlex
 import statistics
 import subprocess
 import sys
@@ -189,7 +190,7 @@ def worker(argv: List[str]) -> int:
             _say({"skip": str(error)})
             return 0
         traceback.print_exc()
-        _say({"skip": f"setup failed: {type(error).__name__}: {error}"})
+        _say({"error": f"setup failed: {type(error).__name__}: {error}"})
         return 0
     if mode == "rss":
         _say({"info": body.info, **_guarded(lambda: _peak_rss(body))})
@@ -294,14 +295,15 @@ class _Worker:
         return self.receive(timeout)
 
     def start(self, timeout: float) -> bool:
-        """Waits for the setup; False (and the reason on the result) when the case cannot run."""
+        """Waits for the setup; False (and the reason on the result) when the case cannot run:
+        a skip (a peer or an input missing here) or an error (the setup failed or crashed)."""
         try:
             message = self.receive(timeout)
         except RuntimeError as error:
-            message = {"skip": f"setup crashed: {error}"}
+            message = {"error": f"setup crashed: {error}"}
         self.result.info = message.get("info", "")
-        if "skip" in message:
-            self.result.skip = message["skip"]
+        if "skip" in message or "error" in message:
+            self.result.skip, self.result.error = message.get("skip"), message.get("error")
             self.close()
             return False
         return True
@@ -412,8 +414,10 @@ def _measure_once(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: in
     workers = [_Worker(c, opts, "loop", log_dir) for c in cases]
     live = [w for w in workers if w.start(timeout)]
     for w in workers:
-        if verbose and w.result.skip:
-            print(f"  skip {w.result.name}: {w.result.skip}", file=sys.stderr)
+        if verbose and (w.result.skip or w.result.error):
+            what = f"skip {w.result.name}: {w.result.skip}" if w.result.skip else \
+                f"FAILED {w.result.name}: {w.result.error}"
+            print(f"  {what}", file=sys.stderr)
     loops: Dict[str, int] = {}
 
     def one_round(r: int, keep: bool) -> None:
@@ -678,16 +682,74 @@ def method(args) -> str:
 def emit(md: Sequence[str], raw_data: dict, markdown: Optional[str], json_path: Optional[str],
          summary: Sequence[str] = ()) -> int:
     """Prints the Markdown sections (and a Targets list when there is a summary), writes them and
-    the raw timings to the files asked for; the exit status of a bench script."""
+    the raw timings to the files asked for; the exit status of a bench script: 1 when a row
+    failed (an error, a crash, wrong output or a failed setup; a skip is not a failure).
+
+    The Markdown starts with where it comes from (:func:`provenance`), so that a table copied
+    elsewhere keeps its command and commit."""
+    failed = failures(raw_data)
+    md = [provenance() + "\n", *md]
     if summary:
-        md = [*md, "### Targets\n\n" + "\n".join(f"- {s}" for s in summary) + "\n"]
+        md.append("### Targets\n\n" + "\n".join(f"- {s}" for s in summary) + "\n")
+    if failed:
+        md.append("### Failed rows\n\n" + "\n".join(f"- {f}" for f in failed) + "\n")
     text = "\n".join(md)
     print(text)
     if markdown:
         Path(markdown).write_text(text)
     if json_path:
         Path(json_path).write_text(json.dumps(raw_data, indent=1, default=str))
-    return 0
+    for f in failed:
+        print(f"FAILED: {f}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def failures(raw_data: Any) -> List[str]:
+    """'label: error' for every failed row in raw timings (raw() of results, nested in dicts
+    and lists as the scripts keep them)."""
+    if isinstance(raw_data, dict):
+        if {"name", "label", "skip", "error", "times"} <= raw_data.keys():
+            return [f"{raw_data['label']}: {raw_data['error']}"] if raw_data["error"] else []
+        values: Sequence[Any] = list(raw_data.values())
+    elif isinstance(raw_data, (list, tuple)):
+        values = raw_data
+    else:
+        return []
+    return [f for v in values for f in failures(v)]
+
+
+def _git(args: Sequence[str], cwd: Path) -> Optional[str]:
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def provenance(argv: Optional[Sequence[str]] = None) -> str:
+    """One Markdown line: the command that made this output (the environment variables that
+    change a measurement, the interpreter, the script and its arguments), the commit of the
+    checkout the script is in, '+ uncommitted changes' when that checkout differs from it, the
+    tfrec_fast the cases import, and the date."""
+    argv = list(sys.argv if argv is None else argv)
+    script = Path(argv[0]).resolve() if argv and argv[0] not in ("", "-c") else Path.cwd()
+    folder = script if script.is_dir() else script.parent
+    root = _git(["rev-parse", "--show-toplevel"], folder)
+    shown = argv[:1]
+    if root and argv and script.is_file():
+        shown = [os.path.relpath(script, root)]
+    env = [f"{k}={shlex.quote(os.environ[k])}" for k in ("PYTHONPATH", "OPENBLAS_NUM_THREADS", "TFREC_FAST_CRC32C")
+           if k in os.environ]
+    command = " ".join([*env, shlex.quote(sys.executable), *map(shlex.quote, [*shown, *argv[1:]])])
+    where = "not in a git checkout"
+    if root:
+        commit = _git(["rev-parse", "--short=12", "HEAD"], Path(root)) or "?"
+        dirty = _git(["status", "--porcelain", "--untracked-files=no"], Path(root))
+        where = f"from `{root}` at commit {commit}" + (" **+ uncommitted changes**" if dirty else "")
+    spec = importlib.util.find_spec("tfrec_fast")
+    tfr = os.path.dirname(spec.origin) if spec and spec.origin else "not importable"
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return f"_Made by `{command}` {where}; tfrec_fast from `{tfr}`; {date}._"
 
 
 def _lscpu() -> Dict[str, str]:
