@@ -62,6 +62,7 @@ class _Reading:
     tf_schema: Optional[TFSchema] = None
     include_paths: bool = False
     partitioning: Any = None
+    sample_records: int = 0
 
     def compression_of(self, path: str) -> str:
         if self.compression is not None:
@@ -137,7 +138,8 @@ class TFRecordDatasource(FileBasedDatasource):
             open_args=open_args, verify=bool(verify), block_records=block_size,
             block_bytes=int(target), spec=spec,
             tf_schema=None if tf_schema is None else TFSchema.of(tf_schema),
-            include_paths=self._include_paths, partitioning=self._partitioning)
+            include_paths=self._include_paths, partitioning=self._partitioning,
+            sample_records=SAMPLE_RECORDS)
         self._sample_remote_args = dict(sample_remote_args or {})
         self._sampled: Optional[Tuple[Column, ...]] = None
 
@@ -309,8 +311,9 @@ def _sample_files(reading: _Reading, work) -> List[Dict[str, Any]]:
         try:
             with _files.open_records(reading.filesystem, path, size,
                                      reading.compression_of(path), verify=reading.verify,
-                                     open_args=reading.open_args) as reader:
-                batch = reader.read_batch(max_records=SAMPLE_RECORDS, max_bytes=SAMPLE_BYTES)
+                                     open_args=reading.open_args, prefix=SAMPLE_BYTES) as reader:
+                batch = reader.read_batch(max_records=reading.sample_records,
+                                          max_bytes=SAMPLE_BYTES)
         except DataLossError as error:
             raise TFRecordReadError(error.detail, path=path, record_index=error.record_index,
                                     offset=error.offset, reason=error.reason) from None

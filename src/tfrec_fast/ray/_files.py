@@ -131,11 +131,13 @@ def is_local(fs) -> bool:
 
 @contextlib.contextmanager
 def open_records(fs, path: str, size: Optional[int], compression: str, *, verify: bool,
-                 open_args: Dict[str, Any]) -> Iterator[TFRecordReader]:
+                 open_args: Dict[str, Any],
+                 prefix: Optional[int] = None) -> Iterator[TFRecordReader]:
     """A reader of the records of ``path``: a local file by its path (read in C++); an fsspec
     object by ranged reads ahead of the reader (its size from the listing: no request to learn
     it); another pyarrow filesystem's through its input stream. ``compression``: "", "gzip",
-    "zlib" and "auto" are the reader's own, any other codec is inflated by pyarrow's stream."""
+    "zlib" and "auto" are the reader's own, any other codec is inflated by pyarrow's stream.
+    ``prefix``: about how many bytes will be read (a sample), so that no more is fetched ahead."""
     own = compression if compression in ("", "auto") + OWN_COMPRESSIONS else ""
     codec = None if compression == own else compression
     base = _unwrapped(fs)
@@ -144,7 +146,13 @@ def open_records(fs, path: str, size: Optional[int], compression: str, *, verify
         source = path
     elif codec is None and not isinstance(base, pafs.FileSystem):  # fsspec's
         remote = resolve(path, filesystem=base)
-        source = ReadAheadFile(remote, int(size)) if size is not None else remote
+        if size is None:
+            source = remote
+        elif prefix is None:
+            source = ReadAheadFile(remote, int(size))
+        else:
+            source = ReadAheadFile(remote, int(size), block_size=max(64 << 10, prefix // 4),
+                                   read_ahead=1)
     else:
         source = _arrow_fs(fs).open_input_stream(path, compression=codec, **open_args)
     try:
