@@ -590,7 +590,8 @@ def _floats(where: "_Where", values: np.ndarray, splits: Optional[np.ndarray]) -
     """Values as float32, TFRecord's only float. Narrower floats convert exactly; a float64 value
     that float32 cannot hold exactly is an error naming the column and its row, unless the
     rule is "round" (the nearest float32, as TensorFlow's FloatList does)."""
-    narrowed = values.astype(np.float32, copy=False)
+    with np.errstate(over="ignore"):  # (beyond float32's range: inf, reported below)
+        narrowed = values.astype(np.float32, copy=False)
     if values.dtype != np.float64 or where.float64 == "round":
         return narrowed
     lost = narrowed.astype(np.float64) != values
@@ -600,7 +601,7 @@ def _floats(where: "_Where", values: np.ndarray, splits: Optional[np.ndarray]) -
         k = int(np.argmax(lost))
         row = k if splits is None else int(np.searchsorted(splits, k, "right")) - 1
         raise ValueError(
-            f"column {where.name!r}: the float64 value {values[k]!r} (row "
+            f"column {where.name!r}: the float64 value {float(values[k])!r} (row "
             f"{where.first_row + row}) has no exact float32 form, and TFRecord floats are "
             "float32: cast the column to float32 first (table.cast, pyarrow.compute.cast) or "
             "pass float64='round' to round every value to the nearest float32")
