@@ -178,12 +178,18 @@ class TFRecordDatasource(FileBasedDatasource):
         chosen = sorted({int(i) for i in np.linspace(0, len(paths) - 1,
                                                      min(len(paths), SAMPLE_FILES))})
         work = [(paths[i], sizes[i]) for i in chosen]
-        options = {"num_cpus": 0, **self._sample_remote_args}
-        sample = ray.remote(_sample_files).options(**options)
+        options = {"num_cpus": 1, **self._sample_remote_args}
+        sample = _remote_sample_files().options(**options)
         refs = [sample.remote(self._reading, part)
                 for part in np.array_split(np.array(work, dtype=object), SAMPLE_TASKS)
                 if len(part)]
         return columns_of(s for summaries in ray.get(refs) for s in summaries)
+
+
+@functools.lru_cache(maxsize=None)
+def _remote_sample_files():
+    """The sampling task, made once per process (each ray.remote() is exported anew)."""
+    return ray.remote(_sample_files)
 
 
 def _compression(compression: Optional[str]) -> Optional[str]:
