@@ -159,7 +159,8 @@ class TFRecordDatasink(BlockBasedFileDatasink):
 
     # -- in the write tasks --
 
-    def write(self, blocks: Iterable, ctx) -> Optional[Dict[str, Any]]:
+    # (Ray's file datasinks return None; this one returns what it wrote, for the manifest)
+    def write(self, blocks: Iterable, ctx) -> Optional[Dict[str, Any]]:  # type: ignore[override]
         """All of a task's blocks into one file; what was written, for on_write_complete."""
         builder = DelegatingBlockBuilder()
         for block in blocks:

@@ -156,7 +156,7 @@ class TFRecordDatasource(FileBasedDatasource):
         tasks = []
         for group in _groups(pieces, max(1, parallelism)):
             size = sum(int((p[1] or 0) // p[3]) for p in group)
-            files = list(dict.fromkeys(p[0] for p in group))
+            files = tuple(dict.fromkeys(p[0] for p in group))
             metadata = BlockMetadata(num_rows=None, size_bytes=size, input_files=files,
                                      exec_stats=None)
             read = functools.partial(_read_pieces, reading, tuple(group), per_task_row_limit)
@@ -206,7 +206,7 @@ def _compression(compression: Optional[str]) -> Optional[str]:
     return name
 
 
-def _pieces(paths: Sequence[str], sizes: Sequence[Optional[int]], indexes: Dict[str, str],
+def _pieces(paths: Sequence[str], sizes: Sequence[Any], indexes: Dict[str, str],
             reading: _Reading, parallelism: int) -> List[Piece]:
     """Whole files, and parts of big uncompressed files with an index when more tasks are asked
     for than there are files. Nothing is read to plan them."""

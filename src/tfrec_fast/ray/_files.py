@@ -21,7 +21,7 @@ from ray.data.datasource.path_util import _resolve_paths_and_filesystem
 
 from ..index import IndexedTFRecordReader, load_index
 from ..records import TFRecordReader
-from ..remote import ReadAheadFile, resolve
+from ..remote import ReadAheadFile, RemotePath, resolve
 
 INDEX_SUFFIX = ".idx"
 # The compressions tfrec_fast reads itself; any other codec Ray reads (bz2, zstd, lz4, brotli)
@@ -146,6 +146,7 @@ def open_records(fs, path: str, size: Optional[int], compression: str, *, verify
         source = path
     elif codec is None and not isinstance(base, pafs.FileSystem):  # fsspec's
         remote = resolve(path, filesystem=base)
+        assert isinstance(remote, RemotePath)  # (a path on a filesystem is remote)
         if size is None:
             source = remote
         elif prefix is None:

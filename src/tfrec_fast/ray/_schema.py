@@ -83,9 +83,9 @@ Summary = Dict[str, Tuple[Optional[str], int, bool]]
 def summarize_batch(batch, name: str, summary: Summary) -> None:
     """Adds what the records of ``batch`` say of their features to ``summary``."""
     kinds: Dict[str, Optional[str]] = {}
-    for raw, kind, _ in _core.feature_kinds(batch, name, False, True):
+    for raw, code, _ in _core.feature_kinds(batch, name, False, True):
         kinds[raw.decode("utf-8", "surrogateescape")] = \
-            None if kind is None else _KIND_DTYPE[kind]
+            None if code is None else _KIND_DTYPE[code]
     typed = {k: VarLen(kind) for k, kind in kinds.items() if kind is not None}
     counts = {}
     if typed:
