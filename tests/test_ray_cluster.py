@@ -146,6 +146,18 @@ def test_directory_tree_from_s3_on_two_nodes(cluster, s3, s3fs_, tree):
     assert len([p for p in reads if p.endswith(".tfrecords")]) == FILES
 
 
+def test_remote_glob_and_storage_options(cluster, s3, tree):
+    """A glob over the bucket, and an s3:// URL with fsspec storage_options (no filesystem)."""
+    options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
+    ds = tray.read_tfrecords(f"s3://{tree}/split=t*/part-[01].tfrecords",
+                             storage_options=options)
+    assert sorted(r["id"] for r in ds.take_all()) == list(range(2 * PER_FILE))
+    assert sorted(ds.input_files()) == [f"{tree}/split=train/part-{k}.tfrecords"
+                                        for k in range(2)]
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        tray.read_tfrecords(f"s3://{tree}/*/nothing-*.tfrecords", storage_options=options)
+
+
 def test_pyarrow_s3_hive_partitions_and_filter(cluster, arrow_s3, tree):
     from ray.data.datasource import Partitioning, PathPartitionFilter
 
