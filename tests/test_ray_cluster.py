@@ -215,3 +215,19 @@ def test_planning_reads_no_data_on_the_driver(cluster, s3fs_, tree, monkeypatch)
     ds = tray.read_tfrecords(f"s3://{tree}", filesystem=s3fs_)
     assert ds.schema().base_schema.field("label").type == pa.int64()
     assert ds.count() == FILES * PER_FILE
+
+
+def test_write_to_s3_and_read_back(cluster, s3fs_, tree):
+    """Writes from both nodes into the bucket (Ray's names, the index and manifest asked for),
+    read back through the index files."""
+    ds = tray.read_tfrecords(f"s3://{tree}", filesystem=s3fs_).repartition(3)
+    out = f"{BUCKET}/written"
+    tray.write_tfrecords(ds, f"s3://{out}", filesystem=s3fs_, index=True, manifest=True)
+    names = sorted(n.rsplit("/", 1)[1] for n in s3fs_.ls(out, refresh=True))
+    data = [n for n in names if n.endswith(".tar")]
+    assert len(data) == 3 and sorted(n for n in names if n.endswith(".idx")) == \
+        [n + ".idx" for n in data]
+    assert [n for n in names if n not in data and not n.endswith(".idx")][0].endswith(
+        ".manifest.json")
+    back = tray.read_tfrecords(f"s3://{out}", filesystem=s3fs_, override_num_blocks=3)
+    assert sorted(r["id"] for r in back.take_all()) == list(range(FILES * PER_FILE))
