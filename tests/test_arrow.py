@@ -322,6 +322,31 @@ def test_write_table_refuses_what_an_example_cannot_hold(tmp_path):
         ta.write_table({"x": [1]}, path)
 
 
+def test_write_table_float64_never_narrows_silently(tmp_path):
+    """TFRecord floats are float32: a float64 value float32 cannot hold exactly is an error
+    naming the column, the row and the ways out; values it holds exactly (and NaN, inf) go."""
+    path = str(tmp_path / "f.tfrecord")
+    exact = pa.table({"x": pa.array([1.5, -2.0, float("nan"), float("inf")], pa.float64()),
+                      "l": pa.array([[0.25], [], [3.0, 4.0], None], pa.list_(pa.float64()))})
+    assert ta.write_table(exact, path) == 4
+    back = ta.read_table(path, {"x": tfr.FixedLen((), "float32"), "l": tfr.VarLen("float32")})
+    assert back.column("x").to_pylist()[:2] == [1.5, -2.0]
+    assert back.column("l").to_pylist()[2] == [3.0, 4.0]
+    with pytest.raises(ValueError, match=r"column 'x': the float64 value 0\.1 \(row 5\).*"
+                                         r"cast the column to float32.*float64='round'"):
+        ta.write_table(pa.table({"x": [1.0] * 5 + [0.1]}), path, batch_size=2)
+    with pytest.raises(ValueError, match=r"column 'l'.*1e\+300 \(row 1\)"):  # float32: inf
+        ta.write_table(pa.table({"l": pa.array([[1.0], [2.0, 1e300]])}), path)
+    with pytest.raises(ValueError, match="float64 must be"):
+        ta.write_table(pa.table({"x": [1.0]}), path, float64="truncate")
+    # The ways out: an explicit cast, or rounding asked for.
+    assert ta.write_table(pa.table({"x": pa.array([0.1]).cast(pa.float32())}), path) == 1
+    assert ta.write_table(pa.table({"x": [0.1]}), path, float64="round") == 1
+    assert records_of(path) == [{"x": [np.float32(0.1)]}]
+    half = pa.table({"h": pa.array(np.array([0.1], np.float16))})  # narrower: exact
+    assert ta.write_table(half, path) == 1
+
+
 def records_of(path):
     return [tfr.parse_example(r) for r in tfr.read_records(path)]
 

@@ -40,7 +40,8 @@ try:
 except ImportError as error:  # pragma: no cover - exercised where pyarrow is absent
     raise ImportError("tfrec_fast.arrow needs pyarrow: pip install 'tfrec_fast[arrow]'") from error
 
-__all__ = ["batch_to_arrow", "read_table", "iter_batches", "write_table", "schema_of"]
+__all__ = ["batch_to_arrow", "read_table", "iter_batches", "write_table", "encoded_batches",
+           "schema_of"]
 
 RecordBatch = _core.RecordBatch
 _ARROW_KIND: Dict[_core.Kind, pa.DataType] = {_INT64: pa.int64(), _FLOAT: pa.float32()}
@@ -447,25 +448,37 @@ def _plain(array: pa.Array) -> pa.Array:
     return array
 
 
-def _to_encoder_column(name: str, array, nulls: str):
+def _to_encoder_column(name: str, array, nulls: str, float64: str = "exact",
+                       first_row: int = 0):
     """One Arrow column -> what encode_examples takes: a numpy array for numbers, Ragged /
     BytesColumn for lists and bytes (views of the Arrow buffers). A null row leaves the feature
-    out of its record (``nulls="omit"``: Partial) or holds an empty list (``"empty"``)."""
+    out of its record (``nulls="omit"``: Partial) or holds an empty list (``"empty"``).
+    ``float64`` and ``first_row`` (the table's row of this chunk's first): see _floats."""
     from .encode import Int64s, Partial
 
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     array = _plain(array)
+    where = _Where(name, float64, first_row)
     if not array.null_count:
-        return _encoder_column(name, array)
+        return _encoder_column(where, array)
     if nulls == "empty":
         if pa.types.is_null(array.type):
             raise _no_kind(name)
-        return _encoder_column(name, _nulls_as_empty(array))
+        return _encoder_column(where, _nulls_as_empty(array))
     present = array.is_valid().to_numpy(zero_copy_only=False)
     if not present.any():  # no record holds it: any kind will do, nothing is written
         return Partial(Int64s(np.zeros(len(array), np.int64)), present)
-    return Partial(_encoder_column(name, array), present)
+    return Partial(_encoder_column(where, array), present)
+
+
+class _Where:
+    """A column being encoded: its name, the float64 rule, and the table row of its first."""
+
+    def __init__(self, name: str, float64: str, first_row: int):
+        self.name = name
+        self.float64 = float64
+        self.first_row = first_row
 
 
 def _no_kind(name: str) -> ValueError:
@@ -487,12 +500,13 @@ def _nulls_as_empty(array: pa.Array) -> pa.Array:
     return pa.LargeListArray.from_arrays(pa.array(offsets), values)
 
 
-def _encoder_column(name: str, array: pa.Array):
+def _encoder_column(where: "_Where", array: pa.Array):
     from .encode import Bytes, Floats, Int64s
     from .example import BytesColumn, Ragged
 
+    name = where.name
     if not _is_list(array.type):
-        flat = _flat_values(name, array)
+        flat = _flat_values(where, array, None)
         if isinstance(flat, tuple):
             data, starts, ends = flat
             return Bytes(BytesColumn(data, starts, ends))
@@ -503,7 +517,7 @@ def _encoder_column(name: str, array: pa.Array):
                         "fixed_size_list for a fixed shape)")
     if values.null_count and _nulls_inside(array):  # (null rows' values do not count)
         raise ValueError(f"column {name!r} holds null values inside its lists")
-    flat = _flat_values(name, values)
+    flat = _flat_values(where, values, splits)
     if isinstance(flat, tuple):
         data, starts, ends = flat
         return BytesColumn(data, starts, ends, splits)
@@ -539,9 +553,11 @@ def _list_values(array: pa.Array) -> Tuple[pa.Array, np.ndarray]:
     return values, splits
 
 
-def _flat_values(name: str, array: pa.Array):
+def _flat_values(where: "_Where", array: pa.Array, splits: Optional[np.ndarray]):
     """Numeric -> an int64 / float32 numpy array (a view where the type already matches);
-    binary / string -> (data, starts, ends) views of the Arrow buffers."""
+    binary / string -> (data, starts, ends) views of the Arrow buffers. ``splits``: the row
+    splits of a list column's values (to name a row in errors), None for a plain column."""
+    name = where.name
     t = array.type
     if pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) or \
             pa.types.is_large_string(t):
@@ -560,31 +576,49 @@ def _flat_values(name: str, array: pa.Array):
             raise OverflowError(f"column {name!r}: uint64 values beyond int64")
         return values.astype(np.int64, copy=False)
     if pa.types.is_floating(t):
-        return array.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        return _floats(where, array.to_numpy(zero_copy_only=False), splits)
     if pa.types.is_null(t):
         raise _no_kind(name)
     raise TypeError(f"column {name!r}: Arrow type {t} has no Example form (numbers, "
                     "binary/string, and lists or fixed_size_lists of them)")
 
 
-def write_table(table, destination, *, batch_size: int = 4096, compression: Optional[str] = None,
-                nulls: str = "omit", storage_options=None, filesystem=None) -> int:
-    """Encodes the rows of a ``pyarrow.Table`` / ``RecordBatch`` / ``RecordBatchReader`` as
-    tf.train.Examples (one per row, a feature per column) and writes them to ``destination``: a
-    path or URL (a new TFRecord file), an open TFRecordWriter or a ShardedWriter. Returns the
-    number of records written.
+FLOAT64 = ("exact", "round")  # what write_table does with float64 values
 
-    Columns: numbers, binary/string (views and dictionaries too), and list / large_list /
-    fixed_size_list of them (nested fixed_size_lists and fixed_shape_tensor flatten). A null row
-    leaves the feature out of that record (``nulls="omit"``, what ``read_table`` reads as null)
-    or writes an empty list of the column's kind (``nulls="empty"``, as Ray's writer does).
-    Nulls inside lists, and columns of no kind (only nulls) that would have to be written, raise
-    ValueError. ``read_table`` reads the result back (list columns as large_list)."""
+
+def _floats(where: "_Where", values: np.ndarray, splits: Optional[np.ndarray]) -> np.ndarray:
+    """Values as float32, TFRecord's only float. Narrower floats convert exactly; a float64 value
+    that float32 cannot hold exactly is an error naming the column and its row, unless the
+    rule is "round" (the nearest float32, as TensorFlow's FloatList does)."""
+    with np.errstate(over="ignore"):  # (beyond float32's range: inf, reported below)
+        narrowed = values.astype(np.float32, copy=False)
+    if values.dtype != np.float64 or where.float64 == "round":
+        return narrowed
+    lost = narrowed.astype(np.float64) != values
+    if lost.any():
+        lost &= ~np.isnan(values)  # NaN stays NaN
+    if lost.any():
+        k = int(np.argmax(lost))
+        row = k if splits is None else int(np.searchsorted(splits, k, "right")) - 1
+        raise ValueError(
+            f"column {where.name!r}: the float64 value {float(values[k])!r} (row "
+            f"{where.first_row + row}) has no exact float32 form, and TFRecord floats are "
+            "float32: cast the column to float32 first (table.cast, pyarrow.compute.cast) or "
+            "pass float64='round' to round every value to the nearest float32")
+    return narrowed
+
+
+def encoded_batches(table, *, batch_size: int = 4096, nulls: str = "omit",
+                    float64: str = "exact") -> Iterator[RecordBatch]:
+    """The rows of a ``pyarrow.Table`` / ``RecordBatch`` / ``RecordBatchReader`` encoded as
+    tf.train.Examples, as :class:`RecordBatch` es of at most ``batch_size`` records (see
+    :func:`write_table` for the columns and the arguments)."""
     from .encode import encode_examples
-    from .records import TFRecordWriter
 
     if nulls not in NULLS:
         raise ValueError(f"nulls must be one of {NULLS}, not {nulls!r}")
+    if float64 not in FLOAT64:
+        raise ValueError(f"float64 must be one of {FLOAT64}, not {float64!r}")
     if isinstance(table, pa.RecordBatchReader):
         chunks: Iterable[pa.RecordBatch] = table
     elif isinstance(table, pa.RecordBatch):
@@ -594,6 +628,63 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
     else:
         raise TypeError("write_table takes a pyarrow Table, RecordBatch or RecordBatchReader, "
                         f"not {type(table).__name__}")
+    first = 0
+    for chunk in chunks:
+        if not chunk.num_rows:
+            continue
+        columns = {name: _to_encoder_column(name, chunk.column(i), nulls, float64, first)
+                   for i, name in enumerate(chunk.schema.names)}
+        yield encode_examples(columns, chunk.num_rows)
+        first += chunk.num_rows
+
+
+def write_table(table, destination, *, batch_size: int = 4096, compression: Optional[str] = None,
+                nulls: str = "omit", float64: str = "exact", storage_options=None,
+                filesystem=None) -> int:
+    """Encodes the rows of a table as tf.train.Examples and writes them to a TFRecord file.
+
+    Parameters
+    ----------
+    table : pyarrow.Table, RecordBatch or RecordBatchReader
+        One Example per row, a feature per column. Columns: numbers, binary/string (views and
+        dictionaries too), and list / large_list / fixed_size_list of them (nested
+        fixed_size_lists and fixed_shape_tensor flatten).
+    destination : str, path, TFRecordWriter or ShardedWriter
+        A path or URL (a new TFRecord file), or an open writer.
+    batch_size : int
+        Rows encoded at a time.
+    compression : str, optional
+        "gzip" or "zlib" for a new file.
+    nulls : {"omit", "empty"}
+        A null row leaves the feature out of that record ("omit", what ``read_table`` reads
+        as null) or writes an empty list of the column's kind ("empty", as Ray's writer does).
+    float64 : {"exact", "round"}
+        TFRecord floats are float32. "exact": a float64 value float32 cannot hold exactly is a
+        ValueError naming the column and the row (cast the column to float32 to round
+        knowingly); "round": every value rounds to the nearest float32.
+    storage_options, filesystem
+        For a URL destination, as for readers.
+
+    Returns
+    -------
+    int
+        The number of records written.
+
+    Raises
+    ------
+    ValueError
+        Nulls inside lists; a column of no kind (only nulls) that would have to be written; a
+        float64 value with no exact float32 form (``float64="exact"``).
+    TypeError
+        A column of a type with no Example form (lists of lists, timestamps, ...).
+    OverflowError
+        uint64 values beyond int64.
+
+    ``read_table`` reads the result back (list columns as large_list).
+    """
+    from .records import TFRecordWriter
+
+    batches = encoded_batches(table, batch_size=batch_size, nulls=nulls, float64=float64)
     owned = None
     if hasattr(destination, "write_batch"):
         writer = destination
@@ -602,13 +693,9 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
                                         storage_options=storage_options, filesystem=filesystem)
     written = 0
     try:
-        for chunk in chunks:
-            if not chunk.num_rows:
-                continue
-            columns = {name: _to_encoder_column(name, chunk.column(i), nulls)
-                       for i, name in enumerate(chunk.schema.names)}
-            writer.write_batch(encode_examples(columns, chunk.num_rows))
-            written += chunk.num_rows
+        for batch in batches:
+            writer.write_batch(batch)
+            written += len(batch)
     except BaseException:
         if owned is not None:
             owned.close()
