@@ -66,6 +66,8 @@ class _Faults:
         self.hold_timed_out = False
         self.bytes_sent = 0  # body bytes of every answer
         self._bytes_by_path: collections.Counter = collections.Counter()
+        self.in_flight = 0  # range reads being answered now (HTTP)
+        self.max_in_flight = 0  # the most at once since clear()
 
     def hold(self) -> None:
         self._hold = threading.Event()
@@ -93,6 +95,12 @@ class _Faults:
             self.requests.clear()
             self.bytes_sent = 0
             self._bytes_by_path.clear()
+            self.max_in_flight = self.in_flight
+
+    def _entered(self, delta: int) -> None:
+        with self._lock:
+            self.in_flight += delta
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def _sent(self, path: str, n: int) -> None:
         with self._lock:
@@ -211,10 +219,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(head=False)
 
     def _answer(self, head: bool):
+        ranged = not head and self.headers.get("Range") is not None
+        owner = self.server.owner
+        if ranged:
+            owner._entered(1)
         try:
             self._serve(head)
         except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
             self.close_connection = True
+        finally:
+            if ranged:
+                owner._entered(-1)
 
     def _send(self, status: int, body: bytes, headers=(), length=None):
         self.send_response(status)
@@ -360,7 +375,7 @@ class _FaultApp:
         if signed and signed.group(1) in self._faults.refused_keys:
             start_response("403 Forbidden", [("Content-Type", "application/xml"),
                                              ("Content-Length", str(len(_REFUSED)))])
-            return [_REFUSED]
+            return [] if environ["REQUEST_METHOD"] == "HEAD" else [_REFUSED]
         if fault == "503":
             start_response("503 Slow Down", [("Content-Type", "application/xml"),
                                              ("Content-Length", str(len(_SLOW_DOWN)))])

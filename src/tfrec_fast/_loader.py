@@ -16,7 +16,7 @@ import numpy as np
 from . import _buffers
 from .errors import DataLossError
 from .records import (ITER_BATCH_BYTES, RecordBatch, TFRecordReader, count_records,
-                      detect_compression, normalize_compression)
+                      normalize_compression)
 from .storage import Location, cached_array, expand, find_indexes, resolve, resolve_beside
 from .storage import load_index as _load_index
 
@@ -103,13 +103,13 @@ def record_index(path, index_path=None, compression: Optional[str] = None) -> Re
     object version (the index cache), so each machine reads an index file, scans or counts an
     object once, not once per DataLoader worker or per epoch.
     """
-    from .index import check_covers, index_of
+    from .index import check_covers, detected_compression, index_of
 
     location = resolve(path)
     index = None if index_path is None else resolve_beside(index_path)
     compression = normalize_compression(compression)
     if compression == "auto":
-        compression = detect_compression(location)
+        compression = detected_compression(location)
     stat = location.stat()
     key = (location.store.key(location.path),
            None if index is None else index.store.key(index.path), compression, stat.version,

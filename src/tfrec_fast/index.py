@@ -50,11 +50,22 @@ RANGE_MAX_GAP = 256 << 10
 RANGE_MAX_SIZE = 16 << 20
 
 
+_COMPRESSIONS = ("", "gzip", "zlib")
+
+
+def detected_compression(path: Location) -> str:
+    """detect_compression(path), once per version of a remote object per machine (the index
+    cache): every DataLoader worker opening a reader need not fetch the first bytes again."""
+    code = cached_array(path, "compression", lambda: np.array(
+        [_COMPRESSIONS.index(detect_compression(path))]))
+    return _COMPRESSIONS[int(code[0])]
+
+
 def _check_uncompressed(path: Location, compression: Optional[str]) -> None:
     """Random access needs uncompressed bytes; None or "auto" detects from the first bytes."""
     compression = "auto" if compression is None else normalize_compression(compression)
     if compression == "auto":
-        compression = detect_compression(path)
+        compression = detected_compression(path)
     if compression:
         raise ValueError(f"{path.name} cannot be indexed: compressed ({compression}); "
                          "random access needs an uncompressed TFRecord file")
@@ -120,10 +131,16 @@ def indexes_of(paths: Sequence[Location]) -> list:
 
 
 def _scan_stream(path: Location, stream=None) -> Index:
-    """(offsets, sizes) of a file read front to back (both checksums checked)."""
+    """(offsets, sizes) of a file read front to back (both checksums checked); what it finds
+    of the compression (none) is kept in the index cache too."""
     offsets, sizes = [], []
-    reader = TFRecordReader(path) if stream is None else \
-        TFRecordReader._of_stream(path, stream(), None)
+    reader = TFRecordReader(path, "auto") if stream is None else \
+        TFRecordReader._of_stream(path, stream(), "auto")
+    if reader.compression:
+        reader.close()
+        raise ValueError(f"{path.name} cannot be indexed: compressed ({reader.compression}); "
+                         "random access needs an uncompressed TFRecord file")
+    cached_array(path, "compression", lambda: np.array([0]))
     with reader:
         for batch in reader.iter_batches(max_bytes=ITER_BATCH_BYTES, num_threads=1):
             offsets.append(np.array(batch.positions))
@@ -415,13 +432,14 @@ def _changed_since(path: Location, error: DataLossError) -> BaseException:
     try:
         now = path.store.stat(path.path)
     except FileNotFoundError:
-        return ObjectChangedError("it no longer exists", path=path.name, offset=error.offset)
+        return ObjectChangedError("it no longer exists", path=path.name, offset=error.offset,
+                                  pinned=False)
     except Exception:
         return error
     if not before.differs(now):
         return error
     return ObjectChangedError(f"{before.version} when the reader opened, now {now.version}",
-                              path=path.name, offset=error.offset)
+                              path=path.name, offset=error.offset, pinned=False)
 
 
 def coalesce(offsets: np.ndarray, ends: np.ndarray, max_gap: Optional[int] = None,

@@ -266,13 +266,13 @@ class TFRecordReader:
             now = location.store.stat(location.path)
         except FileNotFoundError:
             return ObjectChangedError("it no longer exists", path=location.name,
-                                      offset=error.offset)
+                                      offset=error.offset, pinned=False)
         except Exception:  # cannot tell: the damage is what we know
             return error
         if before is None or not before.differs(now):
             return error
         return ObjectChangedError(f"{before.version} when the read started, now {now.version}",
-                                  path=location.name, offset=error.offset)
+                                  path=location.name, offset=error.offset, pinned=False)
 
     def _checked(self, call, *args):
         try:

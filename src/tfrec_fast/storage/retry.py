@@ -114,9 +114,10 @@ def final_error(error: BaseException, name: str, offset: Optional[int] = None,
         return ObjectChangedError(f"the store refused the version being read: {cause(error)}",
                                   path=name, offset=offset)
     if _credentials_problem(error):
+        said = list(_chain(error))[-1]  # the store's (or the client's) own words
         return PermissionError(errno.EACCES, "credentials missing or refused: give them in "
                                "storage_options (key/secret, token, ...) or the environment "
-                               f"({cause(error)})", name)
+                               f"({cause(said)})", name)
     for kind, code in _NAMED:
         if isinstance(error, kind):
             return kind(code, os.strerror(code), name)
