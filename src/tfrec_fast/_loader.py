@@ -57,8 +57,7 @@ def index_paths(files: Sequence, index, storage_options=None,
     (a single file only), a list aligned with ``files``, or a dict {data path: index path}
     (missing files fall back to auto).
     """
-    files = [f if isinstance(f, Location) else resolve(f, storage_options, filesystem)
-             for f in files]
+    files = [resolve(f, storage_options, filesystem) for f in files]
 
     def given(path) -> Location:
         return resolve_beside(path, storage_options, filesystem)

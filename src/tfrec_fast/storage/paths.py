@@ -83,6 +83,9 @@ class Location:
     def __hash__(self) -> int:
         return hash(self.path)
 
+    def __lt__(self, other: "Location") -> bool:  # sorted() lists of files, as of paths
+        return self.url < other.url
+
     def __getstate__(self):
         return {"store": self.store, "path": self.path, "url": self.url, "stat": self._stat}
 
