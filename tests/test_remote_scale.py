@@ -184,6 +184,24 @@ def test_read_ahead_holds_at_most_its_bound(http, threads):
                                              for k in range(4))
 
 
+def test_files_of_a_read_ahead_may_be_read_in_any_order(http):
+    """A reader never waits for another: the file the window has not reached fetches its own
+    ranges; a file read again gets a stream of its own."""
+    for k in range(3):
+        http.files[f"/order/p-{k}.tfrecord"] = frame(sized_records(80, seed=20 + k))
+    locations = storage.expand(http.url("/order/p-*.tfrecord"),
+                               {"range_size": 32 << 10, "read_ahead": 2 * (32 << 10)})
+    ahead = storage.ReadAhead(locations)
+    got = {}
+    for k in (2, 0, 1, 2):
+        with ahead.open(k) as f:
+            got[k] = f.read()
+    ahead.close()
+    assert all(got[k] == http.files[f"/order/p-{k}.tfrecord"] for k in range(3))
+    with pytest.raises(ValueError, match="closed"):
+        ahead.open(1)
+
+
 def test_a_planned_range_fetches_its_bytes_and_no_more(http):
     from tfrec_fast import _loader
     records = sized_records(400, seed=3)
@@ -658,3 +676,39 @@ def _child_reads(location, queue):
         queue.put((location.store.settings.retries, tfr.count_records(location)))
     except BaseException as error:
         queue.put(repr(error))
+
+
+def test_gcs_reads_ask_for_the_generation_planned():
+    """gcsfs is not served here: a filesystem of its class name records what a read asks for.
+    Every range names the generation the plan saw; a generation that is gone (the object was
+    rewritten) is ObjectChangedError."""
+    from fsspec.asyn import AsyncFileSystem
+
+    class GCSFileSystem(AsyncFileSystem):
+        protocol = "gs"
+        data = frame([b"record %d" % i + bytes(20_000) for i in range(150)])  # 3 MB
+        generation = "7"
+        asked: list = []
+
+        async def _info(self, path, **kwargs):
+            return {"name": path, "size": len(self.data), "type": "file",
+                    "generation": self.generation, "etag": "CAc="}
+
+        async def _cat_file(self, path, start=None, end=None, **kwargs):
+            self.asked.append(kwargs.get("generation"))
+            if kwargs.get("generation") != self.generation:
+                raise FileNotFoundError(path)  # what GCS answers for a generation gone
+            return self.data[start:end]
+
+    fs = GCSFileSystem(skip_instance_cache=True)
+    url = "gs://bucket/a.tfrecord"
+    options = {"range_size": 64 << 10, "read_ahead": 64 << 10}
+    assert tfr.count_records(url, filesystem=fs, storage_options=options) == 150
+    assert set(GCSFileSystem.asked) == {"7"} and len(GCSFileSystem.asked) > 1
+    reader = tfr.TFRecordReader(url, filesystem=fs, storage_options=options)
+    it = iter(reader)
+    assert bytes(next(it)).startswith(b"record 0")
+    GCSFileSystem.generation = "8"
+    with pytest.raises(tfr.ObjectChangedError) as error:
+        list(it)
+    assert error.value.path == url and error.value.pinned

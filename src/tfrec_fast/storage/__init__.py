@@ -52,8 +52,8 @@ from .streaming import ReadAhead
 
 __all__ = ["Location", "Store", "LocalStore", "FsspecStore", "Stat", "Settings", "DEFAULTS",
            "ReadAhead", "ObjectInfo", "LOCAL", "resolve", "expand", "display", "is_url",
-           "redact", "resolve_beside", "options_for", "describe", "find_indexes", "load_index", "cached_array", "split_options",
-           "sniff_compression", "read_head", "Replay"]
+           "redact", "resolve_beside", "options_for", "describe", "find_indexes", "load_index",
+           "cached_array", "split_options", "sniff_compression", "read_head", "Replay"]
 
 
 def __getattr__(name):
