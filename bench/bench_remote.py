@@ -345,12 +345,10 @@ def streaming_tables(args, tmp) -> tuple[list[str], dict]:
     """Many shards and one object of the same size on the slow HTTP server, against fs.cat."""
     root = Path(tmp) / "streaming"
     root.mkdir()
-    sizes = 0
-    for k in range(args.shards):
-        sizes += write_file(root / f"part-{k:05d}.tfrecord", args.shard_mb, *DATASETS["large"][1:],
-                            seed=k)
-    write_file(root / "one.tfrecord", args.shards * args.shard_mb, *DATASETS["large"][1:], seed=99)
-    size = os.path.getsize(root / "one.tfrecord")
+    # Written by a process of its own: a child's peak RSS starts at its parent's RSS when it is
+    # forked, so this process must never hold the data.
+    sizes, size = H.call(make_streaming_data, {"root": str(root), "shards": args.shards,
+                                               "shard_mb": args.shard_mb})
     md, raw = [], {}
     with http_server(root, args.latency_ms, args.bandwidth_mb) as base:
         opts = {"urls": [f"{base}/part-{k:05d}.tfrecord" for k in range(args.shards)],
@@ -375,26 +373,21 @@ def streaming_tables(args, tmp) -> tuple[list[str], dict]:
 
 
 def _rss(r) -> str:
+    """Peak RSS of the run, and how much above the process's RSS after its setup."""
     if r is None or not r.ok:
         return "—"
     peak, base = r.extra["maxrss_kib"][0], r.extra["rss_base_kib"][0]
+    if peak <= r.extra["maxrss_base_kib"][0]:  # never above where it started: not measured
+        return "—"
     return f"{peak / 1024:.0f} MiB (+{(peak - base) / 1024:.0f} MiB)"
 
 
 def planning_tables(args, tmp) -> tuple[list[str], dict]:
     """Bytes and requests the server counts for each planning case, over the same shards with
     and without index files beside them."""
-    tfr = H.need("tfrec_fast")
     root = Path(tmp) / "planning"
-    data = 0
-    for kind in ("indexed", "plain"):
-        (root / kind).mkdir(parents=True)
-        for k in range(args.shards):
-            path = root / kind / f"part-{k:05d}.tfrecord"
-            size = write_examples(path, args.plan_mb, seed=k)
-            data += size if kind == "plain" else 0
-            if kind == "indexed":
-                tfr.create_index(str(path), str(path) + ".idx")
+    data = H.call(make_planning_data, {"root": str(root), "shards": args.shards,
+                                       "plan_mb": args.plan_mb})
     rows, raw = [], {}
     with http_server(root, args.latency_ms, args.bandwidth_mb) as base:
         for name, label, target in PLANNING:
@@ -415,6 +408,29 @@ def planning_tables(args, tmp) -> tuple[list[str], dict]:
     text = H.md_table(["case", "bytes fetched (x the data)", "requests", "target"], rows)
     return [H.section(title, text, ["Each case in a fresh process with fresh index caches "
                                     "(the second-epoch row ran a first job before counting)."])], raw
+
+
+def make_streaming_data(opts) -> tuple:
+    """The shards and the one large object: (bytes of the shards, bytes of the object)."""
+    root = Path(opts.root)
+    sizes = sum(write_file(root / f"part-{k:05d}.tfrecord", opts.shard_mb, *DATASETS["large"][1:], seed=k)
+                for k in range(opts.shards))
+    return sizes, write_file(root / "one.tfrecord", opts.shards * opts.shard_mb, *DATASETS["large"][1:], seed=99)
+
+
+def make_planning_data(opts) -> int:
+    """The same shards of ~1 KB Examples in indexed/ (with .idx files) and plain/: their bytes."""
+    tfr = H.need("tfrec_fast")
+    data = 0
+    for kind in ("indexed", "plain"):
+        (Path(opts.root) / kind).mkdir(parents=True)
+        for k in range(opts.shards):
+            path = Path(opts.root) / kind / f"part-{k:05d}.tfrecord"
+            size = write_examples(path, opts.plan_mb, seed=k)
+            data += size if kind == "plain" else 0
+            if kind == "indexed":
+                tfr.create_index(str(path), str(path) + ".idx")
+    return data
 
 
 def write_file(path: Path, size_mb: int, low: int, high: int, seed: int) -> int:
@@ -519,7 +535,9 @@ NOTES = """Reading the numbers:
   in flight. fs.cat(urls) opens one connection per object (N shards: N connections) and holds
   every object in memory; on one object it has one connection. read_records keeps up to 16
   ranges of 4 MiB requested (the 64 MiB bound), across the shards' boundaries, while it checks
-  and hands out records.
+  and hands out records. Its peak RSS: the 64 MiB of ranges, what the HTTP client holds while
+  a range arrives (aiohttp joins a body's chunks: a second copy of the ranges in flight, at
+  worst) and the reader's batch buffers; fs.cat holds every object whole.
 - Planning: rows count every byte the server sent, index files included; "x the data" is over
   the shards' bytes. Without indexes each rank scans once (then the index cache answers), so a
   2-rank job costs at most 3x; with indexes it costs the data plus the index files.

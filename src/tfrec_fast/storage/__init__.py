@@ -27,6 +27,8 @@ it requests ranges of ``range_size`` bytes of the current and the next objects, 
 ``concurrency`` ranges and ``read_ahead`` bytes held at once (requested, arrived or being read);
 a reader that needs a range the window has not reached fetches that one range itself, so the
 bound is ``read_ahead + readers * range_size``. Defaults: 4 MiB ranges, 64 MiB, 32 requests.
+(While a range arrives, the HTTP client may hold its chunks and their join: up to one more copy
+of the ranges in flight, briefly.)
 
 **Settings and retries.** :class:`Settings` (``retries``, ``retry_delay``, ``range_size``,
 ``read_ahead``, ``concurrency``, ``index_cache``) ride in ``storage_options`` (taken out before
