@@ -5,7 +5,8 @@ take: ``len(source)``, ``source[i]`` and, for several indices at once, ``source.
 (Grain's batched-read protocol, also spelled ``__getitems__``). Record ``i`` is record ``i`` of
 the files concatenated, found through the files' indexes, so any order Grain asks for (shuffled,
 sharded, repeated) is read directly, and Grain's checkpoints, which hold positions in that
-order, resume exactly.
+order, resume exactly. ``source.read_batch`` reads and parses a whole batch at once, as the
+``batch_fn`` of a Grain pipeline over record indices.
 
 Grain is not imported here: the source is a plain object following Grain's protocol.
 """
@@ -42,10 +43,14 @@ class TFRecordDataSource:
     ``source[i]`` is record ``i`` of the files concatenated (in the order given, each glob's
     matches sorted): the serialized record as ``bytes`` when ``spec`` is None (what Grain's own
     sources give), else the record parsed with ``spec`` into a dict of numpy values: a FixedLen
-    feature is an array of its shape, a VarLen one a 1-D array; bytes features are ``bytes``
-    for one value and object arrays of ``bytes`` otherwise. ``source._getitems(indices)`` (and
-    ``source.__getitems__``) reads several records with one coalesced read per file and one
-    parse per file; Grain calls it where it reads batches of indices.
+    feature is an array of its shape (a numpy scalar for shape ``()``), a VarLen one a 1-D
+    array; bytes features are ``bytes`` for one value and object arrays of ``bytes`` otherwise.
+
+    ``source._getitems(indices)`` (and ``source.__getitems__``) reads several records with one
+    coalesced read per file and one parse per file; Grain calls it where it reads batches of
+    indices. :meth:`read_batch` gives such a read as one batch of stacked columns, for
+    ``grain.MapDataset.range(len(source)).shuffle(seed=0).batch(256,
+    batch_fn=source.read_batch)``: Grain's pipeline and checkpoints, without its per-record work.
 
     Every file needs an index (the record offsets): ``index`` is None or ``"auto"`` (``FILE.idx``
     next to each file when it exists, else the index is built now by a scan that reads only the
@@ -149,28 +154,61 @@ class TFRecordDataSource:
     def _getitems(self, indices: Sequence[int]) -> List[Any]:
         """The records at ``indices`` (any order, duplicates allowed), read with one coalesced
         read and one parse per file."""
-        n = len(self)
-        idx = np.asarray(indices)
-        if idx.size == 0:
-            return []
-        if idx.ndim != 1 or idx.dtype.kind not in "iu":
-            raise TypeError("indices must be a sequence of integers")
-        idx = idx.astype(np.int64)
-        idx = np.where(idx < 0, idx + n, idx)
-        bad = np.flatnonzero((idx < 0) | (idx >= n))
-        if len(bad):
-            raise IndexError(f"record index {int(np.asarray(indices)[bad[0]])} out of range "
-                             f"for {n} records")
-        files = np.searchsorted(self._starts, idx, side="right") - 1
-        out: List[Any] = [None] * len(idx)
-        for k in np.unique(files).tolist():
-            where = np.flatnonzero(files == k)
-            rows = self._read(k, idx[where] - self._starts[k])
-            for j, row in zip(where.tolist(), rows):
+        parts = self._by_file(indices)
+        if len(parts) == 1:
+            return self._read(*parts[0][:2])
+        out: List[Any] = [None] * sum(len(where) for _, _, where in parts)
+        for k, local, where in parts:
+            for j, row in zip(where.tolist(), self._read(k, local)):
                 out[j] = row
         return out
 
     __getitems__ = _getitems  # the spelling of array_record's sources and PyTorch
+
+    def read_batch(self, indices: Sequence[int]) -> Union[List[bytes], Dict[str, Any]]:
+        """The records at ``indices`` as one batch: a list of ``bytes`` without a spec, else a
+        dict of the parsed features, each stacked along a first axis of ``len(indices)``.
+
+        A FixedLen feature is a numpy array ``[B, *shape]`` (bytes ones of dtype object); a
+        VarLen one a list of ``B`` 1-D arrays. This is the ``batch_fn`` of a Grain pipeline over
+        record indices, which reads and parses each batch in one go instead of record by
+        record: ``grain.MapDataset.range(len(source)).shuffle(seed=0).batch(256,
+        batch_fn=source.read_batch)``.
+
+        Parameters
+        ----------
+        indices : sequence of int
+            Record indices, in any order, repeats allowed; negative ones count from the end.
+
+        Returns
+        -------
+        list of bytes or dict
+
+        Raises
+        ------
+        IndexError
+            An index out of range.
+        tfrec_fast.DataLossError, tfrec_fast.ExampleParseError
+            A damaged record, or one that does not fit the spec (naming its file and its
+            index in that file).
+        """
+        if self._spec is None:
+            return self._getitems(indices)
+        none = np.zeros(0, np.int64)
+        parts = self._by_file(indices) or [(0, none, none)]  # (typed empty columns)
+        columns = [self._batch_columns(k, local) for k, local, _ in parts]
+        if len(parts) == 1:
+            return columns[0]
+        inverse = np.argsort(np.concatenate([where for _, _, where in parts]), kind="stable")
+        out: Dict[str, Any] = {}
+        for name in columns[0]:
+            values = [c[name] for c in columns]
+            if isinstance(values[0], np.ndarray):
+                out[name] = np.concatenate(values)[inverse]
+            else:
+                rows = [row for v in values for row in v]
+                out[name] = [rows[j] for j in inverse.tolist()]
+        return out
 
     # ---- reading -----------------------------------------------------------------------------
 
@@ -183,13 +221,46 @@ class TFRecordDataSource:
             raise IndexError(f"record index {i} out of range for {n} records")
         return i % n
 
+    def _by_file(self, indices) -> List[Tuple[int, np.ndarray, np.ndarray]]:
+        """(file, indices in it, positions in ``indices``) for each file ``indices`` touch."""
+        n = len(self)
+        given = np.asarray(indices)
+        if given.size == 0:
+            return []
+        if given.ndim != 1 or given.dtype.kind not in "iu":
+            raise TypeError("indices must be a sequence of integers")
+        idx = given.astype(np.int64)
+        idx = np.where(idx < 0, idx + n, idx)
+        bad = np.flatnonzero((idx < 0) | (idx >= n) | (given > n))  # (given: uint64 overflow)
+        if len(bad):
+            raise IndexError(f"record index {given[bad[0]]} out of range for {n} records")
+        files = np.searchsorted(self._starts, idx, side="right") - 1
+        first, last = int(files[0]), int(files[-1])
+        if first == last and (files == first).all():  # the common case: one file
+            return [(first, idx - self._starts[first], np.arange(len(idx)))]
+        parts = []
+        for k in np.unique(files).tolist():
+            where = np.flatnonzero(files == k)
+            parts.append((k, idx[where] - self._starts[k], where))
+        return parts
+
     def _read(self, k: int, local: np.ndarray) -> list:
         """Records ``local`` of file ``k``: bytes, or parsed rows."""
-        with self._open.use(k, self._reader) as reader:
-            batch = reader.get_batch(local)
+        batch = self._records(k, local)
         if self._spec is None:
             return batch.to_list()
         return _rows(self._parse(k, batch, local), self._spec, len(batch))
+
+    def _records(self, k: int, local: np.ndarray) -> RecordBatch:
+        with self._open.use(k, self._reader) as reader:
+            return reader.get_batch(local)
+
+    def _batch_columns(self, k: int, local: np.ndarray) -> Dict[str, Any]:
+        assert self._spec is not None
+        batch = self._records(k, local)
+        columns = self._parse(k, batch, local)
+        return {name: _column_batch(col, self._spec.get(name), len(batch))
+                for name, col in columns.items()}
 
     def _parse(self, k: int, batch: RecordBatch, local: np.ndarray) -> Dict[str, Any]:
         try:
@@ -414,20 +485,34 @@ def _rows(columns: Dict[str, Any], spec: Mapping[str, Any], n: int) -> List[dict
         [{} for _ in range(n)]
 
 
+def _objects(values: list) -> np.ndarray:
+    """A 1-D object array of bytes (np.array would make an |S array, which drops trailing
+    NUL bytes)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
 def _column_rows(col, s, n: int) -> list:
+    """One parsed column -> its n per-record values."""
     if isinstance(col, np.ndarray):
         return list(col)
     if isinstance(col, BytesColumn):
         if col.row_splits is None:
             return col.to_list()
         shape = s.shape if isinstance(s, FixedLen) and len(s.shape) > 1 else None
-        rows = []
-        for values in col.to_list():
-            row = np.empty(len(values), dtype=object)
-            row[:] = values
-            rows.append(row.reshape(shape) if shape is not None else row)
-        return rows
+        rows = [_objects(values) for values in col.to_list()]
+        return rows if shape is None else [row.reshape(shape) for row in rows]
     if isinstance(col, Ragged) and isinstance(col.values, np.ndarray):
         splits = col.row_splits.tolist()
         return [col.values[a:b] for a, b in zip(splits[:-1], splits[1:])]
     return list(col)
+
+
+def _column_batch(col, s, n: int):
+    """One parsed column -> the batch's value: an array [n, ...] for FixedLen, else a list."""
+    if isinstance(col, BytesColumn) and isinstance(s, FixedLen):
+        return _objects(col.to_list(flat=True)).reshape((n,) + s.shape)
+    if isinstance(col, np.ndarray):
+        return col
+    return _column_rows(col, s, n)
