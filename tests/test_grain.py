@@ -163,6 +163,33 @@ def test_grain_batched_read_reaches_the_source(files):
     assert [int(r["id"]) for r in rows] == [3, 90, 3, 40]
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-100, 99), max_size=60))
+def test_read_batch_stacks_what_single_reads_give(source, indices):
+    batch = source.read_batch(indices)
+    rows = [source[i] for i in indices]
+    assert set(batch) == set(SPEC)
+    for name, s in SPEC.items():
+        got = batch[name]
+        if isinstance(s, FixedLen):
+            assert isinstance(got, np.ndarray) and got.shape == (len(indices),) + s.shape
+            assert got.dtype == s.dtype
+            want = np.array([r[name] for r in rows], dtype=got.dtype).reshape(got.shape)
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert isinstance(got, list) and len(got) == len(indices)
+            assert [g.tolist() for g in got] == [r[name].tolist() for r in rows]
+    raw = TFRecordDataSource(source.paths)
+    assert raw.read_batch(indices) == [raw[i] for i in indices]
+
+
+def test_read_batch_of_nothing_has_typed_columns(source):
+    batch = source.read_batch([])
+    assert batch["id"].shape == (0,) and batch["id"].dtype == np.int64
+    assert batch["img"].shape == (0, 2, 3) and batch["img"].dtype == np.uint8
+    assert batch["tokens"] == [] and batch["pair"].shape == (0, 2)
+
+
 def test_bad_indices(source):
     n = len(source)
     for i in (n, -n - 1, 10**20):
@@ -400,9 +427,19 @@ class Check(grain.transforms.Map):
         return {"id": np.int64(row["id"]), "name": row["name"]}
 
 
+class CheckBatch(grain.transforms.Map):
+    """Check for a batch of source.read_batch: each record's values against what was written."""
+
+    def map(self, batch):
+        for j in range(len(batch["id"])):
+            check_row({name: values[j] for name, values in batch.items()})
+        return {"id": batch["id"], "name": batch["name"]}
+
+
 def pipeline(src, config):
-    """A Grain iterable over ``src`` as ``config`` says: the Dataset API ("dataset") or the
-    DataLoader ("loader"), with or without shuffle, shards, worker processes."""
+    """A Grain iterable over ``src`` as ``config`` says: the Dataset API over the source
+    ("dataset") or over record indices batched by ``source.read_batch`` ("indices"), or the
+    DataLoader ("loader"); with or without shuffle, shards, worker processes."""
     shard, shards = config.get("shard", (0, 1))
     batch = config.get("batch", 4)
     if config["api"] == "loader":
@@ -414,13 +451,17 @@ def pipeline(src, config):
         return grain.DataLoader(data_source=src, sampler=sampler,
                                 operations=[Check(), grain.transforms.Batch(batch)],
                                 worker_count=config.get("workers", 0))
-    ds = grain.MapDataset.source(src)
+    by_index = config["api"] == "indices"  # batches of indices, read by source.read_batch
+    ds = grain.MapDataset.range(len(src)) if by_index else grain.MapDataset.source(src)
     if shards > 1:
         ds = ds[shard::shards]
     if config.get("shuffle"):
         ds = ds.shuffle(seed=SEED)
-    ds = ds.repeat(config.get("epochs", 1)).map(Check())
-    ds = ds.to_iter_dataset().batch(batch)
+    ds = ds.repeat(config.get("epochs", 1))
+    if by_index:
+        ds = ds.batch(batch, batch_fn=src.read_batch).map(CheckBatch()).to_iter_dataset()
+    else:
+        ds = ds.map(Check()).to_iter_dataset().batch(batch)
     if config.get("workers"):
         ds = ds.mp_prefetch(grain.MultiprocessingOptions(num_workers=config["workers"]))
     return ds
@@ -499,6 +540,8 @@ IN_PROCESS = [
     {"api": "dataset"},
     {"api": "dataset", "shuffle": True, "epochs": 2},
     {"api": "dataset", "shuffle": True, "shard": (1, 3)},
+    {"api": "indices", "shuffle": True, "epochs": 2},
+    {"api": "indices", "shard": (1, 3), "batch": 5},
     {"api": "loader"},
     {"api": "loader", "shuffle": True, "epochs": 2},
     {"api": "loader", "shuffle": True, "shard": (2, 3), "batch": 3},
@@ -520,6 +563,7 @@ def test_checkpoint_restores_exactly_at_every_step(source, config):
 
 WORKERS = [
     {"api": "dataset", "shuffle": True, "workers": 2, "epochs": 2},
+    {"api": "indices", "shuffle": True, "workers": 2, "shard": (1, 2)},
     {"api": "loader", "shuffle": True, "workers": 2, "shard": (0, 2)},
 ]
 
@@ -539,6 +583,7 @@ def test_checkpoint_with_worker_processes(source, config):
 NEW_PROCESS = [
     {"api": "dataset", "shuffle": True, "shard": (0, 2), "epochs": 2},
     {"api": "dataset", "shuffle": True, "workers": 2},
+    {"api": "indices", "shuffle": True, "epochs": 2},
     {"api": "loader", "shuffle": True, "epochs": 2},
     {"api": "loader", "shuffle": True, "workers": 2, "shard": (1, 2)},
 ]
