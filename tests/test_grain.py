@@ -646,6 +646,34 @@ def test_loader_refuses_a_checkpoint_of_another_source(files, source, tmp_path):
             iter(pipeline(other, config)).set_state(state)
 
 
+# ---- docs/grain.md -------------------------------------------------------------------------------
+
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "docs", "grain.md")
+
+
+def doc_examples():
+    """[(first line number, code)] of the ```python blocks of docs/grain.md."""
+    found, block, first = [], None, 0
+    with open(DOC, encoding="utf-8") as f:
+        for number, line in enumerate(f.read().splitlines(), 1):
+            if block is None and line.strip() == "```python":
+                block, first = [], number + 1
+            elif block is not None and line.strip() == "```":
+                found.append((first, "\n".join(block) + "\n"))
+                block = None
+            elif block is not None:
+                block.append(line)
+    return found
+
+
+@pytest.mark.parametrize("first, code", doc_examples(),
+                         ids=[f"line{first}" for first, _ in doc_examples()])
+def test_doc_example(first, code, tmp_path, monkeypatch):
+    """Each example runs as written, in a fresh directory (tracebacks name docs/grain.md lines)."""
+    monkeypatch.chdir(tmp_path)
+    exec(compile("\n" * (first - 1) + code, DOC, "exec"), {"__name__": "__doc_example__"})
+
+
 # ---- remote files ----------------------------------------------------------------------------
 
 # Looked up, not imported: the worker processes Grain spawns import this module.
