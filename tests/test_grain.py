@@ -30,8 +30,8 @@ pytestmark = pytest.mark.grain
 grain = pytest.importorskip("grain")
 
 import _oracle
-from tfrec_fast import (DataLossError, ExampleParseError, FixedLen, TFRecordWriter, VarLen,
-                        create_index, proto)
+from tfrec_fast import (DataLossError, ExampleParseError, FixedLen, ObjectChangedError,
+                        TFRecordWriter, VarLen, create_index, proto)
 from tfrec_fast.grain import TFRecordDataSource
 
 SPEC = {"id": FixedLen((), "int64"), "img": FixedLen((2, 3), "uint8"),
@@ -254,8 +254,9 @@ def test_write_index_writes_file_idx_and_next_runs_use_it(fresh, monkeypatch):
 
     def no_scan(*args, **kwargs):
         raise AssertionError("scanned a file that has an index")
-    monkeypatch.setattr("tfrec_fast.grain.create_index", no_scan)
+    monkeypatch.setattr("tfrec_fast.index.index_of", no_scan)
     src = TFRecordDataSource(paths)  # "auto": FILE.idx
+    assert [ix.url for ix in src._index_paths] == [p + ".idx" for p in paths]
     assert src._getitems(range(40)) == payloads
 
 
@@ -279,7 +280,7 @@ def test_index_given_as_list_dict_or_path(fresh, tmp_path):
     assert TFRecordDataSource(paths, index=elsewhere)._getitems(range(40)) == payloads
     partial = {paths[1]: elsewhere[1]}  # the others: auto (built)
     src = TFRecordDataSource(paths, index=partial)
-    assert src._index_paths == [None, elsewhere[1], None]
+    assert [ix and ix.url for ix in src._index_paths] == [None, elsewhere[1], None]
     assert src._getitems(range(40)) == payloads
     assert TFRecordDataSource(paths[1], index=elsewhere[1])[0] == payloads[20]
     with pytest.raises(ValueError, match="2 index paths for 3 files"):
@@ -301,11 +302,15 @@ def test_pickle_leaves_out_indexes_that_have_files(fresh):
     assert [int(r["id"]) for r in copy._getitems(range(40))] == list(range(40))
 
 
-def test_stale_index_refused_when_made(fresh):
+def test_stale_index_refused_when_made(fresh, monkeypatch):
     paths, _ = fresh
     create_index(paths[1], paths[1] + ".idx")
     with open(paths[1], "ab") as f:  # records appended after the index was written
         f.write(_oracle.frame(b"late"))
+
+    def no_scan(*args, **kwargs):
+        raise AssertionError("scanned the other files before checking the index given")
+    monkeypatch.setattr("tfrec_fast.index.index_of", no_scan)
     with pytest.raises(DataLossError) as raised:
         TFRecordDataSource(paths)
     assert raised.value.reason == "index_mismatch"
@@ -692,24 +697,36 @@ def s3():
         server.stop()
 
 
-@pytest.mark.remote
-@pytest.mark.skipif(bool(REMOTE_MISSING), reason=f"needs {', '.join(REMOTE_MISSING)}")
-def test_s3_files_with_and_without_indexes(s3, files):
+def s3_bucket(s3, paths):
+    """A new bucket holding the files (by their base names); -> (s3fs filesystem, bucket,
+    storage options)."""
     import s3fs
-    paths, payloads = files
     options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
     fs = s3fs.S3FileSystem(**options)
     bucket = f"g-{uuid.uuid4().hex[:12]}"
     fs.mkdir(bucket)
     for p in paths:
         fs.put_file(p, f"{bucket}/{os.path.basename(p)}")
+    return fs, bucket, options
+
+
+needs_remote = pytest.mark.skipif(bool(REMOTE_MISSING),
+                                  reason=f"needs {', '.join(REMOTE_MISSING)}")
+
+
+@pytest.mark.remote
+@needs_remote
+def test_s3_files_with_and_without_indexes(s3, files, tmp_path):
+    paths, payloads = files
+    fs, bucket, options = s3_bucket(s3, paths)
+    options["index_cache"] = str(tmp_path / "cache")
     offsets, sizes = create_index(paths[2])
     fs.pipe_file(f"{bucket}/part-002.tfrecord.idx", load_text_of((offsets, sizes)))
 
     src = TFRecordDataSource(f"s3://{bucket}/part-*.tfrecord", SPEC, storage_options=options,
                              write_index=True)
     assert src.paths == [f"s3://{bucket}/{os.path.basename(p)}" for p in paths]
-    assert src._index_paths[2] is not None
+    assert [ix.url for ix in src._index_paths] == [p + ".idx" for p in src.paths]
     for k in (0, 1, 3):  # built by streaming the file once, then written next to it
         assert fs.cat_file(f"{bucket}/part-{k:03d}.tfrecord.idx") == \
             load_text_of(create_index(paths[k]))
@@ -727,6 +744,65 @@ def test_s3_files_with_and_without_indexes(s3, files):
     check_ids(whole, config)
     assert restored(src, config, states[5]) == whole[5:]
     src.close()
+
+
+@pytest.mark.remote
+@needs_remote
+def test_s3_index_built_once_per_machine(s3, files, tmp_path):
+    """Objects without an index are streamed once per version per machine (the index cache):
+    a source made again in another process (another rank, a restore) reads none of their
+    bytes, and names them by the same digest."""
+    paths, _ = files
+    _, bucket, options = s3_bucket(s3, paths)
+    options["index_cache"] = str(tmp_path / "cache")
+    url = f"s3://{bucket}/part-*.tfrecord"
+    src = TFRecordDataSource(url, SPEC, storage_options=options)
+    assert src.record_counts() == list(SIZES)
+    assert src._index_paths == [None] * 4
+    s3.clear()
+    code = ("import json, sys; from test_grain import *; "
+            "src = TFRecordDataSource(sys.argv[1], SPEC, storage_options=json.loads(sys.argv[2]));"
+            " print(repr(src))")
+    out = child(["-c", code, url, json.dumps(options)])
+    assert s3.bytes_for(f"/{bucket}/part-") == 0
+    assert out.strip() == repr(src)
+    worker = pickle.loads(pickle.dumps(src))  # the built indexes travel with it
+    assert [int(r["id"]) for r in worker._getitems([99, 0, 50])] == [99, 0, 50]
+
+
+@pytest.mark.remote
+@needs_remote
+def test_s3_through_filesystem_and_stale_remote_index(s3, files, tmp_path):
+    """filesystem=, an index given by URL, an object rewritten after the source was made, and
+    a FILE.idx that does not fit its object."""
+    paths, payloads = files
+    fs, bucket, options = s3_bucket(s3, paths)
+    settings = {"index_cache": str(tmp_path / "cache")}
+    names = [f"{bucket}/{os.path.basename(p)}" for p in paths]
+    src = TFRecordDataSource(f"{bucket}/part-*.tfrecord", filesystem=fs,
+                             storage_options=settings)
+    assert src.paths == names
+    assert src._getitems([0, 99, 40]) == [payloads[0], payloads[99], payloads[40]]
+    assert pickle.loads(pickle.dumps(src))[77] == payloads[77]
+    # an index given by URL, in a dict keyed by the file's URL
+    fs.pipe_file(f"{bucket}/elsewhere.idx", load_text_of(create_index(paths[2])))
+    urls = [f"s3://{n}" for n in names]
+    given = TFRecordDataSource(urls, storage_options={**options, **settings},
+                               index={urls[2]: f"s3://{bucket}/elsewhere.idx"})
+    assert given._index_paths[2].url == f"s3://{bucket}/elsewhere.idx"
+    assert given[37] == payloads[37]
+    # an object rewritten after the source was made: refused in the worker, not mixed in
+    worker = pickle.loads(pickle.dumps(given))
+    fs.pipe_file(names[0], _oracle.build_file(payloads[:37][::-1]))
+    with pytest.raises(ObjectChangedError) as changed:
+        worker._getitems([1, 2])
+    assert changed.value.path == urls[0]
+    # FILE.idx of another file (37 records where the object holds 50): refused, naming the URL
+    fs.pipe_file(f"{bucket}/part-002.tfrecord.idx", load_text_of(create_index(paths[0])))
+    with pytest.raises(DataLossError) as raised:
+        TFRecordDataSource(urls, storage_options={**options, **settings})
+    assert raised.value.reason == "index_mismatch"
+    assert (raised.value.path, raised.value.record_index) == (urls[2], 37)
 
 
 # ---- the child process ---------------------------------------------------------------------------

@@ -24,15 +24,18 @@ import numpy as np
 
 from .errors import DataLossError, ExampleParseError
 from .example import BytesColumn, FixedLen, Ragged, normalize_spec, parse_examples
-from .index import IndexedTFRecordReader, _related, create_index, load_index
+from .index import IndexedTFRecordReader, detected_compression, indexes_of
 from .index import write_index as _write_index
-from .records import RecordBatch, _display, _expand
-from .remote import RemotePath
+from .records import RecordBatch
+from .storage import Location, expand, find_indexes, load_index, resolve_beside
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "TFRecordDataSource"]
 
 # Files a process keeps open at once (one descriptor, or one remote reader, each).
 DEFAULT_MAX_OPEN_FILES = 128
+
+# The name of a file's index beside it: FILE.idx.
+INDEX_SUFFIX = ".idx"
 
 Index = Tuple[np.ndarray, np.ndarray]
 
@@ -54,15 +57,18 @@ class TFRecordDataSource:
 
     Every file needs an index (the record offsets): ``index`` is None or ``"auto"`` (``FILE.idx``
     next to each file when it exists, else the index is built now by a scan that reads only the
-    record headers, or streams a remote file once), one index path (a single file), a list
-    aligned with the files, or a dict ``{file: index path}`` (files not in it: auto). Indexes
-    are text files in the format of the ``tfrecord`` package and DALI (see
-    :func:`tfrec_fast.create_index`). With ``write_index=True`` the indexes built are also
-    written to ``FILE.idx`` (atomically), so later runs skip the scan.
+    record headers), one index path (a single file), a list aligned with the files, or a dict
+    ``{file: index path}`` keyed by path or URL (files not in it: auto). A remote object without
+    an index is streamed once per version per machine: its index is kept in the index cache
+    (see :mod:`tfrec_fast.storage`), so other processes making the same source (ranks, a
+    restore, the next run) read none of it. Indexes are text files in the format of the
+    ``tfrecord`` package and DALI (see :func:`tfrec_fast.create_index`). With
+    ``write_index=True`` the indexes built are also written to ``FILE.idx`` (atomically), so
+    later runs skip the scan.
 
     Parameters
     ----------
-    paths : str, os.PathLike or list of them
+    paths : str, os.PathLike, tfrec_fast.storage.Location or a list of them
         Files or glob patterns; URLs (``s3://``, ``gs://``, ``https://``, ...) with
         ``storage_options``, or paths on ``filesystem`` (an fsspec or pyarrow filesystem).
     spec : dict, optional
@@ -77,7 +83,8 @@ class TFRecordDataSource:
     max_open_files : int
         Files each process keeps open at once; the least recently used is closed beyond that.
     storage_options : dict, optional
-        Options of the filesystem of URLs (credentials, endpoint).
+        Options of the filesystem of URLs (credentials, endpoint), and the settings of
+        :class:`tfrec_fast.storage.Settings` (retries, read-ahead, ``index_cache``).
     filesystem : optional
         An fsspec or ``pyarrow.fs`` filesystem all paths are on.
 
@@ -97,7 +104,9 @@ class TFRecordDataSource:
     The source pickles without its open files and without the indexes it loaded from index
     files (each process loads the ones it needs again; an index rewritten meanwhile with
     another record count is refused), so Grain's worker processes get it cheaply. Files are
-    opened in the process that reads them, on first use; reads are thread-safe.
+    opened in the process that reads them, on first use; reads are thread-safe. A remote
+    object is read at the version the source was made with: one rewritten since raises
+    :class:`tfrec_fast.ObjectChangedError` rather than mixing versions.
 
     ``repr(source)`` names the files, their record counts and the spec by a digest, the same
     in every process: Grain's ``DataLoader`` compares it when a checkpoint is restored.
@@ -109,31 +118,29 @@ class TFRecordDataSource:
         if int(max_open_files) < 1:
             raise ValueError(f"max_open_files must be at least 1, not {max_open_files}")
         self._files = _files(paths, storage_options, filesystem)
-        index_paths = _index_paths(self._files, index, storage_options, filesystem)
+        index_files = _index_files(self._files, index, storage_options, filesystem)
         self._spec = None if spec is None else normalize_spec(spec)
         self._verify = bool(verify)
         self._max_open = int(max_open_files)
         # Per file: its index file (reloaded in each process) or None (built here: then the
         # arrays are part of the pickled state); the arrays themselves while this process has
         # them.
-        self._index_paths: List[Any] = []
-        self._indexes: List[Optional[Index]] = []
-        counts = []
-        for path, ix in zip(self._files, index_paths):
-            if ix is None:
-                offsets, sizes = create_index(path)
-                if write_index:
-                    ix = _auto_index(path)
-                    _write_index(ix, offsets, sizes)
-            else:  # opening loads it and checks that it ends where the file does
-                with IndexedTFRecordReader(path, ix, verify=False) as reader:
-                    offsets, sizes = reader.offsets, reader.sizes
-            self._index_paths.append(ix)
-            self._indexes.append((offsets, sizes))
-            counts.append(len(offsets))
-        self._counts = counts
+        self._index_paths: List[Optional[Location]] = list(index_files)
+        # The index files given or found first (a stale one fails before any scan), then the
+        # scans of the files without one.
+        indexes: Dict[int, Index] = {k: _checked_index(f, ix) for k, (f, ix)
+                                     in enumerate(zip(self._files, index_files)) if ix is not None}
+        missing = [k for k in range(len(self._files)) if k not in indexes]
+        for k, built in zip(missing, _build_indexes([self._files[k] for k in missing])):
+            indexes[k] = built
+            if write_index:
+                written = self._files[k].with_suffix(INDEX_SUFFIX)
+                _write_index(written, *built)
+                self._index_paths[k] = written
+        self._indexes: List[Optional[Index]] = [indexes[k] for k in range(len(self._files))]
+        self._counts = [len(indexes[k][0]) for k in range(len(self._files))]
         self._starts = [0]
-        for n in counts:
+        for n in self._counts:
             self._starts.append(self._starts[-1] + n)
         self._open = _OpenFiles(self._max_open)
 
@@ -264,10 +271,10 @@ class TFRecordDataSource:
 
     def _parse(self, k: int, batch: RecordBatch, local: np.ndarray) -> Dict[str, Any]:
         try:
-            return parse_examples(batch, self._spec, name=_display(self._files[k]))
+            return parse_examples(batch, self._spec, name=self._files[k].name)
         except ExampleParseError as error:  # name the record in its file, not in the batch
             j = error.record_index
-            raise ExampleParseError(error.detail, path=_display(self._files[k]),
+            raise ExampleParseError(error.detail, path=self._files[k].name,
                                     record_index=None if j is None else int(local[j]),
                                     feature=error.feature) from None
 
@@ -275,13 +282,14 @@ class TFRecordDataSource:
         """Opens file ``k`` in this process (its index loaded again if it was not pickled)."""
         index = self._indexes[k]
         if index is None:
-            offsets, sizes = load_index(self._index_paths[k])
+            index_file = self._index_paths[k]
+            assert index_file is not None  # (only indexes loaded from files are left out)
+            offsets, sizes = load_index(index_file)
             if len(offsets) != self._counts[k]:
                 raise DataLossError(
-                    f"the index {_display(self._index_paths[k])} now lists {len(offsets)} "
-                    f"records; the data source was made when it listed {self._counts[k]}",
-                    path=_display(self._files[k]), record_index=min(len(offsets),
-                                                                    self._counts[k]),
+                    f"the index {index_file.name} now lists {len(offsets)} records; the data "
+                    f"source was made when it listed {self._counts[k]}",
+                    path=self._files[k].name, record_index=min(len(offsets), self._counts[k]),
                     reason="index_mismatch")
             index = (offsets, sizes)
             self._indexes[k] = index
@@ -292,7 +300,7 @@ class TFRecordDataSource:
     @property
     def paths(self) -> List[str]:
         """The files, in record order (URLs as given or found by a glob)."""
-        return [f.url if isinstance(f, RemotePath) else f for f in self._files]
+        return [f.url for f in self._files]
 
     @property
     def spec(self) -> Optional[Dict[str, Any]]:
@@ -334,60 +342,70 @@ class TFRecordDataSource:
 
 # ---- files and indexes ---------------------------------------------------------------------
 
-def _files(paths, storage_options, filesystem) -> list:
-    """Paths and patterns -> local paths (str) and RemotePaths (which carry their filesystem)."""
+def _files(paths, storage_options, filesystem) -> List[Location]:
+    """Paths and patterns -> the files, in order (each glob's matches sorted)."""
     if paths is None:
         raise TypeError("paths must be a path, a glob pattern or a list of them, not None")
-    if isinstance(paths, (str, os.PathLike)):
+    if isinstance(paths, (str, os.PathLike, Location)):
         paths = [paths]
-    files: list = []
+    files: List[Location] = []
     for p in paths:
-        if not isinstance(p, (str, os.PathLike)):
+        if not isinstance(p, (str, os.PathLike, Location)):
             raise TypeError(f"each path must be a str or os.PathLike, not {type(p).__name__}")
-        files.extend(_expand(p, storage_options, filesystem))
+        files.extend(expand(p, storage_options, filesystem))
     if not files:
         raise ValueError("no TFRecord files given")
     return files
 
 
-def _auto_index(path) -> Union[str, RemotePath]:
-    if isinstance(path, RemotePath):
-        return path.sibling(path.path + ".idx")
-    return path + ".idx"
-
-
-def _exists(path) -> bool:
-    return path.exists() if isinstance(path, RemotePath) else os.path.exists(path)
-
-
-def _index_paths(files: list, index, storage_options, filesystem) -> list:
-    """Per file: its index file (local path or RemotePath), or None (to be built)."""
-    def auto(path):
-        candidate = _auto_index(path)
-        return candidate if _exists(candidate) else None
-
-    def given(ix):
-        return _related(ix, storage_options, filesystem)
+def _index_files(files: List[Location], index, storage_options,
+                 filesystem) -> List[Optional[Location]]:
+    """Per file: its index file, or None (to be built). "auto": ``FILE.idx`` where it exists
+    (one listing per directory)."""
+    def given(path) -> Location:
+        return resolve_beside(path, storage_options, filesystem)
 
     if index is None or (isinstance(index, str) and index == "auto"):
-        return [auto(f) for f in files]
-    if isinstance(index, (str, os.PathLike)):
+        return find_indexes(files)
+    if isinstance(index, (str, os.PathLike, Location)):
         if len(files) != 1:
             raise ValueError(f"one index path given for {len(files)} files: pass a list or a "
                              "dict {file: index path}")
         return [given(index)]
     if isinstance(index, Mapping):
-        names = {os.fspath(k) if not isinstance(k, RemotePath) else k.url: v
-                 for k, v in index.items()}
-        out = []
-        for f in files:
-            ix = names.get(f.url if isinstance(f, RemotePath) else f)
-            out.append(auto(f) if ix is None else given(ix))
-        return out
+        named = {_url(k): v for k, v in index.items()}
+        wanted = [named.get(f.url) for f in files]
+        auto = iter(find_indexes([f for f, ix in zip(files, wanted) if ix is None]))
+        return [next(auto) if ix is None else given(ix) for ix in wanted]
     index = list(index)
     if len(index) != len(files):
         raise ValueError(f"{len(index)} index paths for {len(files)} files")
-    return [auto(f) if ix is None else given(ix) for f, ix in zip(files, index)]
+    auto = iter(find_indexes([f for f, ix in zip(files, index) if ix is None]))
+    return [next(auto) if ix is None else given(ix) for ix in index]
+
+
+def _url(path) -> str:
+    """A file as the dict of indexes may name it: a path, a URL or a Location."""
+    return path.url if isinstance(path, Location) else os.fsdecode(os.fspath(path))
+
+
+def _checked_index(path: Location, index_file: Location) -> Index:
+    """The index in ``index_file``, once opening a reader with it has checked that it ends
+    where the file does."""
+    with IndexedTFRecordReader(path, index_file, verify=False) as reader:
+        return reader.offsets, reader.sizes
+
+
+def _build_indexes(files: List[Location]) -> List[Index]:
+    """The indexes of files that have no index file: a scan of the record headers of each, a
+    remote object streamed once per version per machine (the index cache), several through one
+    read-ahead."""
+    for f in files:  # refused before any is scanned (the scan of a remote object checks again)
+        compression = detected_compression(f)
+        if compression:
+            raise ValueError(f"{f.name} cannot be indexed: compressed ({compression}); random "
+                             "access needs an uncompressed TFRecord file")
+    return indexes_of(files)
 
 
 # ---- open files ----------------------------------------------------------------------------
