@@ -236,10 +236,8 @@ void ColumnFiller::undo_record(size_t k) {
     case Handler::kFixedNumbers:
     case Handler::kRawBytes:
     case Handler::kFixedBytes: break;
-    case Handler::kVar:
-      col.row_splits.resize(rows + 1);
-      col.present.resize(rows);
-      values = size_t(col.row_splits.back());
+    case Handler::kVar:  // (its rows have their places already)
+      values = size_t(col.row_splits[rows]);
       break;
     case Handler::kSequence: {
       col.row_splits.resize(rows + 1);

@@ -77,11 +77,13 @@ class ColumnFiller {
   // A record without feature k: its default, an empty row, no steps; or the error.
   void fill_missing(size_t k);
 
-  // Ends a VarLen record of column k (present: it held the feature).
-  void end_var_record(size_t k, bool present) {
+  // Ends a VarLen record of column k (present: it held the feature). Its row_splits and present
+  // have a place for each record of the part already (see size_var_rows).
+  TFR_INLINE void end_var_record(size_t k, bool present) {
     Column& col = *fields_[k].column;
-    col.row_splits.push_back(int64_t(values_in(col, fields_[k].kind)));
-    col.present.push_back(uint8_t(present));
+    const size_t row = index_ - first_;
+    col.row_splits[row + 1] = int64_t(values_in(col, fields_[k].kind));
+    col.present[row] = uint8_t(present);
   }
 
   // Takes back what was appended to column k for the current record (the records before it each

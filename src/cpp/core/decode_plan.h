@@ -96,6 +96,34 @@ class RecordErrors {
   bool sequences_;
 };
 
+// Copies n bytes: up to 32 inline with overlapping words (a memcpy of a size known only at run
+// time is a call into libc, which costs more than a few floats).
+TFR_INLINE void copy_bytes(uint8_t* dst, const uint8_t* src, size_t n) {
+  if (n > 32) {
+    std::memcpy(dst, src, n);
+  } else if (n >= 16) {
+    uint8_t a[16], b[16];
+    std::memcpy(a, src, 16);
+    std::memcpy(b, src + n - 16, 16);
+    std::memcpy(dst, a, 16);
+    std::memcpy(dst + n - 16, b, 16);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    std::memcpy(&a, src, 8);
+    std::memcpy(&b, src + n - 8, 8);
+    std::memcpy(dst, &a, 8);
+    std::memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, src, 4);
+    std::memcpy(&b, src + n - 4, 4);
+    std::memcpy(dst, &a, 4);
+    std::memcpy(dst + n - 4, &b, 4);
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
 // Whether a[0, n) and b[0, n) hold the same bytes. Feature names are short: compared inline
 // (overlapping words) instead of calling memcmp.
 template <typename Word>

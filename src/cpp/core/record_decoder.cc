@@ -1,11 +1,9 @@
-// RecordDecoder: the one pass and the careful pass over a record.
+// RecordDecoder's general paths: the one pass and the careful pass over a record.
 #include "record_decoder.h"
 
 namespace tfr::decoding {
 
-void RecordDecoder::decode(size_t index, Cursor record) {
-  errors_.index = index;
-  filler_.start_record(index);
+void RecordDecoder::decode_in_general(Cursor record) {
   decoded_ = 0;
   try {
     if (walk_record(record, Pass::kDecode)) {

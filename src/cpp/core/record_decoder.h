@@ -18,6 +18,7 @@
 #include "column_filler.h"
 #include "decode_plan.h"
 #include "entry_forms.h"
+#include "record_layout.h"
 
 namespace tfr::decoding {
 
@@ -32,15 +33,40 @@ class RecordDecoder {
         errors_(specs, sequences),
         filler_(data, specs, columns, first, errors_),
         forms_(specs, data_end, errors_),
+        layout_(specs, filler_, data_end),
+        learns_left_(sequences ? 0 : kLearns),
         seen_(specs.size(), 0),
         located_(specs.size()) {}
 
   RecordDecoder(const RecordDecoder&) = delete;
   RecordDecoder& operator=(const RecordDecoder&) = delete;
 
-  void decode(size_t index, Cursor record);
+  TFR_INLINE void decode(size_t index, Cursor record) {
+    errors_.index = index;
+    filler_.start_record(index);
+    if (layout_.learned()) {
+      if (layout_.decode(record)) {
+        misses_ = 0;
+        return;
+      }
+      layout_.undo();
+      ++misses_;
+    }
+    decode_in_general(record);
+    // The layout from this record: the first one, or after records that missed the last one.
+    if (learns_left_ != 0 && (!layout_.learned() || misses_ >= kMissesBeforeRelearning)) {
+      --learns_left_;
+      misses_ = 0;
+      layout_.learn(record);
+    }
+  }
 
  private:
+  // How many layouts a decoder learns at most (each costs about a record's decoding), and after
+  // how many records in a row that miss the layout it learns another.
+  static constexpr size_t kLearns = 8;
+  static constexpr size_t kMissesBeforeRelearning = 2;
+
   enum class Pass { kDecode, kLocate };
 
   // Where the careful pass found a requested feature in the current record (the last entry of
@@ -51,6 +77,7 @@ class RecordDecoder {
     bool merged = false;  // its map entry held the value twice
   };
 
+  void decode_in_general(Cursor record);
   bool walk_record(Cursor example, Pass pass);
   bool walk_map(Cursor features, bool lists, Pass pass);
   void locate(bool lists, const MapEntry& entry);
@@ -64,6 +91,9 @@ class RecordDecoder {
   RecordErrors errors_;
   ColumnFiller filler_;
   EntryForms forms_;
+  RecordLayout layout_;
+  size_t learns_left_;
+  size_t misses_ = 0;             // records in a row that missed the layout
   std::vector<size_t> seen_;      // the one pass: the stamp() of the last record that held each
   std::vector<Located> located_;  // the careful pass
   size_t decoded_ = 0;            // the one pass: the requested features decoded in this record

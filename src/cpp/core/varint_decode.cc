@@ -166,7 +166,7 @@ const Backend& named_backend(const std::string& name) {
 
 }  // namespace
 
-size_t decode_varints(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room) {
+size_t decode_wide_varints(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room) {
   return g_decode.load(std::memory_order_relaxed)(p, end, out, room);
 }
 

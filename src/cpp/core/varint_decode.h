@@ -15,10 +15,20 @@ namespace tfr {
 constexpr size_t kBadVarints = SIZE_MAX;
 
 // Decodes the varints filling [p, end) into out[0, room), as protobuf reads int64 values (bits
-// past the 64th dropped, an 11th byte an error). Returns how many, or kBadVarints when a varint
+// past the 64th dropped, an 11th byte an error) (decode_wide_varints: through the backend always). Returns how many, or kBadVarints when a varint
 // is cut short or too long, or more than `room` values are there (out[0, room) may then have
 // been written). Never reads outside [p, end).
-size_t decode_varints(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room);
+size_t decode_wide_varints(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room);
+inline size_t decode_varints(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room) {
+  // A few one-byte values (labels, class ids), the usual short list: inline, no call.
+  const size_t n = size_t(end - p);
+  if (n <= 16 && n <= room) {
+    size_t i = 0;
+    for (; i < n && p[i] < 0x80; ++i) out[i] = p[i];
+    if (i == n) return n;
+  }
+  return decode_wide_varints(p, end, out, room);
+}
 
 // Decodes the run of unpacked values at *p: [tag][varint] pairs, for as long as they come and
 // are valid (at most `room` of them), into out; moves *p past them and returns how many. What
