@@ -153,7 +153,7 @@ inline void prefetch_record(const uint8_t* data, int64_t start, int64_t end) {
 
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
                                     const std::vector<FieldSpec>& specs, bool sequence_examples,
-                                    size_t num_threads, BufferPool* pool) {
+                                    size_t num_threads, BufferPool* pool, bool learn_layouts) {
   for (const FieldSpec& s : specs) decoding::check_spec(s);
   const size_t nspecs = specs.size();
   std::vector<Column> columns = batch_columns(specs, n, pool);
@@ -179,7 +179,8 @@ std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets,
         targets[k] = part == 0 ? &columns[k] : &later[part - 1][k];
         reserve_records(*targets[k], specs[k], end - begin);
       }
-      decoding::RecordDecoder decoder(data, data + offsets[n], specs, sequence_examples, begin, targets);
+      decoding::RecordDecoder decoder(data, data + offsets[n], specs, sequence_examples, begin,
+                                      learn_layouts && end > begin ? end - 1 : begin, targets);
       for (size_t i = begin; i < end; ++i) {
         // After an earlier part failed, this one's columns are never used.
         if (first_failed.load(std::memory_order_relaxed) < part) return;

@@ -25,9 +25,11 @@ namespace tfr::decoding {
 class RecordDecoder {
  public:
   // Records are given by their index in the batch (errors name it); `first` is the first record
-  // this decoder gets. `columns`: as ColumnFiller takes them.
+  // this decoder gets. A layout is learned only from a record before `learn_before` (the part's
+  // last record teaches none: no record would use it; `first`: none do). `columns`: as
+  // ColumnFiller takes them.
   RecordDecoder(const uint8_t* data, const uint8_t* data_end, const std::vector<FieldSpec>& specs,
-                bool sequences, size_t first, const std::vector<Column*>& columns)
+                bool sequences, size_t first, size_t learn_before, const std::vector<Column*>& columns)
       : specs_(specs),
         sequences_(sequences),
         errors_(specs, sequences),
@@ -35,6 +37,7 @@ class RecordDecoder {
         forms_(specs, data_end, errors_),
         layout_(specs, filler_, data_end),
         learns_left_(sequences ? 0 : kLearns),
+        learn_before_(learn_before),
         seen_(specs.size(), 0),
         located_(specs.size()) {}
 
@@ -54,7 +57,8 @@ class RecordDecoder {
     }
     decode_in_general(record);
     // The layout from this record: the first one, or after records that missed the last one.
-    if (learns_left_ != 0 && (!layout_.learned() || misses_ >= kMissesBeforeRelearning)) {
+    if (learns_left_ != 0 && index < learn_before_ &&
+        (!layout_.learned() || misses_ >= kMissesBeforeRelearning)) {
       --learns_left_;
       misses_ = 0;
       layout_.learn(record);
@@ -93,6 +97,7 @@ class RecordDecoder {
   EntryForms forms_;
   RecordLayout layout_;
   size_t learns_left_;
+  size_t learn_before_;           // the records that may teach a layout: those before it
   size_t misses_ = 0;             // records in a row that missed the layout
   std::vector<size_t> seen_;      // the one pass: the stamp() of the last record that held each
   std::vector<Located> located_;  // the careful pass
