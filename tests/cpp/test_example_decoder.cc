@@ -790,6 +790,16 @@ std::vector<std::string> varied_records(std::mt19937& rng, size_t n) {
       }
     }
     std::string record = example(e);
+    if (odd && pick(8) == 0) {  // an unknown field inside a map entry (its key and value count)
+      const size_t at = pick(e.size());
+      std::string body;
+      for (size_t j = 0; j < e.size(); ++j) {
+        const std::string inner = j == at ? message(1, e[j].first) + key(7, 0) + varint(300) + message(2, e[j].second)
+                                          : message(1, e[j].first) + message(2, e[j].second);
+        body += message(1, inner);
+      }
+      record = message(1, body);
+    }
     if (odd && pick(8) == 0) record += key(5, 0) + varint(1);  // an unknown Example field
     if (odd && pick(8) == 0) {  // the Features length in one byte more than needed
       const std::string body = map_of(e);
