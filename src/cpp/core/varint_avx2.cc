@@ -31,7 +31,7 @@ size_t decode_avx2(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t r
       p += 32;
       continue;
     }
-    const unsigned s = varints_in_block(p, cont, 24, out, &n, widen8);
+    const unsigned s = varints_in_block(p, cont, 24, out, &n);
     p += s;
     if (s <= 24 && !read_varint(p, end, out + n++)) return kBadVarints;  // 9 or 10 bytes
   }

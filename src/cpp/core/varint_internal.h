@@ -68,26 +68,23 @@ inline bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
 // The varints that start in the first `last + 1` bytes of a block at p whose continuation bits
 // are `cont` (bit i: byte i continues), into out[*n...]; the block's bytes from p + last to
 // p + last + 7 must be readable, and every varint of 8 bytes or fewer starting there ends in the
-// block. Runs of eight one-byte values are widened by `widen8`. Stops early before a varint of
-// more than 8 bytes. Returns the bytes consumed.
-template <typename Widen8>
-inline unsigned varints_in_block(const uint8_t* p, uint64_t cont, unsigned last, uint64_t* out,
-                                 size_t* n, Widen8 widen8) {
-  unsigned s = 0;
-  while (s <= last) {
-    const uint64_t rest = cont >> s;
-    if ((rest & 0xff) == 0) {  // eight one-byte values
-      widen8(p + s, out + *n);
-      *n += 8;
-      s += 8;
-      continue;
-    }
-    const unsigned len = unsigned(trailing_zeros64(~rest)) + 1;
-    if (len > 8) break;
-    out[(*n)++] = pack7(load_le64(p + s), len);
-    s += len;
+// block. The loop walks the varints' last bytes (the clear bits of `cont`): each iteration only
+// clears the lowest of them, so no iteration waits on the one before it to know where it starts,
+// and nothing branches on a value's width. Stops before a varint of more than 8 bytes. Returns
+// the bytes consumed.
+inline unsigned varints_in_block(const uint8_t* p, uint64_t cont, unsigned last, uint64_t* out, size_t* n) {
+  uint64_t ends = ~cont;
+  unsigned start = 0;
+  size_t k = *n;
+  while (start <= last) {
+    const unsigned end = unsigned(trailing_zeros64(ends));
+    if (end - start >= 8) break;  // over 8 bytes
+    out[k++] = pack7(load_le64(p + start), end - start + 1);
+    start = end + 1;
+    ends &= ends - 1;
   }
-  return s;
+  *n = k;
+  return start;
 }
 
 }  // namespace
