@@ -906,4 +906,27 @@ TEST(feature_kinds_lists_names_in_order_with_their_first_kind) {
   CHECK_EQ(kinds.size(), 3u) << "not strict: the scan stops before the damaged record";
 }
 
+// A key given twice in one record counts by its last entry (protobuf keeps it whole), in the kind
+// the scan reports and in what decode_examples then reads with that kind.
+TEST(feature_kinds_takes_a_keys_last_entry) {
+  const std::vector<std::string> records = {
+      example({{"k", int64s({1})}, {"o", strings({"x"})}, {"k", floats({2.5f})}}),
+      example({{"k", floats({3.5f})}}),
+  };
+  std::string joined;
+  std::vector<int64_t> offsets{0};
+  for (const std::string& r : records) {
+    joined += r;
+    offsets.push_back(int64_t(joined.size()));
+  }
+  const auto kinds = tfr::feature_kinds(reinterpret_cast<const uint8_t*>(joined.data()), offsets.data(),
+                                        records.size(), false, true);
+  REQUIRE_EQ(kinds.size(), 2u);
+  CHECK_EQ(kinds[0].name, std::string("k"));
+  CHECK(kinds[0].kind == Kind::kFloat) << "the last entry's kind";
+  CHECK_EQ(kinds[1].name, std::string("o"));
+  auto d = decode(records, {var("k", Kind::kFloat)});
+  CHECK(d.reals(0) == (std::vector<float>{2.5f, 3.5f}));
+}
+
 RUN_ALL_TESTS()
