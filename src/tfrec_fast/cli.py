@@ -10,43 +10,22 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
-import json
 import os
 import secrets
 import shutil
 import sys
 import tempfile
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Iterator, List, Optional, Sequence, Union
 
-from . import __version__
+from ._cli_options import add_storage_option
 from ._progress import Progress
+from ._version import __version__
 from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
 from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter
 from .storage import Location, display, expand, options_for, redact, resolve
 
 STDIN = "-"
-
-
-def storage_option(text: str) -> Tuple[str, Any]:
-    """--storage-option KEY=VALUE: VALUE is read as JSON when it is JSON (true, 3, {"a": 1}),
-    else taken as a string."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError("expected KEY=VALUE, e.g. "
-                                         "endpoint_url=http://127.0.0.1:9000")
-    try:
-        return key, json.loads(value)
-    except ValueError:
-        return key, value
-
-
-def add_storage_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--storage-option", dest="storage_options", type=storage_option,
-                        action="append", default=[], metavar="KEY=VALUE",
-                        help="an fsspec option for URLs (repeatable), e.g. "
-                             "endpoint_url=http://127.0.0.1:9000 or anon=true; fsspec's "
-                             "environment variables (FSSPEC_S3_ENDPOINT_URL, ...) apply too")
 
 
 def _options(args, path) -> Optional[dict]:
