@@ -244,12 +244,12 @@ def parse_examples(records, spec, *, name: Optional[str] = None,
     name : str, optional
         What errors call the records (a file name).
     num_threads : int, optional
-        The batch is cut into contiguous parts decoded in parallel by a small persistent pool of
-        C++ threads (the calling thread among them, the GIL released once), with the same result
-        and the same error as one thread. ``None`` (the default) uses one thread for small
-        batches and up to the cores this process may use for large ones (one thread inside a
-        PyTorch DataLoader worker, whose siblings share the cores); ``1`` decodes in the calling
-        thread only.
+        How many threads may decode at once, the calling thread among them (the meaning it
+        has for every function of the package). The batch is cut into contiguous parts decoded
+        by a persistent pool of C++ threads with the GIL released, with the same result and the
+        same error as one thread. ``1`` decodes in the calling thread only; ``None`` (the
+        default) uses one thread for small batches and up to the cores this process may use for
+        large ones (one inside a PyTorch DataLoader worker, whose siblings share the cores).
     copy_bytes : bool
         Bytes columns own copies of their values (:meth:`BytesColumn.copy`) instead of viewing
         the batch, which they would otherwise keep alive.
@@ -442,11 +442,12 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     """Reads and parses Examples in batches of ``batch_size`` records (the last may be smaller),
     across file boundaries. Errors name the file and the record's index in it; a damaged file
     first yields the records before the damage (a short batch), then raises. Paths may be globs
-    and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.remote`).
+    and URLs (``storage_options`` / ``filesystem``: see :mod:`tfrec_fast.storage`).
 
-    ``num_threads`` (default: half the cores, at most 4): with more than one, the next
-    batches are read on an I/O thread while up to ``num_threads`` batches are parsed at once on a
-    pool (at most ``num_threads + 1`` batches read or parsed ahead of the one you hold; batches
+    ``num_threads`` is how many threads may decode at once, as for :func:`parse_examples`
+    (default: half the cores, at most 4). Here each decodes whole batches: with more than one,
+    the next batches are read on an I/O thread while up to ``num_threads`` batches are parsed
+    at once on a pool (at most ``num_threads + 1`` batches read or parsed ahead of the one you hold; batches
     smaller than 1 MiB travel in bundles of up to 1 MiB). Batches come in file order;
     ``deterministic=False`` yields them as soon as they are parsed (errors still come after
     every batch before them). ``num_threads=1`` does everything in the calling thread.
