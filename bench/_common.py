@@ -1,9 +1,9 @@
-"""What the bench scripts share: the harness (src/tfrec_fast/bench.py of this checkout, as
-`harness`), paths, the data sets of make_data.py, a pure-Python TFRecord framer/parser and index.
+"""What the bench scripts share: the harness (bench/harness.py, as `harness`), paths, the data
+sets of make_data.py, a pure-Python TFRecord framer/parser and index.
 
 Only the standard library is imported at module level: case processes import this module before
 they take their RSS baseline, and a peer's process (TensorFlow) must not import tfrec_fast. That is
-also why the harness is loaded by its path rather than imported from the package.
+also why the harness is loaded by its path.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ BENCH_DIR = Path(__file__).resolve().parent
 
 
 def _load_harness():
-    """The checkout's src/tfrec_fast/bench.py as module `tfrec_fast_bench` (the name its case
-    processes load it under, so that both see one Skip class)."""
+    """bench/harness.py as module `tfrec_fast_bench` (the name its case processes load it
+    under, so that both see one Skip class)."""
     name = "tfrec_fast_bench"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, BENCH_DIR.parent / "src" / "tfrec_fast" / "bench.py")
+        spec = importlib.util.spec_from_file_location(name, BENCH_DIR / "harness.py")
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]

@@ -11,7 +11,7 @@ thread and with all threads).
 
 Data: bench/make_example_data.py's generators (MNIST-like, TF tutorial, VOC-like), written to a
 temporary directory (page cache warm) by a process of its own, with the Parquet copy. Each case
-runs in its own process through the harness (src/tfrec_fast/bench.py): round-robin after a
+runs in its own process through the harness (bench/harness.py): round-robin after a
 warm-up, median of --repeats; every case must hand over all the records, and the Arrow rows'
 first integer column is compared with read_examples' after the warm-up.
 """

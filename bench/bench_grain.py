@@ -32,7 +32,7 @@ Grain advises for random access). Rows:
                tfrec_fast.parse_example, to tell the source from the parser
 
 Grain pipelines use Grain's default ReadOptions (a thread pool reading ahead) unless --threads.
-Each case runs in its own process through the harness (src/tfrec_fast/bench.py): round-robin
+Each case runs in its own process through the harness (bench/harness.py): round-robin
 after a warm-up, median of --repeats; every case must hand over every record of the epoch, and a
 check after the warm-up compares what it read with the data written (a CRC of each record, in
 order for the sequential rows; the sum of an int64 feature for parsed rows).

@@ -2,7 +2,7 @@
 """Parsing at memory speed (issue #39): read + parse of four record shapes on one core, against
 Parquet (snappy, pyarrow.parquet.read_table with 1 thread) and the `tfrecord` package, with the
 breakdown of where the time goes, all measured in the same run on the project's harness
-(src/tfrec_fast/bench.py; every row a case in its own process, page cache warm).
+(bench/harness.py; every row a case in its own process, page cache warm).
 
     python bench/bench_parse.py --make-data       # bench/data/parse/ (seeded, ~1.2 GB with Parquet;
                                                   # --scale 0.05 for a quick run)

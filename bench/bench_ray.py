@@ -14,7 +14,7 @@ A run streams the whole dataset as a training loop does: ``read(path).iter_batch
 4096, batch_format="numpy")``, counting rows (every run must see every record). Topologies:
 "1 node" is one Ray node with 2 CPUs; "2 nodes" is ray.cluster_utils.Cluster with two nodes of
 1 CPU each (the same CPUs, with blocks crossing between nodes). Each (reader, topology, source)
-runs in a process of its own with a cluster of its own (harness: src/tfrec_fast/bench.py).
+runs in a process of its own with a cluster of its own (harness: bench/harness.py).
 
 Columns beside rows/s: the peak of the cluster's object store use (sampled every 50 ms), and
 where the time of the last run went, summed over tasks from Ray's own stats: "blocks s" (read

@@ -10,8 +10,9 @@ Writing the 2M small records: tfrec_fast write_batch / write, tfrecord's writer,
 (every output is checked to be byte-identical to the input file).
 Peak RSS of streaming the large file, over the RSS right after the imports.
 
-The reading rows are the cases of `tfrec-fast bench` (harness.READ_CASES). GB/s counts file bytes
-(headers and CRCs included), the bytes a reader must read and checksum, as the ceiling probe does.
+The reading rows are harness.READ_CASES (tfrec_fast batched and per record, TensorFlow,
+tfrecord). GB/s counts file bytes (headers and CRCs included), the bytes a reader must read
+and checksum, as the ceiling probe does.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue #12's table: every entry point on 64 B .. 10 MB records, 1 and 2 threads, against the peers
 (TensorFlow tf.data / tf.io.parse_example, the `tfrecord` package, Parquet via pyarrow) measured in
-the same run, on the project's harness (src/tfrec_fast/bench.py, see bench/README.md).
+the same run, on the project's harness (bench/harness.py, see bench/README.md).
 
     python bench/bench_threads.py --make-data          # bench/data/threads/ (~1.5 GB), seeded
     python bench/bench_threads.py [--repeats 3] [--only SUBSTR] [--no-rss] [--markdown out.md] [--json out.json]

@@ -113,6 +113,21 @@ def test_bench_small_file(files):
     assert "records/s" in out.stdout
 
 
+def test_bench_counts_and_times_both_readers(tmp_path, capsys):
+    import tfrec_fast
+    from tfrec_fast.cli import main
+
+    path = tmp_path / "r.tfrecord"
+    with tfrec_fast.TFRecordWriter(str(path)) as w:
+        w.write_batch([b"x" * 100] * 50)
+    assert main(["bench", str(path), "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("50 records, 0.0 MB of payload; median of 2 runs")
+    rows = [line for line in out.splitlines() if line.startswith("| tfrec_fast")]
+    assert [row.split(" | ")[0] for row in rows] == ["| tfrec_fast batched (read_batches)",
+                                                     "| tfrec_fast per record (read_records)"]
+
+
 def _installed() -> bool:
     from importlib import metadata
     try:

@@ -11,7 +11,8 @@ import pytest
 
 import tfrec_fast as tfr
 from tfrec_fast import storage
-from tfrec_fast.cli import main, storage_option
+from tfrec_fast._cli_options import storage_option
+from tfrec_fast.cli import main
 
 
 @pytest.mark.parametrize("text,url", [

@@ -1,10 +1,10 @@
 """The process's pool of batch buffers, shared by the readers of read_examples and the torch
-datasets, and by the large fixed-size columns parse_examples decodes (1 MiB or more: 40 records
-of 10 MB parsed 3.7-4.5x faster than into fresh memory, bench/RESULTS.md #12).
+datasets, and by the large fixed-size columns parse_examples decodes (1 MiB or more: decoding
+into memory already touched avoids its page faults).
 
 The buffers of batches you have let go of hold the next ones, in this call and the next calls
 (one per shard or epoch is common): a batch of 1024 large records is then not fresh memory, whose
-page faults cost more than reading it (bench/RESULTS.md, #12). A loop holds the batch it has while
+page faults cost more than reading it (bench/bench_example.py measures it). A loop holds the batch it has while
 the next is read (two ~135 MB buffers for 110 KB records), more with threads. Bounded: at most
 SHARED_BUFFER_BYTES kept (the newest: a full pool lets go of its oldest buffers first); past
 SHARED_HOT_BUFFER_BYTES only where the OS can take the pages back when it needs them (Linux,

@@ -1,9 +1,9 @@
 """Batches of exactly ``size`` rows, cut from and joined out of parsed pieces.
 
 A piece is ``(rows, columns)``: the parsed columns of one read (numpy arrays with one row per
-record, :class:`~tfrec_fast.example.Ragged` numbers, or plain lists, one item per record).
+record, :class:`~tfrec_fast.columns.Ragged` numbers, or plain lists, one item per record).
 Parsing each read as it arrives (cache-sized, still in cache) and batching the parsed columns
-keeps large records from being copied into a batch-sized buffer first (#12); whole pieces of the
+keeps large records from being copied into a batch-sized buffer first; whole pieces of the
 right size pass through untouched, and cuts of numpy arrays are views.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
 import numpy as np
 
-from .example import Ragged
+from .columns import Ragged
 
 Columns = Dict[str, Any]
 

@@ -36,8 +36,7 @@ def default_threads() -> int:
     """The default ``num_threads``: half the cores this process may run on, at most 4.
 
     The consumer (Python) and the I/O thread take about a core between them, so the parse pool
-    gains only where cores are left over: on 2 cores, 2 threads were measured slower than 1 for
-    read_examples on 1 KB (0.96x) and 100 KB records (0.72-0.78x) (bench/RESULTS.md, #12).
+    gains only where cores are left over (bench/bench_threads.py measures it).
     """
     try:
         cores = len(os.sched_getaffinity(0))

@@ -30,9 +30,9 @@ import numpy as np
 
 from . import _core
 from .errors import ExampleParseError
-from .example import (_BYTES, _FLOAT, _INT64, _KIND_DTYPE, _NUMPY, FixedLen, FixedLenSequence,
-                      VarLen, VarLenSequence, _decode, _locate, _typed, batches_across_files,
-                      feature_kinds, normalize_spec)
+from .example import _decode, _locate, _typed, batches_across_files, feature_kinds
+from .spec import (_BYTES, _FLOAT, _INT64, _KIND_DTYPE, _NUMPY, FixedLen, FixedLenSequence,
+                   VarLen, VarLenSequence, normalize_spec)
 
 try:
     import pyarrow as pa

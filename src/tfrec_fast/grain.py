@@ -23,10 +23,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .errors import DataLossError, ExampleParseError
-from .example import BytesColumn, FixedLen, Ragged, normalize_spec, parse_examples
+from .columns import BytesColumn, Ragged
+from .example import parse_examples
 from .index import IndexedTFRecordReader, detected_compression, indexes_of
 from .index import write_index as _write_index
 from .records import RecordBatch
+from .spec import FixedLen, normalize_spec
 from .storage import Location, expand, find_indexes, load_index, resolve_beside
 
 __all__ = ["DEFAULT_MAX_OPEN_FILES", "TFRecordDataSource"]

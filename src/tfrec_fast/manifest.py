@@ -19,7 +19,8 @@ import json
 import os
 from typing import Any, Dict, Union
 
-from .example import spec_from_json
+from ._version import __version__
+from .spec import spec_from_json
 from .storage import Store, resolve
 
 __all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "manifest_data", "read_manifest",
@@ -38,7 +39,6 @@ def manifest_data(store, manifest: str, shards, compression: str, spec,
     """A manifest's fields: ``shards`` is [(final path, records, bytes)] in order (paths of
     ``store``), ``spec`` as :func:`~tfrec_fast.example.spec_to_json` gives it. Shard paths are
     stored relative to the manifest."""
-    from . import __version__  # here: the package imports this module before setting it
 
     base = store.dirname(manifest)
     rows = [{"file": store.relative(final, base), "records": records, "bytes": size,

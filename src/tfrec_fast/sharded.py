@@ -33,7 +33,7 @@ import numpy as np
 
 from ._core import FRAMING_SIZE, RecordBatch
 from .encode import encode_example, encode_examples
-from .example import spec_from_json, spec_to_json
+from .spec import spec_from_json, spec_to_json
 from .index import write_index
 from .manifest import (MANIFEST_FORMAT, MANIFEST_VERSION, manifest_data, read_manifest,
                        write_manifest)

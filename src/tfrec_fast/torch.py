@@ -46,8 +46,10 @@ import torch.utils.data
 from . import _column_batches, _loader, _pipeline
 from ._core import Kind
 from .errors import ExampleParseError
-from .example import BytesColumn, FixedLen, Ragged, VarLen, _KIND_NAMES, normalize_spec, parse_examples
+from .columns import BytesColumn, Ragged
+from .example import parse_examples
 from .records import ITER_BATCH_BYTES, RecordBatch, normalize_compression
+from .spec import _KIND_NAMES, FixedLen, VarLen, normalize_spec
 
 __all__ = ["TFRecordDataset", "MultiTFRecordDataset", "IndexedTFRecordDataset", "collate"]
 

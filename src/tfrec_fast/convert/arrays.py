@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 import numpy as np
 
 from ..encode import Bytes, encode_examples
-from ..example import FixedLen
+from ..spec import FixedLen
 from ._common import ConvertSummary, WriteOptions
 from ._pipeline import permutation, write_jobs
 

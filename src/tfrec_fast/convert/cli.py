@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Callable
 
+from .._cli_options import add_storage_option
+
 __all__ = ["add_convert_parser"]
 
 
@@ -33,8 +35,6 @@ def _size(value: str) -> int:
 
 
 def _add_common(parser: argparse.ArgumentParser, prefix_help: str) -> None:
-    from ..cli import add_storage_option  # here: that module imports this one
-
     parser.add_argument("out", metavar="OUT",
                         help="directory for the shards (created if needed), or a URL "
                              "(s3://bucket/out, ...)")

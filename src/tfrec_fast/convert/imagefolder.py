@@ -34,7 +34,7 @@ import time
 from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..encode import encode_example
-from ..example import FixedLen
+from ..spec import FixedLen
 from ._common import ConvertSummary, WriteOptions, output_path, write_text_file
 from ._images import ImageHeader, read_file, read_image_header
 from ._pipeline import shuffled, write_jobs

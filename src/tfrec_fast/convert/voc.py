@@ -45,7 +45,7 @@ import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..encode import Bytes, Floats, Int64s, encode_example
-from ..example import FixedLen, VarLen
+from ..spec import FixedLen, VarLen
 from ..records import same_file
 from ._common import (BadInputError, ConvertSummary, WriteOptions, output_path,
                       write_text_file)

@@ -26,7 +26,8 @@ import pyarrow as pa
 from .. import _core
 from .. import arrow as _arrow
 from ..errors import ExampleParseError
-from ..example import _KIND_DTYPE, VarLen, _decode, _locate
+from ..example import _decode, _locate
+from ..spec import _KIND_DTYPE, VarLen
 
 logger = logging.getLogger(__name__)
 

@@ -44,8 +44,8 @@ are planned from. Counts and indexes that must be computed are kept in the index
 """
 
 from .cache import cached_array
-from .paths import (Location, display, expand, is_url, options_for, redact, resolve,
-                    resolve_beside)
+from .locate import expand, options_for, resolve, resolve_beside
+from .paths import Location, display, is_url, redact
 from .plan import ObjectInfo, describe, find_indexes, load_index
 from .settings import DEFAULTS, Settings, split_options
 from .sniff import Replay, read_head, sniff_compression

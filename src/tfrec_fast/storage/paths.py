@@ -1,11 +1,7 @@
-"""Paths, URLs and globs -> Locations: which store holds a file, and what it is called there.
+"""Locations (a store and a path in it) and the URL helpers every module names files with.
 
-A path given with ``filesystem=`` (an fsspec or pyarrow filesystem) is on that filesystem; a URL
-(``s3://``, ``gs://``, ``https://``, any fsspec protocol or chained URL) goes to fsspec with
-``storage_options``; anything else, ``file://`` URLs included, is local. Globs expand on their
-store, and the listing's sizes and versions stay with each match, so nothing asks for them
-again. Messages name files by :attr:`Location.name`: URLs with user info and query strings
-(signatures, tokens) masked.
+Messages name files by :attr:`Location.name`: URLs with user info and query strings (signatures,
+tokens) masked. Paths, URLs and globs become Locations in :mod:`tfrec_fast.storage.locate`.
 """
 
 from __future__ import annotations
@@ -15,14 +11,11 @@ import os
 import re
 import urllib.parse
 import urllib.request
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from .settings import KEYS as SETTINGS_KEYS
-from .settings import split_options
-from .stores import LOCAL, Stat, Store
+from .stores import Stat, Store
 
-__all__ = ["Location", "is_url", "redact", "display", "resolve", "resolve_beside", "expand",
-           "options_for"]
+__all__ = ["Location", "is_url", "redact", "display", "file_url_path"]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+(://|::)")
 _USERINFO = re.compile(r"(?<=://)[^/@\s'\"]+@")
@@ -40,7 +33,7 @@ def redact(text: str) -> str:
     return _QUERY.sub(r"\1?***", _USERINFO.sub("***@", text))
 
 
-def _file_url_path(url: str) -> Optional[str]:
+def file_url_path(url: str) -> Optional[str]:
     """The local path of a ``file://`` URL (None for other URLs)."""
     if not url.lower().startswith("file://"):
         return None
@@ -195,88 +188,3 @@ def display(path) -> str:
     if isinstance(path, Location):
         return path.name
     return redact(os.fsdecode(os.fspath(path)))
-
-
-def resolve(path, storage_options: Optional[Mapping[str, Any]] = None,
-            filesystem=None) -> Location:
-    """The Location of a path, URL or Location.
-
-    With ``filesystem`` every path is on it (URLs too: their scheme is dropped). Otherwise a URL
-    goes to fsspec with ``storage_options``, and anything else is local (``file://`` URLs
-    included). ``storage_options`` may carry :class:`~tfrec_fast.storage.Settings` keys (for
-    any path); other keys for a local path are an error, as in pandas.
-
-    Raises
-    ------
-    ValueError
-        fsspec options for a local path, or with ``filesystem``.
-    ImportError
-        A URL without fsspec (or without the package of its protocol).
-    """
-    if isinstance(path, Location):
-        return path
-    text = os.fsdecode(os.fspath(path))
-    fs_options, settings = split_options(storage_options)
-    if filesystem is not None:
-        if fs_options:
-            raise ValueError("give storage_options or filesystem, not both: the filesystem "
-                             "was made with its options")
-        from .remote import location_on
-        return location_on(filesystem, text, settings)
-    local = _file_url_path(text) if is_url(text) else text
-    if local is not None:
-        if fs_options:
-            raise ValueError(f"storage_options are for URLs (s3://, gs://, https://, ...), "
-                             f"not the local path {text!r}")
-        return Location(LOCAL, local)
-    from .remote import location_of_url
-    return location_of_url(text, fs_options, settings)
-
-
-def options_for(path, storage_options: Optional[Mapping[str, Any]]) -> Optional[dict]:
-    """``storage_options`` where they apply to ``path`` (a URL of a store), else only their
-    Settings keys (a command line gives one set of options for all its files)."""
-    if not storage_options or isinstance(path, Location):
-        return None
-    text = os.fsdecode(os.fspath(path))
-    if is_url(text) and _file_url_path(text) is None:
-        return dict(storage_options)
-    return {k: v for k, v in storage_options.items() if k in SETTINGS_KEYS} or None
-
-
-def resolve_beside(path, storage_options: Optional[Mapping[str, Any]] = None,
-                   filesystem=None) -> Location:
-    """The Location of a file named along with another that may be remote (an index beside
-    its data): on ``filesystem`` when given; with ``storage_options`` when it is a URL; else
-    local, whatever options the other file needed."""
-    if isinstance(path, Location) or filesystem is not None:
-        return resolve(path, storage_options, filesystem)
-    return resolve(path, options_for(path, storage_options))
-
-
-def expand(path, storage_options: Optional[Mapping[str, Any]] = None,
-           filesystem=None) -> List[Location]:
-    """A path or glob pattern -> the files it names: itself when it has no wildcard or exists
-    (a literal name wins), else the files matching, sorted, each with the size and version its
-    listing gave. A remote wildcard matches no leading "." of a name (as the local glob) and
-    no directory.
-
-    Raises
-    ------
-    FileNotFoundError
-        No file matches the pattern (naming it).
-    """
-    location = resolve(path, storage_options, filesystem)
-    store = location.store
-    if not store.has_magic(location.path) or _literal_exists(location):
-        return [location]
-    found = store.glob(location.path)
-    if not found:
-        raise FileNotFoundError(errno.ENOENT, "no file matches this pattern", location.name)
-    return [Location(store, p, stat=stat) for p, stat in found]
-
-
-def _literal_exists(location: Location) -> bool:
-    if location.os_path is not None:
-        return os.path.lexists(location.os_path)
-    return location.exists()

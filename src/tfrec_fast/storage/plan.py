@@ -16,7 +16,8 @@ import numpy as np
 
 from .. import _core
 from .cache import cached_array
-from .paths import Location, expand
+from .locate import expand
+from .paths import Location
 from .stores import Stat
 
 __all__ = ["ObjectInfo", "describe", "find_indexes", "load_index"]

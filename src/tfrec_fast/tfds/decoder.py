@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 from ..errors import ExampleParseError
-from ..example import _KIND_DTYPE, Ragged, VarLen, _rows, feature_kinds, parse_examples
+from ..columns import Ragged, _rows
+from ..example import feature_kinds, parse_examples
+from ..spec import _KIND_DTYPE, VarLen
 from .audio import missing_decoder
 from .decode import is_skip
 from .errors import UnknownFeatureError

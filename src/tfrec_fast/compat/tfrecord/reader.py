@@ -28,8 +28,9 @@ import numpy as np
 from ... import _loader
 from ..._core import Kind
 from ...errors import ExampleParseError
-from ...example import (_BYTES, _FLOAT, _INT64, BytesColumn, VarLen, _KIND_DTYPE, feature_kinds,
-                        parse_examples)
+from ...columns import BytesColumn
+from ...example import feature_kinds, parse_examples
+from ...spec import _BYTES, _FLOAT, _INT64, _KIND_DTYPE, VarLen
 from ...records import RecordBatch, normalize_compression
 from . import iterator_utils
 

@@ -1,4 +1,4 @@
-"""The benchmark harness: ``tfrec-fast bench`` and every script in bench/ measure with it.
+"""The benchmark harness: every script in bench/ measures with it (it is not part of the package).
 
 Method: every case runs in a process of its own, so a peer (TensorFlow, the ``tfrecord``
 package) is never imported next to tfrec_fast and no import is timed. The processes stay alive
@@ -10,8 +10,7 @@ A case is a name, a row label and a setup function, ``setup(opts) -> Body``: set
 prepares, untimed (raising Skip when a peer is missing); ``Body.run`` is the timed part.
 
 Only the standard library is imported at module level: worker processes load this file by its
-path (not as part of the package, which a TensorFlow worker must not import), and bench/ loads
-the checkout's copy the same way.
+path (a TensorFlow worker must not import tfrec_fast), and bench/_common.py loads it the same way.
 """
 
 from __future__ import annotations
@@ -48,9 +47,9 @@ class Skip(Exception):
 
 
 def _is_skip(error: BaseException) -> bool:
-    """A Skip of this file, whether the case imported it as tfrec_fast.bench or, as worker
-    processes and bench/ do, loaded it by its path as tfrec_fast_bench."""
-    return type(error).__name__ == "Skip" and type(error).__module__ in ("tfrec_fast.bench", "tfrec_fast_bench")
+    """A Skip of this file, which worker processes and bench/ load by its path as
+    tfrec_fast_bench."""
+    return type(error).__name__ == "Skip" and type(error).__module__ == "tfrec_fast_bench"
 
 
 def need(module: str):
@@ -811,7 +810,7 @@ def versions(distributions: Sequence[str]) -> str:
     return ", ".join(out)
 
 
-# ---- reading: the cases of `tfrec-fast bench`, also rows of bench/bench_read.py ----------------------
+# ---- reading: rows of bench/bench_read.py ----------------------
 
 
 def read_options(files: Sequence[str], compression: Optional[str] = None, storage_options: Optional[dict] = None,
@@ -885,33 +884,3 @@ READ_CASES = [
     Case("tf", "TensorFlow TFRecordDataset.batch(1024)", read_tf),
     Case("tfrecord", "tfrecord tfrecord_iterator", read_tfrecord),
 ]
-
-
-def run_bench(files, compression=None, repeat=3, peers=True, storage_options=None) -> int:
-    """``tfrec-fast bench``: reading ``files`` with READ_CASES, each in its own process. The files
-    are read once here first, so that damage is reported as such. URLs are read through fsspec
-    (``storage_options``); the peers, which read local files only, are then left out."""
-    from .records import TFRecordReader
-    from .storage import is_url
-
-    files = [os.fspath(f) for f in files]
-    records = payload = 0
-    for path in files:
-        with TFRecordReader(path, compression, storage_options=storage_options) as reader:
-            for batch in reader.iter_batches():
-                records, payload = records + len(batch), payload + batch.nbytes
-    remote = any(is_url(f) for f in files)
-    cases = READ_CASES if peers and not remote else READ_CASES[:2]
-    results = measure(cases, read_options(files, compression, storage_options), repeats=repeat, min_time=0.1,
-                      verbose=False)
-    expect_records(results, records)
-    columns = [per_second("records/s", records), per_second("GB/s (payload)", payload / 1e9, ".3f"),
-               Versus("vs TF", "tf"), Versus("vs tfrecord", "tfrecord"), *timing()]
-    text, lines = table(results, columns, first="reader")
-    if peers and remote:
-        lines.append("TensorFlow and tfrecord read local files only: not run for URLs")
-    print(f"{records:,} records, {payload / 1e6:.1f} MB of payload. Median of {repeat} runs after 1 warm-up, "
-          "each reader in its own process; a sample averages K runs of a reader faster than 0.1 s.\n")
-    print(text)
-    print("".join(f"\n- {x}" for x in lines))
-    return 0 if all(r.ok for r in results[:2]) else 1
