@@ -7,7 +7,7 @@
 #   --only LIST   run these benchmarks only (default: all); the other sections of RESULTS.md are kept
 #   --quick       fewer repeats
 #   --smoke       small data, one repeat, into bench/out/RESULTS.md (a check that the benchmarks run,
-#                 not a measurement; bench/out/ is git-ignored; seeded from bench/RESULTS.md)
+#                 not a measurement; bench/out/ is git-ignored; a copy of bench/RESULTS.md when missing)
 #   --no-install  do not (re)install tfrec_fast from this checkout into the venv
 #   --source      measure this checkout's source tree: PYTHONPATH=<checkout>/src, no install (the
 #                 extension must be built and linked into src/tfrec_fast/, see CONTRIBUTING)
