@@ -10,7 +10,7 @@
 #                 not a measurement; bench/out/ is git-ignored; a copy of bench/RESULTS.md when missing)
 #   --no-install  do not (re)install tfrec_fast from this checkout into the venv
 #   --source      measure this checkout's source tree: PYTHONPATH=<checkout>/src, no install (the
-#                 extension must be built and linked into src/tfrec_fast/, see CONTRIBUTING)
+#                 extension must be built and linked into src/tfrec_fast/: see bench/README.md)
 #   BENCHENV=DIR  the peers venv (default /work/benchenv; created from bench/requirements.txt if missing)
 #
 # Benchmarks (NAME: script): crc, read, example, parse, torch, convert, remote, arrow, ray, tfds,
@@ -45,6 +45,7 @@ while [ $# -gt 0 ]; do
     --source) SOURCE=1; INSTALL=0 ;;
     --only) shift; ONLY=${1:-} ;;
     --only=*) ONLY=${1#--only=} ;;
+    -h|--help) sed -n '2,/^set -uo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit 0 ;;
     --) shift; EXTRA+=("$@"); break ;;
     *) echo "unknown option: $1 (see the top of bench/run_all.sh)" >&2; exit 2 ;;
   esac
@@ -109,7 +110,7 @@ if [ "$SOURCE" = 1 ]; then
   export PYTHONPATH=$REPO/src${PYTHONPATH:+:$PYTHONPATH}
   if ! "$PY" -c "import tfrec_fast._core" >"$OUT/logs/source-import.log" 2>&1; then
     echo "--source: tfrec_fast._core does not import from $REPO/src (build the extension and link it" >&2
-    echo "into src/tfrec_fast/ first); see bench/out/logs/source-import.log" >&2
+    echo "into src/tfrec_fast/ first, see bench/README.md); see bench/out/logs/source-import.log" >&2
     exit 1
   fi
   INSTALL_NOTE="tfrec_fast from the source tree (\`PYTHONPATH=$REPO/src\`, --source)"
