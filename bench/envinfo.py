@@ -12,8 +12,9 @@ import sys
 import _common as C
 from _common import harness as H
 
-PACKAGES = ["tfrec_fast", "numpy", "protobuf", "tensorflow-cpu", "tfrecord", "crc32c", "google-crc32c", "tqdm",
-            "torch", "pillow", "fsspec", "s3fs", "moto"]
+PACKAGES = ["tfrec_fast", "numpy", "protobuf", "tensorflow-cpu", "tensorflow", "tfrecord", "crc32c", "google-crc32c",
+            "torch", "pillow", "fsspec", "s3fs", "moto", "pyarrow", "ray", "tensorflow-datasets", "grain",
+            "array-record"]
 
 
 def git(*args) -> str:
@@ -43,9 +44,17 @@ def lines() -> list[str]:
     return [f"- {line}" for line in out]
 
 
+def brief() -> list[str]:
+    """Two list items for the head of a RESULTS.md section: the machine, and the installed versions."""
+    installed = ", ".join(v for v in H.versions(PACKAGES).split(", ") if not v.endswith("(not installed)"))
+    return [f"- Machine: {'; '.join(H.machine())}", f"- Packages: {installed}"]
+
+
 def main(argv=None) -> int:
-    argparse.ArgumentParser(description=__doc__).parse_args(argv)
-    print("\n".join(lines()))
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--brief", action="store_true", help="two lines: the machine and the installed package versions")
+    args = ap.parse_args(argv)
+    print("\n".join(brief() if args.brief else lines()))
     return 0
 
 
