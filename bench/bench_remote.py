@@ -25,8 +25,8 @@ Sections (each case in its own process; the servers in processes of their own):
 moto serves a range request by copying the whole object (a property of the test server, not of
 S3), so on it fewer, larger requests win; the ratios to fs.cat() of the same run are the numbers
 to read. Self-contained: needs fsspec, s3fs, aiohttp and moto[server]; planning needs torch; the
-tfrecord row needs tfrecord==1.14.6. --write-results replaces the "Remote data" section of
-bench/RESULTS.md.
+tfrecord row needs tfrecord==1.14.6.
+bench/run_all.sh puts its tables in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +45,6 @@ import numpy as np
 import _common as C
 from _common import harness as H
 
-SECTION = "## Remote data (S3 protocol, moto on 127.0.0.1)"
 SERVERS = C.BENCH_DIR.parent / "tests" / "_servers.py"
 SECTIONS = ("streaming", "planning", "s3")
 _MOTO = ("import sys; from moto.server import ThreadedMotoServer; "
@@ -554,18 +552,6 @@ NOTES = """Reading the numbers:
   when the reader opens). reader[i] is one request, so 256 of them cost 256 round trips."""
 
 
-def write_results(section: str) -> None:
-    path = C.BENCH_DIR / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# tfrec_fast benchmark results\n"
-    start = text.find(SECTION)
-    if start >= 0:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "\n")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     H.add_arguments(parser, repeats=3, min_time=0)
@@ -578,8 +564,6 @@ def main(argv=None) -> int:
     parser.add_argument("--bandwidth-mb", type=float, default=40.0, help="HTTP server: MB/s per connection")
     parser.add_argument("--size-mb", type=int, default=200, help="s3: MB per data set")
     parser.add_argument("--batches", type=int, default=20, help="s3: get_batch(256) calls measured per latency")
-    parser.add_argument("--write-results", action="store_true",
-                        help="replace the Remote data section of bench/RESULTS.md")
     args = parser.parse_args(argv)
     sections = args.sections.split(",")
     md, raw = [], {}
@@ -595,16 +579,8 @@ def main(argv=None) -> int:
                 part, data = s3_tables(args, {"endpoint_url": f"http://127.0.0.1:{port}", "key": "bench",
                                               "secret": "bench"}, tmp)
             md, raw = md + part, {**raw, **data}
-    command = (f"{Path(sys.executable).name} bench/bench_remote.py --sections {args.sections} --shards {args.shards} "
-               f"--shard-mb {args.shard_mb} --plan-mb {args.plan_mb} --latency-ms {args.latency_ms:g} "
-               f"--bandwidth-mb {args.bandwidth_mb:g} --size-mb {args.size_mb} --repeats {args.repeats} "
-               f"--batches {args.batches}")
-    section = (f"{SECTION}\n\n- Command: `{command}`; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
-               f"{environment()}\n- {H.method(args)}\n\n" + "\n".join(md) + f"\n{NOTES}")
-    H.emit([section], raw, args.markdown, args.json)
-    if args.write_results:
-        write_results(section)
-    return 0
+    section = f"{environment()}\n- {H.method(args)}\n\n" + "\n".join(md) + f"\n{NOTES}"
+    return H.emit([section], raw, args.markdown, args.json)
 
 
 if __name__ == "__main__":
