@@ -89,6 +89,35 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
     file is streamed once (headers cannot be skipped without a request each), its records'
     checksums checked on the way, and its index kept in the index cache (see
     :mod:`tfrec_fast.storage.cache`) for its version.
+
+    Parameters
+    ----------
+    tfrecord_path : str or os.PathLike
+        The data file: a path, a glob matching one file, or a URL.
+    index_path : str or os.PathLike, optional
+        Where to write the index as well (conventionally ``tfrecord_path + ".idx"``).
+    compression : str, optional
+        The file's compression if known; anything but none is refused.
+    storage_options : dict, optional
+        For URLs: fsspec's options and tfrec_fast's per-call settings.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem the paths are on.
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        int64: the offset of each record's header.
+    sizes : numpy.ndarray
+        int64: each record's framed size (payload + 16 bytes).
+
+    Raises
+    ------
+    FileNotFoundError
+        The data file does not exist.
+    ValueError
+        The file is compressed, or ``index_path`` is the data file.
+    DataLossError
+        A damaged header or a cut file.
     """
     path = _one_path(tfrecord_path, storage_options, filesystem)
     index: Optional[Location] = None
@@ -165,6 +194,29 @@ def load_index(index_path: PathLike, *, storage_options=None, filesystem=None) -
     It may be a URL (``storage_options`` / ``filesystem`` as for readers).
 
     A file that is not an index raises ``ValueError`` naming the line.
+
+    Parameters
+    ----------
+    index_path : str or os.PathLike
+        The index file: a path or a URL.
+    storage_options : dict, optional
+        For URLs: fsspec's options.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem the path is on.
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        int64: the offset of each record's header.
+    sizes : numpy.ndarray
+        int64: each record's framed size (payload + 16 bytes).
+
+    Raises
+    ------
+    FileNotFoundError
+        The index file does not exist.
+    ValueError
+        The file is not an index (the message names the line).
     """
     offsets, sizes = _load_index_cached(resolve(index_path, storage_options, filesystem))
     return np.array(offsets), np.array(sizes)
@@ -247,6 +299,32 @@ class IndexedTFRecordReader:
     them in C++ as it checks local reads; ``r[i]`` is one request. An object rewritten since
     raises :class:`~tfrec_fast.ObjectChangedError`. Without an index, a remote object is
     scanned once per version per machine (the index cache).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The data file: a path, a glob matching one file, or a URL.
+    index : None, str, os.PathLike or (offsets, sizes), optional
+        None: scan the file now; a path: an index file (ours, the ``tfrecord`` package's or
+        DALI's); or the arrays :func:`create_index` returns.
+    verify : bool, default True
+        Check both CRC32Cs of every record read.
+    storage_options : dict, optional
+        For URLs: fsspec's options and tfrec_fast's per-call settings.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem the paths are on.
+
+    Raises
+    ------
+    FileNotFoundError
+        The data file or the index file does not exist.
+    ValueError
+        The file is compressed, or the index file is not an index.
+    DataLossError
+        The index does not match the file (``reason == "index_mismatch"``), when opening or when
+        a record is read; a damaged record when it is read.
+    ObjectChangedError
+        A remote object was rewritten since the reader opened.
     """
 
     def __init__(self, path: PathLike, index: Union[None, PathLike, Index] = None, *,
@@ -305,6 +383,31 @@ class IndexedTFRecordReader:
 
         With ``skip_corrupt=True`` a damaged record is left out (the index says where the next
         one starts, so nothing else is lost) and reported in :attr:`skipped`.
+
+        Parameters
+        ----------
+        indices : sequence of int or numpy.ndarray
+            Record numbers in ``range(len(self))``, in any order, repeats allowed.
+        skip_corrupt : bool, default False
+            Leave damaged records out instead of raising.
+
+        Returns
+        -------
+        RecordBatch
+            The records, in the order of ``indices``.
+
+        Raises
+        ------
+        IndexError
+            An index out of range (negative ones included).
+        TypeError
+            Indices that are not integers.
+        ValueError
+            Indices that are not one-dimensional.
+        DataLossError
+            A damaged record, or an index that does not match the file.
+        ObjectChangedError
+            A remote object was rewritten since the reader opened.
         """
         if skip_corrupt:
             return self._get_batch_skipping(indices)
@@ -349,6 +452,7 @@ class IndexedTFRecordReader:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._closed
 
     def close(self) -> None:
