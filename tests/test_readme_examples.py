@@ -29,7 +29,7 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 TUTORIALS = DOCS / "guide" / "tutorials.md"
 PAGES = [README] + sorted(DOCS.rglob("*.md"))
-NOT_RUN = re.compile(r"<!--\s*not-run:(.*?)-->")
+NOT_RUN = re.compile(r"^<!--\s*not-run:(.*?)-->\s*$", re.MULTILINE)  # on a line of its own
 
 
 class Block(NamedTuple):
