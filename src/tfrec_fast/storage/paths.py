@@ -30,13 +30,35 @@ _QUERY = re.compile(r"(://[^\s'\"?#]*)\?[^\s'\"#]*")
 
 
 def is_url(path) -> bool:
-    """True for ``scheme://...`` and fsspec chained URLs (``simplecache::s3://...``)."""
+    """Whether ``path`` is a URL: ``scheme://...`` or an fsspec chained URL
+    (``simplecache::s3://...``).
+
+    Parameters
+    ----------
+    path : object
+        Anything; only a ``str`` can be a URL.
+
+    Returns
+    -------
+    bool
+    """
     return isinstance(path, str) and _SCHEME.match(path) is not None
 
 
 def redact(text: str) -> str:
     """``text`` with the user info (``user:password@``) and query strings (signatures, tokens)
-    of any URL in it masked."""
+    of any URL in it masked.
+
+    Parameters
+    ----------
+    text : str
+        A message, a URL or a path.
+
+    Returns
+    -------
+    str
+        The text with ``***`` in place of credentials.
+    """
     return _QUERY.sub(r"\1?***", _USERINFO.sub("***@", text))
 
 
@@ -58,6 +80,17 @@ class Location:
 
     :meth:`stat` is remembered once asked (or given by the listing that found the file), so a
     plan and the reads after it see one version of the object.
+
+    Parameters
+    ----------
+    store : Store
+        The store the file is in.
+    path : str
+        What the store calls it.
+    url : str, optional
+        What the user called it (default: the store's URL of ``path``).
+    stat : Stat, optional
+        Its size and version, when a listing gave them.
     """
 
     __slots__ = ("store", "path", "url", "name", "_stat")
@@ -191,7 +224,17 @@ class Location:
 
 
 def display(path) -> str:
-    """A path, URL or Location as messages name it (credentials masked)."""
+    """A path, URL or Location as messages name it (credentials masked).
+
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        What to name.
+
+    Returns
+    -------
+    str
+    """
     if isinstance(path, Location):
         return path.name
     return redact(os.fsdecode(os.fspath(path)))
@@ -205,6 +248,19 @@ def resolve(path, storage_options: Optional[Mapping[str, Any]] = None,
     goes to fsspec with ``storage_options``, and anything else is local (``file://`` URLs
     included). ``storage_options`` may carry :class:`~tfrec_fast.storage.Settings` keys (for
     any path); other keys for a local path are an error, as in pandas.
+
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        A path or URL (a Location is returned as it is).
+    storage_options : mapping, optional
+        fsspec's options for a URL, and Settings keys for any path.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem every path is on.
+
+    Returns
+    -------
+    Location
 
     Raises
     ------
@@ -235,7 +291,21 @@ def resolve(path, storage_options: Optional[Mapping[str, Any]] = None,
 
 def options_for(path, storage_options: Optional[Mapping[str, Any]]) -> Optional[dict]:
     """``storage_options`` where they apply to ``path`` (a URL of a store), else only their
-    Settings keys (a command line gives one set of options for all its files)."""
+    Settings keys (a command line gives one set of options for all its files).
+
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        The file the options are for.
+    storage_options : mapping, optional
+        Options given for all the files.
+
+    Returns
+    -------
+    dict or None
+        The options to pass with ``path``; None when there are none (or ``path`` is a
+        Location, which has its store already).
+    """
     if not storage_options or isinstance(path, Location):
         return None
     text = os.fsdecode(os.fspath(path))
@@ -248,7 +318,26 @@ def resolve_beside(path, storage_options: Optional[Mapping[str, Any]] = None,
                    filesystem=None) -> Location:
     """The Location of a file named along with another that may be remote (an index beside
     its data): on ``filesystem`` when given; with ``storage_options`` when it is a URL; else
-    local, whatever options the other file needed."""
+    local, whatever options the other file needed.
+
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        The file's path or URL.
+    storage_options : mapping, optional
+        The options given for the other file.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem both are on.
+
+    Returns
+    -------
+    Location
+
+    Raises
+    ------
+    ValueError, ImportError
+        As for :func:`resolve`.
+    """
     if isinstance(path, Location) or filesystem is not None:
         return resolve(path, storage_options, filesystem)
     return resolve(path, options_for(path, storage_options))
@@ -261,10 +350,24 @@ def expand(path, storage_options: Optional[Mapping[str, Any]] = None,
     listing gave. A remote wildcard matches no leading "." of a name (as the local glob) and
     no directory.
 
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        A path, URL or glob pattern (``*``, ``?``, ``[...]``, ``**``).
+    storage_options, filesystem
+        As for :func:`resolve`.
+
+    Returns
+    -------
+    list of Location
+        The files, sorted (one, for a name without wildcards).
+
     Raises
     ------
     FileNotFoundError
         No file matches the pattern (naming it).
+    ValueError, ImportError
+        As for :func:`resolve`.
     """
     location = resolve(path, storage_options, filesystem)
     store = location.store

@@ -114,7 +114,23 @@ def _stats(locations: Sequence[Location]) -> List[Stat]:
 
 def find_indexes(locations: Sequence[Location]) -> List[Optional[Location]]:
     """``URL.idx`` of each object where it exists: one listing of each directory, or where a
-    store lists nothing (HTTP servers), a metadata request per candidate."""
+    store lists nothing (HTTP servers), a metadata request per candidate.
+
+    Parameters
+    ----------
+    locations : sequence of Location
+        The data files.
+
+    Returns
+    -------
+    list of Location or None
+        The index beside each file, or None where there is none.
+
+    Raises
+    ------
+    OSError
+        A listing or a metadata request failed for another reason than a missing file.
+    """
     out: List[Optional[Location]] = [None] * len(locations)
     if not locations:
         return out
@@ -142,7 +158,25 @@ def find_indexes(locations: Sequence[Location]) -> List[Optional[Location]]:
 
 def load_index(location: Location) -> Tuple[np.ndarray, np.ndarray]:
     """(offsets, sizes) of an index file (the text format of the tfrecord package and DALI),
-    read once per version of it per machine (the index cache)."""
+    read once per version of it per machine (the index cache).
+
+    Parameters
+    ----------
+    location : Location
+        The index file.
+
+    Returns
+    -------
+    offsets, sizes : numpy.ndarray
+        int64, read-only: each record's header offset and framed size.
+
+    Raises
+    ------
+    FileNotFoundError
+        The index file does not exist.
+    ValueError
+        The file is not an index (naming the line).
+    """
     def parse() -> np.ndarray:
         if location.os_path is not None:  # not cached: read as it is now
             data = location.read()
