@@ -56,7 +56,18 @@ _COMPRESSIONS = ("", "gzip", "zlib")
 
 def detected_compression(path: Location) -> str:
     """detect_compression(path), once per version of a remote object per machine (the index
-    cache): every DataLoader worker opening a reader need not fetch the first bytes again."""
+    cache): every DataLoader worker opening a reader need not fetch the first bytes again.
+
+    Parameters
+    ----------
+    path : Location
+        The file.
+
+    Returns
+    -------
+    str
+        "", "gzip" or "zlib".
+    """
     code = cached_array(path, "compression", lambda: np.array(
         [_COMPRESSIONS.index(detect_compression(path))]))
     return _COMPRESSIONS[int(code[0])]
@@ -135,8 +146,25 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
 
 def index_of(path: Location, stream=None) -> Index:
     """(offsets, sizes) of an uncompressed file by a scan of its headers: once per version of
-    a remote object per machine (the index cache), read-only arrays. ``stream``: a function
-    opening the object's stream, when a ReadAhead over several reads it."""
+    a remote object per machine (the index cache), read-only arrays.
+
+    Parameters
+    ----------
+    path : Location
+        The file.
+    stream : callable, optional
+        Opens the object's stream, when a ReadAhead over several reads it.
+
+    Returns
+    -------
+    offsets, sizes : numpy.ndarray
+        int64, read-only.
+
+    Raises
+    ------
+    DataLossError
+        A damaged header or a cut file.
+    """
     def scan() -> np.ndarray:
         os_path = path.os_path
         return np.stack(_core.scan_index(os_path) if os_path is not None else
@@ -147,7 +175,23 @@ def index_of(path: Location, stream=None) -> Index:
 
 def indexes_of(paths: Sequence[Location]) -> list:
     """index_of() of each file; the remote ones not in the index cache are scanned through one
-    ReadAhead, which reads on into the next object while one is scanned."""
+    ReadAhead, which reads on into the next object while one is scanned.
+
+    Parameters
+    ----------
+    paths : sequence of Location
+        The files.
+
+    Returns
+    -------
+    list of (offsets, sizes)
+        In the order of ``paths``.
+
+    Raises
+    ------
+    DataLossError
+        A damaged header or a cut file.
+    """
     todo = [k for k, p in enumerate(paths) if p.os_path is None and peek(p, "index") is None]
     if len(todo) < 2:
         return [index_of(p) for p in paths]
@@ -183,7 +227,22 @@ def _scan_stream(path: Location, stream=None) -> Index:
 def write_index(index_path: Union[PathLike, Location], offsets, sizes, *, storage_options=None,
                 filesystem=None) -> None:
     """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one
-    (a remote index is put in one request)."""
+    (a remote index is put in one request).
+
+    Parameters
+    ----------
+    index_path : str, os.PathLike or Location
+        Where to write it.
+    offsets, sizes : array-like of int
+        Each record's header offset and framed size.
+    storage_options, filesystem
+        As for readers.
+
+    Raises
+    ------
+    OSError
+        It could not be written.
+    """
     text = _core.format_index(np.asarray(offsets, dtype=np.int64),
                               np.asarray(sizes, dtype=np.int64))
     resolve(index_path, storage_options, filesystem).write_bytes(text)
@@ -244,7 +303,25 @@ def check_covers(path: Location, offsets: np.ndarray, sizes: np.ndarray, index_n
     """A complete index (records back to back from byte 0, what create_index and the tools
     write) must end where the file ends; if not, the file changed since it was indexed, and
     len() and every position in the index are wrong. A partial index is not checked here (each
-    read still checks its record against the file)."""
+    read still checks its record against the file).
+
+    Parameters
+    ----------
+    path : Location
+        The data file.
+    offsets, sizes : numpy.ndarray
+        The index.
+    index_name : str
+        The index's name, for the message.
+    size : int, optional
+        The file's size, if known (else asked).
+
+    Raises
+    ------
+    DataLossError
+        ``reason == "index_mismatch"``: a complete index that does not end where the file
+        does, naming both sizes.
+    """
     if len(offsets) == 0 or offsets[0] != 0 or \
             not np.array_equal(offsets[1:], offsets[:-1] + sizes[:-1]):
         return
@@ -551,7 +628,24 @@ def coalesce(offsets: np.ndarray, ends: np.ndarray, max_gap: Optional[int] = Non
              max_range: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Byte ranges [offsets[k], ends[k]) sorted by offset -> (range starts, range ends, the range
     of each k): neighbours at most ``max_gap`` apart share a range of at most ``max_range``
-    bytes (one record may be larger alone)."""
+    bytes (one record may be larger alone).
+
+    Parameters
+    ----------
+    offsets, ends : numpy.ndarray
+        The byte ranges, sorted by offset.
+    max_gap : int, optional
+        Neighbours at most this far apart share a range (default: :data:`RANGE_MAX_GAP`).
+    max_range : int, optional
+        A shared range's largest size (default: :data:`RANGE_MAX_SIZE`).
+
+    Returns
+    -------
+    starts, stops : numpy.ndarray
+        The coalesced ranges.
+    which : numpy.ndarray
+        For each k, the range holding it.
+    """
     max_gap = RANGE_MAX_GAP if max_gap is None else max_gap
     max_range = RANGE_MAX_SIZE if max_range is None else max_range
     n = len(offsets)

@@ -42,8 +42,28 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY"
 
 
 def normalize_compression(compression: Optional[str], *, auto: bool = True) -> str:
-    """None / "none" / "" / "gzip" / "zlib" / "auto" (any case, TensorFlow's "GZIP"/"ZLIB"
-    included) -> "", "gzip", "zlib" or "auto" ("auto": detect from the first bytes, readers only)."""
+    """A compression name as the readers and writers take it, in its one spelling.
+
+    Parameters
+    ----------
+    compression : str or None
+        None, "none", "", "gzip", "zlib" or "auto", in any case (TensorFlow's "GZIP" and
+        "ZLIB" included).
+    auto : bool, default True
+        Whether "auto" (detect from the first bytes) is allowed: for readers only.
+
+    Returns
+    -------
+    str
+        "", "gzip", "zlib" or "auto".
+
+    Raises
+    ------
+    TypeError
+        ``compression`` is not a string or None.
+    ValueError
+        An unknown name, or "auto" where it is not allowed; the message lists the choices.
+    """
     choices = COMPRESSIONS if auto else COMPRESSIONS[:-1]
     if compression is None:
         return ""
@@ -68,9 +88,25 @@ def _listed(names) -> str:
 
 
 def detect_compression(path, *, storage_options=None, filesystem=None) -> str:
-    """Guesses "", "gzip" or "zlib" from a file's first bytes (a valid record header wins).
-    ``path`` may be a URL (see :mod:`tfrec_fast.storage`): then only its first bytes are
-    fetched."""
+    """Guesses a file's compression from its first bytes (a valid record header wins).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path, or a URL (then only its first bytes are fetched).
+    storage_options, filesystem
+        As for readers (see :mod:`tfrec_fast.storage`).
+
+    Returns
+    -------
+    str
+        "", "gzip" or "zlib".
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    """
     return sniff_compression(_head_of_file(resolve(path, storage_options, filesystem)))
 
 
@@ -95,7 +131,18 @@ def _head_of(source) -> bytes:
 
 
 def same_file(a, b) -> bool:
-    """Whether paths a and b name one file (a link, `./a`, ...); False if either is missing."""
+    """Whether paths a and b name one file (a link, `./a`, ...).
+
+    Parameters
+    ----------
+    a, b : str or os.PathLike
+        Local paths.
+
+    Returns
+    -------
+    bool
+        False if either is missing.
+    """
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -122,8 +169,26 @@ def _check_binary(file) -> None:
 def expand_pattern(path, *, storage_options=None, filesystem=None) -> list:
     """A path or a glob pattern -> the paths it names: [path] for a path that exists (a literal
     name wins over glob characters) or has no glob characters, else the files the pattern
-    matches, sorted. A pattern matching nothing raises FileNotFoundError naming it. URLs (and
-    paths on ``filesystem``) expand on their store, to URLs (see :mod:`tfrec_fast.storage`)."""
+    matches, sorted. URLs (and paths on ``filesystem``) expand on their store, to URLs (see
+    :mod:`tfrec_fast.storage`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path, URL or glob pattern.
+    storage_options, filesystem
+        As for readers.
+
+    Returns
+    -------
+    list of str
+        The paths (or URLs).
+
+    Raises
+    ------
+    FileNotFoundError
+        The pattern matches nothing (naming it).
+    """
     return [loc.url for loc in expand(path, storage_options, filesystem)]
 
 
@@ -135,18 +200,59 @@ def _expand(path, storage_options=None, filesystem=None) -> list:
 
 
 def path_exists(path) -> bool:
-    """os.path.exists, for URLs too."""
+    """``os.path.exists``, for URLs too.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path or URL.
+
+    Returns
+    -------
+    bool
+    """
     return resolve(path).exists()
 
 
 def file_version(path) -> tuple:
-    """(size, a token that changes when the file is rewritten), for URLs too."""
+    """A file's size and a token that changes when it is rewritten, for URLs too.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path or URL.
+
+    Returns
+    -------
+    (int, str or None)
+        The size, and the version (None where the store gives none).
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    """
     stat = resolve(path).stat()
     return stat.size, stat.version
 
 
 def open_binary(path):
-    """open(path, "rb"), for URLs too (a read-ahead stream: see tfrec_fast.storage)."""
+    """``open(path, "rb")``, for URLs too (a read-ahead stream: see :mod:`tfrec_fast.storage`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path or URL.
+
+    Returns
+    -------
+    binary file-like
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    """
     return resolve(path).open_input()
 
 
