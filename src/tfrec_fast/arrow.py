@@ -402,7 +402,9 @@ def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequ
     scalars : bool, default False
         Without a spec: features with at most one value per record as plain columns
         (Ray's rule).
-    storage_options, filesystem
+    storage_options
+        For URLs, as for readers.
+    filesystem
         For URLs, as for readers.
 
     Returns
@@ -451,9 +453,31 @@ def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequen
 
     Parameters
     ----------
-    paths, spec, sequence_spec, columns, batch_size, compression, verify
+    paths
         As for :func:`iter_batches`.
-    text, fixed_shape, large_types, scalars, storage_options, filesystem
+    spec
+        As for :func:`iter_batches`.
+    sequence_spec
+        As for :func:`iter_batches`.
+    columns
+        As for :func:`iter_batches`.
+    batch_size
+        As for :func:`iter_batches`.
+    compression
+        As for :func:`iter_batches`.
+    verify
+        As for :func:`iter_batches`.
+    text
+        As for :func:`iter_batches`.
+    fixed_shape
+        As for :func:`iter_batches`.
+    large_types
+        As for :func:`iter_batches`.
+    scalars
+        As for :func:`iter_batches`.
+    storage_options
+        As for :func:`iter_batches`.
+    filesystem
         As for :func:`iter_batches`.
 
     Returns
@@ -718,7 +742,11 @@ def encoded_batches(table, *, batch_size: int = 4096, nulls: str = "omit",
 
     Raises
     ------
-    ValueError, TypeError, OverflowError
+    ValueError
+        As for :func:`write_table`.
+    TypeError
+        As for :func:`write_table`.
+    OverflowError
         As for :func:`write_table`.
     """
     from .encode import encode_examples
@@ -772,7 +800,9 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
         TFRecord floats are float32. "exact": a float64 value float32 cannot hold exactly is a
         ValueError naming the column and the row (cast the column to float32 to round
         knowingly); "round": every value rounds to the nearest float32.
-    storage_options, filesystem
+    storage_options
+        For a URL destination, as for readers.
+    filesystem
         For a URL destination, as for readers.
 
     Returns

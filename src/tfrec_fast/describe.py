@@ -268,7 +268,9 @@ def record_to_json(record, index: int = 0, path: str = "<records>", *, sequence:
         Its file, for messages.
     sequence : bool, default False
         Parse it as a SequenceExample.
-    max_bytes, full_base64
+    max_bytes
+        As for :class:`JsonFormatter`.
+    full_base64
         As for :class:`JsonFormatter`.
 
     Returns

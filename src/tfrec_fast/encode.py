@@ -235,7 +235,11 @@ def encode_sequence_example(context: Mapping[str, Any],
 
     Raises
     ------
-    TypeError, ValueError, OverflowError
+    TypeError
+        As for :func:`encode_example`.
+    ValueError
+        As for :func:`encode_example`.
+    OverflowError
         As for :func:`encode_example`.
     """
     lists = {k: type(steps)([steps.values]) if isinstance(steps, Typed) else [steps]
@@ -272,7 +276,9 @@ def encode_sequence_examples(context: Mapping[str, Any], feature_lists: Mapping[
     ------
     ValueError
         Columns of different lengths, or nothing to tell N from.
-    TypeError, OverflowError
+    TypeError
+        As for :func:`encode_examples`.
+    OverflowError
         As for :func:`encode_examples`.
     """
     rows = _check_n(n)

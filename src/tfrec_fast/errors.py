@@ -33,7 +33,13 @@ class DataLossError(OSError):
     detail : str
         What exactly was found, in TensorFlow's words where it has them; alone, a whole
         message to read the attributes back from.
-    path, record_index, offset, reason : optional
+    path : optional
+        The attributes below.
+    record_index : optional
+        The attributes below.
+    offset : optional
+        The attributes below.
+    reason : optional
         The attributes below.
 
     Attributes
@@ -121,7 +127,11 @@ class ExampleParseError(ValueError):
     ----------
     detail : str
         What is wrong; alone, a whole message to read the attributes back from.
-    path, record_index, feature : optional
+    path : optional
+        The attributes below.
+    record_index : optional
+        The attributes below.
+    feature : optional
         The attributes below.
 
     Attributes
@@ -196,7 +206,11 @@ class ObjectChangedError(OSError):
     ----------
     detail : str
         What was found.
-    path, offset, pinned : optional
+    path : optional
+        The attributes below.
+    offset : optional
+        The attributes below.
+    pinned : optional
         The attributes below.
 
     Attributes

@@ -157,7 +157,9 @@ def index_of(path: Location, stream=None) -> Index:
 
     Returns
     -------
-    offsets, sizes : numpy.ndarray
+    offsets : numpy.ndarray
+        int64, read-only.
+    sizes : numpy.ndarray
         int64, read-only.
 
     Raises
@@ -233,9 +235,13 @@ def write_index(index_path: Union[PathLike, Location], offsets, sizes, *, storag
     ----------
     index_path : str, os.PathLike or Location
         Where to write it.
-    offsets, sizes : array-like of int
+    offsets : array-like of int
         Each record's header offset and framed size.
-    storage_options, filesystem
+    sizes : array-like of int
+        Each record's header offset and framed size.
+    storage_options
+        As for readers.
+    filesystem
         As for readers.
 
     Raises
@@ -309,7 +315,9 @@ def check_covers(path: Location, offsets: np.ndarray, sizes: np.ndarray, index_n
     ----------
     path : Location
         The data file.
-    offsets, sizes : numpy.ndarray
+    offsets : numpy.ndarray
+        The index.
+    sizes : numpy.ndarray
         The index.
     index_name : str
         The index's name, for the message.
@@ -632,7 +640,9 @@ def coalesce(offsets: np.ndarray, ends: np.ndarray, max_gap: Optional[int] = Non
 
     Parameters
     ----------
-    offsets, ends : numpy.ndarray
+    offsets : numpy.ndarray
+        The byte ranges, sorted by offset.
+    ends : numpy.ndarray
         The byte ranges, sorted by offset.
     max_gap : int, optional
         Neighbours at most this far apart share a range (default: :data:`RANGE_MAX_GAP`).
@@ -641,7 +651,9 @@ def coalesce(offsets: np.ndarray, ends: np.ndarray, max_gap: Optional[int] = Non
 
     Returns
     -------
-    starts, stops : numpy.ndarray
+    starts : numpy.ndarray
+        The coalesced ranges.
+    stops : numpy.ndarray
         The coalesced ranges.
     which : numpy.ndarray
         For each k, the range holding it.

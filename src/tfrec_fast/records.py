@@ -94,7 +94,9 @@ def detect_compression(path, *, storage_options=None, filesystem=None) -> str:
     ----------
     path : str or os.PathLike
         A path, or a URL (then only its first bytes are fetched).
-    storage_options, filesystem
+    storage_options
+        As for readers (see :mod:`tfrec_fast.storage`).
+    filesystem
         As for readers (see :mod:`tfrec_fast.storage`).
 
     Returns
@@ -135,7 +137,9 @@ def same_file(a, b) -> bool:
 
     Parameters
     ----------
-    a, b : str or os.PathLike
+    a : str or os.PathLike
+        Local paths.
+    b : str or os.PathLike
         Local paths.
 
     Returns
@@ -176,7 +180,9 @@ def expand_pattern(path, *, storage_options=None, filesystem=None) -> list:
     ----------
     path : str or os.PathLike
         A path, URL or glob pattern.
-    storage_options, filesystem
+    storage_options
+        As for readers.
+    filesystem
         As for readers.
 
     Returns
@@ -518,7 +524,9 @@ class TFRecordReader:
 
         Parameters
         ----------
-        max_records, max_bytes : int, optional
+        max_records : int, optional
+            The limits of each batch, as for :meth:`read_batch`.
+        max_bytes : int, optional
             The limits of each batch, as for :meth:`read_batch`.
         num_threads : int, optional
             1: read in the calling thread; more: read the next batch ahead on an I/O thread.
@@ -778,9 +786,21 @@ def read_batches(paths, compression: Optional[str] = None, *, max_records: Optio
         As for :func:`read_records`.
     compression : {None, "gzip", "zlib", "auto"}, optional
         For every source.
-    max_records, max_bytes : int, optional
+    max_records : int, optional
         The limits of each batch (default: about 512 KiB of payload).
-    verify, skip_corrupt, on_skip, num_threads, storage_options, filesystem
+    max_bytes : int, optional
+        The limits of each batch (default: about 512 KiB of payload).
+    verify
+        As for :func:`read_records`.
+    skip_corrupt
+        As for :func:`read_records`.
+    on_skip
+        As for :func:`read_records`.
+    num_threads
+        As for :func:`read_records`.
+    storage_options
+        As for :func:`read_records`.
+    filesystem
         As for :func:`read_records`.
 
     Returns
@@ -790,7 +810,13 @@ def read_batches(paths, compression: Optional[str] = None, *, max_records: Optio
 
     Raises
     ------
-    FileNotFoundError, ValueError, DataLossError, ObjectChangedError
+    FileNotFoundError
+        As for :func:`read_records`.
+    ValueError
+        As for :func:`read_records`.
+    DataLossError
+        As for :func:`read_records`.
+    ObjectChangedError
         As for :func:`read_records`.
     """
     compression = normalize_compression(compression)
@@ -869,7 +895,9 @@ def count_records(paths, compression: Optional[str] = None, *, verify: bool = Tr
         For every source.
     verify : bool, default True
         Check each header's length CRC32C.
-    storage_options, filesystem
+    storage_options
+        As for :func:`read_records`.
+    filesystem
         As for :func:`read_records`.
 
     Returns
@@ -879,7 +907,9 @@ def count_records(paths, compression: Optional[str] = None, *, verify: bool = Tr
 
     Raises
     ------
-    FileNotFoundError, ValueError
+    FileNotFoundError
+        As for :func:`read_records`.
+    ValueError
         As for :func:`read_records`.
     DataLossError
         A damaged header, or a file cut inside a record.
@@ -1005,7 +1035,9 @@ class TFRecordWriter:
 
         Raises
         ------
-        TypeError, ValueError
+        TypeError
+            A value that cannot be encoded, as for :func:`~tfrec_fast.encode_example`.
+        ValueError
             A value that cannot be encoded, as for :func:`~tfrec_fast.encode_example`.
         """
         from .encode import encode_example
@@ -1023,7 +1055,9 @@ class TFRecordWriter:
 
         Raises
         ------
-        TypeError, ValueError
+        TypeError
+            As for :func:`~tfrec_fast.encode_examples`.
+        ValueError
             As for :func:`~tfrec_fast.encode_examples`.
         """
         from .encode import encode_examples

@@ -436,7 +436,9 @@ class ShardedWriter:
 
         Raises
         ------
-        TypeError, ValueError
+        TypeError
+            A value that cannot be encoded.
+        ValueError
             A value that cannot be encoded.
         """
         self.write(encode_example(features))
@@ -453,7 +455,9 @@ class ShardedWriter:
 
         Raises
         ------
-        TypeError, ValueError
+        TypeError
+            Columns that cannot be encoded.
+        ValueError
             Columns that cannot be encoded.
         """
         self.write_batch(encode_examples(columns, n))

@@ -335,7 +335,9 @@ def resolve_beside(path, storage_options: Optional[Mapping[str, Any]] = None,
 
     Raises
     ------
-    ValueError, ImportError
+    ValueError
+        As for :func:`resolve`.
+    ImportError
         As for :func:`resolve`.
     """
     if isinstance(path, Location) or filesystem is not None:
@@ -354,7 +356,9 @@ def expand(path, storage_options: Optional[Mapping[str, Any]] = None,
     ----------
     path : str, bytes, os.PathLike or Location
         A path, URL or glob pattern (``*``, ``?``, ``[...]``, ``**``).
-    storage_options, filesystem
+    storage_options
+        As for :func:`resolve`.
+    filesystem
         As for :func:`resolve`.
 
     Returns
@@ -366,7 +370,9 @@ def expand(path, storage_options: Optional[Mapping[str, Any]] = None,
     ------
     FileNotFoundError
         No file matches the pattern (naming it).
-    ValueError, ImportError
+    ValueError
+        As for :func:`resolve`.
+    ImportError
         As for :func:`resolve`.
     """
     location = resolve(path, storage_options, filesystem)

@@ -67,7 +67,9 @@ def describe(paths, *, storage_options: Optional[Mapping[str, Any]] = None, file
     ----------
     paths : str, os.PathLike, Location or a list of them
         Glob patterns expand (sorted), keeping their listing's sizes and versions.
-    storage_options, filesystem
+    storage_options
+        As for every reader.
+    filesystem
         As for every reader.
     indexes : bool
         Look for ``URL.idx`` beside each object (one listing per directory).
@@ -167,7 +169,9 @@ def load_index(location: Location) -> Tuple[np.ndarray, np.ndarray]:
 
     Returns
     -------
-    offsets, sizes : numpy.ndarray
+    offsets : numpy.ndarray
+        int64, read-only: each record's header offset and framed size.
+    sizes : numpy.ndarray
         int64, read-only: each record's header offset and framed size.
 
     Raises

@@ -93,7 +93,9 @@ def split_options(options: Optional[Mapping[str, Any]]) -> Tuple[dict, Settings]
 
     Raises
     ------
-    TypeError, ValueError
+    TypeError
+        A Settings value of the wrong type or out of range.
+    ValueError
         A Settings value of the wrong type or out of range.
     """
     options = dict(options or {})

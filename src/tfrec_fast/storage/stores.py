@@ -234,7 +234,9 @@ class Store:
         ----------
         path : str
             The object.
-        start, end : int, optional
+        start : int, optional
+            The byte range.
+        end : int, optional
             The byte range.
         stat : Stat, optional
             The version to read (a store that can refuses another).
@@ -261,7 +263,9 @@ class Store:
         ----------
         path : str
             The object.
-        start, end : int
+        start : int
+            The byte range.
+        end : int
             The byte range.
         stat : Stat or None
             The version to read.
@@ -286,7 +290,9 @@ class Store:
         ----------
         path : str
             The object.
-        starts, ends : sequence of int
+        starts : sequence of int
+            The byte ranges.
+        ends : sequence of int
             The byte ranges.
         stat : Stat, optional
             The version to read.
@@ -298,7 +304,11 @@ class Store:
 
         Raises
         ------
-        FileNotFoundError, ObjectChangedError, OSError
+        FileNotFoundError
+            As for :meth:`read`.
+        ObjectChangedError
+            As for :meth:`read`.
+        OSError
             As for :meth:`read`.
         """
         return [self.read(path, a, b, stat) for a, b in zip(starts, ends)]
