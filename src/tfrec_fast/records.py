@@ -396,8 +396,14 @@ class TFRecordReader:
             raise
 
     def set_buffer_pool(self, pool) -> None:
-        """Takes batch buffers from ``pool`` (a shared pool of the package, see _buffers.py),
-        so readers opened one after another reuse warm memory."""
+        """Takes batch buffers from ``pool``, so readers opened one after another reuse warm
+        memory.
+
+        Parameters
+        ----------
+        pool : object
+            A shared buffer pool of the package (``tfrec_fast._buffers``).
+        """
         self._reader.set_pool(pool)
 
     def _changed(self, error: DataLossError) -> BaseException:
