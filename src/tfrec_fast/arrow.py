@@ -51,8 +51,20 @@ _ARROW_KIND: Dict[_core.Kind, pa.DataType] = {_INT64: pa.int64(), _FLOAT: pa.flo
 
 def batch_to_arrow(batch: RecordBatch, *, large_types: bool = True) -> pa.Array:
     """The records of a RecordBatch as a ``pyarrow.LargeBinaryArray`` sharing its memory (the
-    Arrow buffers keep the batch alive). ``large_types=False``: a BinaryArray (int32 offsets,
-    copied; payloads still shared)."""
+    Arrow buffers keep the batch alive).
+
+    Parameters
+    ----------
+    batch : RecordBatch
+        The records.
+    large_types : bool, default True
+        False: a ``BinaryArray`` (int32 offsets, copied; payloads still shared).
+
+    Returns
+    -------
+    pyarrow.Array
+        One value per record.
+    """
     offsets = pa.py_buffer(batch.offsets)
     array = pa.Array.from_buffers(pa.large_binary(), len(batch),
                                   [None, offsets, pa.py_buffer(batch.data)])
@@ -363,6 +375,50 @@ def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequ
     context). ``text``: bytes features to type as strings (UTF-8 checked). See the module's
     table for the types. Damage raises DataLossError, bad records ExampleParseError, naming the
     file and the record.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike, or a list of them
+        Paths, globs or URLs.
+    spec : mapping or sequence of str, optional
+        ``{name: FixedLen | VarLen}``, or names (kinds from the data); None: every feature of
+        the first batch.
+    sequence_spec : mapping, optional
+        SequenceExample feature lists: ``{name: FixedLenSequence | VarLenSequence}``.
+    columns : sequence of str, optional
+        Only these features (of an inferred spec).
+    batch_size : int, default 4096
+        Records per Arrow batch.
+    compression : {None, "gzip", "zlib", "auto"}, optional
+        As for :func:`~tfrec_fast.read_records`.
+    verify : bool, default True
+        Check both CRC32Cs of every record.
+    text : iterable of str, default ()
+        Bytes features to read as ``large_string`` (UTF-8 checked).
+    fixed_shape : {"list", "tensor"}, default "list"
+        FixedLen shapes as nested ``fixed_size_list`` or as ``arrow.fixed_shape_tensor``.
+    large_types : bool, default True
+        64-bit ``large_list`` / ``large_binary`` / ``large_string`` (False: 32-bit ones).
+    scalars : bool, default False
+        Without a spec: features with at most one value per record as plain columns
+        (Ray's rule).
+    storage_options
+        For URLs, as for readers.
+    filesystem
+        For URLs, as for readers.
+
+    Returns
+    -------
+    pyarrow.RecordBatchReader
+        Its schema is fixed by the spec, or by the first batch.
+
+    Raises
+    ------
+    ExampleParseError
+        A record that is not an Example or does not fit the spec, or (without a spec) holds a
+        feature the first batch did not, naming the file and the record.
+    DataLossError
+        A damaged record.
     """
     plan = _Plan(spec, sequence_spec, columns, text, fixed_shape, large_types, scalars)
     batches = _record_batches(paths, batch_size, compression, verify, storage_options, filesystem)
@@ -390,8 +446,52 @@ def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequen
                batch_size: int = 4096, compression: Optional[str] = None, verify: bool = True,
                text: Iterable[str] = (), fixed_shape: str = "list", large_types: bool = True,
                scalars: bool = False, storage_options=None, filesystem=None) -> pa.Table:
-    """All the Examples of ``paths`` as one ``pyarrow.Table`` (arguments as
-    :func:`iter_batches`; without a spec, every feature of every record is a column)."""
+    """All the Examples of ``paths`` as one ``pyarrow.Table``.
+
+    Without a spec, every feature of every record is a column (every record is looked at
+    first).
+
+    Parameters
+    ----------
+    paths
+        As for :func:`iter_batches`.
+    spec
+        As for :func:`iter_batches`.
+    sequence_spec
+        As for :func:`iter_batches`.
+    columns
+        As for :func:`iter_batches`.
+    batch_size
+        As for :func:`iter_batches`.
+    compression
+        As for :func:`iter_batches`.
+    verify
+        As for :func:`iter_batches`.
+    text
+        As for :func:`iter_batches`.
+    fixed_shape
+        As for :func:`iter_batches`.
+    large_types
+        As for :func:`iter_batches`.
+    scalars
+        As for :func:`iter_batches`.
+    storage_options
+        As for :func:`iter_batches`.
+    filesystem
+        As for :func:`iter_batches`.
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per record.
+
+    Raises
+    ------
+    ExampleParseError
+        A record that is not an Example or does not fit the spec.
+    DataLossError
+        A damaged record.
+    """
     plan = _Plan(spec, sequence_spec, columns, text, fixed_shape, large_types, scalars)
     batches = _record_batches(paths, batch_size, compression, verify, storage_options, filesystem)
     if plan.untyped:  # the kinds come from every record first
@@ -410,7 +510,18 @@ def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequen
 
 
 def schema_of(plan: _Plan) -> pa.Schema:
-    """The Arrow schema a plan produces (used for empty inputs)."""
+    """The Arrow schema a plan produces (used for empty inputs).
+
+    Parameters
+    ----------
+    plan : _Plan
+        What :func:`iter_batches` / :func:`read_table` make of their arguments.
+
+    Returns
+    -------
+    pyarrow.Schema
+        The schema of the batches the plan converts.
+    """
     spec, sequence = plan.selected()
     empty = RecordBatch.from_records([])
     fields = []
@@ -611,8 +722,33 @@ def _floats(where: "_Where", values: np.ndarray, splits: Optional[np.ndarray]) -
 def encoded_batches(table, *, batch_size: int = 4096, nulls: str = "omit",
                     float64: str = "exact") -> Iterator[RecordBatch]:
     """The rows of a ``pyarrow.Table`` / ``RecordBatch`` / ``RecordBatchReader`` encoded as
-    tf.train.Examples, as :class:`RecordBatch` es of at most ``batch_size`` records (see
-    :func:`write_table` for the columns and the arguments)."""
+    tf.train.Examples, as :class:`RecordBatch` es of at most ``batch_size`` records.
+
+    Parameters
+    ----------
+    table : pyarrow.Table, RecordBatch or RecordBatchReader
+        As for :func:`write_table`.
+    batch_size : int, default 4096
+        Rows encoded at a time.
+    nulls : {"omit", "empty"}, default "omit"
+        As for :func:`write_table`.
+    float64 : {"exact", "round"}, default "exact"
+        As for :func:`write_table`.
+
+    Yields
+    ------
+    RecordBatch
+        The encoded Examples, in row order.
+
+    Raises
+    ------
+    ValueError
+        As for :func:`write_table`.
+    TypeError
+        As for :func:`write_table`.
+    OverflowError
+        As for :func:`write_table`.
+    """
     from .encode import encode_examples
 
     if nulls not in NULLS:
@@ -643,6 +779,8 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
                 filesystem=None) -> int:
     """Encodes the rows of a table as tf.train.Examples and writes them to a TFRecord file.
 
+    ``read_table`` reads the result back (list columns as large_list).
+
     Parameters
     ----------
     table : pyarrow.Table, RecordBatch or RecordBatchReader
@@ -662,7 +800,9 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
         TFRecord floats are float32. "exact": a float64 value float32 cannot hold exactly is a
         ValueError naming the column and the row (cast the column to float32 to round
         knowingly); "round": every value rounds to the nearest float32.
-    storage_options, filesystem
+    storage_options
+        For a URL destination, as for readers.
+    filesystem
         For a URL destination, as for readers.
 
     Returns
@@ -679,8 +819,6 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
         A column of a type with no Example form (lists of lists, timestamps, ...).
     OverflowError
         uint64 values beyond int64.
-
-    ``read_table`` reads the result back (list columns as large_list).
     """
     from .records import TFRecordWriter
 

@@ -1,4 +1,21 @@
-"""CRC32C (Castagnoli) with a hardware backend chosen at import."""
+"""CRC32C (Castagnoli) with a hardware backend chosen at import.
+
+The functions are the extension's own (``tfrec_fast._core``), re-exported here and from the
+package root; the GIL is released while they run.
+
+``crc32c(data, value=0) -> int``
+    The CRC32C of ``data`` (any bytes-like object), continuing from ``value`` (a previous
+    result, to checksum data in pieces).
+``masked_crc32c(data) -> int``
+    The masked CRC32C TFRecord stores in each record's header and footer:
+    ``((crc >> 15 | crc << 17) + 0xa282ead8) mod 2**32``.
+``crc32c_backend() -> str``
+    The backend in use: ``"avx512"``, ``"sse42"``, ``"arm64"`` or ``"portable"``.
+
+The environment variable ``TFREC_FAST_CRC32C`` (read once, at import) picks a backend
+(``portable`` forces the fallback); a name that is not a backend, or one this CPU cannot run,
+gives a ``RuntimeWarning`` and the best backend the CPU has.
+"""
 
 import os
 import warnings

@@ -37,7 +37,27 @@ def iter_records(reader: TFRecordReader, skip: int = 0,
                  limit: Optional[int] = None) -> Iterator[Tuple[int, memoryview]]:
     """Yields (index in the file, record) for records ``skip`` to ``skip + limit`` (all when
     ``limit`` is None). Reads in small batches and stops reading once ``limit`` records are out;
-    the skipped records are read too (their checksums are checked)."""
+    the skipped records are read too (their checksums are checked).
+
+    Parameters
+    ----------
+    reader : TFRecordReader
+        Read from its current position.
+    skip : int, default 0
+        Records to pass over first.
+    limit : int, optional
+        At most this many records (None: to the end).
+
+    Yields
+    ------
+    (int, memoryview)
+        The record's index in the file and the record.
+
+    Raises
+    ------
+    DataLossError
+        A damaged record, skipped ones included.
+    """
     index = 0
     while index < skip:
         batch = reader.read_batch(max_records=min(skip - index, 4096), max_bytes=_BATCH_BYTES)
@@ -57,8 +77,29 @@ def iter_records(reader: TFRecordReader, skip: int = 0,
 
 def parse_record(record, index: int, path: str, sequence: bool = False):
     """What ``cat`` prints of one record: an Example as {name: values}, decoded by the C++
-    decoder (the one every reader uses), or a SequenceExample message; ExampleParseError naming
-    the record when it is not a valid one."""
+    decoder (the one every reader uses), or a SequenceExample message.
+
+    Parameters
+    ----------
+    record : bytes-like
+        The serialized record.
+    index : int
+        Its index in the file, for messages.
+    path : str
+        Its file, for messages.
+    sequence : bool, default False
+        Parse it as a SequenceExample.
+
+    Returns
+    -------
+    dict or SequenceExample
+        ``{name: list of values}`` for an Example; the message for a SequenceExample.
+
+    Raises
+    ------
+    ExampleParseError
+        The record is not a valid one, naming the file and the record.
+    """
     if sequence:
         return parse_message(record, index, path, True)
     from .example import parse_example
@@ -70,8 +111,29 @@ def parse_record(record, index: int, path: str, sequence: bool = False):
 
 
 def parse_message(record, index: int, path: str, sequence: bool = False):
-    """One record as an Example (or SequenceExample) message; ExampleParseError naming the
-    record when it is not a valid one."""
+    """One record as an Example (or SequenceExample) message.
+
+    Parameters
+    ----------
+    record : bytes-like
+        The serialized record.
+    index : int
+        Its index in the file, for messages.
+    path : str
+        Its file, for messages.
+    sequence : bool, default False
+        Parse it as a SequenceExample.
+
+    Returns
+    -------
+    tfrec_fast.proto.Example or tfrec_fast.proto.SequenceExample
+        The message.
+
+    Raises
+    ------
+    ExampleParseError
+        The record is not a valid one, naming the file and the record.
+    """
     try:
         return (SequenceExample if sequence else Example).FromString(bytes(record))
     except DecodeError as error:
@@ -97,8 +159,22 @@ def _is_text(text: str) -> bool:
 
 def show_bytes(value: bytes, max_bytes: int = 32, full_base64: bool = False) -> str:
     """Printable UTF-8 as text, anything else as "0x" + hex; values longer than ``max_bytes``
-    (0: no limit) are cut there and end with "…(N bytes)". ``full_base64``: the whole value in
-    base64."""
+    (0: no limit) are cut there and end with "…(N bytes)".
+
+    Parameters
+    ----------
+    value : bytes
+        The value to show.
+    max_bytes : int, default 32
+        Cut longer values here (0: never).
+    full_base64 : bool, default False
+        The whole value in base64 instead.
+
+    Returns
+    -------
+    str
+        The value as text.
+    """
     if full_base64:
         return base64.b64encode(value).decode("ascii")
     cut = 0 < max_bytes < len(value)
@@ -115,7 +191,17 @@ def show_bytes(value: bytes, max_bytes: int = 32, full_base64: bool = False) -> 
 
 class JsonFormatter:
     """Records as JSON lines: {"name": [values]} sorted by name, or for SequenceExamples
-    {"context": {...}, "feature_lists": {"name": [[values of step 0], ...]}}."""
+    {"context": {...}, "feature_lists": {"name": [[values of step 0], ...]}}.
+
+    Parameters
+    ----------
+    max_bytes : int, default 32
+        Bytes values longer than this are cut (see :func:`show_bytes`).
+    full_base64 : bool, default False
+        Bytes values whole, in base64.
+    ensure_ascii : bool, default False
+        Escape every non-ASCII character.
+    """
 
     def __init__(self, max_bytes: int = 32, full_base64: bool = False, ensure_ascii: bool = False):
         self.max_bytes = max_bytes
@@ -126,6 +212,8 @@ class JsonFormatter:
         return json.dumps(s, ensure_ascii=self.ensure_ascii)
 
     def values(self, values: list) -> str:
+        """One feature's values as a JSON list (floats as float32 shows them; NaN and inf as
+        strings)."""
         if not values:
             return "[]"
         first = values[0]
@@ -138,12 +226,24 @@ class JsonFormatter:
         return "[" + ", ".join(items) + "]"
 
     def features(self, features: Dict[str, list]) -> str:
+        """``{name: values}`` as a JSON object, in the mapping's order."""
         return "{" + ", ".join(f"{self._str(k)}: {self.values(v)}"
                                for k, v in features.items()) + "}"
 
     def message(self, message) -> str:
         """An Example (a message, or {name: values}) or SequenceExample message as one line of
-        JSON."""
+        JSON.
+
+        Parameters
+        ----------
+        message : dict, Example or SequenceExample
+            What :func:`parse_record` returns.
+
+        Returns
+        -------
+        str
+            One line of JSON, without its newline.
+        """
         if isinstance(message, dict):
             return self.features(message)
         if isinstance(message, Example):
@@ -156,7 +256,33 @@ class JsonFormatter:
 
 def record_to_json(record, index: int = 0, path: str = "<records>", *, sequence: bool = False,
                    max_bytes: int = 32, full_base64: bool = False) -> str:
-    """One record as a JSON line (see :class:`JsonFormatter`)."""
+    """One record as a JSON line (see :class:`JsonFormatter`).
+
+    Parameters
+    ----------
+    record : bytes-like
+        The serialized record.
+    index : int, default 0
+        Its index in the file, for messages.
+    path : str, default "<records>"
+        Its file, for messages.
+    sequence : bool, default False
+        Parse it as a SequenceExample.
+    max_bytes
+        As for :class:`JsonFormatter`.
+    full_base64
+        As for :class:`JsonFormatter`.
+
+    Returns
+    -------
+    str
+        One line of JSON.
+
+    Raises
+    ------
+    ExampleParseError
+        The record is not a valid Example (or SequenceExample).
+    """
     return JsonFormatter(max_bytes, full_base64).message(
         parse_record(record, index, path, sequence))
 
@@ -197,7 +323,20 @@ def _span(lo: Optional[int], hi: Optional[int], word: str) -> str:
 
 
 def py_str(s: str, ascii_only: bool = False) -> str:
-    """A double-quoted Python string literal for s (non-printable characters escaped)."""
+    """A double-quoted Python string literal for s (non-printable characters escaped).
+
+    Parameters
+    ----------
+    s : str
+        The text.
+    ascii_only : bool, default False
+        Escape every non-ASCII character too.
+
+    Returns
+    -------
+    str
+        The literal, quotes included.
+    """
     out = []
     for c in s:
         if c in '"\\':
@@ -215,7 +354,13 @@ def py_str(s: str, ascii_only: bool = False) -> str:
 
 class SchemaBuilder:
     """Gathers per feature (and feature list) its kinds, list lengths and presence over Example
-    (or SequenceExample) messages, and writes the spec they fit as Python code."""
+    (or SequenceExample) messages, and writes the spec they fit as Python code.
+
+    Parameters
+    ----------
+    sequence : bool, default False
+        The messages are SequenceExamples (a context spec and a sequence spec).
+    """
 
     def __init__(self, sequence: bool = False):
         self.sequence = sequence
@@ -232,7 +377,13 @@ class SchemaBuilder:
             s.add_values(kind, len(getattr(feature, kind).value) if kind else 0)
 
     def add(self, message) -> None:
-        """One Example (or SequenceExample) message."""
+        """Takes in one Example (or SequenceExample) message.
+
+        Parameters
+        ----------
+        message : Example or SequenceExample
+            As :func:`parse_message` returns it.
+        """
         self.records += 1
         if not self.sequence:
             self._features(self.context, message.features)
@@ -304,7 +455,23 @@ class SchemaBuilder:
         return lines
 
     def code(self, path: str, complete: bool = True, ascii_only: bool = False) -> str:
-        """The spec as Python code. ``complete``: the whole file was read (else "the first")."""
+        """The spec as Python code.
+
+        Parameters
+        ----------
+        path : str
+            The file, named in the code's first comment.
+        complete : bool, default True
+            The whole file was read (else the comment says "the first").
+        ascii_only : bool, default False
+            Escape every non-ASCII character of names.
+
+        Returns
+        -------
+        str
+            Python source: the spec as a dict of ``tfr.FixedLen`` / ``tfr.VarLen`` / ...,
+            each feature commented with what was seen of it.
+        """
         what = "SequenceExample records" if self.sequence else "records"
         first = "" if complete else "the first "
         source = py_str(str(path), ascii_only)[1:-1]

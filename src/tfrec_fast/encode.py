@@ -80,28 +80,70 @@ __all__ = ["encode_example", "encode_examples", "encode_sequence_example",
 
 
 class Int64s(Typed):
-    """Stores ``values`` as an int64_list (ints, bools, integer arrays; ``Int64s()`` is empty)."""
+    """Stores ``values`` as an int64_list (ints, bools, integer arrays; ``Int64s()`` is empty).
+
+    Parameters
+    ----------
+    values : optional
+        A value or a column of ints, bools or integer arrays; omitted: an empty list of this kind.
+    """
 
     __slots__ = ()
     kind = INT64
 
 
 class Floats(Typed):
-    """Stores ``values`` as a float_list (floats, and ints converted; ``Floats()`` is empty)."""
+    """Stores ``values`` as a float_list (floats, and ints converted; ``Floats()`` is empty).
+
+    Parameters
+    ----------
+    values : optional
+        A value or a column of floats or ints (converted); omitted: an empty list of this kind.
+    """
 
     __slots__ = ()
     kind = FLOAT
 
 
 class Bytes(Typed):
-    """Stores ``values`` as a bytes_list (bytes/str values; a numeric array as its raw bytes)."""
+    """Stores ``values`` as a bytes_list (bytes/str values; a numeric array as its raw bytes).
+
+    Parameters
+    ----------
+    values : optional
+        A value or a column of bytes or str values, or a numeric array (its raw bytes, one
+        value); omitted: an empty list of this kind.
+    """
 
     __slots__ = ()
     kind = BYTES
 
 
 def encode_example(features: Mapping[str, Any]) -> bytes:
-    """Serializes ``features`` (name -> value, see the module docstring) as one tf.train.Example."""
+    """Serializes ``features`` as one tf.train.Example.
+
+    Parameters
+    ----------
+    features : mapping of str to value
+        Name -> value, each value of a kind described in the module docstring (int, float,
+        bytes, str, numpy arrays, lists of one kind, :class:`Int64s` / :class:`Floats` /
+        :class:`Bytes`, a protobuf ``Feature``).
+
+    Returns
+    -------
+    bytes
+        The serialized Example, features in the mapping's order.
+
+    Raises
+    ------
+    TypeError
+        A value of no kind (None, a dict, mixed bytes and numbers, nested lists), naming the
+        feature.
+    ValueError
+        An empty plain list (no kind: use :class:`Int64s`, :class:`Floats` or :class:`Bytes`).
+    OverflowError
+        An integer outside the int64 range.
+    """
     # (plain int, float and bytes values are taken by the encoder itself: the per-row fast path)
     return _core.encode_example(features, _value_column)
 
@@ -119,6 +161,29 @@ def encode_examples(columns: Mapping[str, Any], n: Optional[int] = None) -> Reco
 
     Record i is ``encode_example({name: row i of column for each column})``. ``n`` is needed only
     when there are no columns; given, every column must have n rows (``ValueError`` otherwise).
+
+    Parameters
+    ----------
+    columns : mapping of str to column
+        Name -> column of N rows: a numpy array ``[N, ...]``, a list of N values, a ``Ragged``,
+        a ``BytesColumn``, any of them wrapped in :class:`Int64s` / :class:`Floats` /
+        :class:`Bytes` or :class:`Partial` (see the module docstring).
+    n : int, optional
+        The number of records.
+
+    Returns
+    -------
+    RecordBatch
+        The N serialized Examples.
+
+    Raises
+    ------
+    ValueError
+        Columns of different lengths, ``n`` disagreeing with them, or no column and no ``n``.
+    TypeError
+        A column of no kind, naming it.
+    OverflowError
+        An integer outside the int64 range.
     """
     rows = _check_n(n)
     out, rows = _columns(columns, rows, "columns")
@@ -153,9 +218,30 @@ def _columns(columns: Mapping[str, Any], rows: Optional[int], what: str):
 
 def encode_sequence_example(context: Mapping[str, Any],
                             feature_lists: Mapping[str, Any]) -> bytes:
-    """Serializes one tf.train.SequenceExample: ``context`` maps names to values as in
-    :func:`encode_example`; ``feature_lists`` maps names to a sequence of steps, each step a
-    value as in :func:`encode_example` (one Feature per step)."""
+    """Serializes one tf.train.SequenceExample.
+
+    Parameters
+    ----------
+    context : mapping of str to value
+        Name -> value, as in :func:`encode_example`.
+    feature_lists : mapping of str to sequence
+        Name -> a sequence of steps, each step a value as in :func:`encode_example` (one Feature
+        per step).
+
+    Returns
+    -------
+    bytes
+        The serialized SequenceExample.
+
+    Raises
+    ------
+    TypeError
+        As for :func:`encode_example`.
+    ValueError
+        As for :func:`encode_example`.
+    OverflowError
+        As for :func:`encode_example`.
+    """
     lists = {k: type(steps)([steps.values]) if isinstance(steps, Typed) else [steps]
              for k, steps in items(feature_lists, "feature_lists")}
     batch = encode_sequence_examples({k: [v] for k, v in items(context, "context")}, lists, 1)
@@ -171,6 +257,29 @@ def encode_sequence_examples(context: Mapping[str, Any], feature_lists: Mapping[
     over steps as :func:`~tfrec_fast.parse_sequence_examples` returns it (``values``: a column
     with one row per step, ``row_splits``: each record's steps). Wrap a feature list in
     :class:`Int64s`/:class:`Floats`/:class:`Bytes` to force the kind of its steps.
+
+    Parameters
+    ----------
+    context : mapping of str to column
+        Columns of N rows, as for :func:`encode_examples`.
+    feature_lists : mapping of str to column
+        Name -> N records of steps, or a ``Ragged`` over steps.
+    n : int, optional
+        The number of records (needed only when there is no column).
+
+    Returns
+    -------
+    RecordBatch
+        The N serialized SequenceExamples.
+
+    Raises
+    ------
+    ValueError
+        Columns of different lengths, or nothing to tell N from.
+    TypeError
+        As for :func:`encode_examples`.
+    OverflowError
+        As for :func:`encode_examples`.
     """
     rows = _check_n(n)
     lists = {}

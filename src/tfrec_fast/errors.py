@@ -25,17 +25,38 @@ _NO_TF_FILE = " (Is this even a TFRecord file?)"
 class DataLossError(OSError):
     """A TFRecord stream is damaged: truncated, failing a checksum, or badly compressed.
 
-    Attributes: ``path`` (the file, or ``"<memory>"`` / a file-like's name), ``record_index``
-    (0-based index of the damaged record), ``offset`` (byte offset of that record's header; in the
-    decompressed stream for compressed input), ``reason`` (one of ``truncated``,
-    ``length_checksum``, ``data_checksum``, ``length_too_large``, ``compressed_stream``,
-    ``index_mismatch`` when an index file points at bytes that are not its record, or
-    ``shard_lengths`` when a TFDS shard holds another number of records than its
-    dataset_info.json says) and
-    ``detail`` (what exactly was found, in TensorFlow's words where it has them).
-
     It survives pickling, and the one-string rebuild PyTorch's DataLoader does for exceptions
     raised in its workers: the attributes are read back from the message.
+
+    Parameters
+    ----------
+    detail : str
+        What exactly was found, in TensorFlow's words where it has them; alone, a whole
+        message to read the attributes back from.
+    path : optional
+        The attributes below.
+    record_index : optional
+        The attributes below.
+    offset : optional
+        The attributes below.
+    reason : optional
+        The attributes below.
+
+    Attributes
+    ----------
+    path : str or None
+        The file, or ``"<memory>"`` / a file-like's name.
+    record_index : int or None
+        0-based index of the damaged record.
+    offset : int or None
+        Byte offset of that record's header; in the decompressed stream for compressed input.
+    reason : str or None
+        One of ``truncated``, ``length_checksum``, ``data_checksum``, ``length_too_large``,
+        ``compressed_stream``, ``index_mismatch`` (an index file points at bytes that are not
+        its record) or ``shard_lengths`` (a TFDS shard holds another number of records than
+        its dataset_info.json says).
+    detail : str
+        What exactly was found.
     """
 
     def __init__(self, detail, *, path=None, record_index=None, offset=None, reason=None):
@@ -100,10 +121,29 @@ def _rebuild(cls, detail, path, record_index, offset, reason):
 class ExampleParseError(ValueError):
     """A record is not a valid tf.train.Example, or does not fit the feature spec.
 
-    Attributes: ``path`` (file or description of the records), ``record_index`` (0-based, within
-    the file when known), ``feature`` (the feature's name, or None when the record as a whole is
-    malformed) and ``detail``. Survives pickling and PyTorch's worker re-raise, as
-    :class:`DataLossError` does.
+    Survives pickling and PyTorch's worker re-raise, as :class:`DataLossError` does.
+
+    Parameters
+    ----------
+    detail : str
+        What is wrong; alone, a whole message to read the attributes back from.
+    path : optional
+        The attributes below.
+    record_index : optional
+        The attributes below.
+    feature : optional
+        The attributes below.
+
+    Attributes
+    ----------
+    path : str or None
+        The file, or a description of the records.
+    record_index : int or None
+        0-based, within the file when known.
+    feature : str or None
+        The feature's name, or None when the record as a whole is malformed.
+    detail : str
+        What is wrong (also as ``message``, the name TensorFlow users look for).
     """
 
     def __init__(self, detail, *, path=None, record_index=None, feature=None):
@@ -160,9 +200,30 @@ class ObjectChangedError(OSError):
     (``pinned`` False): the records just before may be of either version. Read the object again
     to get the new version.
 
-    Attributes: ``path`` (the URL, credentials masked), ``offset`` (the byte offset of the read
-    that found the change, when known), ``detail`` (what was found), ``pinned``. ``errno`` is
-    ESTALE. It is not a :class:`DataLossError`: the data is not damaged.
+    ``errno`` is ESTALE. It is not a :class:`DataLossError`: the data is not damaged.
+
+    Parameters
+    ----------
+    detail : str
+        What was found.
+    path : optional
+        The attributes below.
+    offset : optional
+        The attributes below.
+    pinned : optional
+        The attributes below.
+
+    Attributes
+    ----------
+    path : str or None
+        The URL, credentials masked.
+    offset : int or None
+        The byte offset of the read that found the change, when known.
+    detail : str
+        What was found.
+    pinned : bool
+        Whether the read was pinned to a version (True) or the change was found by size and
+        modification time (False).
     """
 
     def __init__(self, detail, *, path=None, offset=None, pinned=True):

@@ -56,7 +56,18 @@ _COMPRESSIONS = ("", "gzip", "zlib")
 
 def detected_compression(path: Location) -> str:
     """detect_compression(path), once per version of a remote object per machine (the index
-    cache): every DataLoader worker opening a reader need not fetch the first bytes again."""
+    cache): every DataLoader worker opening a reader need not fetch the first bytes again.
+
+    Parameters
+    ----------
+    path : Location
+        The file.
+
+    Returns
+    -------
+    str
+        "", "gzip" or "zlib".
+    """
     code = cached_array(path, "compression", lambda: np.array(
         [_COMPRESSIONS.index(detect_compression(path))]))
     return _COMPRESSIONS[int(code[0])]
@@ -89,6 +100,35 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
     file is streamed once (headers cannot be skipped without a request each), its records'
     checksums checked on the way, and its index kept in the index cache (see
     :mod:`tfrec_fast.storage.cache`) for its version.
+
+    Parameters
+    ----------
+    tfrecord_path : str or os.PathLike
+        The data file: a path, a glob matching one file, or a URL.
+    index_path : str or os.PathLike, optional
+        Where to write the index as well (conventionally ``tfrecord_path + ".idx"``).
+    compression : str, optional
+        The file's compression if known; anything but none is refused.
+    storage_options : dict, optional
+        For URLs: fsspec's options and tfrec_fast's per-call settings.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem the paths are on.
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        int64: the offset of each record's header.
+    sizes : numpy.ndarray
+        int64: each record's framed size (payload + 16 bytes).
+
+    Raises
+    ------
+    FileNotFoundError
+        The data file does not exist.
+    ValueError
+        The file is compressed, or ``index_path`` is the data file.
+    DataLossError
+        A damaged header or a cut file.
     """
     path = _one_path(tfrecord_path, storage_options, filesystem)
     index: Optional[Location] = None
@@ -106,8 +146,27 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
 
 def index_of(path: Location, stream=None) -> Index:
     """(offsets, sizes) of an uncompressed file by a scan of its headers: once per version of
-    a remote object per machine (the index cache), read-only arrays. ``stream``: a function
-    opening the object's stream, when a ReadAhead over several reads it."""
+    a remote object per machine (the index cache), read-only arrays.
+
+    Parameters
+    ----------
+    path : Location
+        The file.
+    stream : callable, optional
+        Opens the object's stream, when a ReadAhead over several reads it.
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        int64, read-only.
+    sizes : numpy.ndarray
+        int64, read-only.
+
+    Raises
+    ------
+    DataLossError
+        A damaged header or a cut file.
+    """
     def scan() -> np.ndarray:
         os_path = path.os_path
         return np.stack(_core.scan_index(os_path) if os_path is not None else
@@ -118,7 +177,23 @@ def index_of(path: Location, stream=None) -> Index:
 
 def indexes_of(paths: Sequence[Location]) -> list:
     """index_of() of each file; the remote ones not in the index cache are scanned through one
-    ReadAhead, which reads on into the next object while one is scanned."""
+    ReadAhead, which reads on into the next object while one is scanned.
+
+    Parameters
+    ----------
+    paths : sequence of Location
+        The files.
+
+    Returns
+    -------
+    list of (offsets, sizes)
+        In the order of ``paths``.
+
+    Raises
+    ------
+    DataLossError
+        A damaged header or a cut file.
+    """
     todo = [k for k, p in enumerate(paths) if p.os_path is None and peek(p, "index") is None]
     if len(todo) < 2:
         return [index_of(p) for p in paths]
@@ -154,7 +229,26 @@ def _scan_stream(path: Location, stream=None) -> Index:
 def write_index(index_path: Union[PathLike, Location], offsets, sizes, *, storage_options=None,
                 filesystem=None) -> None:
     """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one
-    (a remote index is put in one request)."""
+    (a remote index is put in one request).
+
+    Parameters
+    ----------
+    index_path : str, os.PathLike or Location
+        Where to write it.
+    offsets : array-like of int
+        Each record's header offset and framed size.
+    sizes : array-like of int
+        Each record's header offset and framed size.
+    storage_options
+        As for readers.
+    filesystem
+        As for readers.
+
+    Raises
+    ------
+    OSError
+        It could not be written.
+    """
     text = _core.format_index(np.asarray(offsets, dtype=np.int64),
                               np.asarray(sizes, dtype=np.int64))
     resolve(index_path, storage_options, filesystem).write_bytes(text)
@@ -165,6 +259,29 @@ def load_index(index_path: PathLike, *, storage_options=None, filesystem=None) -
     It may be a URL (``storage_options`` / ``filesystem`` as for readers).
 
     A file that is not an index raises ``ValueError`` naming the line.
+
+    Parameters
+    ----------
+    index_path : str or os.PathLike
+        The index file: a path or a URL.
+    storage_options : dict, optional
+        For URLs: fsspec's options.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem the path is on.
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        int64: the offset of each record's header.
+    sizes : numpy.ndarray
+        int64: each record's framed size (payload + 16 bytes).
+
+    Raises
+    ------
+    FileNotFoundError
+        The index file does not exist.
+    ValueError
+        The file is not an index (the message names the line).
     """
     offsets, sizes = _load_index_cached(resolve(index_path, storage_options, filesystem))
     return np.array(offsets), np.array(sizes)
@@ -192,7 +309,27 @@ def check_covers(path: Location, offsets: np.ndarray, sizes: np.ndarray, index_n
     """A complete index (records back to back from byte 0, what create_index and the tools
     write) must end where the file ends; if not, the file changed since it was indexed, and
     len() and every position in the index are wrong. A partial index is not checked here (each
-    read still checks its record against the file)."""
+    read still checks its record against the file).
+
+    Parameters
+    ----------
+    path : Location
+        The data file.
+    offsets : numpy.ndarray
+        The index.
+    sizes : numpy.ndarray
+        The index.
+    index_name : str
+        The index's name, for the message.
+    size : int, optional
+        The file's size, if known (else asked).
+
+    Raises
+    ------
+    DataLossError
+        ``reason == "index_mismatch"``: a complete index that does not end where the file
+        does, naming both sizes.
+    """
     if len(offsets) == 0 or offsets[0] != 0 or \
             not np.array_equal(offsets[1:], offsets[:-1] + sizes[:-1]):
         return
@@ -247,6 +384,32 @@ class IndexedTFRecordReader:
     them in C++ as it checks local reads; ``r[i]`` is one request. An object rewritten since
     raises :class:`~tfrec_fast.ObjectChangedError`. Without an index, a remote object is
     scanned once per version per machine (the index cache).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The data file: a path, a glob matching one file, or a URL.
+    index : None, str, os.PathLike or (offsets, sizes), optional
+        None: scan the file now; a path: an index file (ours, the ``tfrecord`` package's or
+        DALI's); or the arrays :func:`create_index` returns.
+    verify : bool, default True
+        Check both CRC32Cs of every record read.
+    storage_options : dict, optional
+        For URLs: fsspec's options and tfrec_fast's per-call settings.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem the paths are on.
+
+    Raises
+    ------
+    FileNotFoundError
+        The data file or the index file does not exist.
+    ValueError
+        The file is compressed, or the index file is not an index.
+    DataLossError
+        The index does not match the file (``reason == "index_mismatch"``), when opening or when
+        a record is read; a damaged record when it is read.
+    ObjectChangedError
+        A remote object was rewritten since the reader opened.
     """
 
     def __init__(self, path: PathLike, index: Union[None, PathLike, Index] = None, *,
@@ -305,6 +468,31 @@ class IndexedTFRecordReader:
 
         With ``skip_corrupt=True`` a damaged record is left out (the index says where the next
         one starts, so nothing else is lost) and reported in :attr:`skipped`.
+
+        Parameters
+        ----------
+        indices : sequence of int or numpy.ndarray
+            Record numbers in ``range(len(self))``, in any order, repeats allowed.
+        skip_corrupt : bool, default False
+            Leave damaged records out instead of raising.
+
+        Returns
+        -------
+        RecordBatch
+            The records, in the order of ``indices``.
+
+        Raises
+        ------
+        IndexError
+            An index out of range (negative ones included).
+        TypeError
+            Indices that are not integers.
+        ValueError
+            Indices that are not one-dimensional.
+        DataLossError
+            A damaged record, or an index that does not match the file.
+        ObjectChangedError
+            A remote object was rewritten since the reader opened.
         """
         if skip_corrupt:
             return self._get_batch_skipping(indices)
@@ -349,6 +537,7 @@ class IndexedTFRecordReader:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._closed
 
     def close(self) -> None:
@@ -447,7 +636,28 @@ def coalesce(offsets: np.ndarray, ends: np.ndarray, max_gap: Optional[int] = Non
              max_range: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Byte ranges [offsets[k], ends[k]) sorted by offset -> (range starts, range ends, the range
     of each k): neighbours at most ``max_gap`` apart share a range of at most ``max_range``
-    bytes (one record may be larger alone)."""
+    bytes (one record may be larger alone).
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray
+        The byte ranges, sorted by offset.
+    ends : numpy.ndarray
+        The byte ranges, sorted by offset.
+    max_gap : int, optional
+        Neighbours at most this far apart share a range (default: :data:`RANGE_MAX_GAP`).
+    max_range : int, optional
+        A shared range's largest size (default: :data:`RANGE_MAX_SIZE`).
+
+    Returns
+    -------
+    starts : numpy.ndarray
+        The coalesced ranges.
+    stops : numpy.ndarray
+        The coalesced ranges.
+    which : numpy.ndarray
+        For each k, the range holding it.
+    """
     max_gap = RANGE_MAX_GAP if max_gap is None else max_gap
     max_range = RANGE_MAX_SIZE if max_range is None else max_range
     n = len(offsets)

@@ -38,7 +38,28 @@ def manifest_data(store, manifest: str, shards, compression: str, spec,
                   index: bool) -> Dict[str, Any]:
     """A manifest's fields: ``shards`` is [(final path, records, bytes)] in order (paths of
     ``store``), ``spec`` as :func:`~tfrec_fast.example.spec_to_json` gives it. Shard paths are
-    stored relative to the manifest."""
+    stored relative to the manifest.
+
+    Parameters
+    ----------
+    store : Store
+        The store the shards and the manifest are in.
+    manifest : str
+        The manifest's path in ``store``.
+    shards : sequence of (str, int, int)
+        Each shard's final path, records and stored bytes, in order.
+    compression : {"", "gzip", "zlib"}
+        The shards' compression.
+    spec : dict or None
+        The feature spec, in its JSON form.
+    index : bool
+        Each shard has ``{shard}.idx`` beside it.
+
+    Returns
+    -------
+    dict
+        The manifest's fields, ready for :func:`write_manifest`.
+    """
 
     base = store.dirname(manifest)
     rows = [{"file": store.relative(final, base), "records": records, "bytes": size,
@@ -53,7 +74,24 @@ def manifest_data(store, manifest: str, shards, compression: str, spec,
 
 
 def write_manifest(store: Store, path: str, data: Dict[str, Any], sync: bool) -> None:
-    """Writes a manifest atomically: readers see the old file or the whole new one."""
+    """Writes a manifest atomically: readers see the old file or the whole new one.
+
+    Parameters
+    ----------
+    store : Store
+        Where to write it.
+    path : str
+        The manifest's path in ``store``.
+    data : dict
+        Its fields, as :func:`manifest_data` gives them.
+    sync : bool
+        fsync it (and its directory) before returning.
+
+    Raises
+    ------
+    OSError
+        It could not be written (the old file, if any, is left as it was).
+    """
     store.makedirs(store.dirname(path))
     store.write_bytes(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"), sync)
 

@@ -42,8 +42,28 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY"
 
 
 def normalize_compression(compression: Optional[str], *, auto: bool = True) -> str:
-    """None / "none" / "" / "gzip" / "zlib" / "auto" (any case, TensorFlow's "GZIP"/"ZLIB"
-    included) -> "", "gzip", "zlib" or "auto" ("auto": detect from the first bytes, readers only)."""
+    """A compression name as the readers and writers take it, in its one spelling.
+
+    Parameters
+    ----------
+    compression : str or None
+        None, "none", "", "gzip", "zlib" or "auto", in any case (TensorFlow's "GZIP" and
+        "ZLIB" included).
+    auto : bool, default True
+        Whether "auto" (detect from the first bytes) is allowed: for readers only.
+
+    Returns
+    -------
+    str
+        "", "gzip", "zlib" or "auto".
+
+    Raises
+    ------
+    TypeError
+        ``compression`` is not a string or None.
+    ValueError
+        An unknown name, or "auto" where it is not allowed; the message lists the choices.
+    """
     choices = COMPRESSIONS if auto else COMPRESSIONS[:-1]
     if compression is None:
         return ""
@@ -68,9 +88,27 @@ def _listed(names) -> str:
 
 
 def detect_compression(path, *, storage_options=None, filesystem=None) -> str:
-    """Guesses "", "gzip" or "zlib" from a file's first bytes (a valid record header wins).
-    ``path`` may be a URL (see :mod:`tfrec_fast.storage`): then only its first bytes are
-    fetched."""
+    """Guesses a file's compression from its first bytes (a valid record header wins).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path, or a URL (then only its first bytes are fetched).
+    storage_options
+        As for readers (see :mod:`tfrec_fast.storage`).
+    filesystem
+        As for readers (see :mod:`tfrec_fast.storage`).
+
+    Returns
+    -------
+    str
+        "", "gzip" or "zlib".
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    """
     return sniff_compression(_head_of_file(resolve(path, storage_options, filesystem)))
 
 
@@ -95,7 +133,20 @@ def _head_of(source) -> bytes:
 
 
 def same_file(a, b) -> bool:
-    """Whether paths a and b name one file (a link, `./a`, ...); False if either is missing."""
+    """Whether paths a and b name one file (a link, `./a`, ...).
+
+    Parameters
+    ----------
+    a : str or os.PathLike
+        Local paths.
+    b : str or os.PathLike
+        Local paths.
+
+    Returns
+    -------
+    bool
+        False if either is missing.
+    """
     try:
         return os.path.samefile(a, b)
     except OSError:
@@ -122,8 +173,28 @@ def _check_binary(file) -> None:
 def expand_pattern(path, *, storage_options=None, filesystem=None) -> list:
     """A path or a glob pattern -> the paths it names: [path] for a path that exists (a literal
     name wins over glob characters) or has no glob characters, else the files the pattern
-    matches, sorted. A pattern matching nothing raises FileNotFoundError naming it. URLs (and
-    paths on ``filesystem``) expand on their store, to URLs (see :mod:`tfrec_fast.storage`)."""
+    matches, sorted. URLs (and paths on ``filesystem``) expand on their store, to URLs (see
+    :mod:`tfrec_fast.storage`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path, URL or glob pattern.
+    storage_options
+        As for readers.
+    filesystem
+        As for readers.
+
+    Returns
+    -------
+    list of str
+        The paths (or URLs).
+
+    Raises
+    ------
+    FileNotFoundError
+        The pattern matches nothing (naming it).
+    """
     return [loc.url for loc in expand(path, storage_options, filesystem)]
 
 
@@ -135,18 +206,59 @@ def _expand(path, storage_options=None, filesystem=None) -> list:
 
 
 def path_exists(path) -> bool:
-    """os.path.exists, for URLs too."""
+    """``os.path.exists``, for URLs too.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path or URL.
+
+    Returns
+    -------
+    bool
+    """
     return resolve(path).exists()
 
 
 def file_version(path) -> tuple:
-    """(size, a token that changes when the file is rewritten), for URLs too."""
+    """A file's size and a token that changes when it is rewritten, for URLs too.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path or URL.
+
+    Returns
+    -------
+    (int, str or None)
+        The size, and the version (None where the store gives none).
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    """
     stat = resolve(path).stat()
     return stat.size, stat.version
 
 
 def open_binary(path):
-    """open(path, "rb"), for URLs too (a read-ahead stream: see tfrec_fast.storage)."""
+    """``open(path, "rb")``, for URLs too (a read-ahead stream: see :mod:`tfrec_fast.storage`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A path or URL.
+
+    Returns
+    -------
+    binary file-like
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    """
     return resolve(path).open_input()
 
 
@@ -180,6 +292,40 @@ class TFRecordReader:
     :class:`~tfrec_fast.DataLossError` after every record before the damage has been delivered;
     a remote object rewritten while it is read raises :class:`~tfrec_fast.ObjectChangedError`
     instead (never records of two versions).
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes-like or binary file-like
+        What to read: a path, a glob matching one file, a URL, a whole file in memory, or an
+        object with ``readinto`` or ``read``.
+    compression : {None, "gzip", "zlib", "auto"}, optional
+        In any case; TensorFlow's "GZIP" and "ZLIB" work too.
+    verify : bool, default True
+        Check the length and data CRC32C of every record.
+    copy : bool, default False
+        Yield ``bytes`` instead of read-only ``memoryview``s.
+    buffer_size : int, default 1 MiB
+        The size of the read buffer.
+    skip_corrupt : bool, default False
+        Skip damaged records instead of raising; each is reported in :attr:`skipped`.
+    storage_options : dict, optional
+        Options for fsspec and tfrec_fast's own per-call settings (``retries``,
+        ``range_size``, ``read_ahead``, ...), for URLs.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem ``source`` is a path on.
+
+    Raises
+    ------
+    FileNotFoundError
+        The path does not exist, or the pattern matches nothing.
+    ValueError
+        An unknown ``compression`` name, or a pattern matching several files.
+    TypeError
+        ``source`` is none of the kinds above (a list: use :func:`read_records`).
+    DataLossError
+        While reading: a damaged record, naming the file, the record index and the offset.
+    ObjectChangedError
+        While reading: a remote object was rewritten.
     """
 
     def __init__(self, source: Source, compression: Optional[str] = None, *, verify: bool = True,
@@ -250,8 +396,14 @@ class TFRecordReader:
             raise
 
     def set_buffer_pool(self, pool) -> None:
-        """Takes batch buffers from ``pool`` (a shared pool of the package, see _buffers.py),
-        so readers opened one after another reuse warm memory."""
+        """Takes batch buffers from ``pool``, so readers opened one after another reuse warm
+        memory.
+
+        Parameters
+        ----------
+        pool : object
+            A shared buffer pool of the package (``tfrec_fast._buffers``).
+        """
         self._reader.set_pool(pool)
 
     def _changed(self, error: DataLossError) -> BaseException:
@@ -344,6 +496,23 @@ class TFRecordReader:
         ``max_bytes`` is returned alone; a batch holds at least one record unless the file is
         exhausted (then it is empty). The GIL is released while reading, inflating and
         checksumming.
+
+        Parameters
+        ----------
+        max_records : int, optional
+            At most this many records.
+        max_bytes : int, optional
+            Stop once the payloads reach this many bytes (the last record may go past it).
+
+        Returns
+        -------
+        RecordBatch
+            The records read; empty at the end of the file.
+
+        Raises
+        ------
+        DataLossError
+            A damaged record (after the records before it were returned by earlier calls).
         """
         if max_records is None and max_bytes is None:
             max_bytes = ITER_BATCH_BYTES
@@ -358,6 +527,25 @@ class TFRecordReader:
         :attr:`records_read` run ahead of what was yielded, and the reader must not be read
         otherwise (read_batch, next) until the iteration ends. ``num_threads=1`` reads in the
         calling thread only.
+
+        Parameters
+        ----------
+        max_records : int, optional
+            The limits of each batch, as for :meth:`read_batch`.
+        max_bytes : int, optional
+            The limits of each batch, as for :meth:`read_batch`.
+        num_threads : int, optional
+            1: read in the calling thread; more: read the next batch ahead on an I/O thread.
+
+        Yields
+        ------
+        RecordBatch
+            Non-empty batches, in file order.
+
+        Raises
+        ------
+        DataLossError
+            A damaged record, after the batches before it.
         """
         batches = self._batches(max_records, max_bytes)
         if _pipeline.check_threads(num_threads) == 1:
@@ -386,11 +574,28 @@ class TFRecordReader:
 
     def count(self) -> int:
         """Counts the remaining records, reading only their headers (of a remote object: the
-        whole object is streamed, since skipping a payload costs a request)."""
+        whole object is streamed, since skipping a payload costs a request).
+
+        Returns
+        -------
+        int
+            The number of records from the current position to the end.
+
+        Raises
+        ------
+        DataLossError
+            A damaged header, or a file cut inside a record.
+        """
         return self._checked(self._reader.count)
 
     def tell(self) -> int:
-        """Offset of the next record's header (in the decompressed stream when compressed)."""
+        """Offset of the next record's header (in the decompressed stream when compressed).
+
+        Returns
+        -------
+        int
+            A byte offset.
+        """
         return self._reader.tell()
 
     @property
@@ -400,13 +605,18 @@ class TFRecordReader:
 
     @property
     def name(self) -> str:
+        """The source's name in messages: its path or URL (credentials masked), the file
+        object's ``name``, or ``"<memory>"``."""
         return self._reader.name
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._reader.closed
 
     def close(self) -> None:
+        """Closes the source (a file this reader opened). Records already handed out stay
+        valid. Idempotent."""
         if not self._reader.closed:
             self._skipped.extend(self._reader.skipped())
         self._reader.close()
@@ -514,6 +724,43 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
     of records are read ahead on an I/O thread, and with several files up to ``num_threads``
     files are read at once, each on its own thread (the records still come in file order; then
     ``on_skip`` is called on those threads). ``num_threads=1`` reads in the calling thread only.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike, bytes-like, file-like, or a list of them
+        Paths, glob patterns, URLs, whole files in memory or binary file-like objects.
+    compression : {None, "gzip", "zlib", "auto"}, optional
+        For every source; "auto" decides per file.
+    verify : bool, default True
+        Check both CRC32Cs of every record.
+    copy : bool, default False
+        Yield ``bytes`` instead of read-only ``memoryview``s.
+    skip_corrupt : bool, default False
+        Skip damaged records instead of raising.
+    on_skip : callable, optional
+        Called with a :class:`~tfrec_fast.DataLossError` for each damaged stretch skipped.
+    num_threads : int, optional
+        Threads reading ahead (1: only the calling thread).
+    storage_options : dict, optional
+        For URLs: fsspec's options and tfrec_fast's per-call settings.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem the paths are on.
+
+    Returns
+    -------
+    iterator of memoryview or bytes
+        The records of every source, in order.
+
+    Raises
+    ------
+    FileNotFoundError
+        A path that does not exist or a pattern that matches nothing.
+    ValueError
+        An unknown ``compression`` name.
+    DataLossError
+        While iterating: a damaged record (unless ``skip_corrupt``), after every record before it.
+    ObjectChangedError
+        While iterating: a remote object was rewritten.
     """
     compression = normalize_compression(compression)  # fail before the first file
     num_threads = _pipeline.check_threads(num_threads)
@@ -537,7 +784,47 @@ def read_batches(paths, compression: Optional[str] = None, *, max_records: Optio
     batch spans two files): :meth:`TFRecordReader.iter_batches` over several files, with
     ``max_records`` / ``max_bytes`` as for :meth:`~TFRecordReader.read_batch` and the other
     arguments as for :func:`read_records` (``num_threads`` > 1: read ahead on an I/O thread, and
-    up to ``num_threads`` files at once)."""
+    up to ``num_threads`` files at once).
+
+    Parameters
+    ----------
+    paths : str, os.PathLike, bytes-like, file-like, or a list of them
+        As for :func:`read_records`.
+    compression : {None, "gzip", "zlib", "auto"}, optional
+        For every source.
+    max_records : int, optional
+        The limits of each batch (default: about 512 KiB of payload).
+    max_bytes : int, optional
+        The limits of each batch (default: about 512 KiB of payload).
+    verify
+        As for :func:`read_records`.
+    skip_corrupt
+        As for :func:`read_records`.
+    on_skip
+        As for :func:`read_records`.
+    num_threads
+        As for :func:`read_records`.
+    storage_options
+        As for :func:`read_records`.
+    filesystem
+        As for :func:`read_records`.
+
+    Returns
+    -------
+    iterator of RecordBatch
+        Non-empty batches, in order.
+
+    Raises
+    ------
+    FileNotFoundError
+        As for :func:`read_records`.
+    ValueError
+        As for :func:`read_records`.
+    DataLossError
+        As for :func:`read_records`.
+    ObjectChangedError
+        As for :func:`read_records`.
+    """
     compression = normalize_compression(compression)
     if max_records is None and max_bytes is None:
         max_bytes = ITER_BATCH_BYTES
@@ -604,7 +891,35 @@ def _open_each(opener: _Opener, compression, verify, copy, skip_corrupt, on_skip
 def count_records(paths, compression: Optional[str] = None, *, verify: bool = True,
                   storage_options=None, filesystem=None) -> int:
     """Counts the records of one source or of a list of them (paths may be glob patterns or
-    URLs), reading only record headers (a remote file is streamed: skipping costs requests)."""
+    URLs), reading only record headers (a remote file is streamed: skipping costs requests).
+
+    Parameters
+    ----------
+    paths : str, os.PathLike, bytes-like, file-like, or a list of them
+        As for :func:`read_records`.
+    compression : {None, "gzip", "zlib", "auto"}, optional
+        For every source.
+    verify : bool, default True
+        Check each header's length CRC32C.
+    storage_options
+        As for :func:`read_records`.
+    filesystem
+        As for :func:`read_records`.
+
+    Returns
+    -------
+    int
+        The number of records of all the sources.
+
+    Raises
+    ------
+    FileNotFoundError
+        As for :func:`read_records`.
+    ValueError
+        As for :func:`read_records`.
+    DataLossError
+        A damaged header, or a file cut inside a record.
+    """
     compression = normalize_compression(compression)  # fail before the first file
     total = 0
     opener = _Opener(_sources(paths, storage_options, filesystem))
@@ -624,6 +939,30 @@ class TFRecordWriter:
     Uncompressed output is byte-identical to TensorFlow's ``tf.io.TFRecordWriter``. Use it as a
     context manager: on leaving the block, even by an exception, it is closed and every record
     written so far is complete on disk (a file-like object is flushed, not closed).
+
+    Parameters
+    ----------
+    destination : str, os.PathLike or binary file-like
+        A path, a URL, or an object with ``write``.
+    compression : {None, "gzip", "zlib"}, optional
+        The output's compression ("auto" is refused: there is nothing to look at).
+    level : int, optional
+        The zlib compression level (0-9; default: zlib's).
+    buffer_size : int, default 1 MiB
+        Records are buffered up to this size; larger ones go straight to the file.
+    storage_options : dict, optional
+        For URLs: fsspec's options.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem ``destination`` is a path on.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``compression`` name.
+    TypeError
+        ``destination`` is neither a path nor a binary file-like object.
+    OSError
+        The file cannot be created; later, a failed write (the writer then refuses more).
     """
 
     def __init__(self, destination, compression: Optional[str] = None, *,
@@ -659,31 +998,102 @@ class TFRecordWriter:
             self.write = self._writer.write  # type: ignore[method-assign]
 
     def write(self, record) -> None:
-        """Writes one record (any bytes-like object)."""
+        """Writes one record.
+
+        Parameters
+        ----------
+        record : bytes-like
+            The payload (bytes, bytearray, memoryview, numpy array).
+
+        Raises
+        ------
+        ValueError
+            The writer is closed.
+        OSError
+            The write failed.
+        """
         self._writer.write(record)
 
     def write_batch(self, records: Union[RecordBatch, Iterable]) -> None:
-        """Writes many records in one call: a RecordBatch or any iterable of bytes-like objects."""
+        """Writes many records in one call.
+
+        Parameters
+        ----------
+        records : RecordBatch or iterable of bytes-like
+            The records, written in order.
+
+        Raises
+        ------
+        ValueError
+            The writer is closed.
+        OSError
+            The write failed.
+        """
         self._writer.write_batch(records)
 
     def write_example(self, features) -> None:
-        """Encodes ``features`` as one tf.train.Example (see tfrec_fast.encode) and writes it."""
+        """Encodes ``features`` as one tf.train.Example and writes it.
+
+        Parameters
+        ----------
+        features : mapping of str to values
+            As for :func:`~tfrec_fast.encode_example`.
+
+        Raises
+        ------
+        TypeError
+            A value that cannot be encoded, as for :func:`~tfrec_fast.encode_example`.
+        ValueError
+            A value that cannot be encoded, as for :func:`~tfrec_fast.encode_example`.
+        """
         from .encode import encode_example
         self._writer.write(encode_example(features))
 
     def write_examples(self, columns, n: Optional[int] = None) -> None:
-        """Encodes columns (see tfrec_fast.encode.encode_examples) as N Examples and writes them."""
+        """Encodes columns as N Examples and writes them.
+
+        Parameters
+        ----------
+        columns : mapping of str to column
+            As for :func:`~tfrec_fast.encode_examples`.
+        n : int, optional
+            The number of Examples (default: from the columns).
+
+        Raises
+        ------
+        TypeError
+            As for :func:`~tfrec_fast.encode_examples`.
+        ValueError
+            As for :func:`~tfrec_fast.encode_examples`.
+        """
         from .encode import encode_examples
         self._writer.write_batch(encode_examples(columns, n))
 
     def flush(self, sync: bool = False) -> None:
-        """Pushes buffered records to the file (decodable, for compressed output); ``sync`` fsyncs."""
+        """Pushes buffered records to the file (decodable, for compressed output).
+
+        Parameters
+        ----------
+        sync : bool, default False
+            Also fsync the file.
+
+        Raises
+        ------
+        OSError
+            The write failed.
+        """
         self._writer.flush(sync)
 
     def close(self) -> None:
         """Writes what is buffered, finishes the compressed stream and closes. Idempotent. An
         object of a store (a URL) appears (whole) only now, and only if everything could be
-        written."""
+        written.
+
+        Raises
+        ------
+        OSError
+            What was buffered could not be written (a URL's object is then not published).
+        """
         if not self._closed:
             self._closed = True
             if self._owned is None:
@@ -698,10 +1108,12 @@ class TFRecordWriter:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._closed
 
     @property
     def records_written(self) -> int:
+        """Records written so far."""
         return self._writer.records_written
 
     def __enter__(self) -> "TFRecordWriter":

@@ -267,6 +267,50 @@ class ShardedWriter:
     exception (or closing after a failed write) leaves every completed record readable in the
     temporary files listed by :attr:`partial_paths`, and nothing under a final name. Not
     thread-safe.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output directory (with ``prefix``) or a shard name pattern (without); a URL too.
+    prefix : str, optional
+        The shards' name before ``-00000-of-0000N``.
+    num_shards : int, optional
+        Round robin over this many shards.
+    max_bytes_per_shard : int, optional
+        Start a new shard before a record that would take the shard past this many framed
+        bytes.
+    records_per_shard : int, optional
+        Start a new shard after this many records.
+    compression : {None, "gzip", "zlib"}, optional
+        The shards' compression.
+    level : int, optional
+        The zlib compression level.
+    suffix : str, default ".tfrecord"
+        The shards' name after the numbers.
+    index : bool, default False
+        Write ``{shard}.idx`` beside each shard (uncompressed output only).
+    manifest : bool or str, default True
+        Write the manifest under its default name (True), not at all (False), or at this path.
+    spec : mapping, optional
+        The feature spec recorded in the manifest.
+    overwrite : bool, default False
+        Replace an existing output of the same naming.
+    protect : iterable of paths, optional
+        Files the output must never replace or remove.
+    sync : bool, default True
+        fsync the shards, the indexes and the manifest on :meth:`close`.
+    storage_options : dict, optional
+        For URLs: fsspec's options.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem ``path`` is on.
+
+    Raises
+    ------
+    ValueError
+        Conflicting or invalid sharding options, a pattern without its two fields, an
+        unknown compression, ``index=True`` with compression, or a protected file in the way.
+    FileExistsError
+        An existing output of the same naming, without ``overwrite``.
     """
 
     def __init__(self, path: PathLike, prefix: Optional[str] = None, *,
@@ -331,7 +375,22 @@ class ShardedWriter:
     # -- writing --
 
     def write(self, record) -> None:
-        """Writes one record (any bytes-like object)."""
+        """Writes one record into the shard it belongs to.
+
+        Parameters
+        ----------
+        record : bytes-like
+            The payload.
+
+        Raises
+        ------
+        ValueError
+            The writer is closed.
+        RuntimeError
+            An earlier write failed.
+        OSError
+            The write failed (the output is then unfinished: see :attr:`partial_paths`).
+        """
         self._check_writable()
         size = memoryview(record).nbytes + FRAMING_SIZE
         part = self._part_for(size)
@@ -340,7 +399,22 @@ class ShardedWriter:
         self._count(part, size)
 
     def write_batch(self, records: Union[RecordBatch, Iterable]) -> None:
-        """Writes many records: a RecordBatch, or any iterable of bytes-like objects."""
+        """Writes many records, in order.
+
+        Parameters
+        ----------
+        records : RecordBatch or iterable of bytes-like
+            The records.
+
+        Raises
+        ------
+        ValueError
+            The writer is closed.
+        RuntimeError
+            An earlier write failed.
+        OSError
+            The write failed.
+        """
         self._check_writable()
         if isinstance(records, RecordBatch):
             self._write_batch(records)
@@ -353,11 +427,39 @@ class ShardedWriter:
             self._write_batch(chunk)
 
     def write_example(self, features: Mapping[str, Any]) -> None:
-        """Encodes ``features`` as one tf.train.Example (see tfrec_fast.encode) and writes it."""
+        """Encodes ``features`` as one tf.train.Example and writes it.
+
+        Parameters
+        ----------
+        features : mapping of str to values
+            As for :func:`~tfrec_fast.encode_example`.
+
+        Raises
+        ------
+        TypeError
+            A value that cannot be encoded.
+        ValueError
+            A value that cannot be encoded.
+        """
         self.write(encode_example(features))
 
     def write_examples(self, columns: Mapping[str, Any], n: Optional[int] = None) -> None:
-        """Encodes columns (see tfrec_fast.encode.encode_examples) as N Examples and writes them."""
+        """Encodes columns as N Examples and writes them.
+
+        Parameters
+        ----------
+        columns : mapping of str to column
+            As for :func:`~tfrec_fast.encode_examples`.
+        n : int, optional
+            The number of Examples (default: from the columns).
+
+        Raises
+        ------
+        TypeError
+            Columns that cannot be encoded.
+        ValueError
+            Columns that cannot be encoded.
+        """
         self.write_batch(encode_examples(columns, n))
 
     def _write_batch(self, batch: RecordBatch) -> None:
@@ -474,6 +576,18 @@ class ShardedWriter:
 
         Idempotent. After a failed write (or once left by an exception) it instead closes the
         temporary files (see :attr:`partial_paths`) and raises ``RuntimeError``.
+
+        Returns
+        -------
+        list of str
+            The final shard paths (URLs for remote output), in order.
+
+        Raises
+        ------
+        RuntimeError
+            The output failed earlier, or was abandoned by an exception.
+        OSError
+            Finishing a shard, an index or the manifest failed (nothing more is renamed).
         """
         if self._state == "closed":
             return self.shards

@@ -43,7 +43,22 @@ def cached_array(location: Location, what: str, compute: Callable[[], np.ndarray
                  ) -> np.ndarray:
     """``compute()`` (an int64 array about the object: its index, its count), once per version
     of the object: from this process's memory, else the disk cache, else computed under a lock
-    (others wait for it) and kept. Objects of stores that read locally are not cached."""
+    (others wait for it) and kept. Objects of stores that read locally are not cached.
+
+    Parameters
+    ----------
+    location : Location
+        The object, at the version of its stat.
+    what : str
+        What the array is (``"idx"``, ``"count"``): part of the cache key.
+    compute : callable
+        Makes the array, when neither cache has it.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, read-only.
+    """
     if not getattr(location.store, "cache_counts", False):
         return compute()
     key, durable = _key(location, what)

@@ -30,6 +30,19 @@ def resolve(path, storage_options: Optional[Mapping[str, Any]] = None,
     included). ``storage_options`` may carry :class:`~tfrec_fast.storage.Settings` keys (for
     any path); other keys for a local path are an error, as in pandas.
 
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        A path or URL (a Location is returned as it is).
+    storage_options : mapping, optional
+        fsspec's options for a URL, and Settings keys for any path.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem every path is on.
+
+    Returns
+    -------
+    Location
+
     Raises
     ------
     ValueError
@@ -59,7 +72,21 @@ def resolve(path, storage_options: Optional[Mapping[str, Any]] = None,
 
 def options_for(path, storage_options: Optional[Mapping[str, Any]]) -> Optional[dict]:
     """``storage_options`` where they apply to ``path`` (a URL of a store), else only their
-    Settings keys (a command line gives one set of options for all its files)."""
+    Settings keys (a command line gives one set of options for all its files).
+
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        The file the options are for.
+    storage_options : mapping, optional
+        Options given for all the files.
+
+    Returns
+    -------
+    dict or None
+        The options to pass with ``path``; None when there are none (or ``path`` is a
+        Location, which has its store already).
+    """
     if not storage_options or isinstance(path, Location):
         return None
     text = os.fsdecode(os.fspath(path))
@@ -72,7 +99,28 @@ def resolve_beside(path, storage_options: Optional[Mapping[str, Any]] = None,
                    filesystem=None) -> Location:
     """The Location of a file named along with another that may be remote (an index beside
     its data): on ``filesystem`` when given; with ``storage_options`` when it is a URL; else
-    local, whatever options the other file needed."""
+    local, whatever options the other file needed.
+
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        The file's path or URL.
+    storage_options : mapping, optional
+        The options given for the other file.
+    filesystem : fsspec.AbstractFileSystem or pyarrow.fs.FileSystem, optional
+        The filesystem both are on.
+
+    Returns
+    -------
+    Location
+
+    Raises
+    ------
+    ValueError
+        As for :func:`resolve`.
+    ImportError
+        As for :func:`resolve`.
+    """
     if isinstance(path, Location) or filesystem is not None:
         return resolve(path, storage_options, filesystem)
     return resolve(path, options_for(path, storage_options))
@@ -85,10 +133,28 @@ def expand(path, storage_options: Optional[Mapping[str, Any]] = None,
     listing gave. A remote wildcard matches no leading "." of a name (as the local glob) and
     no directory.
 
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        A path, URL or glob pattern (``*``, ``?``, ``[...]``, ``**``).
+    storage_options
+        As for :func:`resolve`.
+    filesystem
+        As for :func:`resolve`.
+
+    Returns
+    -------
+    list of Location
+        The files, sorted (one, for a name without wildcards).
+
     Raises
     ------
     FileNotFoundError
         No file matches the pattern (naming it).
+    ValueError
+        As for :func:`resolve`.
+    ImportError
+        As for :func:`resolve`.
     """
     location = resolve(path, storage_options, filesystem)
     store = location.store

@@ -23,13 +23,35 @@ _QUERY = re.compile(r"(://[^\s'\"?#]*)\?[^\s'\"#]*")
 
 
 def is_url(path) -> bool:
-    """True for ``scheme://...`` and fsspec chained URLs (``simplecache::s3://...``)."""
+    """Whether ``path`` is a URL: ``scheme://...`` or an fsspec chained URL
+    (``simplecache::s3://...``).
+
+    Parameters
+    ----------
+    path : object
+        Anything; only a ``str`` can be a URL.
+
+    Returns
+    -------
+    bool
+    """
     return isinstance(path, str) and _SCHEME.match(path) is not None
 
 
 def redact(text: str) -> str:
     """``text`` with the user info (``user:password@``) and query strings (signatures, tokens)
-    of any URL in it masked."""
+    of any URL in it masked.
+
+    Parameters
+    ----------
+    text : str
+        A message, a URL or a path.
+
+    Returns
+    -------
+    str
+        The text with ``***`` in place of credentials.
+    """
     return _QUERY.sub(r"\1?***", _USERINFO.sub("***@", text))
 
 
@@ -51,6 +73,17 @@ class Location:
 
     :meth:`stat` is remembered once asked (or given by the listing that found the file), so a
     plan and the reads after it see one version of the object.
+
+    Parameters
+    ----------
+    store : Store
+        The store the file is in.
+    path : str
+        What the store calls it.
+    url : str, optional
+        What the user called it (default: the store's URL of ``path``).
+    stat : Stat, optional
+        Its size and version, when a listing gave them.
     """
 
     __slots__ = ("store", "path", "url", "name", "_stat")
@@ -184,7 +217,17 @@ class Location:
 
 
 def display(path) -> str:
-    """A path, URL or Location as messages name it (credentials masked)."""
+    """A path, URL or Location as messages name it (credentials masked).
+
+    Parameters
+    ----------
+    path : str, bytes, os.PathLike or Location
+        What to name.
+
+    Returns
+    -------
+    str
+    """
     if isinstance(path, Location):
         return path.name
     return redact(os.fsdecode(os.fspath(path)))

@@ -68,7 +68,9 @@ def describe(paths, *, storage_options: Optional[Mapping[str, Any]] = None, file
     ----------
     paths : str, os.PathLike, Location or a list of them
         Glob patterns expand (sorted), keeping their listing's sizes and versions.
-    storage_options, filesystem
+    storage_options
+        As for every reader.
+    filesystem
         As for every reader.
     indexes : bool
         Look for ``URL.idx`` beside each object (one listing per directory).
@@ -115,7 +117,23 @@ def _stats(locations: Sequence[Location]) -> List[Stat]:
 
 def find_indexes(locations: Sequence[Location]) -> List[Optional[Location]]:
     """``URL.idx`` of each object where it exists: one listing of each directory, or where a
-    store lists nothing (HTTP servers), a metadata request per candidate."""
+    store lists nothing (HTTP servers), a metadata request per candidate.
+
+    Parameters
+    ----------
+    locations : sequence of Location
+        The data files.
+
+    Returns
+    -------
+    list of Location or None
+        The index beside each file, or None where there is none.
+
+    Raises
+    ------
+    OSError
+        A listing or a metadata request failed for another reason than a missing file.
+    """
     out: List[Optional[Location]] = [None] * len(locations)
     if not locations:
         return out
@@ -143,7 +161,27 @@ def find_indexes(locations: Sequence[Location]) -> List[Optional[Location]]:
 
 def load_index(location: Location) -> Tuple[np.ndarray, np.ndarray]:
     """(offsets, sizes) of an index file (the text format of the tfrecord package and DALI),
-    read once per version of it per machine (the index cache)."""
+    read once per version of it per machine (the index cache).
+
+    Parameters
+    ----------
+    location : Location
+        The index file.
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        int64, read-only: each record's header offset and framed size.
+    sizes : numpy.ndarray
+        int64, read-only: each record's header offset and framed size.
+
+    Raises
+    ------
+    FileNotFoundError
+        The index file does not exist.
+    ValueError
+        The file is not an index (naming the line).
+    """
     def parse() -> np.ndarray:
         if location.os_path is not None:  # not cached: read as it is now
             data = location.read()

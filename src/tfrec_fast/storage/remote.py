@@ -234,9 +234,20 @@ def stat_of(info: Mapping[str, Any], name: str) -> Stat:
 
 
 class FsspecStore(Store):
-    """A store over an fsspec filesystem (see the module docstring). ``urls``: paths are named
-    as URLs (else as the caller named them, with ``filesystem=``); ``given``: the caller made
-    the filesystem (so it keeps its own retry settings, and retries here do not come on top)."""
+    """A store over an fsspec filesystem (see the module docstring).
+
+    Parameters
+    ----------
+    fs : filesystem holder
+        The fsspec filesystem (made again in a new process).
+    settings : Settings
+        Retries, range size, read-ahead and concurrency.
+    urls : bool
+        Paths are named as URLs (else as the caller named them, with ``filesystem=``).
+    given : bool, default False
+        The caller made the filesystem: it keeps its own retry settings, and retries here do
+        not come on top.
+    """
 
     whole_objects = True
     cache_counts = True

@@ -77,7 +77,27 @@ KEYS = frozenset(f.name for f in dataclasses.fields(Settings))
 
 
 def split_options(options: Optional[Mapping[str, Any]]) -> Tuple[dict, Settings]:
-    """storage_options -> (what goes to fsspec, the Settings given in them)."""
+    """Splits ``storage_options`` into fsspec's options and tfrec_fast's Settings.
+
+    Parameters
+    ----------
+    options : mapping, optional
+        ``storage_options`` as given.
+
+    Returns
+    -------
+    fs_options : dict
+        What goes to fsspec.
+    settings : Settings
+        :data:`DEFAULTS` with the Settings keys given in ``options``.
+
+    Raises
+    ------
+    TypeError
+        A Settings value of the wrong type or out of range.
+    ValueError
+        A Settings value of the wrong type or out of range.
+    """
     options = dict(options or {})
     ours = {key: options.pop(key) for key in list(options) if key in KEYS}
     return options, (dataclasses.replace(DEFAULTS, **ours) if ours else DEFAULTS)

@@ -13,7 +13,18 @@ HEAD = 12  # bytes looked at: one record header
 
 
 def sniff_compression(head: bytes) -> str:
-    """Guesses "", "gzip" or "zlib" from a stream's first 12 bytes (a valid record header wins)."""
+    """Guesses a stream's compression from its first 12 bytes (a valid record header wins).
+
+    Parameters
+    ----------
+    head : bytes
+        The stream's first bytes (fewer than 12 for a short stream).
+
+    Returns
+    -------
+    str
+        ``""`` (uncompressed), ``"gzip"`` or ``"zlib"``.
+    """
     if len(head) >= HEAD and \
             masked_crc32c(head[:8]) == int.from_bytes(head[8:HEAD], "little"):
         return ""
@@ -25,7 +36,17 @@ def sniff_compression(head: bytes) -> str:
 
 
 def read_head(stream) -> bytes:
-    """The first 12 bytes of a stream (fewer at its end), however short its reads are."""
+    """The first 12 bytes of a stream (fewer at its end), however short its reads are.
+
+    Parameters
+    ----------
+    stream : binary file-like
+        Read with ``read``.
+
+    Returns
+    -------
+    bytes
+    """
     head = b""
     while len(head) < HEAD:
         got = stream.read(HEAD - len(head))
@@ -37,7 +58,17 @@ def read_head(stream) -> bytes:
 
 class Replay(io.RawIOBase):
     """A stream whose first bytes were read already (to tell its compression): hands them out
-    again, then the rest of the stream. How a pipe is sniffed without losing data."""
+    again, then the rest of the stream. How a pipe is sniffed without losing data.
+
+    Parameters
+    ----------
+    head : bytes
+        The bytes read already.
+    stream : binary file-like
+        The rest of the stream.
+    name : str
+        The stream's name.
+    """
 
     def __init__(self, head: bytes, stream, name: str):
         super().__init__()

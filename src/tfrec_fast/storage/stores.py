@@ -27,6 +27,17 @@ class Stat(NamedTuple):
     ``etag`` (S3, HTTP, Azure), ``version_id`` (an S3 VersionId, a GCS generation) and ``mtime``
     are whatever the store gives (None when it gives nothing); ``version`` is the most precise of
     them, a token that differs between two versions of the object.
+
+    Attributes
+    ----------
+    size : int or None
+        The object's size in bytes (None: the server does not tell).
+    etag : str or None
+        Its ETag (S3, HTTP, Azure).
+    version_id : str or None
+        An S3 VersionId or a GCS generation.
+    mtime : str or None
+        Its modification time, as the store gives it.
     """
 
     size: Optional[int]
@@ -36,6 +47,8 @@ class Stat(NamedTuple):
 
     @property
     def version(self) -> Optional[str]:
+        """The most precise version token: ``version:...``, ``etag:...`` or
+        ``size+mtime:...``; None when the store gives nothing to tell versions apart."""
         if self.version_id:
             return f"version:{self.version_id}"
         if self.etag:
@@ -45,7 +58,17 @@ class Stat(NamedTuple):
         return None
 
     def differs(self, other: "Stat") -> bool:
-        """Whether ``other`` is another version of the object (unknown versions: by size)."""
+        """Whether ``other`` is another version of the object (unknown versions: by size).
+
+        Parameters
+        ----------
+        other : Stat
+            The object's stat, asked again.
+
+        Returns
+        -------
+        bool
+        """
         mine, theirs = self.version, other.version
         if mine is not None and theirs is not None and mine.split(":")[0] == \
                 theirs.split(":")[0]:
@@ -122,11 +145,41 @@ class Store:
     # -- metadata --
 
     def stat(self, path: str) -> Stat:
-        """The object's size and version, asked afresh. FileNotFoundError, IsADirectoryError."""
+        """The object's size and version, asked afresh.
+
+        Parameters
+        ----------
+        path : str
+            The object.
+
+        Returns
+        -------
+        Stat
+
+        Raises
+        ------
+        FileNotFoundError
+            There is no such object.
+        IsADirectoryError
+            It is a directory.
+        PermissionError
+            Credentials are missing or refused.
+        """
         raise NotImplementedError
 
     def stat_many(self, paths: Sequence[str]) -> list:
-        """stat() of each path (an exception in place of a Stat where it failed)."""
+        """:meth:`stat` of each path, concurrently where the store can.
+
+        Parameters
+        ----------
+        paths : sequence of str
+            The objects.
+
+        Returns
+        -------
+        list of Stat or Exception
+            In the order of ``paths``, the exception in place of a Stat where it failed.
+        """
         out: list = []
         for path in paths:
             try:
@@ -142,21 +195,86 @@ class Store:
         raise NotImplementedError
 
     def listdir(self, path: str) -> List[str]:
-        """Names in a directory, sorted (none if it does not exist)."""
+        """Names in a directory, sorted (none if it does not exist).
+
+        Parameters
+        ----------
+        path : str
+            The directory.
+
+        Returns
+        -------
+        list of str
+            Base names.
+        """
         raise NotImplementedError
 
     def glob(self, pattern: str) -> List[Tuple[str, Optional[Stat]]]:
-        """(path, Stat from the listing or None) of each match, sorted."""
+        """The objects matching a glob pattern.
+
+        Parameters
+        ----------
+        pattern : str
+            A path with ``*``, ``?``, ``[...]`` or ``**``.
+
+        Returns
+        -------
+        list of (str, Stat or None)
+            Each match's path and the Stat its listing gave, sorted by path.
+        """
         raise NotImplementedError
 
     # -- reading --
 
     def read(self, path: str, start: Optional[int] = None, end: Optional[int] = None,
              stat: Optional[Stat] = None) -> bytes:
+        """Bytes [start, end) of an object (all of it by default).
+
+        Parameters
+        ----------
+        path : str
+            The object.
+        start : int, optional
+            The byte range.
+        end : int, optional
+            The byte range.
+        stat : Stat, optional
+            The version to read (a store that can refuses another).
+
+        Returns
+        -------
+        bytes
+
+        Raises
+        ------
+        FileNotFoundError
+            There is no such object.
+        ObjectChangedError
+            The object is no longer at the version of ``stat``.
+        OSError
+            The read failed (after the store's retries), naming the object and the offset.
+        """
         raise NotImplementedError
 
     def fetch(self, path: str, start: int, end: int, stat: Optional[Stat]) -> "Future[bytes]":
-        """Bytes [start, end) as a future (errors typed and retried as for read())."""
+        """Bytes [start, end) as a future (errors typed and retried as for :meth:`read`).
+
+        Parameters
+        ----------
+        path : str
+            The object.
+        start : int
+            The byte range.
+        end : int
+            The byte range.
+        stat : Stat or None
+            The version to read.
+
+        Returns
+        -------
+        concurrent.futures.Future
+            Of the bytes, or of the error :meth:`read` would raise.
+        """
         future: Future = Future()
         try:
             future.set_result(self.read(path, start, end, stat))
@@ -166,22 +284,116 @@ class Store:
 
     def read_ranges(self, path: str, starts: Sequence[int], ends: Sequence[int],
                     stat: Optional[Stat] = None) -> List[bytes]:
+        """Bytes [starts[k], ends[k]) for each k (concurrently where the store can).
+
+        Parameters
+        ----------
+        path : str
+            The object.
+        starts : sequence of int
+            The byte ranges.
+        ends : sequence of int
+            The byte ranges.
+        stat : Stat, optional
+            The version to read.
+
+        Returns
+        -------
+        list of bytes
+            In the order of the ranges.
+
+        Raises
+        ------
+        FileNotFoundError
+            As for :meth:`read`.
+        ObjectChangedError
+            As for :meth:`read`.
+        OSError
+            As for :meth:`read`.
+        """
         return [self.read(path, a, b, stat) for a, b in zip(starts, ends)]
 
     def open_input(self, path: str, start: int = 0, end: Optional[int] = None,
                    stat: Optional[Stat] = None) -> BinaryIO:
+        """A binary file reading bytes [start, end) of an object (to its end by default).
+
+        Parameters
+        ----------
+        path : str
+            The object.
+        start : int, default 0
+            Where to start.
+        end : int, optional
+            Where to stop.
+        stat : Stat, optional
+            The version to read.
+
+        Returns
+        -------
+        BinaryIO
+
+        Raises
+        ------
+        FileNotFoundError
+            There is no such object.
+        """
         raise NotImplementedError
 
     def open_stream(self, path: str, start: int = 0) -> BinaryIO:
-        """A plain stream of an object whose size is not known (no read-ahead)."""
+        """A plain stream of an object whose size is not known (no read-ahead).
+
+        Parameters
+        ----------
+        path : str
+            The object.
+        start : int, default 0
+            Where to start.
+
+        Returns
+        -------
+        BinaryIO
+        """
         return self.open_input(path, start)
 
     # -- writing --
 
     def open_output(self, path: str):
+        """A binary file whose ``close()`` publishes the object whole and whose ``discard()``
+        abandons it (nothing appears).
+
+        Parameters
+        ----------
+        path : str
+            The object to write.
+
+        Returns
+        -------
+        binary file-like
+
+        Raises
+        ------
+        OSError
+            It cannot be created.
+        """
         raise NotImplementedError
 
     def write_bytes(self, path: str, data: bytes, sync: bool = False) -> None:
+        """Writes a small object atomically: readers see the old one or the whole new one.
+
+        Parameters
+        ----------
+        path : str
+            The object.
+        data : bytes
+            Its contents.
+        sync : bool, default False
+            Make it durable before returning.
+
+        Raises
+        ------
+        OSError
+            The write failed (the old object, if any, is left as it was).
+        """
         raise NotImplementedError
 
     def rename(self, source: str, target: str) -> None:

@@ -103,8 +103,27 @@ class ReadAhead:
 
     def open(self, k: int, owner: bool = False):
         """A binary file reading object ``k`` (its span). Object ``k`` is read through the
-        window once; opened again, it gets a stream of its own. ``owner``: closing the file
-        closes this ReadAhead (a stream of one object)."""
+        window once; opened again, it gets a stream of its own.
+
+        Parameters
+        ----------
+        k : int
+            The object's position in the list.
+        owner : bool, default False
+            Closing the file closes this ReadAhead (a stream of one object).
+
+        Returns
+        -------
+        binary file-like
+            Reads the object's span.
+
+        Raises
+        ------
+        ValueError
+            The ReadAhead is closed.
+        OSError
+            The object's size could not be had (missing, refused).
+        """
         part = self._parts[k]
         self._ask_sizes(k)
         if part.error is not None:
