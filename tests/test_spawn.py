@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent('''
                                              multiprocessing_context="spawn")
         ids = sorted(int(i) for batch in loader for i in batch["id"])
         assert ids == list(range(150)), ids
-        from tfrec_fast import _worker_ring
+        from tfrec_fast.torch import _worker_ring
         assert _worker_ring._rings, "the batches never came through the shared-memory ring"
         indexed = IndexedTFRecordDataset(paths, spec=spec)
         loader = torch.utils.data.DataLoader(indexed, batch_size=10, shuffle=True,

@@ -308,7 +308,8 @@ def test_raw_records_without_spec(tmp_path):
 
 def test_drop_in_tfrecord_dataset(tmp_path):
     """Code written for tfrecord.torch.dataset.TFRecordDataset, with only the import changed."""
-    from tfrec_fast.torch import TFRecordDataset  # was: from tfrecord.torch.dataset import ...
+    # was: from tfrecord.torch.dataset import TFRecordDataset
+    from tfrec_fast.compat.tfrecord.torch.dataset import TFRecordDataset
 
     tfrecord_path = write_file(tmp_path / "data.tfrecord", range(100))
     index_path = None

@@ -6,15 +6,17 @@ checked, parsed in C++, split among workers with or without an index); SequenceE
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional
+import itertools
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 import numpy as np
 import torch.utils.data
 
-
+from ....example import BytesColumn, Ragged
 from ....records import TFRecordReader, normalize_compression
 from ....torch import MultiTFRecordDataset as _Multi
 from ....torch import TFRecordDataset as _Single
+from ....torch._tensors import Record
 from .. import iterator_utils, reader
 
 __all__ = ["TFRecordDataset", "MultiTFRecordDataset"]
@@ -26,6 +28,34 @@ def _all_keys(path: str, compression_type) -> list:
     with TFRecordReader(path, normalize_compression(compression_type)) as r:
         batch = r.read_batch(max_records=1)
     return list(feature_kinds(batch, path)) if len(batch) else []
+
+
+def _numpy_rows(col, n: int) -> list:
+    """The package's per-record values of a column: int64/float32 arrays, ``bytes`` for one bytes
+    value and an ``|S`` array for several (what its transforms are written for)."""
+    if isinstance(col, BytesColumn):
+        if col.row_splits is None or bool(np.all(np.diff(col.row_splits) == 1)):
+            return col.to_list(flat=True)
+        return [r[0] if len(r) == 1 else np.array(r, dtype=bytes) for r in col.to_list()]
+    if isinstance(col, Ragged):  # views of the batch's own (fresh, private) column
+        values, splits = col.values, col.row_splits
+        if n and splits[0] == 0 and splits[-1] % n == 0 and np.all(
+                np.diff(splits) == splits[-1] // n):  # every row as long: rows of a 2-D view
+            return list(values.reshape(n, splits[-1] // n))
+        splits = splits.tolist()
+        return [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
+    return list(col)
+
+
+def _package_records(columns: Mapping[str, Any], n: int, record=Record) -> Iterator[dict]:
+    """n records as the package gives them: dicts of numpy values (tensors come from the
+    DataLoader's collate), by default of a type torch's default collate stacks in one numpy
+    call."""
+    per_feature: List[list] = [_numpy_rows(col, n) for col in columns.values()]
+    names = list(columns)
+    if not names:
+        return (record() for _ in range(n))
+    return map(record, map(zip, itertools.repeat(names), zip(*per_feature)))
 
 
 def _shard():
@@ -51,6 +81,9 @@ class TFRecordDataset(_Single):
         super().__init__(data_path, index_path, spec=list(spec) if not isinstance(
             spec, dict) else spec, shuffle_buffer=shuffle_queue_size or 0, transform=transform,
             compression=compression_type)
+
+    def _records(self, columns, n):
+        return _package_records(columns, n, Record if self.worker_ring else dict)
 
     def __iter__(self):
         if self.sequence_description is None:
@@ -81,6 +114,9 @@ class MultiTFRecordDataset(_Multi):
                          spec=list(spec) if not isinstance(spec, dict) else spec,
                          shuffle_buffer=shuffle_queue_size or 0, transform=transform,
                          infinite=infinite, compression=compression_type)
+
+    def _records(self, columns, n):
+        return _package_records(columns, n, Record if self.worker_ring else dict)
 
     def __iter__(self):
         if self.sequence_description is None:
