@@ -7,7 +7,9 @@ from typing import Callable, Dict, List, Mapping, Optional
 import numpy as np
 
 from .. import _loader
-from ._streaming import _Streaming
+from . import _mix, _plan, _shuffle, _state, _stream
+from ._stream import Place, Progress
+from ._streaming import _Pass, _Streaming
 
 __all__ = ["MultiTFRecordDataset"]
 
@@ -86,39 +88,116 @@ class MultiTFRecordDataset(_Streaming):
                     world_size, compression, verify, shuffle_files, worker_ring, uneven,
                     num_threads)
 
-    def _split_records(self, k, name, slot):
+    _resumes_elsewhere = False
+
+    @property
+    def _kind(self) -> str:
+        return "MultiTFRecordDataset"
+
+    def _fingerprint(self) -> list:
+        return _state.fingerprint([f"{name}:{url}" for name, urls in self.files.items()
+                                   for url in urls])
+
+    def _cycle(self, k: int, name: str, slot, epoch: int, cycle: int):
+        """(pieces, index_of) of split ``name``'s share for ``slot`` in one of its cycles."""
+        files, index_paths = self._locations[name], self._index_paths[name]
+        return (self._pieces(files, index_paths, slot, epoch, (), k, cycle),
+                self._index_of(files, index_paths))
+
+    def _cycle_length(self, k: int, name: str, slot, epoch: int, cycle: int) -> int:
+        pieces, index_of = self._cycle(k, name, slot, epoch, cycle)
+        return int(_stream.piece_lengths(pieces, lambda i: index_of(i).count).sum())
+
+    def _split_length(self, k: int, name: str, slot, epoch: int) -> Optional[int]:
+        """The records a split's stream holds: None for an endless one."""
+        first = self._cycle_length(k, name, slot, epoch, 0)
+        return None if self.infinite and first else first
+
+    def _split_place(self, k: int, name: str, slot, epoch: int, number: int) -> tuple:
+        """(cycle, place in it) of record ``number`` of split ``name``'s stream."""
         cycle = 0
         while True:
-            got = 0
-            for batch in self._segments(self._locations[name], self._index_paths[name], slot, k,
-                                        cycle):
-                got += len(batch)
-                yield from batch
-            if not self.infinite or not got:
-                return
+            pieces, index_of = self._cycle(k, name, slot, epoch, cycle)
+            count = _stream.piece_lengths(pieces, lambda i: index_of(i).count).sum()
+            if not self.infinite or number < count:
+                return cycle, _stream.place_by_counts(number, pieces, lambda i: index_of(i).count)
+            number -= int(count)
             cycle += 1
 
-    def _mixed(self, slot, rng):
-        names = [n for n, w in self.splits.items() if w > 0]
-        streams = [self._split_records(k, n, slot) for k, n in enumerate(names)]
-        weights = np.array([self.splits[n] for n in names])
-        while streams:
-            p = weights / weights.sum()
-            for choice in rng.choice(len(streams), size=1024, p=p):
-                try:
-                    yield next(streams[choice])
-                except StopIteration:
-                    del streams[choice]
-                    weights = np.delete(weights, choice)
-                    break
+    def _split_records(self, k: int, name: str, slot, epoch: int, skip: int = 0):
+        """The records of split ``name``'s stream from record number ``skip``: one pass over the
+        slot's share (finite), or pass after pass, each with its own file order."""
+        cycle, place = self._split_place(k, name, slot, epoch, skip) if skip else (0, None)
+        files, index_paths = self._locations[name], self._index_paths[name]
+        while True:
+            pieces, _ = self._cycle(k, name, slot, epoch, cycle)
+            if place is None:
+                place = Place(0, 0, pieces[0].start if pieces else 0, None, ())
+            got = place.number
+            for batch in self._read(files, index_paths, pieces, place, None):
+                got += len(batch)
+                yield from batch
+            if not self.infinite or (cycle == 0 and not got):
+                return
+            cycle, place = cycle + 1, None
+
+    def _held(self, names, slot, epoch: int, mix, numbers: np.ndarray) -> List[bytes]:
+        """The records at mixed numbers ``numbers``, fetched by random access."""
+        sources = mix.sources
+        within = np.zeros(len(sources), np.int64)  # each mixed record's number in its split
+        for k in range(len(names)):
+            at = np.flatnonzero(sources == k)
+            within[at] = np.arange(len(at))
+        out: List[bytes] = [b""] * len(numbers)
+        groups: Dict[tuple, list] = {}
+        for i, x in enumerate(numbers.tolist()):
+            k = int(sources[x])
+            cycle, place = self._split_place(k, names[k], slot, epoch, int(within[x]))
+            groups.setdefault((k, cycle), []).append((place.number, i))
+        for (k, cycle), where in groups.items():
+            name = names[k]
+            pieces, index_of = self._cycle(k, name, slot, epoch, cycle)
+            end = _stream.place_by_counts(1 << 62, pieces, lambda f: index_of(f).count)
+            got = _stream.fetch(self._locations[name], np.array([n for n, _ in where]), pieces,
+                                end, index_of, self.compression, self.verify)
+            for (_, i), record in zip(where, got):
+                out[i] = record
+        return out
 
     def __iter__(self):
-        slot = self._slot()
-        rng = _loader.epoch_rng(slot.seed, self.epoch, slot.position)
-        records = self._mixed(slot, _loader.epoch_rng(slot.seed, self.epoch, slot.position, 1))
-        if self.shuffle_buffer:
-            batches = _loader.shuffle_records(records, self.shuffle_buffer, rng,
-                                              self.batch_size or _loader.SHUFFLE_CHUNK)
+        slot, epoch, runs, resumed, number = self._begin()
+        names = [n for n, w in self.splits.items() if w > 0]
+        weights = [self.splits[n] for n in names]
+        size = self.shuffle_buffer
+        rng = _plan.shuffle_rng(slot.seed, epoch, slot.position)
+        mix_rng = _loader.epoch_rng(slot.seed, epoch, slot.position, 1)
+        handed, at, held, mix = 0, None, None, _mix.start(weights)
+        if resumed is not None:
+            handed = int(resumed["handed_out"])
+            if size and handed:
+                at = _shuffle.position(size, rng, handed, resumed["length"])
+            lengths = [self._split_length(k, n, slot, epoch) for k, n in enumerate(names)]
+            mix = _mix.where(weights, lengths, mix_rng, at.cursor if at is not None else handed)
+            if at is not None and len(at.held):
+                held = self._held(names, slot, epoch, mix, at.held)
+        progress = Progress(handed)
+        self._pass = _Pass(slot, epoch, number, (), [], progress)
+        streams = [self._split_records(k, n, slot, epoch, mix.taken[k])
+                   for k, n in enumerate(names)]
+        records = _counted(_mix.mixed(streams, mix, mix_rng), progress, len(mix.sources))
+        chunk = self.batch_size or _loader.SHUFFLE_CHUNK
+        if size:
+            batches = _loader.chunks(_shuffle.shuffled(map(bytes, records), size, rng, at, held),
+                                     chunk)
         else:
-            batches = _loader.chunks(records, self.batch_size or _loader.SHUFFLE_CHUNK)
-        return self._output(batches, rng, shuffled_already=True)
+            batches = _loader.chunks(records, chunk)
+        return self._output(batches, progress)
+
+
+def _counted(records, progress: Progress, first: int):
+    """The records, setting ``progress.length`` (counted from ``first``) when they end."""
+    n = first
+    for record in records:
+        n += 1
+        yield record
+    progress.length = n

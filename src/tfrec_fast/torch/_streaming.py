@@ -4,7 +4,7 @@ optionally shuffled through a bounded buffer, parsed and yielded as records or b
 from __future__ import annotations
 
 import collections
-from typing import Callable, Iterator, Mapping, Optional
+from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 import torch.utils.data
@@ -13,9 +13,12 @@ from .. import _loader, _pipeline
 from ..errors import ExampleParseError
 from ..example import FixedLen, VarLen, normalize_spec, parse_examples
 from ..records import ITER_BATCH_BYTES, RecordBatch, normalize_compression
-from . import _column_batches, _tensors
+from . import _column_batches, _plan, _shuffle, _state, _stream, _tensors
 from ._collate import worker_ring_handoff
+from ._epoch import SharedEpoch
+from ._plan import Piece, Run
 from ._slots import Slot, distributed, resolve_rank, worker
+from ._stream import Place, Progress
 
 __all__ = ["TFRecordDataset"]
 
@@ -41,8 +44,20 @@ def _until_error(pieces: Iterator[tuple]) -> Iterator[tuple]:
             raise error
 
 
+class _Pass:
+    """One iteration of a slot over its share of an epoch: what state_dict() reports."""
+
+    def __init__(self, slot: Slot, epoch: int, number: int, runs: Tuple[Run, ...],
+                 pieces: List[Piece], progress: Progress):
+        self.slot, self.epoch, self.number, self.runs = slot, epoch, number, runs
+        self.pieces, self.progress = pieces, progress
+
+
 class _Streaming(torch.utils.data.IterableDataset):
-    """What TFRecordDataset and MultiTFRecordDataset share: the split, the epoch, the output."""
+    """What TFRecordDataset and MultiTFRecordDataset share: the split, the epoch, the output,
+    the state."""
+
+    _resumes_elsewhere = True  # a state of another layout is taken up (see _plan.remaining)
 
     def _setup(self, spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed,
                rank, world_size, compression, verify, shuffle_files, worker_ring, uneven,
@@ -70,81 +85,286 @@ class _Streaming(torch.utils.data.IterableDataset):
             raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.uneven = uneven
         self.num_threads = None if num_threads is None else _pipeline.check_threads(num_threads)
-        self.epoch = 0
+        self._epoch = SharedEpoch()
+        self._passes = 0  # iterations begun in this process (seed=None: each with its own seed)
+        self._pass: Optional[_Pass] = None  # the latest, for state_dict()
+        self._loaded: Optional[tuple] = None  # (states, from a DataLoader) for the next one
         # The last batches read, with their file and first record's index in it: what parse
         # errors name (a batch is parsed right after it is read, or mixed from the last reads).
         self._read_log: collections.deque = collections.deque(maxlen=_READ_LOG)
         self._given_rank = (rank, world_size)
         self._rank = resolve_rank(rank, world_size)
 
+    @property
+    def epoch(self) -> int:
+        """The epoch the next iteration reads (see :meth:`set_epoch`)."""
+        return self._epoch.epoch
+
     def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch: shuffles are a function of (seed, epoch). Call it before each epoch
-        (as with DistributedSampler), before iterating the DataLoader; with
-        ``persistent_workers=True`` the workers keep the epoch they started with."""
-        self.epoch = int(epoch)
+        """Sets the epoch: shuffles are a function of (seed, epoch).
+
+        Call it before each epoch (as with DistributedSampler), before iterating the
+        DataLoader. The epoch is shared with the copies of the dataset in DataLoader workers,
+        persistent ones included: each iteration reads it when it starts.
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch number.
+        """
+        self._epoch.epoch = int(epoch)
 
     def __getstate__(self):
         # Pickled for spawned DataLoader workers: pin the rank now, while the process group
         # of the main process is visible.
         state = self.__dict__.copy()
         state["_read_log"] = collections.deque(maxlen=_READ_LOG)
+        state["_pass"] = None
         if state["_rank"] is None:
             state["_rank"] = distributed()
         return state
 
-    def _slot(self) -> Slot:
-        """Who reads in this iteration: rank, worker and the base seed."""
+    # ---- who reads, and what --------------------------------------------------------------
+
+    def _fresh_seed(self) -> int:
+        """A seed for seed=None outside DataLoader workers."""
+        return int(torch.empty((), dtype=torch.int64).random_().item())
+
+    def _slot(self, number: int = 0) -> Slot:
+        """Who reads in iteration ``number`` of this process: rank, worker and the base seed."""
         rank, world = self._rank or distributed() or (0, 1)
         info = torch.utils.data.get_worker_info()
         wid, workers = worker()
         if self.seed is not None:
-            seed = self.seed
+            seed = int(self.seed)
         elif info is not None:
-            seed = info.seed - info.id  # DataLoader's base seed: fresh each epoch, same per worker
+            # DataLoader's base seed: fresh each time workers start, the same in every worker;
+            # persistent workers count their iterations to draw a new order each epoch.
+            seed = (info.seed - info.id + number) & 0x7FFFFFFFFFFFFFFF
         else:
-            seed = int(torch.empty((), dtype=torch.int64).random_().item())
+            seed = self._fresh_seed()
         return Slot(rank, world, wid, workers, seed)
 
-    def _segments(self, files, index_paths, slot: Slot, *words):
-        """Batches of this slot's share of ``files`` (Locations) for this epoch. Counts and
+    def _index_of(self, files, index_paths) -> Callable[[int], "_loader.RecordIndex"]:
+        def index_of(i):
+            return _loader.record_index(files[i], index_paths[i], self.compression)
+        return index_of
+
+    def _pieces(self, files, index_paths, slot: Slot, epoch: int, runs: Sequence[Run] = (),
+                *words) -> List[Piece]:
+        """This slot's share of ``files`` (Locations) in ``epoch`` (after ``runs``). Counts and
         indexes come from the index files, or once per machine from the index cache (see
-        tfrec_fast.storage.cache), never from every worker reading the data; a slot's reads
-        fetch its records' bytes and no more."""
-        order = list(range(len(files)))
-        if self.shuffle_files:
-            _loader.epoch_rng(slot.seed, self.epoch, 0x66696C65, *words).shuffle(order)
+        tfrec_fast.storage.cache), never from every worker reading the data."""
+        order = _plan.file_order(len(files), self.shuffle_files, slot.seed, epoch, *words)
+        index_of = self._index_of(files, index_paths)
 
         def count(i):
-            return _loader.record_index(files[i], index_paths[i], self.compression).count
+            return index_of(i).count
 
-        if slot.world > 1:  # every rank the same number of records: cut by record ranges
-            mode, segments = "ranges", _loader.plan_ranks(order, count, slot.rank, slot.world,
-                                                          slot.worker, slot.workers, self.uneven)
-        else:
-            mode, segments = _loader.plan_slot(len(files), order, slot.position, slot.slots, count)
-        # Reads of batch_size records (a read is a batch, as is); with a spec, small records in
-        # whole multiples of batch_size up to cache size, so few reads and parses make many batches
-        # (cut from their columns, _output). Large records are read in cache-sized parts when
-        # their bytes become Python objects (made while the read is in cache); when every column
-        # is an array, a read is a whole batch, decoded straight into the batch's arrays (parts
-        # would cost one more copy of every record, to join them).
+        def first(rank, world, wid, workers, uneven=self.uneven):
+            return _plan.first_run(len(files), order, count, rank, world, wid, workers, uneven)
+
+        if not runs:
+            return first(slot.rank, slot.world, slot.worker, slot.workers)
+        everything = _plan.GlobalOrder(order, count)
+        base = _plan.remaining(everything, lambda r, w, k, n: first(r, w, k, n, runs[0].uneven),
+                               runs, slot.seed, epoch)
+        return everything.pieces(_plan.cut(base, slot.rank, slot.world, slot.worker,
+                                           slot.workers, self.uneven))
+
+    def _read_options(self) -> dict:
+        """How the files are read. Reads of batch_size records (a read is a batch, as is); with a
+        spec, small records in whole multiples of batch_size up to cache size, so few reads and
+        parses make many batches (cut from their columns, _output). Large records are read in
+        cache-sized parts when their bytes become Python objects (made while the read is in
+        cache); when every column is an array, a read is a whole batch, decoded straight into
+        the batch's arrays (parts would cost one more copy of every record, to join them)."""
         limit = self.batch_size if self.batch_size and not self.shuffle_buffer else None
         cap = ITER_BATCH_BYTES if limit and self._spec is not None else None
-        split = not _tensors.arrays_only(self._spec)
-        for i, start, stop in segments:
-            offsets = None
-            if mode == "ranges":  # enter at `start`, fetch nothing past `stop`
-                offsets = _loader.record_index(files[i], index_paths[i],
-                                               self.compression).offsets
-            first = start
-            for batch in _loader.read_range(files[i], start, stop, offsets=offsets,
-                                            compression=self.compression, verify=self.verify,
-                                            max_records=limit, max_bytes=cap,
-                                            whole_multiples=cap is not None,
-                                            split_batches=split):
-                self._read_log.append((batch, files[i].name, first))
-                first += len(batch)
-                yield batch
+        return dict(max_records=limit, max_bytes=cap, whole_multiples=cap is not None,
+                    split_batches=not _tensors.arrays_only(self._spec))
+
+    def _read(self, files, index_paths, pieces: Sequence[Piece], place: Place,
+              progress: Optional[Progress]) -> Iterator[RecordBatch]:
+        """The records of ``pieces`` from ``place`` on; a slot's reads fetch its records' bytes
+        and no more."""
+        def logged(batch, f, first):
+            self._read_log.append((batch, files[f].name, first))
+
+        return _stream.read(files, pieces, place, progress, self._index_of(files, index_paths),
+                            compression=self.compression, verify=self.verify, on_read=logged,
+                            **self._read_options())
+
+    def _shuffled(self, batches: Iterator[RecordBatch], rng, resumed=None,
+                  held=None) -> Iterator[RecordBatch]:
+        """Records through the shuffle buffer, as bytes (a buffer pins exactly its records of
+        memory, not the batches they came in), then in batches again."""
+        records = map(bytes, _loader.records_of(batches))
+        return _loader.chunks(_shuffle.shuffled(records, self.shuffle_buffer, rng, resumed, held),
+                              self.batch_size or _loader.SHUFFLE_CHUNK)
+
+    # ---- state -----------------------------------------------------------------------------
+
+    def _settings(self) -> dict:
+        """What a state records of this dataset, and checks when it is loaded."""
+        return {"format": _state.FORMAT, "dataset": self._kind, "files": self._fingerprint(),
+                "shuffle_files": self.shuffle_files, "shuffle_buffer": self.shuffle_buffer,
+                "batch_size": self.batch_size, "drop_last": self.drop_last,
+                "uneven": self.uneven}
+
+    def state_dict(self) -> dict:
+        """Where the latest iteration in this process stands, for torchdata's
+        ``StatefulDataLoader`` (which calls it in each worker after each batch).
+
+        Returns
+        -------
+        dict
+            Plain values: the epoch and its seed, the slot (rank, world size, worker, workers),
+            the records it handed out, and where its files are to be entered again.
+        """
+        out = self._settings()
+        p = self._pass
+        if p is None:  # nothing read yet here
+            rank, world = self._rank or distributed() or (0, 1)
+            wid, workers = worker()
+            out.update(epoch=self.epoch, seed=self.seed, **{"pass": self._passes}, runs=[],
+                       rank=rank, world=world, worker=wid, workers=workers, handed_out=0,
+                       length=None, place=None, counts=[])
+            return out
+        progress = p.progress
+        handed, length = progress.handed_out, progress.length
+        number = self._cursor(handed, length)
+        place = progress.place(number, len(p.pieces)) if handed else None
+        out.update(epoch=p.epoch, seed=p.slot.seed, **{"pass": p.number},
+                   runs=[run.as_list() for run in p.runs], rank=p.slot.rank,
+                   world=p.slot.world, worker=p.slot.worker, workers=p.slot.workers,
+                   handed_out=handed, length=length,
+                   place=None if place is None else [place.piece, place.record, place.offset],
+                   counts=[] if place is None else list(place.counts))
+        return out
+
+    def _cursor(self, handed: int, length: Optional[int]) -> int:
+        """The number of records read from the stream once ``handed`` were handed out."""
+        if not self.shuffle_buffer or not handed:
+            return handed
+        return self.shuffle_buffer + handed if length is None else min(
+            self.shuffle_buffer + handed, length)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resumes from a state: the next iteration goes on where it stopped.
+
+        ``state`` is what :meth:`state_dict` returned (StatefulDataLoader gives each worker its
+        own), or a whole ``StatefulDataLoader.state_dict()`` of a job with another layout. A
+        state of the same slot (same world size, workers and worker; the rank may differ, as
+        every rank hands out as many records) resumes exactly: the same records, in the same
+        order. Any other layout takes up what the stopped job had not handed out, split among
+        its own slots (see docs/resumption.md); then the state must describe a whole rank:
+        a DataLoader's state, or the state of a job without workers.
+
+        Parameters
+        ----------
+        state : dict
+            A dataset state, or a StatefulDataLoader state.
+
+        Raises
+        ------
+        ValueError
+            The state is not one of this kind of dataset, or of other files, another seed or
+            another file shuffling.
+        """
+        states, from_loader = _state.dataset_states(state, self._kind)
+        first = states[0]
+        _state.check_same(first, self._settings(), ["files", "shuffle_files"])
+        if self.seed is not None and first["seed"] is not None and first["seed"] != self.seed:
+            raise ValueError(f"the state was saved with seed={first['seed']}, this dataset has "
+                             f"seed={self.seed}: it cannot resume it")
+        for other in states[1:]:
+            _state.check_same(other, first, ["epoch", "seed", "runs", "world", "workers"])
+        if from_loader and len(states) != first["workers"]:
+            raise ValueError(f"a DataLoader state with {len(states)} workers' states, saved "
+                             f"by datasets in {first['workers']} workers")
+        self._loaded = (states, from_loader)
+        if torch.utils.data.get_worker_info() is None:  # the training process: the epoch
+            self._epoch.epoch = int(first["epoch"])
+            self._epoch.unclaim()
+
+    def _begin(self):
+        """Starts an iteration: (slot, epoch, earlier runs of the epoch, the state it resumes
+        exactly or None, the iteration's number in this process). A loaded state is taken up
+        once."""
+        number = self._passes
+        self._passes += 1
+        loaded, self._loaded = self._loaded, None
+        slot = self._slot(number)
+        if loaded is None:
+            return slot, self.epoch, (), None, number
+        states, from_loader = loaded
+        first = states[0]
+        slot = slot._replace(seed=int(first["seed"]) if first["seed"] is not None else slot.seed)
+        same = (first["world"], first["workers"], first["worker"]) == (
+            slot.world, slot.workers, slot.worker)
+        runs = tuple(Run.from_list(r) for r in first["runs"])
+        if same and not from_loader:
+            _state.check_same(first, self._settings(),
+                              ["shuffle_buffer", "batch_size", "drop_last", "uneven"])
+            self._passes = int(first["pass"]) + 1
+            return slot, int(first["epoch"]), runs, first, int(first["pass"])
+        if not self._resumes_elsewhere:
+            raise ValueError(
+                f"a {self._kind} resumes only in the layout it was saved in (world size "
+                f"{first['world']}, {first['workers']} DataLoader workers, each its own state), "
+                f"not in world size {slot.world} with {slot.workers} workers")
+        if not from_loader and first["workers"] != 1:
+            raise ValueError(
+                f"the state of worker {first['worker']} of {first['workers']} cannot resume a "
+                f"job of {slot.workers} workers: load the whole DataLoader's state_dict() "
+                "(StatefulDataLoader(...).state_dict()) into the dataset instead")
+        info = torch.utils.data.get_worker_info()
+        who = info.seed - info.id if info is not None else self._fresh_seed()
+        if int(first["epoch"]) != self.epoch or not self._epoch.claim(who):
+            return self._slot(number), self.epoch, (), None, number  # taken up before
+        stopped = Run(int(first["world"]), int(first["workers"]), str(first["uneven"]),
+                      int(first["shuffle_buffer"]), tuple(int(s["handed_out"]) for s in states))
+        return slot, int(first["epoch"]), runs + (stopped,), None, number
+
+    def _resume_place(self, resumed: dict, slot: Slot, number: int, pieces: Sequence[Piece],
+                      index_of) -> Place:
+        """Where stream number ``number`` is: saved by the slot itself (no index needed), or
+        found from the files' record counts."""
+        hint = resumed["place"]
+        if hint is not None and resumed["rank"] == slot.rank:
+            return Place(number, int(hint[0]), int(hint[1]),
+                         None if hint[2] is None else int(hint[2]),
+                         tuple(int(c) for c in resumed["counts"]))
+        return _stream.place_by_counts(number, pieces, lambda i: index_of(i).count)
+
+    def _pass_over(self, files, index_paths, slot: Slot, epoch: int, runs: Tuple[Run, ...],
+                   resumed: Optional[dict], number: int, *words) -> Iterator[RecordBatch]:
+        """The records a slot reads in an epoch (from a resumed state's place), shuffled; the
+        pass is what state_dict() then reports."""
+        pieces = self._pieces(files, index_paths, slot, epoch, runs, *words)
+        index_of = self._index_of(files, index_paths)
+        size = self.shuffle_buffer
+        rng = _plan.shuffle_rng(slot.seed, epoch, slot.position, len(runs))
+        handed, at, held = 0, None, None
+        place = Place(0, 0, pieces[0].start if pieces else 0, None, ())
+        if resumed is not None:
+            handed = int(resumed["handed_out"])
+            length = resumed["length"]
+            if size and handed:
+                at = _shuffle.position(size, rng, handed, length)
+            place = self._resume_place(resumed, slot, at.cursor if at is not None else handed,
+                                       pieces, index_of)
+            if at is not None and len(at.held):
+                held = _stream.fetch(files, at.held, pieces, place, index_of, self.compression,
+                                     self.verify)
+        progress = Progress(handed, place.counts,
+                            keep_from=lambda: self._cursor(progress.handed_out, None))
+        self._pass = _Pass(slot, epoch, number, runs, pieces, progress)
+        batches = self._read(files, index_paths, pieces, place, progress)
+        if size:
+            batches = self._shuffled(batches, rng, at, held)
+        return batches
 
     def _parse(self, batch: RecordBatch):
         """parse_examples, with errors naming the file and the record's index in it (or, for a
@@ -178,12 +398,10 @@ class _Streaming(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         return max(1, _pipeline.default_threads() // (info.num_workers if info else 1))
 
-    def _output(self, batches: Iterator[RecordBatch], rng, shuffled_already=False):
-        """Shuffles, batches, parses, converts, transforms. With threads the reading, shuffling
-        and batching run on an I/O thread and the parsing on a pool, in order."""
-        if self.shuffle_buffer and not shuffled_already:
-            batches = _loader.shuffle_records(_loader.records_of(batches), self.shuffle_buffer,
-                                              rng, self.batch_size or _loader.SHUFFLE_CHUNK)
+    def _output(self, batches: Iterator[RecordBatch], progress: Progress):
+        """Batches, parses, converts, transforms, counting what it hands out in ``progress``.
+        With threads the reading, shuffling and batching run on an I/O thread and the parsing on
+        a pool, in order."""
         by_columns = self.batch_size is not None and self._spec is not None
         if self.batch_size and not by_columns:
             batches = _loader.rebatch(batches, self.batch_size, self.drop_last)
@@ -202,14 +420,13 @@ class _Streaming(torch.utils.data.IterableDataset):
         for n, parsed in parsed_batches:
             if self.batch_size:
                 out = transform(parsed) if transform else parsed
+                progress.handed_out += n
                 yield handoff(out) if handoff and self._spec is not None else out
                 continue
             rows = parsed if self._spec is None else self._records(parsed, n)
-            if transform:
-                for row in rows:
-                    yield transform(row)
-            else:
-                yield from rows
+            for row in rows:
+                progress.handed_out += 1
+                yield transform(row) if transform else row
 
     def _records(self, columns, n: int) -> Iterator[dict]:
         """The records of a parsed batch, one dict each."""
@@ -340,9 +557,17 @@ class TFRecordDataset(_Streaming):
                     num_threads)
 
     def __iter__(self):
-        slot = self._slot()
-        rng = _loader.epoch_rng(slot.seed, self.epoch, slot.position)
-        return self._output(self._segments(self._locations, self._index_paths, slot), rng)
+        slot, epoch, runs, resumed, number = self._begin()
+        batches = self._pass_over(self._locations, self._index_paths, slot, epoch, runs, resumed,
+                                  number)
+        return self._output(batches, self._pass.progress)
+
+    @property
+    def _kind(self) -> str:
+        return "TFRecordDataset"
+
+    def _fingerprint(self) -> list:
+        return _state.fingerprint(self.files)
 
     def __repr__(self):
         return (f"TFRecordDataset({len(self.files)} files, shuffle_buffer={self.shuffle_buffer}, "

@@ -1,0 +1,110 @@
+"""A bounded shuffle buffer whose state after any number of items handed out is rebuilt from
+that number alone.
+
+Like the ``tfrecord`` package's shuffle_iterator and tf.data's shuffle: the buffer fills with the
+first ``size`` items, then each new item replaces a uniformly chosen buffered one, which is
+handed out; when the items end, what is left comes out in a random order. The random choices
+are drawn from the generator in blocks of :data:`BLOCK`, and only then, so after ``n`` items
+handed out the generator has drawn ``ceil(n / BLOCK)`` blocks whatever the items were. Replaying
+the draws on item *numbers* instead of items (:func:`position`) says which items are in the
+buffer and where the reading continues: a resumed buffer is refilled with those items (read by
+random access) and goes on exactly as the uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, List, NamedTuple, Optional
+
+import numpy as np
+
+BLOCK = 4096  # choices drawn at a time
+
+
+class Position(NamedTuple):
+    """Where a shuffle stands after handing out some items.
+
+    ``held``: the numbers (positions in the input) of the items in the buffer, by buffer slot;
+    while draining, the items still to come, in their order. ``cursor``: the number of items
+    read from the input. ``picks``/``used``: the current block of choices and how many of it
+    were used. ``draining``: the input ended and the buffer is being emptied.
+    """
+
+    held: np.ndarray
+    cursor: int
+    picks: np.ndarray
+    used: int
+    draining: bool
+
+
+def _draw(rng: np.random.Generator, size: int, steps: int) -> np.ndarray:
+    """The choices of the first ``steps`` replacements (drawing whole blocks, as the buffer does)."""
+    blocks = [rng.integers(0, size, BLOCK) for _ in range(-(-steps // BLOCK))]
+    return np.concatenate(blocks) if blocks else np.empty(0, np.int64)
+
+
+def _buffer_after(size: int, steps: int, choices: np.ndarray) -> np.ndarray:
+    """The input numbers in each buffer slot after ``steps`` replacements of a full buffer."""
+    last = np.full(size, -1, np.int64)
+    if steps:
+        np.maximum.at(last, choices[:steps], np.arange(steps, dtype=np.int64))
+    return np.where(last >= 0, size + last, np.arange(size, dtype=np.int64))
+
+
+def position(size: int, rng: np.random.Generator, handed_out: int,
+             length: Optional[int] = None) -> Position:
+    """Where a shuffle of ``size`` over an input of ``length`` items (None: not known to have
+    ended) stands after ``handed_out`` items. ``rng`` is a fresh generator of the shuffle's seed;
+    it is left as the buffer's would be then."""
+    steps_in_all = None if length is None else max(length - size, 0)
+    if steps_in_all is not None and (handed_out > steps_in_all or length < size):
+        choices = _draw(rng, size, steps_in_all)
+        held = _buffer_after(size, steps_in_all, choices) if length >= size else \
+            np.arange(length, dtype=np.int64)
+        order = held[rng.permutation(len(held))]
+        return Position(order[handed_out - steps_in_all:], length, np.empty(0, np.int64), 0,
+                        True)
+    choices = _draw(rng, size, handed_out)
+    picks = choices[len(choices) - BLOCK:] if len(choices) else choices
+    used = handed_out - (len(choices) - len(picks))
+    return Position(_buffer_after(size, handed_out, choices), size + handed_out, picks, used,
+                    False)
+
+
+def handed_out(size: int, rng: np.random.Generator, count: int,
+               length: int) -> tuple:
+    """(cursor, held) after ``count`` items handed out of an input of ``length``: the items
+    handed out are the input numbers below ``cursor`` that are not ``held``."""
+    if count == 0:
+        return 0, np.empty(0, np.int64)
+    at = position(size, rng, count, length)
+    return min(at.cursor, length), at.held
+
+
+def shuffled(items: Iterable[Any], size: int, rng: np.random.Generator,
+             resumed: Optional[Position] = None, held: Optional[List[Any]] = None) -> Iterator[Any]:
+    """The items through a ``size``-item shuffle buffer drawing from ``rng``; resumed at
+    ``resumed`` with ``held`` the buffered items (by buffer slot, or in drain order) and
+    ``items`` the input from ``resumed.cursor`` on."""
+    buf: List[Any] = []
+    picks = np.empty(0, np.int64)
+    k = 0
+    if resumed is not None:
+        buf = list(held or [])
+        if resumed.draining:
+            yield from buf
+            return
+        picks, k = resumed.picks, resumed.used
+    for item in items:
+        if len(buf) < size:
+            buf.append(item)
+            continue
+        if k == len(picks):
+            picks = rng.integers(0, size, BLOCK)
+            k = 0
+        j = int(picks[k])
+        k += 1
+        out = buf[j]
+        buf[j] = item
+        yield out
+    for i in rng.permutation(len(buf)).tolist():
+        yield buf[i]
