@@ -10,7 +10,7 @@ import torch.utils.data
 
 from .. import _loader
 from ..example import normalize_spec, parse_examples
-from . import _tensors
+from . import _state, _tensors
 from ._tensors import Rows
 
 __all__ = ["IndexedTFRecordDataset"]
@@ -109,6 +109,35 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         if self.transform is not None:
             out = [self.transform(row) for row in out]
         return out
+
+    def state_dict(self) -> dict:
+        """What a resume checks (for torchdata's ``StatefulDataLoader``, whose sampler state
+        says where an epoch stands): the files and their number of records.
+
+        Returns
+        -------
+        dict
+            ``format``, ``dataset``, ``files`` (count and names' CRC) and ``records``.
+        """
+        return {"format": _state.FORMAT, "dataset": "IndexedTFRecordDataset",
+                "files": _state.fingerprint(self.files), "records": len(self)}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Checks that a state was saved over the same files and records, so that the
+        sampler's indices mean the same records.
+
+        Parameters
+        ----------
+        state : dict
+            What :meth:`state_dict` returned.
+
+        Raises
+        ------
+        ValueError
+            A state of another dataset, other files or another number of records.
+        """
+        _state.check_same(dict(state), self.state_dict(),
+                          ["format", "dataset", "files", "records"])
 
     def close(self) -> None:
         for reader in self._readers.values():

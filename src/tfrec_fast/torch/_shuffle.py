@@ -108,3 +108,50 @@ def shuffled(items: Iterable[Any], size: int, rng: np.random.Generator,
         yield out
     for i in rng.permutation(len(buf)).tolist():
         yield buf[i]
+
+
+class Tracker:
+    """Follows a shuffle's buffer on item numbers, in step with the items handed out, to tell
+    the oldest item held (from where a saved state must be able to find the held items again).
+    Costs one replayed choice per item handed out; ``rng`` is a fresh generator of the shuffle's
+    seed."""
+
+    def __init__(self, size: int, rng: np.random.Generator, handed: int = 0,
+                 length: Optional[int] = None):
+        self._size, self._rng = size, rng
+        self._handed = 0
+        self._held = np.arange(size, dtype=np.int64)
+        self._picks, self._used = np.empty(0, np.int64), 0
+        self._drain: Optional[np.ndarray] = None  # the drain order, once the input ended
+        if handed:
+            at = position(size, rng, handed, length)
+            self._handed = handed
+            if at.draining:
+                self._drain, self._drained_from = at.held, handed
+            else:
+                self._held, self._picks, self._used = at.held, at.picks, at.used
+
+    def oldest(self, handed: int, length: Optional[int]) -> int:
+        """The smallest item number held once ``handed`` items were handed out of an input of
+        ``length`` (None: not ended yet); the cursor when nothing is held."""
+        if self._drain is None and length is not None and (
+                handed > length - self._size or length < self._size):
+            self._advance(max(length - self._size, 0))
+            held = self._held if length >= self._size else np.arange(length, dtype=np.int64)
+            self._drain = held[self._rng.permutation(len(held))]
+            self._drained_from = max(length - self._size, 0)
+        if self._drain is not None:
+            rest = self._drain[handed - self._drained_from:]
+            return int(rest.min()) if len(rest) else length or 0
+        self._advance(handed)
+        return int(self._held.min()) if handed else 0
+
+    def _advance(self, handed: int) -> None:
+        while self._handed < handed:
+            if self._used == len(self._picks):
+                self._picks, self._used = self._rng.integers(0, self._size, BLOCK), 0
+            n = min(handed - self._handed, len(self._picks) - self._used)
+            numbers = self._size + self._handed + np.arange(n, dtype=np.int64)
+            np.maximum.at(self._held, self._picks[self._used:self._used + n], numbers)
+            self._used += n
+            self._handed += n

@@ -2,7 +2,11 @@
 same values (each record a dict of numpy arrays / ``bytes``, handed to ``transform`` as they are;
 tensors come from the DataLoader's collate). Examples are read by tfrec_fast's datasets (CRCs
 checked, parsed in C++, split among workers with or without an index); SequenceExamples
-(``sequence_description``) by the package-compatible loaders, sharded among workers."""
+(``sequence_description``) by the package-compatible loaders, sharded among workers.
+
+As in the package, each pass shuffles anew: its seed comes from numpy's global generator
+(``np.random.seed`` makes the passes reproducible), in DataLoader workers from the DataLoader's
+seed, which is new each epoch (persistent workers: counted on with their iterations)."""
 
 from __future__ import annotations
 
@@ -58,6 +62,13 @@ def _package_records(columns: Mapping[str, Any], n: int, record=Record) -> Itera
     return map(record, map(zip, itertools.repeat(names), zip(*per_feature)))
 
 
+class _PackageSeeds:
+    """Each pass its own seed, as the package's shuffle draws from numpy's global generator."""
+
+    def _fresh_seed(self) -> int:
+        return int(np.random.randint(np.iinfo(np.int64).max))
+
+
 def _shard():
     info = torch.utils.data.get_worker_info()
     if info is None:
@@ -66,7 +77,7 @@ def _shard():
     return info.id, info.num_workers
 
 
-class TFRecordDataset(_Single):
+class TFRecordDataset(_PackageSeeds, _Single):
     """``TFRecordDataset(data_path, index_path, description=None, shuffle_queue_size=None,
     transform=None, sequence_description=None, compression_type=None)``, as in the package."""
 
@@ -80,7 +91,7 @@ class TFRecordDataset(_Single):
         spec = description or _all_keys(data_path, compression_type)
         super().__init__(data_path, index_path, spec=list(spec) if not isinstance(
             spec, dict) else spec, shuffle_buffer=shuffle_queue_size or 0, transform=transform,
-            compression=compression_type)
+            compression=compression_type, seed=None)
 
     def _records(self, columns, n):
         return _package_records(columns, n, Record if self.worker_ring else dict)
@@ -95,7 +106,7 @@ class TFRecordDataset(_Single):
         return map(self.transform, it) if self.transform else it
 
 
-class MultiTFRecordDataset(_Multi):
+class MultiTFRecordDataset(_PackageSeeds, _Multi):
     """``MultiTFRecordDataset(data_pattern, index_pattern, splits, description=None,
     shuffle_queue_size=None, transform=None, sequence_description=None, compression_type=None,
     infinite=True)``, as in the package."""
@@ -113,7 +124,7 @@ class MultiTFRecordDataset(_Multi):
         super().__init__(data_pattern, index_pattern, splits,
                          spec=list(spec) if not isinstance(spec, dict) else spec,
                          shuffle_buffer=shuffle_queue_size or 0, transform=transform,
-                         infinite=infinite, compression=compression_type)
+                         infinite=infinite, compression=compression_type, seed=None)
 
     def _records(self, columns, n):
         return _package_records(columns, n, Record if self.worker_ring else dict)
