@@ -22,9 +22,15 @@ SPEC = {"id": tfr.FixedLen((), "int64"), "label": tfr.FixedLen((), "int64"),
 
 
 def dataset(case):
-    """The dataset a case describes: kind "stream" (TFRecordDataset), "multi", "indexed"."""
+    """The dataset a case describes: kind "stream" (TFRecordDataset), "multi", "indexed", or
+    over a TFDS split (``paths``: its directory, ``split``): "split", "steps"."""
     from tfrec_fast.torch import IndexedTFRecordDataset, MultiTFRecordDataset, TFRecordDataset
     kw = dict(case.get("kw", {}))
+    if case["kind"] in ("split", "steps"):
+        import tfrec_fast.tfds
+        from tfrec_fast.tfds.torch import SplitDataset, StepsDataset
+        split = tfrec_fast.tfds.open(case["paths"])[case["split"]]
+        return SplitDataset(split) if case["kind"] == "split" else StepsDataset(split, **kw)
     if case.get("storage_options"):
         kw["storage_options"] = case["storage_options"]
     if case["kind"] == "indexed":
@@ -38,13 +44,21 @@ def loader(case, ds):
     options = dict(num_workers=case.get("workers", 0), batch_size=case.get("batch", 8))
     if case.get("kw", {}).get("batch_size"):
         options["batch_size"] = None
-    if case["kind"] == "indexed":
+    if case["kind"] in ("split", "steps"):
+        from tfrec_fast.tfds.torch import collate
+        options["collate_fn"] = collate
+    if case["kind"] in ("indexed", "split"):
         options["shuffle"] = True
         options["generator"] = torch.Generator().manual_seed(case.get("sampler_seed", 0))
     return StatefulDataLoader(ds, **options)
 
 
 def ids(batch) -> list:
+    """What identifies the records of a batch: ids, (episode, step) or episode ids."""
+    if "step_index" in batch:
+        return list(zip(batch["episode_index"].tolist(), batch["step_index"].tolist()))
+    if "episode_metadata" in batch:
+        return batch["episode_metadata"]["episode_id"].tolist()
     return batch["id"].tolist()
 
 

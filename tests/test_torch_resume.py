@@ -61,6 +61,8 @@ def check_exact(tmp_path, cases, stops=(1, 4, 6, -1, 0), limit=None):
             or limit is not None
         seeded = case.get("kw", {}).get("seed", 0) is not None
         for k in stops:
+            if not seeded and (k <= 0 or k >= len(full)):
+                continue  # another run may have another number of batches
             after = k if k > 0 else len(full) + k
             got, state, rest = _resume.stop(case, after, limit)
             if seeded:  # the run is a function of the seed: any run gives the same batches
