@@ -61,8 +61,8 @@ def check_exact(tmp_path, cases, stops=(1, 4, 6, -1, 0), limit=None):
             or limit is not None
         seeded = case.get("kw", {}).get("seed", 0) is not None
         for k in stops:
-            if not seeded and (k <= 0 or k >= len(full)):
-                continue  # another run may have another number of batches
+            if k > len(full) or not seeded and (k <= 0 or k >= len(full)):
+                continue  # (another run may have another number of batches)
             after = k if k > 0 else len(full) + k
             got, state, rest = _resume.stop(case, after, limit)
             if seeded:  # the run is a function of the seed: any run gives the same batches
@@ -361,3 +361,109 @@ def test_persistent_workers_resume_and_go_on(tmp_path):
     rest = [_resume.ids(b) for b in dl]
     assert head + rest == full[1]
     assert run(ds, dl, [2]) == full[2:]
+
+
+# ---- over URLs ----------------------------------------------------------------------------------
+
+def _missing(*modules):
+    import importlib
+    out = []
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            out.append(module)
+    return out
+
+
+REMOTE_MISSING = _missing("fsspec", "s3fs", "moto.server", "aiohttp")
+needs_remote = pytest.mark.skipif(bool(REMOTE_MISSING), reason=f"needs {', '.join(REMOTE_MISSING)}"
+                                                               " (pip install '.[test]')")
+
+
+def _framed(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@pytest.fixture
+def remote_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TFREC_FAST_CACHE_DIR", str(tmp_path / "cache"))  # (the children too)
+
+
+@pytest.mark.remote
+@needs_remote
+@few_cpus
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.usefixtures("remote_cache")
+def test_exact_resume_over_http(tmp_path, workers):
+    from _servers import RangeHTTPServer
+    files, _ = write_files(tmp_path, SIZES)
+    server = RangeHTTPServer().start()
+    try:
+        urls = []
+        for k, path in enumerate(files):
+            server.files[f"/data/part-{k}.tfrecord"] = _framed(path)
+            urls.append(server.url(f"/data/part-{k}.tfrecord"))
+        cases = stream_cases(urls, workers)[:4]
+        cases.append(dict(kind="stream", paths=urls[:1], workers=workers,  # ranges of one file
+                          kw={"shuffle_buffer": 8, "seed": 2}))
+        check_exact(tmp_path, cases, stops=(1, 6, -1))
+        # the resume fetched what was left, not the epoch again
+        case = dict(kind="stream", paths=urls, workers=0, batch=8)
+        full = _resume.batches(case)
+        _, state, _ = _resume.stop(case, len(full) - 2)
+        server.clear()
+        assert full[-2:] == resume_in_new_process(tmp_path, [(case, state, None)])[0]
+        assert server.bytes_sent < sum(map(len, server.files.values())) / 4
+    finally:
+        server.stop()
+
+
+@pytest.mark.remote
+@needs_remote
+@few_cpus
+@pytest.mark.usefixtures("remote_cache")
+def test_exact_and_elastic_resume_over_s3(tmp_path, monkeypatch):
+    import uuid
+
+    import s3fs
+
+    import tfrec_fast as tfr
+    from _servers import S3Server
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a metadata service
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    server = S3Server().start()
+    try:
+        options = {"endpoint_url": server.endpoint, "key": "testing", "secret": "testing"}
+        bucket = f"t-{uuid.uuid4().hex[:16]}"
+        s3fs.S3FileSystem(**options).mkdir(bucket)
+        files, total = write_files(tmp_path, [37, 0, 50, 23])
+        urls = []
+        for k, path in enumerate(files):
+            url = f"s3://{bucket}/part-{k}.tfrecord"
+            with tfr.TFRecordWriter(url, storage_options=options) as writer:
+                writer.write_batch(list(tfr.read_records(path)))
+            urls.append(url)
+        cases = [dict(kind="stream", paths=urls, workers=2, storage_options=options, kw=kw)
+                 for kw in ({}, {"batch_size": 8, "shuffle_buffer": 16, "seed": 1})]
+        check_exact(tmp_path, cases, stops=(1, 4, -1))
+        from tfrec_fast.torch import TFRecordDataset as Dataset
+        from torchdata.stateful_dataloader import StatefulDataLoader
+        old, new = [], []
+        saved = None
+        for rank in range(2):
+            ds = Dataset(urls, spec=_resume.SPEC, rank=rank, world_size=2, shuffle_buffer=8,
+                         storage_options=options)
+            dl = StatefulDataLoader(ds, batch_size=4, num_workers=1)
+            old.append([i for b in itertools.islice(dl, 3) for i in _resume.ids(b)])
+            saved = dl.state_dict()
+        for rank in range(3):
+            ds = Dataset(urls, spec=_resume.SPEC, rank=rank, world_size=3, shuffle_buffer=8,
+                         storage_options=options)
+            ds.load_state_dict(saved)
+            new.append([i for b in StatefulDataLoader(ds, batch_size=4, num_workers=2)
+                        for i in _resume.ids(b)])
+        check_elastic(old, new, total, 3)
+    finally:
+        server.stop()
