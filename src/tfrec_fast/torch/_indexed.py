@@ -43,6 +43,7 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
 
         self._locations = _loader.expand_locations(paths, storage_options, filesystem)
         self.files = [loc.url for loc in self._locations]
+        self._files_print = _state.fingerprint(self.files)  # (a state's, after every batch)
         self.spec = spec
         self._spec = None if spec is None else normalize_spec(spec)
         self.transform = transform
@@ -120,7 +121,7 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
             ``format``, ``dataset``, ``files`` (count and names' CRC) and ``records``.
         """
         return {"format": _state.FORMAT, "dataset": "IndexedTFRecordDataset",
-                "files": _state.fingerprint(self.files), "records": len(self)}
+                "files": self._files_print, "records": len(self)}
 
     def load_state_dict(self, state: dict) -> None:
         """Checks that a state was saved over the same files and records, so that the

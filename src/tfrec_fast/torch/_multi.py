@@ -89,14 +89,13 @@ class MultiTFRecordDataset(_Streaming):
                     num_threads)
 
     _resumes_elsewhere = False
-
-    @property
-    def _kind(self) -> str:
-        return "MultiTFRecordDataset"
+    _kind = "MultiTFRecordDataset"
 
     def _fingerprint(self) -> list:
-        return _state.fingerprint([f"{name}:{url}" for name, urls in self.files.items()
-                                   for url in urls])
+        if self._files_print is None:
+            self._files_print = _state.fingerprint([f"{name}:{url}" for name, urls in
+                                                    self.files.items() for url in urls])
+        return self._files_print
 
     def _cycle(self, k: int, name: str, slot, epoch: int, cycle: int):
         """(pieces, index_of) of split ``name``'s share for ``slot`` in one of its cycles."""

@@ -55,8 +55,8 @@ def position(size: int, rng: np.random.Generator, handed_out: int,
     """Where a shuffle of ``size`` over an input of ``length`` items (None: not known to have
     ended) stands after ``handed_out`` items. ``rng`` is a fresh generator of the shuffle's seed;
     it is left as the buffer's would be then."""
-    steps_in_all = None if length is None else max(length - size, 0)
-    if steps_in_all is not None and (handed_out > steps_in_all or length < size):
+    if length is not None and handed_out > max(length - size, 0):  # draining
+        steps_in_all = max(length - size, 0)
         choices = _draw(rng, size, steps_in_all)
         held = _buffer_after(size, steps_in_all, choices) if length >= size else \
             np.arange(length, dtype=np.int64)

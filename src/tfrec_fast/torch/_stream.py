@@ -130,7 +130,7 @@ def fetch(files, numbers: np.ndarray, pieces: Sequence[Piece], place: Place,
     for f, where in wanted.items():
         records = np.array([r for r, _ in where], dtype=np.int64)
         index = index_of(f)
-        if index.offsets is not None:
+        if index.offsets is not None and index.sizes is not None:
             with IndexedTFRecordReader(files[f], (index.offsets, index.sizes),
                                        verify=verify) as reader:
                 batch = reader.get_batch(records)

@@ -17,6 +17,7 @@ from . import _column_batches, _plan, _shuffle, _state, _stream, _tensors
 from ._collate import worker_ring_handoff
 from ._epoch import SharedEpoch
 from ._plan import Piece, Run
+from ._resumable import Resumable
 from ._slots import Slot, distributed, resolve_rank, worker
 from ._stream import Place, Progress
 
@@ -53,11 +54,9 @@ class _Pass:
         self.pieces, self.progress = pieces, progress
 
 
-class _Streaming(torch.utils.data.IterableDataset):
-    """What TFRecordDataset and MultiTFRecordDataset share: the split, the epoch, the output,
-    the state."""
-
-    _resumes_elsewhere = True  # a state of another layout is taken up (see _plan.remaining)
+class _Streaming(Resumable, torch.utils.data.IterableDataset):
+    """What TFRecordDataset and MultiTFRecordDataset share: the split, the epoch, the output;
+    their state comes with Resumable."""
 
     def _setup(self, spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed,
                rank, world_size, compression, verify, shuffle_files, worker_ring, uneven,
@@ -88,6 +87,7 @@ class _Streaming(torch.utils.data.IterableDataset):
         self._epoch = SharedEpoch()
         self._passes = 0  # iterations begun in this process (seed=None: each with its own seed)
         self._pass: Optional[_Pass] = None  # the latest, for state_dict()
+        self._files_print: Optional[list] = None
         self._loaded: Optional[tuple] = None  # (states, from a DataLoader) for the next one
         # The last batches read, with their file and first record's index in it: what parse
         # errors name (a batch is parsed right after it is read, or mixed from the last reads).
@@ -203,130 +203,6 @@ class _Streaming(torch.utils.data.IterableDataset):
         return _loader.chunks(_shuffle.shuffled(records, self.shuffle_buffer, rng, resumed, held),
                               self.batch_size or _loader.SHUFFLE_CHUNK)
 
-    # ---- state -----------------------------------------------------------------------------
-
-    def _settings(self) -> dict:
-        """What a state records of this dataset, and checks when it is loaded."""
-        return {"format": _state.FORMAT, "dataset": self._kind, "files": self._fingerprint(),
-                "shuffle_files": self.shuffle_files, "shuffle_buffer": self.shuffle_buffer,
-                "batch_size": self.batch_size, "drop_last": self.drop_last,
-                "uneven": self.uneven}
-
-    def state_dict(self) -> dict:
-        """Where the latest iteration in this process stands, for torchdata's
-        ``StatefulDataLoader`` (which calls it in each worker after each batch).
-
-        Returns
-        -------
-        dict
-            Plain values: the epoch and its seed, the slot (rank, world size, worker, workers),
-            the records it handed out, and where its files are to be entered again.
-        """
-        out = self._settings()
-        p = self._pass
-        if p is None:  # nothing read yet here
-            rank, world = self._rank or distributed() or (0, 1)
-            wid, workers = worker()
-            out.update(epoch=self.epoch, seed=self.seed, **{"pass": self._passes}, runs=[],
-                       rank=rank, world=world, worker=wid, workers=workers, handed_out=0,
-                       length=None, place=None, counts=[])
-            return out
-        progress = p.progress
-        handed, length = progress.handed_out, progress.length
-        number = self._cursor(handed, length)
-        place = progress.place(number, len(p.pieces)) if handed else None
-        out.update(epoch=p.epoch, seed=p.slot.seed, **{"pass": p.number},
-                   runs=[run.as_list() for run in p.runs], rank=p.slot.rank,
-                   world=p.slot.world, worker=p.slot.worker, workers=p.slot.workers,
-                   handed_out=handed, length=length,
-                   place=None if place is None else [place.piece, place.record, place.offset],
-                   counts=[] if place is None else list(place.counts))
-        return out
-
-    def _cursor(self, handed: int, length: Optional[int]) -> int:
-        """The number of records read from the stream once ``handed`` were handed out."""
-        if not self.shuffle_buffer or not handed:
-            return handed
-        return self.shuffle_buffer + handed if length is None else min(
-            self.shuffle_buffer + handed, length)
-
-    def load_state_dict(self, state: dict) -> None:
-        """Resumes from a state: the next iteration goes on where it stopped.
-
-        ``state`` is what :meth:`state_dict` returned (StatefulDataLoader gives each worker its
-        own), or a whole ``StatefulDataLoader.state_dict()`` of a job with another layout. A
-        state of the same slot (same world size, workers and worker; the rank may differ, as
-        every rank hands out as many records) resumes exactly: the same records, in the same
-        order. Any other layout takes up what the stopped job had not handed out, split among
-        its own slots (see docs/resumption.md); then the state must describe a whole rank:
-        a DataLoader's state, or the state of a job without workers.
-
-        Parameters
-        ----------
-        state : dict
-            A dataset state, or a StatefulDataLoader state.
-
-        Raises
-        ------
-        ValueError
-            The state is not one of this kind of dataset, or of other files, another seed or
-            another file shuffling.
-        """
-        states, from_loader = _state.dataset_states(state, self._kind)
-        first = states[0]
-        _state.check_same(first, self._settings(), ["files", "shuffle_files"])
-        if self.seed is not None and first["seed"] is not None and first["seed"] != self.seed:
-            raise ValueError(f"the state was saved with seed={first['seed']}, this dataset has "
-                             f"seed={self.seed}: it cannot resume it")
-        for other in states[1:]:
-            _state.check_same(other, first, ["epoch", "seed", "runs", "world", "workers"])
-        if from_loader and len(states) != first["workers"]:
-            raise ValueError(f"a DataLoader state with {len(states)} workers' states, saved "
-                             f"by datasets in {first['workers']} workers")
-        self._loaded = (states, from_loader)
-        if torch.utils.data.get_worker_info() is None:  # the training process: the epoch
-            self._epoch.epoch = int(first["epoch"])
-            self._epoch.unclaim()
-
-    def _begin(self):
-        """Starts an iteration: (slot, epoch, earlier runs of the epoch, the state it resumes
-        exactly or None, the iteration's number in this process). A loaded state is taken up
-        once."""
-        number = self._passes
-        self._passes += 1
-        loaded, self._loaded = self._loaded, None
-        slot = self._slot(number)
-        if loaded is None:
-            return slot, self.epoch, (), None, number
-        states, from_loader = loaded
-        first = states[0]
-        slot = slot._replace(seed=int(first["seed"]) if first["seed"] is not None else slot.seed)
-        same = (first["world"], first["workers"], first["worker"]) == (
-            slot.world, slot.workers, slot.worker)
-        runs = tuple(Run.from_list(r) for r in first["runs"])
-        if same and not from_loader:
-            _state.check_same(first, self._settings(),
-                              ["shuffle_buffer", "batch_size", "drop_last", "uneven"])
-            self._passes = int(first["pass"]) + 1
-            return slot, int(first["epoch"]), runs, first, int(first["pass"])
-        if not self._resumes_elsewhere:
-            raise ValueError(
-                f"a {self._kind} resumes only in the layout it was saved in (world size "
-                f"{first['world']}, {first['workers']} DataLoader workers, each its own state), "
-                f"not in world size {slot.world} with {slot.workers} workers")
-        if not from_loader and first["workers"] != 1:
-            raise ValueError(
-                f"the state of worker {first['worker']} of {first['workers']} cannot resume a "
-                f"job of {slot.workers} workers: load the whole DataLoader's state_dict() "
-                "(StatefulDataLoader(...).state_dict()) into the dataset instead")
-        info = torch.utils.data.get_worker_info()
-        who = info.seed - info.id if info is not None else self._fresh_seed()
-        if int(first["epoch"]) != self.epoch or not self._epoch.claim(who):
-            return self._slot(number), self.epoch, (), None, number  # taken up before
-        stopped = Run(int(first["world"]), int(first["workers"]), str(first["uneven"]),
-                      int(first["shuffle_buffer"]), tuple(int(s["handed_out"]) for s in states))
-        return slot, int(first["epoch"]), runs + (stopped,), None, number
-
     def _resume_place(self, resumed: dict, slot: Slot, number: int, pieces: Sequence[Piece],
                       index_of) -> Place:
         """Where stream number ``number`` is: saved by the slot itself (no index needed), or
@@ -402,9 +278,10 @@ class _Streaming(torch.utils.data.IterableDataset):
         """Batches, parses, converts, transforms, counting what it hands out in ``progress``.
         With threads the reading, shuffling and batching run on an I/O thread and the parsing on
         a pool, in order."""
-        by_columns = self.batch_size is not None and self._spec is not None
-        if self.batch_size and not by_columns:
-            batches = _loader.rebatch(batches, self.batch_size, self.drop_last)
+        size = self.batch_size
+        by_columns = size is not None and self._spec is not None
+        if size is not None and not by_columns:
+            batches = _loader.rebatch(batches, size, self.drop_last)
         transform = self.transform
         handoff = worker_ring_handoff() if self.batch_size and self.worker_ring else None
         threads = self._threads()
@@ -413,10 +290,10 @@ class _Streaming(torch.utils.data.IterableDataset):
         parsed_batches = _pipeline.ordered(self._piece if by_columns else self._convert, batches,
                                            threads, size_of=_pipeline.nbytes,
                                            name="tfrec_fast-torch")
-        if by_columns:  # each read parsed as it comes, its columns cut and joined into batches
+        if size is not None and by_columns:  # each read parsed as it comes, its columns cut
             parsed_batches = ((n, _tensors.batch(columns, self.ragged)) for n, columns in
-                              _column_batches.rebatch(_until_error(parsed_batches),
-                                                      self.batch_size, self.drop_last))
+                              _column_batches.rebatch(_until_error(parsed_batches), size,
+                                                      self.drop_last))
         for n, parsed in parsed_batches:
             if self.batch_size:
                 out = transform(parsed) if transform else parsed
@@ -562,12 +439,10 @@ class TFRecordDataset(_Streaming):
                                   number)
         return self._output(batches, self._pass.progress)
 
-    @property
-    def _kind(self) -> str:
-        return "TFRecordDataset"
-
     def _fingerprint(self) -> list:
-        return _state.fingerprint(self.files)
+        if self._files_print is None:  # (asked after every batch, in every worker)
+            self._files_print = _state.fingerprint(self.files)
+        return self._files_print
 
     def __repr__(self):
         return (f"TFRecordDataset({len(self.files)} files, shuffle_buffer={self.shuffle_buffer}, "
