@@ -34,10 +34,15 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
     cache), several of them through one read-ahead stream. Files are opened in the process
     that reads them (safe with DataLoader workers); remote records are fetched by coalesced
     range requests at the version the dataset planned with. Compressed files cannot be indexed.
+
+    ``copy_bytes=False`` gives bytes features as memoryviews of the batch read for them, under
+    the conditions said in :class:`TFRecordDataset` (the collation of these records keeps them
+    as a list; they do not pickle out of a DataLoader worker).
     """
 
     def __init__(self, paths, spec=None, index=None, *, transform: Optional[Callable] = None,
-                 verify: bool = True, storage_options=None, filesystem=None):
+                 verify: bool = True, copy_bytes: bool = True, storage_options=None,
+                 filesystem=None):
         from ..index import indexes_of
         from ..storage import load_index
 
@@ -48,6 +53,7 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         self._spec = None if spec is None else normalize_spec(spec)
         self.transform = transform
         self.verify = verify
+        self.copy_bytes = bool(copy_bytes)
         # Counted here, in the process that makes the dataset (before DataLoader workers start):
         # from the index files, or by one scan per object version per machine (index cache).
         index_files = _loader.index_paths(self._locations, index, storage_options, filesystem)
@@ -104,11 +110,13 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
                     # The whole batch is these columns, in this order: collate() takes them
                     # as they are instead of stacking rows.
                     return Rows(columns, len(batch))
-                rows = _tensors.rows(columns, len(batch))
+                rows = _tensors.rows(columns, len(batch), views=not self.copy_bytes)
             for j, row in zip(where.tolist(), rows):
                 out[j] = row
         if self.transform is not None:
             out = [self.transform(row) for row in out]
+        if not self.copy_bytes and torch.utils.data.get_worker_info() is not None:
+            _tensors.sendable(out, "a record")
         return out
 
     def state_dict(self) -> dict:

@@ -37,7 +37,7 @@ class MultiTFRecordDataset(_Streaming):
         As in :class:`TFRecordDataset`.
     infinite : bool
         Restart each split when it ends (the stream never ends).
-    batch_size, drop_last, ragged, seed, rank, world_size, compression, verify, shuffle_files, worker_ring, uneven, num_threads, storage_options, filesystem
+    batch_size, drop_last, ragged, seed, rank, world_size, compression, verify, shuffle_files, worker_ring, uneven, num_threads, copy_bytes, storage_options, filesystem
         As in :class:`TFRecordDataset`.
 
     Raises
@@ -53,7 +53,8 @@ class MultiTFRecordDataset(_Streaming):
                  world_size: Optional[int] = None, compression: Optional[str] = None,
                  verify: bool = True, shuffle_files: Optional[bool] = None,
                  worker_ring: bool = True, uneven: str = "pad",
-                 num_threads: Optional[int] = None, storage_options=None, filesystem=None):
+                 num_threads: Optional[int] = None, copy_bytes: bool = True,
+                 storage_options=None, filesystem=None):
         super().__init__()
         if splits is None and isinstance(index, Mapping) and index and all(
                 isinstance(v, (int, float)) for v in index.values()):
@@ -86,7 +87,7 @@ class MultiTFRecordDataset(_Streaming):
         self.infinite = bool(infinite)
         self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
                     world_size, compression, verify, shuffle_files, worker_ring, uneven,
-                    num_threads)
+                    num_threads, copy_bytes)
 
     _resumes_elsewhere = False
     _kind = "MultiTFRecordDataset"

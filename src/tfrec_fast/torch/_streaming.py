@@ -4,6 +4,7 @@ optionally shuffled through a bounded buffer, parsed and yielded as records or b
 from __future__ import annotations
 
 import collections
+import functools
 from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import torch
@@ -60,7 +61,7 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
 
     def _setup(self, spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed,
                rank, world_size, compression, verify, shuffle_files, worker_ring, uneven,
-               num_threads):
+               num_threads, copy_bytes):
         if seed is None and world_size not in (None, 1):
             raise ValueError("seed=None gives each rank its own file order: pass an int seed")
         if ragged not in ("list", "splits"):
@@ -84,6 +85,7 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
             raise ValueError(f"uneven must be 'pad' or 'drop', not {uneven!r}")
         self.uneven = uneven
         self.num_threads = None if num_threads is None else _pipeline.check_threads(num_threads)
+        self.copy_bytes = bool(copy_bytes)
         self._epoch = SharedEpoch()
         self._passes = 0  # iterations begun in this process (seed=None: each with its own seed)
         self._pass: Optional[_Pass] = None  # the latest, for state_dict()
@@ -275,6 +277,15 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
         return max(1, _pipeline.default_threads() // (info.num_workers if info else 1))
 
     def _output(self, batches: Iterator[RecordBatch], progress: Progress):
+        """What an iteration yields; in a DataLoader worker with copy_bytes=False, checked to
+        hold no memoryview (they cannot be sent to the training process)."""
+        out = self._outputs(batches, progress)
+        if self.copy_bytes or torch.utils.data.get_worker_info() is None:
+            return out
+        what = "a batch" if self.batch_size else "a record"
+        return (_tensors.sendable(item, what) for item in out)
+
+    def _outputs(self, batches: Iterator[RecordBatch], progress: Progress):
         """Batches, parses, converts, transforms, counting what it hands out in ``progress``.
         With threads the reading, shuffling and batching run on an I/O thread and the parsing on
         a pool, in order."""
@@ -284,11 +295,12 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
             batches = _loader.rebatch(batches, size, self.drop_last)
         transform = self.transform
         handoff = worker_ring_handoff() if self.batch_size and self.worker_ring else None
+        views = not self.copy_bytes
         threads = self._threads()
         # The log must reach back past the batches in flight, and no further: it keeps them alive.
         self._read_log = collections.deque(maxlen=2 if threads == 1 else threads + 3)
-        parsed_batches = _pipeline.ordered(self._piece if by_columns else self._convert, batches,
-                                           threads, size_of=_pipeline.nbytes,
+        work = functools.partial(self._piece if by_columns else self._convert, views=views)
+        parsed_batches = _pipeline.ordered(work, batches, threads, size_of=_pipeline.nbytes,
                                            name="tfrec_fast-torch")
         if size is not None and by_columns:  # each read parsed as it comes, its columns cut
             parsed_batches = ((n, _tensors.batch(columns, self.ragged)) for n, columns in
@@ -300,28 +312,28 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
                 progress.handed_out += n
                 yield handoff(out) if handoff and self._spec is not None else out
                 continue
-            rows = parsed if self._spec is None else self._records(parsed, n)
+            rows = parsed if self._spec is None else self._records(parsed, n, views)
             for row in rows:
                 progress.handed_out += 1
                 yield transform(row) if transform else row
 
-    def _records(self, columns, n: int) -> Iterator[dict]:
+    def _records(self, columns, n: int, views: bool) -> Iterator[dict]:
         """The records of a parsed batch, one dict each."""
-        return _tensors.rows(columns, n, _tensors.Record if self.worker_ring else dict)
+        return _tensors.rows(columns, n, _tensors.Record if self.worker_ring else dict, views)
 
-    def _convert(self, batch: RecordBatch):
+    def _convert(self, batch: RecordBatch, views: bool = False):
         """(records, what they become): a batch's dict of values (batch_size), its parsed
         columns, or its records as bytes (no spec). Runs on the pool when there are threads."""
         if self._spec is None:
             return len(batch), batch.to_list()
         columns = self._parse(batch)
-        return len(batch), (_tensors.batch(columns, self.ragged) if self.batch_size
+        return len(batch), (_tensors.batch(columns, self.ragged, views) if self.batch_size
                             else columns)
 
-    def _piece(self, batch: RecordBatch):
+    def _piece(self, batch: RecordBatch, views: bool = False):
         """(records, columns, error) of a read, for batching by columns: its bytes made into
-        Python objects here, while the read is in cache. A bad record's error comes with the
-        records before it, which still complete batches."""
+        Python objects here (bytes, or memoryviews with ``views``), while the read is in cache.
+        A bad record's error comes with the records before it, which still complete batches."""
         error = None
         try:
             columns = parse_examples(batch, self._spec, num_threads=self._parse_threads())
@@ -330,7 +342,7 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
             good = raised.record_index or 0
             batch = RecordBatch.from_records(batch[i] for i in range(good))  # (copied)
             columns = parse_examples(batch, self._spec, num_threads=1) if good else {}
-        return len(batch), _tensors.piece_columns(columns), error
+        return len(batch), _tensors.piece_columns(columns, views), error
 
 
 class TFRecordDataset(_Streaming):
@@ -402,6 +414,14 @@ class TFRecordDataset(_Streaming):
         re-batching) runs on an I/O thread while up to ``num_threads`` batches are parsed at
         once, output in order (default: half the cores divided by the DataLoader's workers, at
         most 4).
+    copy_bytes : bool
+        Bytes features as ``bytes`` (True), or as read-only memoryviews of the batch they were
+        read in (False: no copy; each view keeps its batch alive). Views are for a
+        ``transform`` that consumes them (decoding an image, say) or a loop over the dataset
+        itself: they do not pickle (a DataLoader worker sends what it yields by pickling), and
+        torch's ``default_convert`` (``DataLoader(batch_size=None)``) turns a memoryview into a
+        list of ints (the collation of records, :func:`~tfrec_fast.torch.collate` and
+        ``default_collate`` of records with ``worker_ring``, keeps them as a list).
     storage_options : dict, optional
         Options for fsspec, for URLs.
     filesystem : fsspec or pyarrow filesystem, optional
@@ -420,7 +440,7 @@ class TFRecordDataset(_Streaming):
                  compression: Optional[str] = None, verify: bool = True,
                  shuffle_files: Optional[bool] = None, worker_ring: bool = True,
                  uneven: str = "pad", num_threads: Optional[int] = None,
-                 storage_options=None, filesystem=None):
+                 copy_bytes: bool = True, storage_options=None, filesystem=None):
         super().__init__()
         if spec is None and _is_spec(index):
             index, spec = None, index
@@ -431,7 +451,7 @@ class TFRecordDataset(_Streaming):
                                                 filesystem)
         self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
                     world_size, compression, verify, shuffle_files, worker_ring, uneven,
-                    num_threads)
+                    num_threads, copy_bytes)
 
     def __iter__(self):
         slot, epoch, runs, resumed, number = self._begin()

@@ -1,5 +1,6 @@
 """Parsed columns -> what the datasets yield: tensors made with ``torch.from_numpy`` (no copy,
-each record's tensors view its batch's column), one dict per record or one per batch."""
+each record's tensors view its batch's column), bytes as copies or (``copy_bytes=False``) as
+memoryviews of the batch, one dict per record or one per batch."""
 
 from __future__ import annotations
 
@@ -25,6 +26,50 @@ def tensor(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
+def byte_values(column, views: bool) -> list:
+    """A BytesColumn's values: memoryviews of the batch, or bytes (a list per row with
+    row_splits). The views are what ``BytesColumn.views()`` gives, sliced from one memoryview
+    (a tenth of the cost of a memoryview of the column per value)."""
+    if not views:
+        return column.to_list()
+    starts, ends, splits = column.starts, column.ends, column.row_splits
+    first = 0
+    if splits is not None:
+        first = int(splits[0])
+        starts, ends = starts[first:int(splits[-1])], ends[first:int(splits[-1])]
+    whole, default = memoryview(column.values), memoryview(column.default)
+    values = [whole[a:b] if a >= 0 else default for a, b in zip(starts.tolist(), ends.tolist())]
+    if splits is None:
+        return values
+    bounds = (splits - first).tolist()
+    return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def sendable(item, where: str):
+    """``item``, after checking that no memoryview is in it (in dicts, lists and tuples): what a
+    DataLoader worker yields is pickled, memoryviews do not pickle, and the pickling fails in a
+    queue's feeder thread, where the DataLoader never hears of it (it waits for the batch).
+
+    Raises
+    ------
+    TypeError
+        Naming where the memoryview is.
+    """
+    stack = [(item, where)]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, memoryview):
+            raise TypeError(
+                f"{path} is a memoryview (copy_bytes=False) in a DataLoader worker, and "
+                "memoryviews cannot be sent to the training process: turn the views into "
+                "bytes or tensors in `transform`, or pass copy_bytes=True")
+        if isinstance(value, Mapping):
+            stack.extend((v, f"{path}[{k!r}]") for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+    return item
+
+
 class Record(dict):
     """A record as a plain dict of its values, of a type whose batches torch's default collate
     hands to tfrec_fast.torch's collate (registered in ``default_collate_fn_map``): in a
@@ -33,11 +78,13 @@ class Record(dict):
     ``worker_ring=False`` give plain dicts."""
 
 
-def rows(columns: Mapping[str, Any], n: int, record=Record) -> Iterator[dict]:
+def rows(columns: Mapping[str, Any], n: int, record=Record, views: bool = False
+         ) -> Iterator[dict]:
     """Parsed columns of n records -> n dicts (of type ``record``) of per-record values: tensor
-    views, ``bytes`` or lists of ``bytes``. Each dict is made when it is asked for: dicts are
-    what the garbage collector follows, and the fewer of them live at once the rarer its full
-    passes (a full pass over a DataLoader worker's heap took ~0.4 s per epoch, measured)."""
+    views, ``bytes`` (memoryviews with ``views``) or lists of them. Each dict is made when it
+    is asked for: dicts are what the garbage collector follows, and the fewer of them live at
+    once the rarer its full passes (a full pass over a DataLoader worker's heap took ~0.4 s
+    per epoch, measured)."""
     per_feature: List[Any] = []
     for col in columns.values():
         if isinstance(col, np.ndarray):
@@ -47,15 +94,16 @@ def rows(columns: Mapping[str, Any], n: int, record=Record) -> Iterator[dict]:
             splits = col.row_splits.tolist()
             per_feature.append([values[a:b] for a, b in zip(splits[:-1], splits[1:])])
         else:
-            per_feature.append(col.to_list())
+            per_feature.append(byte_values(col, views))
     names = list(columns)
     if not names:
         return (record() for _ in range(n))
     return map(record, map(zip, itertools.repeat(names), zip(*per_feature)))  # (no frame a row)
 
 
-def batch(columns: Mapping[str, Any], ragged: str) -> dict:
-    """Parsed columns of a batch -> one dict of batched values."""
+def batch(columns: Mapping[str, Any], ragged: str, views: bool = False) -> dict:
+    """Parsed columns of a batch -> one dict of batched values (bytes: memoryviews with
+    ``views``)."""
     out: Dict[str, Any] = {}
     for name, col in columns.items():
         if isinstance(col, np.ndarray):
@@ -71,14 +119,14 @@ def batch(columns: Mapping[str, Any], ragged: str) -> dict:
         elif isinstance(col, list):  # bytes made into Python objects already (piece_columns)
             out[name] = col
         else:
-            out[name] = col.to_list()
+            out[name] = byte_values(col, views)
     return out
 
 
-def piece_columns(columns: Mapping[str, Any]) -> Dict[str, Any]:
-    """Columns of a read to be cut and joined into batches: bytes made into Python objects now,
-    while the read is in cache."""
-    return {name: col if isinstance(col, (np.ndarray, Ragged)) else col.to_list()
+def piece_columns(columns: Mapping[str, Any], views: bool = False) -> Dict[str, Any]:
+    """Columns of a read to be cut and joined into batches: bytes made into Python objects now
+    (bytes, or memoryviews with ``views``), while the read is in cache."""
+    return {name: col if isinstance(col, (np.ndarray, Ragged)) else byte_values(col, views)
             for name, col in columns.items()}
 
 

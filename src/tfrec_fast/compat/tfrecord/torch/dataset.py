@@ -93,7 +93,7 @@ class TFRecordDataset(_PackageSeeds, _Single):
             spec, dict) else spec, shuffle_buffer=shuffle_queue_size or 0, transform=transform,
             compression=compression_type, seed=None)
 
-    def _records(self, columns, n):
+    def _records(self, columns, n, views=False):  # bytes always, as the package gives
         return _package_records(columns, n, Record if self.worker_ring else dict)
 
     def __iter__(self):
@@ -126,7 +126,7 @@ class MultiTFRecordDataset(_PackageSeeds, _Multi):
                          shuffle_buffer=shuffle_queue_size or 0, transform=transform,
                          infinite=infinite, compression=compression_type, seed=None)
 
-    def _records(self, columns, n):
+    def _records(self, columns, n, views=False):  # bytes always, as the package gives
         return _package_records(columns, n, Record if self.worker_ring else dict)
 
     def __iter__(self):
