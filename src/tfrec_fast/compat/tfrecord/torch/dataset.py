@@ -6,7 +6,13 @@ checked, parsed in C++, split among workers with or without an index); SequenceE
 
 As in the package, each pass shuffles anew: its seed comes from numpy's global generator
 (``np.random.seed`` makes the passes reproducible), in DataLoader workers from the DataLoader's
-seed, which is new each epoch (persistent workers: counted on with their iterations)."""
+seed, which is new each epoch (persistent workers: counted on with their iterations).
+
+Both resume under torchdata's ``StatefulDataLoader`` as the native datasets do. SequenceExamples
+(read by the package-compatible loaders) resume in the layout they were saved in only: a pass
+draws its shuffles from a generator of its own, seeded as the package seeds numpy's (so nothing
+else drawing from numpy's generator changes them), and a resume reads the pass again up to its
+place, skipping what was handed out (these loaders have no saved offsets)."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from ....example import BytesColumn, Ragged
 from ....records import TFRecordReader, normalize_compression
 from ....torch import MultiTFRecordDataset as _Multi
 from ....torch import TFRecordDataset as _Single
+from ....torch._state import FORMAT
 from ....torch._tensors import Record
 from .. import iterator_utils, reader
 
@@ -63,10 +70,69 @@ def _package_records(columns: Mapping[str, Any], n: int, record=Record) -> Itera
 
 
 class _PackageSeeds:
-    """Each pass its own seed, as the package's shuffle draws from numpy's global generator."""
+    """Each pass its own seed, as the package's shuffle draws from numpy's global generator;
+    and the passes over SequenceExamples, with their states."""
+
+    _sequence_state: Optional[dict] = None  # a loaded state, for the next pass
+    _sequence_pass: Optional[dict] = None  # the latest pass's state
+    sequence_description: Any
+    shuffle_queue_size: Optional[int]
+    transform: Optional[Callable]
 
     def _fresh_seed(self) -> int:
         return int(np.random.randint(np.iinfo(np.int64).max))
+
+    def _sequence_records(self, shard, rng) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def _sequence_iter(self) -> Iterator[Any]:
+        """A pass over SequenceExamples: seeded from numpy's generator (in a worker seeded by
+        the DataLoader, as the package does), shuffled with a generator of its own, counted."""
+        shard = _shard()
+        loaded, self._sequence_state = self._sequence_state, None
+        wid, workers = shard or (0, 1)
+        if loaded is not None and (loaded["worker"], loaded["workers"]) != (wid, workers):
+            raise ValueError(
+                f"a state of worker {loaded['worker']} of {loaded['workers']} cannot resume "
+                f"worker {wid} of {workers}: SequenceExamples resume in the layout they were "
+                "saved in only")
+        seed = int(loaded["seed"]) if loaded else int(np.random.randint(np.iinfo(np.int32).max))
+        rng = np.random.RandomState(seed)
+        skip = int(loaded["handed_out"]) if loaded else 0
+        state = {"format": FORMAT, "dataset": self._sequence_kind(), "seed": seed,
+                 "worker": wid, "workers": workers, "handed_out": skip}
+        self._sequence_pass = state
+        it = self._sequence_records(shard, rng)
+        if self.shuffle_queue_size:
+            it = iterator_utils.shuffled(it, self.shuffle_queue_size, rng)
+        return self._counted(itertools.islice(it, skip, None), state)
+
+    def _counted(self, it, state: dict) -> Iterator[Any]:
+        for item in it:
+            state["handed_out"] += 1
+            yield self.transform(item) if self.transform else item
+
+    def _sequence_kind(self) -> str:
+        return f"compat {type(self).__name__} of SequenceExamples"
+
+    def state_dict(self) -> dict:
+        if self.sequence_description is None:
+            return super().state_dict()  # type: ignore[misc]
+        if self._sequence_pass is not None:
+            return dict(self._sequence_pass)
+        wid, workers = _shard_of_worker()
+        return {"format": FORMAT, "dataset": self._sequence_kind(), "seed": None,
+                "worker": wid, "workers": workers, "handed_out": 0}
+
+    def load_state_dict(self, state: dict) -> None:
+        if self.sequence_description is None:
+            return super().load_state_dict(state)  # type: ignore[misc]
+        if not isinstance(state, Mapping) or state.get("format") != FORMAT or state.get(
+                "dataset") != self._sequence_kind():
+            raise ValueError(f"not a state of a {self._sequence_kind()} (SequenceExamples "
+                             "resume in the layout they were saved in only: load the "
+                             "DataLoader's state with StatefulDataLoader.load_state_dict)")
+        self._sequence_state = None if state["seed"] is None else dict(state)
 
 
 def _shard():
@@ -75,6 +141,11 @@ def _shard():
         return None
     np.random.seed(info.seed % np.iinfo(np.uint32).max)
     return info.id, info.num_workers
+
+
+def _shard_of_worker():
+    info = torch.utils.data.get_worker_info()
+    return (0, 1) if info is None else (info.id, info.num_workers)
 
 
 class TFRecordDataset(_PackageSeeds, _Single):
@@ -99,11 +170,11 @@ class TFRecordDataset(_PackageSeeds, _Single):
     def __iter__(self):
         if self.sequence_description is None:
             return super().__iter__()
-        it = reader.sequence_loader(self.data_path, self.index_path, self.description,
-                                    self.sequence_description, _shard(), self.compression_type)
-        if self.shuffle_queue_size:
-            it = iterator_utils.shuffle_iterator(it, self.shuffle_queue_size)
-        return map(self.transform, it) if self.transform else it
+        return self._sequence_iter()
+
+    def _sequence_records(self, shard, rng):
+        return reader.sequence_loader(self.data_path, self.index_path, self.description,
+                                      self.sequence_description, shard, self.compression_type)
 
 
 class MultiTFRecordDataset(_PackageSeeds, _Multi):
@@ -132,9 +203,9 @@ class MultiTFRecordDataset(_PackageSeeds, _Multi):
     def __iter__(self):
         if self.sequence_description is None:
             return super().__iter__()
-        it = reader.multi_tfrecord_loader(self.data_pattern, self.index_pattern, self.splits,
-                                          self.description, self.sequence_description,
-                                          self.compression_type, self.infinite, _shard())
-        if self.shuffle_queue_size:
-            it = iterator_utils.shuffle_iterator(it, self.shuffle_queue_size)
-        return map(self.transform, it) if self.transform else it
+        return self._sequence_iter()
+
+    def _sequence_records(self, shard, rng):
+        return reader.mixed_loader(self.data_pattern, self.index_pattern, self.splits,
+                                   self.description, self.sequence_description,
+                                   self.compression_type, self.infinite, shard, rng)
