@@ -1,6 +1,6 @@
 """DataLoader workers started by spawn (the default on macOS and Windows), exercised here on
-Linux: the datasets pickle, each worker opens its own files, the shared-memory ring works, and
-every record comes once."""
+Linux: the datasets pickle, each worker opens its own files, the shared-memory ring works, every
+record comes once, and set_epoch reaches persistent workers."""
 
 import subprocess
 import sys
@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent('''
                                              multiprocessing_context="spawn")
         ids = sorted(int(i) for batch in loader for i in batch["id"])
         assert ids == list(range(150)), ids
-        from tfrec_fast import _worker_ring
+        from tfrec_fast.torch import _worker_ring
         assert _worker_ring._rings, "the batches never came through the shared-memory ring"
         indexed = IndexedTFRecordDataset(paths, spec=spec)
         loader = torch.utils.data.DataLoader(indexed, batch_size=10, shuffle=True,
@@ -45,6 +45,20 @@ SCRIPT = textwrap.dedent('''
         ids = sorted(int(i) for batch in loader for i in batch["id"])
         assert ids == list(range(150)), ids
         assert _worker_ring._rings, "collate's batches never came through the ring"
+        # the epoch reaches spawned persistent workers (shared memory sent through torch)
+        def orders(ds, persistent):
+            loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                                 persistent_workers=persistent,
+                                                 multiprocessing_context="spawn")
+            out = []
+            for epoch in range(2):
+                ds.set_epoch(epoch)
+                out.append([int(r["id"]) for r in loader])
+            return out
+        shuffled = dict(spec=spec, shuffle_buffer=16, seed=3)
+        persistent = orders(TFRecordDataset(paths, **shuffled), True)
+        assert persistent == orders(TFRecordDataset(paths, **shuffled), False)
+        assert persistent[0] != persistent[1] and sorted(persistent[1]) == list(range(150))
         print("ok")
 
     if __name__ == "__main__":

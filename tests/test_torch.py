@@ -1,4 +1,5 @@
-"""tfrec_fast.torch (PyTorch datasets) and tfrec_fast.reader (tfrecord.reader drop-ins)."""
+"""tfrec_fast.torch (PyTorch datasets) and tfrec_fast.compat.tfrecord.reader (tfrecord.reader
+drop-ins)."""
 from __future__ import annotations
 
 import gzip
@@ -13,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 import tfrec_fast as tf_
 from tfrec_fast import Bytes, FixedLen, Ragged, TFRecordWriter, VarLen
-from tfrec_fast import reader as tfr_reader
+from tfrec_fast.compat.tfrecord import reader as tfr_reader
 from tfrec_fast.torch import IndexedTFRecordDataset, MultiTFRecordDataset, TFRecordDataset
 
 SPEC = {"id": FixedLen((), "int64"), "label": FixedLen((), "int64"),
@@ -308,7 +309,8 @@ def test_raw_records_without_spec(tmp_path):
 
 def test_drop_in_tfrecord_dataset(tmp_path):
     """Code written for tfrecord.torch.dataset.TFRecordDataset, with only the import changed."""
-    from tfrec_fast.torch import TFRecordDataset  # was: from tfrecord.torch.dataset import ...
+    # was: from tfrecord.torch.dataset import TFRecordDataset
+    from tfrec_fast.compat.tfrecord.torch.dataset import TFRecordDataset
 
     tfrecord_path = write_file(tmp_path / "data.tfrecord", range(100))
     index_path = None
@@ -407,7 +409,7 @@ def test_indexed_dataset_with_samplers_and_workers(tmp_path):
     assert sorted(seen) == list(range(total))
 
 
-# ---- tfrec_fast.reader -------------------------------------------------------------------------
+# ---- tfrec_fast.compat.tfrecord.reader -----------------------------------------------------
 
 def test_tfrecord_iterator_records_do_not_alias(tmp_path):
     path = str(write_file(tmp_path / "a.tfrecord", range(50)))

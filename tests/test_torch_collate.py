@@ -1,5 +1,5 @@
 """torch's default collate over tfrec_fast's per-record datasets: the records are dicts of a type
-registered in default_collate_fn_map (tfrec_fast.torch._Record), so a batch of them is collated
+registered in default_collate_fn_map (tfrec_fast.torch._tensors.Record), so a batch of them is collated
 in one numpy call per feature and, in a DataLoader worker, handed over through the worker's
 shared-memory ring. Everything here is compared with what torch's own default_collate makes of
 the same records as plain dicts: the same values, dtypes, shapes, types and errors."""
@@ -14,10 +14,11 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, default_collate  # noqa: E402
 
 from tfrec_fast import FixedLen, VarLen  # noqa: E402
-from tfrec_fast import torch as tfr_torch  # noqa: E402
+from tfrec_fast.compat.tfrecord.torch import TFRecordDataset as PackageDataset  # noqa: E402
 from tfrec_fast._loader import read_range  # noqa: E402
 from tfrec_fast.records import ITER_BATCH_BYTES  # noqa: E402
 from tfrec_fast.torch import IndexedTFRecordDataset, TFRecordDataset  # noqa: E402
+from tfrec_fast.torch._tensors import Record  # noqa: E402
 from test_torch import write_file  # noqa: E402
 
 DESCRIPTION = {"img": "byte", "label": "int", "name": "byte"}  # the tfrecord package's way
@@ -42,7 +43,7 @@ def same_batch(got, want):
 
 def test_records_collate_as_plain_dicts(tmp_path):
     path = str(write_file(tmp_path / "a.tfrecord", range(40)))
-    records = list(TFRecordDataset(path, None, DESCRIPTION))
+    records = list(PackageDataset(path, None, DESCRIPTION))
     assert all(isinstance(r, dict) for r in records)
     assert all(type(r["label"]) is np.ndarray and r["label"].shape == (1,) for r in records)
     for size in (1, 7, 40):
@@ -60,13 +61,13 @@ def test_spec_records_collate_as_plain_dicts(tmp_path):
 
 def test_uneven_and_string_values_keep_torchs_errors(tmp_path):
     path = str(write_file(tmp_path / "a.tfrecord", range(12)))
-    records = list(TFRecordDataset(path, None, {"tokens": "int"}))  # 0..3 tokens a record
+    records = list(PackageDataset(path, None, {"tokens": "int"}))  # 0..3 tokens a record
     with pytest.raises(RuntimeError) as ours:
         default_collate(records[:4])
     with pytest.raises(RuntimeError) as theirs:
         default_collate(plain(records[:4]))
     assert str(ours.value) == str(theirs.value)
-    strings = [tfr_torch._Record(x=np.array([b"a", b"b"])) for _ in range(3)]
+    strings = [Record(x=np.array([b"a", b"b"])) for _ in range(3)]
     with pytest.raises(TypeError):
         default_collate(strings)
 
@@ -79,7 +80,7 @@ def test_uneven_and_string_values_keep_torchs_errors(tmp_path):
     [np.arange(3), np.arange(3).view(np.ndarray)[None][0]],              # same: stacked
 ])
 def test_records_of_mixed_arrays_collate_as_torch_does(values):
-    records = [tfr_torch._Record(x=v) for v in values]
+    records = [Record(x=v) for v in values]
     try:
         want = default_collate([{"x": v} for v in values])
     except Exception as theirs:
@@ -97,7 +98,7 @@ def test_changed_records_collate_as_they_are(tmp_path):
         record["label"] = record["label"].astype(np.float32) * 2
         record["extra"] = len(record["img"])
         return record
-    records = list(TFRecordDataset(path, None, DESCRIPTION, transform=change))
+    records = list(PackageDataset(path, None, DESCRIPTION, transform=change))
     batch = default_collate(records)
     assert batch["label"].dtype == torch.float32
     assert batch["label"].flatten().tolist() == [2.0 * (i % 10) for i in range(10)]
@@ -108,9 +109,9 @@ def test_changed_records_collate_as_they_are(tmp_path):
 @pytest.mark.parametrize("ring", [True, False])
 def test_dataloader_batches_equal_torchs_own(tmp_path, workers, ring):
     path = str(write_file(tmp_path / "a.tfrecord", range(300)))
-    want = [default_collate(plain(list(TFRecordDataset(path, None, DESCRIPTION))[i:i + 32]))
+    want = [default_collate(plain(list(PackageDataset(path, None, DESCRIPTION))[i:i + 32]))
             for i in range(0, 300, 32)]
-    ds = TFRecordDataset(path, None, DESCRIPTION)
+    ds = PackageDataset(path, None, DESCRIPTION)
     ds.worker_ring = ring
     got = list(DataLoader(ds, batch_size=32, num_workers=workers))
     if workers:  # the workers' shares interleave: compare record by record
@@ -140,7 +141,7 @@ def test_ring_carries_other_values_beside_tensors():
     from multiprocessing.reduction import ForkingPickler
     import pickle
 
-    from tfrec_fast import _worker_ring as ring
+    from tfrec_fast.torch import _worker_ring as ring
     writer = ring.RingWriter(slot_bytes=4096, slots=3)
     batch = {"img": [b"a" * 5, b"bc"], "label": torch.arange(2), "meta": {"k": 1}}
     sent = writer.put(batch)

@@ -1,5 +1,5 @@
 """TFRecordDataset(batch_size=B) with a spec: each cache-sized read is parsed as it comes and the
-batches are cut and joined from the parsed columns (tfrec_fast._column_batches), so batches of
+batches are cut and joined from the parsed columns (tfrec_fast.torch._column_batches), so batches of
 large records never pass through a batch-sized copy of their bytes; with arrays-only specs a read
 is a whole batch instead. The batches must be exactly what the records one by one give, whatever
 the record sizes and the reads' boundaries."""
@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 import tfrec_fast as tf_
 from tfrec_fast import FixedLen, Ragged, TFRecordWriter, VarLen
-from tfrec_fast._column_batches import rebatch
+from tfrec_fast.torch._column_batches import rebatch
 from tfrec_fast.torch import TFRecordDataset
 
 SPEC = {"id": FixedLen((), "int64"), "vec": VarLen("float32"), "blob": FixedLen((), "bytes"),

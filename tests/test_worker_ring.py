@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from multiprocessing.reduction import ForkingPickler  # noqa: E402
 
-from tfrec_fast import _worker_ring as ring  # noqa: E402
+from tfrec_fast.torch import _worker_ring as ring  # noqa: E402
 from tfrec_fast.torch import IndexedTFRecordDataset, TFRecordDataset, collate  # noqa: E402
 from test_torch import SPEC, write_file  # noqa: E402
 

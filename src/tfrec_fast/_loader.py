@@ -1,4 +1,4 @@
-"""Torch-free plumbing shared by tfrec_fast.torch and tfrec_fast.reader.
+"""Torch-free plumbing shared by tfrec_fast.torch and tfrec_fast.compat.tfrecord.reader.
 
 File lists, per-file record indexes, splitting a job's records among (rank, worker) slots,
 reading a range of records, a bounded shuffle buffer and re-batching. Nothing here imports
@@ -212,12 +212,13 @@ def read_range(path, start: int = 0, stop: Optional[int] = None, *,
                offsets: Optional[np.ndarray] = None, compression: Optional[str] = None,
                verify: bool = True, max_records: Optional[int] = None,
                max_bytes: Optional[int] = None, whole_multiples: bool = False,
-               split_batches: bool = True) -> Iterator[RecordBatch]:
+               split_batches: bool = True, at: Optional[int] = None) -> Iterator[RecordBatch]:
     """Yields RecordBatches holding records [start, stop) of one file (stop None: to the end).
 
-    With ``offsets`` the file is entered at record ``start`` directly and nothing past record
-    ``stop`` is fetched (a remote object is read by range requests bounded to the planned
-    bytes); otherwise the records before it are read and dropped. The file is opened on the
+    With ``offsets`` (or ``at``, the byte offset of record ``start`` in an uncompressed file)
+    the file is entered at record ``start`` directly and nothing past record ``stop`` is fetched
+    when ``offsets`` says where it is (a remote object is read by range requests bounded to the
+    planned bytes); otherwise the records before it are read and dropped. The file is opened on the
     first ``next()`` and closed when the generator finishes or is closed. Batches hold at most
     ``max_records`` records and, past their
     first record, ``max_bytes`` bytes (default: cache-sized batches, as iter_batches reads, when
@@ -234,14 +235,15 @@ def read_range(path, start: int = 0, stop: Optional[int] = None, *,
     location = resolve(path)
     end = None if offsets is None or stop is None or stop >= len(offsets) else \
         int(offsets[stop])
-    if offsets is not None and (start > 0 or end is not None):
-        first = int(offsets[start]) if start < len(offsets) else location.size()
-        reader = TFRecordReader._of_stream(location, location.open_input(first, end),
+    if at is None and offsets is not None and (start > 0 or end is not None):
+        at = int(offsets[start]) if start < len(offsets) else location.size()
+    if at is not None and (at > 0 or end is not None):
+        reader = TFRecordReader._of_stream(location, location.open_input(at, end),
                                            compression, verify=verify)
         skip = 0
     else:
         reader = TFRecordReader(location, compression, verify=verify)
-        skip = 0 if offsets is not None else start
+        skip = 0 if offsets is not None or at is not None else start
     # Epochs open their readers afresh: the process's pool keeps their batch buffers between them.
     reader.set_buffer_pool(_buffers.shared_pool())
     while skip:

@@ -22,11 +22,16 @@ def sample_iterators(iterators: Sequence[Callable[[], Iterable[Any]]], ratios: S
     """Draws each item from iterator k with probability ratios[k] / sum(ratios). ``iterators``
     are functions making the iterables; with ``infinite`` each restarts when it ends, otherwise
     an exhausted one drops out and the others' ratios are renormalised."""
+    return sampled(iterators, ratios, infinite, np.random)
+
+
+def sampled(iterators, ratios, infinite: bool, rng) -> Iterator[Any]:
+    """:func:`sample_iterators` drawing from ``rng`` (``np.random`` or a RandomState)."""
     its = [cycle(fn) if infinite else iter(fn()) for fn in iterators]
     p = np.asarray(ratios, dtype=np.float64)
     p = p / p.sum()
     while its:
-        choice = np.random.choice(len(p), p=p)
+        choice = rng.choice(len(p), p=p)
         try:
             yield next(its[choice])
         except StopIteration:
@@ -39,6 +44,11 @@ def sample_iterators(iterators: Sequence[Callable[[], Iterable[Any]]], ratios: S
 def shuffle_iterator(iterator: Iterator[Any], queue_size: int) -> Iterator[Any]:
     """Shuffles through a buffer of ``queue_size`` items: each new item replaces a random
     buffered one, which is yielded (warns when the iterator holds fewer items than that)."""
+    return shuffled(iterator, queue_size, np.random)
+
+
+def shuffled(iterator: Iterator[Any], queue_size: int, rng) -> Iterator[Any]:
+    """:func:`shuffle_iterator` drawing from ``rng`` (``np.random`` or a RandomState)."""
     buffer = []
     for item in iterator:
         buffer.append(item)
@@ -48,7 +58,7 @@ def shuffle_iterator(iterator: Iterator[Any], queue_size: int) -> Iterator[Any]:
         warnings.warn("Number of elements in the iterator is less than the "
                       f"queue size (N={queue_size}).")
     while buffer:
-        index = np.random.randint(len(buffer))
+        index = rng.randint(len(buffer))
         try:
             item, buffer[index] = buffer[index], next(iterator)
             yield item

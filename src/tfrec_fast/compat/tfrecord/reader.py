@@ -235,6 +235,13 @@ def multi_tfrecord_loader(data_pattern: str, index_pattern: Optional[str], split
                           shard: Optional[Tuple[int, int]] = None):
     """Records of several files (``data_pattern.format(split)``), each drawn from split s with
     probability splits[s] / sum(splits); see :func:`iterator_utils.sample_iterators`."""
+    return mixed_loader(data_pattern, index_pattern, splits, description, sequence_description,
+                        compression_type, infinite, shard, np.random)
+
+
+def mixed_loader(data_pattern, index_pattern, splits, description, sequence_description,
+                 compression_type, infinite, shard, rng):
+    """:func:`multi_tfrecord_loader` drawing from ``rng`` (``np.random`` or a RandomState)."""
     loaders = [functools.partial(tfrecord_loader, data_path=data_pattern.format(split),
                                  index_path=(index_pattern.format(split)
                                              if index_pattern is not None else None),
@@ -242,4 +249,4 @@ def multi_tfrecord_loader(data_pattern: str, index_pattern: Optional[str], split
                                  sequence_description=sequence_description,
                                  compression_type=compression_type, shard=shard)
                for split in splits]
-    return iterator_utils.sample_iterators(loaders, list(splits.values()), infinite=infinite)
+    return iterator_utils.sampled(loaders, list(splits.values()), infinite, rng)

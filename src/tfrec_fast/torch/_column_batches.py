@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
 import numpy as np
 
-from .columns import Ragged
+from ..columns import Ragged
 
 Columns = Dict[str, Any]
 

@@ -27,8 +27,8 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from . import _core
-from ._platform import process_alive
+from .. import _core
+from .._platform import process_alive
 
 __all__ = ["RingWriter", "ring_writer"]
 
