@@ -440,9 +440,9 @@ def test_a_kept_index_enters_shards_in_the_middle(own_copy, monkeypatch):
     opened, indexed = [], []
     real_open, real_indexed = tfds._files.open_records, tfds._files.open_indexed
     monkeypatch.setattr(tfds._files, "open_records",
-                        lambda p, **k: opened.append(p) or real_open(p, **k))
+                        lambda p, **k: opened.append(p.name) or real_open(p, **k))
     monkeypatch.setattr(tfds._files, "open_indexed",
-                        lambda p, *a, **k: indexed.append(p) or real_indexed(p, *a, **k))
+                        lambda p, *a, **k: indexed.append(p.name) or real_indexed(p, *a, **k))
     for spec in ("train[1:]", "train[5:9]", "train[-1:]", "val[1:]+train[4:]"):
         ours = list(tfds.open(path, decode_images=True)[spec])
         theirs = list(tfds.open(fresh, decode_images=True)[spec])
@@ -477,16 +477,25 @@ def test_download_says_preparing_needs_tfds(tmp_path):
     assert "tfds build" not in str(error.value)
 
 
-def test_try_gcs_and_urls_are_refused_clearly(data_dir, monkeypatch):
-    with pytest.raises(tfds.URLNotSupportedError, match="gs://tfds-data/datasets/rlds_fixture"):
-        tfds.load("rlds_fixture", split="train", try_gcs=True)
+def test_try_gcs_reads_the_bucket_when_it_holds_the_dataset(data_dir, tmp_path, monkeypatch):
+    """TFDS's try_gcs, with the bucket's URL pointed at a directory (tests of the bucket
+    itself, through gcsfs, are in test_tfds_remote.py)."""
+    assert tfds.GCS_DATA_DIR == "gs://tfds-data/datasets" == tfds.gcs_data_dir()
+    monkeypatch.setenv("TFREC_FAST_TFDS_GCS_DATA_DIR", data_dir)
+    assert tfds.gcs_data_dir() == data_dir
+    split = tfds.load("rlds_fixture", split="val", try_gcs=True)
+    assert episode_ids(split) == episode_ids(tfds.open(os.path.join(data_dir, RLDS))["val"])
+    assert tfds.builder("rlds_fixture", try_gcs=True).data_dir == os.path.join(data_dir, RLDS)
     with pytest.raises(ValueError, match="Cannot have both `try_gcs=True` and `data_dir="):
         tfds.load("rlds_fixture", split="train", try_gcs=True, data_dir=data_dir)
-    with pytest.raises(tfds.URLNotSupportedError) as error:
-        tfds.open("s3://bucket/tensorflow_datasets/rlds_fixture/1.0.0")
-    assert error.value.url.startswith("s3://bucket/tensorflow_datasets/rlds_fixture/1.0.0")
-    assert pickle.loads(pickle.dumps(error.value)).url == error.value.url
-    assert tfds.GCS_DATA_DIR == "gs://tfds-data/datasets"
+    # not in the bucket: the data dir, as TFDS
+    own = tmp_path / "own"
+    shutil.copytree(os.path.join(data_dir, "tfrec_ordered"), own / "tfrec_ordered_x")
+    monkeypatch.setenv("TFREC_FAST_TFDS_GCS_DATA_DIR", str(tmp_path / "empty"))
+    assert len(tfds.load("tfrec_ordered_x", split="train", try_gcs=True, data_dir=own)) == 40
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "nothing"))
+    with pytest.raises(FileNotFoundError, match="tfds build rlds_fixture"):
+        tfds.load("rlds_fixture", split="train", try_gcs=True)
 
 
 # ---- torch: the steps view -------------------------------------------------------------------

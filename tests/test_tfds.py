@@ -120,7 +120,8 @@ def test_jpeg_pixels_decoded_by_pillow_differ_by_a_few_levels_at_most(data_dir, 
 
 
 def test_images_decoded_on_the_thread_pool(data_dir, dumps, monkeypatch):
-    monkeypatch.setattr("tfrec_fast.tfds.leaf_decoders.PARALLEL_BYTES", 0)  # every image, however small
+    # every image, however small
+    monkeypatch.setattr("tfrec_fast.tfds.leaf_decoders.PARALLEL_BYTES", 0)
     ds = tfds.open(os.path.join(data_dir, FIXTURE), decode_images=True)
     for ours, ref in zip(ds["test"], dumps[FIXTURE]["test/decoded"]):
         assert_same(ours, ref)
@@ -625,7 +626,7 @@ def test_read_only_dataset_keeps_indexes_in_the_cache(own_copy, tmp_path, monkey
     real_write = tfrec_fast.tfds._files.write_index
 
     def read_only_beside_the_data(index_path, *args):
-        if os.path.dirname(os.path.abspath(index_path)) == path:
+        if os.path.dirname(os.path.abspath(index_path.os_path)) == path:
             raise PermissionError(errno.EACCES, "read-only", index_path)
         return real_write(index_path, *args)
     monkeypatch.setattr("tfrec_fast.tfds._files.write_index", read_only_beside_the_data)
