@@ -7,7 +7,6 @@ here is compared with it. test_tfds_peer.py rebuilds it and compares with TFDS l
 from __future__ import annotations
 
 import errno
-import importlib.util
 import json
 import os
 import pickle
@@ -21,44 +20,18 @@ import _tfds_dump
 import tfrec_fast
 import tfrec_fast.tfds as tfds
 import tfrec_fast.tfds.indexes
+from _tfds_fixtures import (FIXTURE, HAVE_SIMPLEJPEG, JPEG_TOLERANCE, ORDERED, assert_same,
+                            data_dir, load_dumps, own_copy, read_json)
 from tfrec_fast import DataLossError, ExampleParseError, TFRecordWriter, read_records
 from tfrec_fast.tfds import features as F
 from tfrec_fast.tfds.splits import interleave_runs
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tfds")
-FIXTURE, ORDERED = "tfrec_fixture/1.2.0", "tfrec_ordered/0.1.0"
-HAVE_SIMPLEJPEG = importlib.util.find_spec("simplejpeg") is not None
-# Without simplejpeg, JPEGs are decoded by Pillow (accurate DCT) where TensorFlow uses the fast
-# integer DCT: pixels may differ by a few levels (measured: at most 10 on the fixture's images of
-# pure noise, the worst case for JPEG).
-JPEG_TOLERANCE = {} if HAVE_SIMPLEJPEG else {"/photo": 16}
+__all__ = ["data_dir", "own_copy"]  # fixtures, imported
 
 
-@pytest.fixture(scope="session")
-def data_dir(tmp_path_factory):
-    """A copy of the fixture (random access writes indexes beside the shards)."""
-    target = tmp_path_factory.mktemp("tfds") / "data"
-    shutil.copytree(DATA, target)
-    return str(target)
-
-
-@pytest.fixture
-def own_copy(tmp_path):
-    """A copy this test may damage."""
-    target = tmp_path / "data"
-    shutil.copytree(DATA, target)
-    return str(target)
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dumps():
-    return {name: _tfds_dump.load(os.path.join(DATA, name + ".as_numpy.json.gz"))
-            for name in (FIXTURE, ORDERED)}
-
-
-def assert_same(ours, ref, tolerance=None):
-    problems = _tfds_dump.differences(ours, ref, tolerance=tolerance or JPEG_TOLERANCE)
-    assert not problems, problems[:10]
+    return load_dumps(FIXTURE, ORDERED)
 
 
 def meta_ids(examples):
@@ -264,11 +237,6 @@ def test_newest_version_and_configs(own_copy):
 
 # ---- errors ----------------------------------------------------------------------------------
 
-def _read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
 def test_missing_features_json(own_copy):
     path = os.path.join(own_copy, FIXTURE)
     os.remove(os.path.join(path, "features.json"))
@@ -286,7 +254,7 @@ def test_not_a_dataset_directory(tmp_path):
 def test_malformed_and_unsupported_metadata(own_copy):
     path = os.path.join(own_copy, ORDERED)
     info_path = os.path.join(path, "dataset_info.json")
-    info = _read_json(info_path)
+    info = read_json(info_path)
     with open(info_path, "w") as f:
         f.write("{not json")
     with pytest.raises(tfds.DatasetInfoError, match="not valid JSON") as error:
@@ -307,7 +275,7 @@ def test_malformed_and_unsupported_metadata(own_copy):
 
 def _rename_feature_class(path, feature, class_name):
     features_path = os.path.join(path, "features.json")
-    tree = _read_json(features_path)
+    tree = read_json(features_path)
     tree["featuresDict"]["features"][feature]["pythonClassName"] = class_name
     with open(features_path, "w") as f:
         json.dump(tree, f)
@@ -348,7 +316,7 @@ def test_missing_shard(own_copy):
 
 def _set_shard_lengths(path, split, lengths):
     info_path = os.path.join(path, "dataset_info.json")
-    info = _read_json(info_path)
+    info = read_json(info_path)
     for entry in info["splits"]:
         if entry["name"] == split:
             entry["shardLengths"] = [str(n) for n in lengths]
