@@ -19,9 +19,9 @@ import pytest
 import _tfds_dump
 import tfrec_fast
 import tfrec_fast.tfds as tfds
-from _tfds_fixtures import (CATALOG, HAVE_SIMPLEJPEG, JPEG_TOLERANCE, RLDS, assert_same,
+from _tfds_fixtures import (CATALOG, DATA, HAVE_SIMPLEJPEG, JPEG_TOLERANCE, RLDS, assert_same,
                             data_dir, edit_features, load_dumps, node, own_copy, rewrite)
-from tfrec_fast import DataLossError, ExampleParseError
+from tfrec_fast import DataLossError, ExampleParseError, read_records
 from tfrec_fast.tfds import audio, features as F
 
 __all__ = ["data_dir", "own_copy"]  # fixtures, imported
@@ -363,14 +363,77 @@ def _first_shard(path):
     return os.path.join(path, "rlds_fixture-train.tfrecord-00000-of-00003")
 
 
-def test_steps_of_different_lengths_name_the_episode(own_copy):
+@pytest.mark.parametrize("nested", ["steps", "columns"])
+def test_steps_of_different_lengths_name_the_episode(own_copy, nested):
     path = os.path.join(own_copy, RLDS)
     shard = _first_shard(path)
     rewrite(shard, lambda ex: ex[1].features.feature["steps/reward"].float_list.value.pop())
+    split = tfds.open(path, nested=nested)["train"]
+    original = os.path.join(DATA, RLDS, os.path.basename(shard))
+    record = list(read_records(original, copy=True))[1]
+    wanted = tfrec_fast.parse_example(record)["episode_metadata/episode_id"]
+    position = episode_ids(tfds.open(os.path.join(DATA, RLDS))["train"]).index(wanted[0])
+    for read in (lambda: list(split), lambda: split[position]):
+        with pytest.raises(ExampleParseError, match="different numbers of elements") as error:
+            read()
+        assert (error.value.path, error.value.record_index, error.value.feature) == (
+            shard, 1, "steps")
+
+
+@pytest.mark.torch
+def test_windows_of_steps_of_different_lengths_are_an_error(own_copy):
+    pytest.importorskip("torch")
+    from tfrec_fast.tfds.torch import StepsDataset
+    path = os.path.join(own_copy, RLDS)
+    rewrite(_first_shard(path),
+            lambda ex: ex[1].features.feature["steps/is_last"].int64_list.value.pop())
+    with pytest.raises(ExampleParseError, match="different numbers of elements"):
+        list(StepsDataset(tfds.open(path)["train"], window=2))
+
+
+@pytest.mark.parametrize("nested", ["steps", "columns"])
+def test_inner_datasets_of_different_lengths_name_the_record(own_copy, nested):
+    """A Dataset in a Dataset (the catalogue's steps/inner) given a second feature "y": its
+    lengths must agree with "x"'s in every step."""
+    path = os.path.join(own_copy, CATALOG)
+
+    def add_y(tree):
+        inner = node(tree, "steps", "[dataset]", "inner", "[dataset]")["featuresDict"]
+        inner["features"]["y"] = dict(inner["features"]["x"])
+    edit_features(path, add_y)
+    shard = os.path.join(path, "tfds_catalog-train.tfrecord-00000-of-00003")
+    keys = ("ragged_flat_values", "ragged_row_lengths_0")
+
+    def y_as_x(examples):
+        for example in examples:
+            f = example.features.feature
+            for key in keys:
+                f[f"steps/inner/y/{key}"].CopyFrom(f[f"steps/inner/x/{key}"])
+    for k in range(3):
+        rewrite(os.path.join(path, f"tfds_catalog-train.tfrecord-0000{k}-of-00003"), y_as_x)
+    skip = {"steps": {"grid": tfds.SkipDecoding()}}  # (its tensors differ in shape per step)
+    read = tfds.open(path, nested=nested).as_dataset("train", decoders=skip)
+    for episode in read:
+        if nested == "steps":
+            for step in episode["steps"]:
+                assert [e["y"] for e in step["inner"]] == [e["x"] for e in step["inner"]]
+        else:
+            assert episode["steps"]["inner"]["y"].row_splits.tolist() == \
+                episode["steps"]["inner"]["x"].row_splits.tolist()
+    damaged = []
+
+    def move_one_element(examples):  # the same values, one step's element in another step
+        for i, example in enumerate(examples):
+            lengths = example.features.feature["steps/inner/y/ragged_row_lengths_0"].int64_list
+            if list(lengths.value) != list(reversed(lengths.value)):
+                lengths.value.reverse()
+                damaged.append(i)
+                return
+    rewrite(shard, move_one_element)
     with pytest.raises(ExampleParseError, match="different numbers of elements") as error:
-        list(tfds.open(path)["train"])
-    assert (error.value.path, error.value.record_index, error.value.feature) == (shard, 1,
-                                                                                 "steps")
+        list(tfds.open(path, nested=nested).as_dataset("train", decoders=skip))
+    assert (error.value.path, error.value.record_index, error.value.feature) == (
+        shard, damaged[0], "steps/inner")
 
 
 def test_ragged_row_lengths_that_do_not_fit_are_an_error(own_copy):
