@@ -285,7 +285,8 @@ def _refused(path, feature, type_name, match, **kwargs):
         ds["train"]
     assert (error.value.feature, error.value.type_name) == (feature, type_name)
     clone = pickle.loads(pickle.dumps(error.value))
-    assert (clone.feature, clone.reason) == (feature, error.value.reason)
+    assert (clone.feature, clone.reason, clone.remedy, str(clone)) == (
+        feature, error.value.reason, error.value.remedy, str(error.value))
     return ds
 
 
@@ -301,8 +302,45 @@ def test_audio_without_a_decoder_is_refused_before_reading(own_copy, monkeypatch
     edit_features(path, lambda t: node(t, "wav16")["audio"].update(fileFormat="mp3"))
     monkeypatch.setattr(audio, "_have_pydub", lambda: False)
     _nothing_read(monkeypatch)
-    ds = _refused(path, "wav16", "Audio", "stored as mp3.*pip install pydub")
+    ds = _refused(path, "wav16", "Audio", "stored as mp3.*pip install pydub.*decoders=")
     assert ds.info.features["wav16"].file_format == "mp3"
+    ds.as_dataset("train", decoders={"wav16": tfds.SkipDecoding()})  # bytes are bytes
+
+
+def _programs(directory, *names):
+    """A directory holding executables of these names (what pydub looks for on PATH)."""
+    directory.mkdir(exist_ok=True)
+    for name in names:
+        program = directory / name
+        program.write_text("#!/bin/sh\nexit 1\n")
+        program.chmod(0o755)
+    return str(directory)
+
+
+@pytest.mark.posix
+def test_audio_without_ffmpeg_is_refused_before_reading(own_copy, monkeypatch, tmp_path):
+    pytest.importorskip("pydub")
+    path = os.path.join(own_copy, CATALOG)
+    edit_features(path, lambda t: node(t, "wav16")["audio"].update(fileFormat="mp3"))
+    monkeypatch.chdir(tmp_path)  # (pydub looks in the working directory too)
+    monkeypatch.setenv("PATH", _programs(tmp_path / "none"))
+    ds = tfds.open(path)
+    with pytest.raises(tfds.UnknownFeatureError,
+                       match="stored as mp3.*finds no ffmpeg .or avconv. nor ffprobe"):
+        ds["train"]
+    monkeypatch.setenv("PATH", _programs(tmp_path / "half", "ffmpeg"))
+    with pytest.raises(tfds.UnknownFeatureError, match="finds no ffprobe .or avprobe.: "):
+        ds["train"]
+    monkeypatch.setenv("PATH", _programs(tmp_path / "both", "avconv", "avprobe"))
+    assert ds["train"] is not None  # pydub would run them (made, not read)
+    assert len(ds.as_dataset("train", decoders={"wav16": tfds.SkipDecoding()})) == 6
+
+
+def test_flac_audio_is_refused_as_tfds_decodes_it_with_tensorflow_io(own_copy, monkeypatch):
+    path = os.path.join(own_copy, CATALOG)
+    edit_features(path, lambda t: node(t, "wav16")["audio"].update(fileFormat="flac"))
+    _nothing_read(monkeypatch)
+    ds = _refused(path, "wav16", "Audio", "stored as FLAC.*tensorflow-io's decode_flac")
     ds.as_dataset("train", decoders={"wav16": tfds.SkipDecoding()})  # bytes are bytes
 
 
@@ -338,8 +376,11 @@ def test_unknown_features_in_steps_are_read_raw_only_as_columns(own_copy):
     edit_features(path, lambda t: node(t, "steps", "[dataset]", "action").update(
         pythonClassName="my_robot.features.Action"))
     skip = {"steps": {"action": tfds.SkipDecoding()}}
-    with pytest.raises(tfds.UnknownFeatureError, match="nested Dataset"):
+    with pytest.raises(tfds.UnknownFeatureError, match="nested Dataset") as error:
         tfds.open(path).as_dataset("val", decoders=skip)
+    # SkipDecoding is what was asked for here: the message says what does read it
+    assert "nested='columns'" in str(error.value) and \
+        "are read with decoders={'steps/action': SkipDecoding()} (" not in str(error.value)
     with pytest.raises(tfds.UnknownFeatureError, match="my_robot.features.Action"):
         tfds.open(path)["val"]
     raw = tfds.open(path, nested="columns").as_dataset("val", decoders=skip)[1]
@@ -354,7 +395,15 @@ def test_dynamic_tensors_under_two_sequences_are_refused(own_copy):
         area["tensor"] = {"shape": {"dimensions": ["-1", "-1"]}, "dtype": "float32",
                           "encoding": "zlib"}
     edit_features(path, dynamic)
-    _refused(path, "steps/objects/area", "Tensor", "several unknown dimensions")
+    for skip in (None, {"steps/objects/area": tfds.SkipDecoding()}):
+        with pytest.raises(tfds.UnknownFeatureError, match="several unknown dimensions") as error:
+            tfds.open(path).as_dataset("train", decoders=skip)
+        message = str(error.value)  # SkipDecoding does not help: not advised
+        assert "SkipDecoding() does not help" in message and "dataset.records(split)" in message
+        assert "are read with decoders=" not in message
+    records = tfds.open(path).records("train")  # what the message advises
+    assert list(records) == list(tfds.open(os.path.join(DATA, CATALOG)).records("train"))
+    assert records[3] == list(records)[3] and type(records[3]) is bytes and len(records) == 6
 
 
 # ---- damaged episodes ------------------------------------------------------------------------

@@ -292,6 +292,8 @@ def test_unknown_feature_type_names_the_type_and_keeps_raw_values(own_copy, dump
     assert (error.value.feature, error.value.type_name) == ("bbox",
                                                              "my_project.features.FancyBox")
     assert pickle.loads(pickle.dumps(error.value)).feature == "bbox"
+    assert "dataset.records(split)" in str(error.value)
+    assert len(ds.records("train")) == 70 and type(ds.records("train")[0]) is bytes
     raw = list(ds.as_dataset("train", decoders={"bbox": tfds.SkipDecoding()}))
     for ours, ref in zip(raw, dumps[FIXTURE]["train/encoded"]):
         assert list(ours["bbox"]) == ["bbox"]

@@ -176,7 +176,11 @@ class Split:
       shards at a time (one after another when the dataset disables shuffling);
     - ``split[i]``, ``split[a:b]``, ``split.get_batch(indices)``: example i of that order,
       read through shard indexes (built on first use, kept beside the shards or in a cache);
-    - ``split.records()``: the serialized Examples, in the same order (raw, for any feature).
+    - ``split.records()``: the serialized Examples, in the same order.
+
+    With ``serialized=True`` (what :meth:`Dataset.records` makes) the examples are the
+    serialized Examples themselves (bytes), by iteration and by index alike, whatever the
+    features: none is decoded, so none is refused.
 
     Damaged shards raise :class:`~tfrec_fast.DataLossError` and malformed records
     :class:`~tfrec_fast.ExampleParseError`, naming the shard and the record's index in it.
@@ -185,7 +189,10 @@ class Split:
     def __init__(self, info: DatasetInfo, split: Any, *, decode_images: bool = False,
                  decoders: Optional[Mapping] = None, as_supervised: bool = False,
                  shuffle_files: bool = False, read_config: Any = None, verify: bool = True,
-                 index_dir=None, nested: str = "steps"):
+                 index_dir=None, nested: str = "steps", serialized: bool = False):
+        if serialized and as_supervised:
+            raise ValueError("serialized Examples have no supervised structure: "
+                             "as_supervised=True is for decoded examples")
         self.info = info
         self.name = split if isinstance(split, str) else repr(split)
         self._instructions = file_instructions(split, info.splits)
@@ -210,7 +217,9 @@ class Split:
         self._verify = bool(verify)
         self._index_dir = index_dir
         self._length = sum(i.take for i in self._instructions)
-        self._decoder: Optional[Decoder] = Decoder(info.features, **self._options)
+        self._serialized = bool(serialized)
+        self._decoder: Optional[Decoder] = None if serialized else \
+            Decoder(info.features, **self._options)
         self._order: Optional[tuple] = None
         self._readers: Dict[str, IndexedTFRecordReader] = {}
 
@@ -249,8 +258,9 @@ class Split:
         return keys
 
     @property
-    def decoder(self) -> Decoder:
-        if self._decoder is None:
+    def decoder(self) -> Optional[Decoder]:
+        """What makes the examples (None: the examples are the serialized records)."""
+        if self._decoder is None and not self._serialized:
             self._decoder = Decoder(self.info.features, **self._options)
         return self._decoder
 
@@ -301,7 +311,7 @@ class Split:
         """
         if nested not in NESTED:
             raise ValueError(f"nested must be one of {NESTED}, not {nested!r}")
-        if self._options["nested"] == nested:
+        if self._options["nested"] == nested or self._serialized:
             return self
         made = copy.copy(self)
         made._options = dict(self._options, nested=nested)
@@ -394,9 +404,12 @@ class Split:
             reader = self._readers[ins.path] = _files.open_indexed(ins.location, index,
                                                                    verify=self._verify)
         batch = reader.get_batch(records)
+        decoder = self.decoder
+        if decoder is None:
+            return batch.to_list()
         try:
-            columns = self.decoder.parse(batch, ins.path)
-            return self.decoder.examples(columns, len(batch))
+            columns = decoder.parse(batch, ins.path)
+            return decoder.examples(columns, len(batch))
         except ExampleParseError as error:
             index = error.record_index
             raise ExampleParseError(error.detail, path=ins.path,
@@ -585,6 +598,31 @@ class Dataset:
         options = dict(self._defaults, **({} if nested is None else {"nested": nested}))
         made = Split(self.info, split, **kwargs, **options)
         return made if batch_size is None else made.batches(batch_size)
+
+    def records(self, split) -> Split:
+        """The serialized tf.train.Examples of ``split``, in TFDS's order, whatever the
+        features hold (none is decoded, so none is refused): iterate it, or index it
+        (``records("train")[7]``), as a Split of bytes.
+
+        Parameters
+        ----------
+        split : str or ReadInstruction
+            A TFDS split string ("train[:10%]+test").
+
+        Returns
+        -------
+        Split
+            Its examples are bytes.
+
+        Raises
+        ------
+        ValueError
+            A malformed split string, an unknown split, or a slice selecting nothing.
+        FileNotFoundError
+            A shard it reads is missing.
+        """
+        options = {k: v for k, v in self._defaults.items() if k in ("verify", "index_dir")}
+        return Split(self.info, split, serialized=True, **options)
 
     def download_and_prepare(self, *args, **kwargs) -> None:
         """Nothing to do: the dataset is prepared (TFDS builders call this first)."""

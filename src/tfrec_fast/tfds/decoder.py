@@ -14,7 +14,8 @@ read (:class:`UnknownFeatureError`, naming the feature, its type and why).
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
+from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set,
+                    Tuple)
 
 import numpy as np
 
@@ -76,9 +77,9 @@ class Decoder:
         for number, leaf in enumerate(self.leaves):
             skipped = any(leaf.path == s or leaf.path.startswith(s + "/") for s in skip)
             decode = not skipped and (decode_images or not isinstance(leaf.feature, Image))
-            reason = refusal(leaf, decode, steps)
-            if reason is not None:
-                raise UnknownFeatureError(leaf.path, leaf.feature.type_name, reason)
+            refused = refusal(leaf, decode, steps)
+            if refused is not None:
+                raise UnknownFeatureError(leaf.path, leaf.feature.type_name, *refused)
             if isinstance(leaf.feature, UnknownFeature):
                 raw = RawDecoder(leaf)
                 self.raw.append(raw)
@@ -126,31 +127,36 @@ class Decoder:
                                     feature=error.feature) from None
 
 
-def refusal(leaf: Leaf, decode: bool, steps: bool) -> Optional[str]:
-    """Why ``leaf`` cannot be read as asked (an empty string: its type is unknown), or None."""
+def refusal(leaf: Leaf, decode: bool, steps: bool) -> Optional[Tuple[str, Optional[str]]]:
+    """Why ``leaf`` cannot be read as asked (an empty reason: its type is unknown), and what
+    reads it instead where that is not SkipDecoding (else None); None when it can be read."""
     feature: Any = leaf.feature
     if isinstance(feature, UnknownFeature):
         if decode:
-            return ""
+            return "", None
         if steps and leaf.datasets:
-            return ("its raw values cannot be split into the elements of a nested Dataset: "
-                    "read it with nested='columns', or whole Examples with split.records()")
+            return ("its raw values cannot be split into the elements of a nested Dataset",
+                    f"its raw values are read with nested='columns' and decoders="
+                    f"{{{leaf.path!r}: SkipDecoding()}}, and whole serialized Examples with "
+                    "dataset.records(split)")
         return None  # skipped: its raw values
     if decode and isinstance(feature, Image):
         why = unsupported_image(feature.shape, feature.dtype)
         if why:
-            return why
+            return why, None
     if decode and isinstance(feature, Audio) and feature.lazy_decode:
         why = missing_decoder(feature)
         if why:
-            return why
+            return why, None
     if isinstance(leaf.serialized, dict) and leaf.sequence_rank > 1:
-        return ("a Tensor of several unknown dimensions under two or more Sequences (TFDS "
-                "cannot decode it either)")
+        return ("a Tensor of several unknown dimensions under two or more Sequences, which TFDS "
+                "cannot decode either",
+                "its stored values are not read either (SkipDecoding() does not help): whole "
+                "serialized Examples are read with dataset.records(split)")
     decoded = decode and element_decoder(feature) is not None
     if steps and decoded and leaf.datasets != tuple(range(len(leaf.datasets))):
         return ("it is decoded value by value inside a Dataset inside a Sequence, which TFDS "
-                "cannot decode either; nested='columns' reads it as a Sequence")
+                "cannot decode either; nested='columns' reads it as a Sequence", None)
     return None
 
 
