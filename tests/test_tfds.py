@@ -11,6 +11,8 @@ import json
 import os
 import pickle
 import shutil
+import tracemalloc
+import zlib
 
 import numpy as np
 import pytest
@@ -145,6 +147,51 @@ def test_skip_decoding_keeps_bytes_of_encoded_tensors(data_dir):
         assert raw["u8_bytes"] == plain["u8_bytes"].tobytes()
         assert raw["f16_zlib"]["shape"].dtype == np.int32
         assert tuple(raw["f16_zlib"]["shape"]) == plain["f16_zlib"].shape
+
+
+def _zlib_of_zeros(n: int) -> bytes:
+    """zlib data inflating to ``n`` zero bytes, made without holding them."""
+    deflater, chunk = zlib.compressobj(9), bytes(1 << 20)
+    parts = [deflater.compress(chunk[:min(len(chunk), n - k)]) for k in range(0, n, len(chunk))]
+    return b"".join(parts) + deflater.flush()
+
+
+def test_zlib_tensors_inflate_to_their_shape_and_no_more():
+    from tfrec_fast.tfds.leaf_decoders import element_decoder
+    decode = element_decoder(F.Tensor((4, 8), np.float32, encoding="zlib"))
+    values = np.arange(32, dtype="<f4").reshape(4, 8)
+    assert np.array_equal(decode(zlib.compress(values.tobytes())), values)
+    with pytest.raises(ValueError, match="inflates to more than the 128 bytes"):
+        decode(zlib.compress(values.tobytes() + b"\0"))
+    with pytest.raises(ValueError, match="cut short"):
+        decode(zlib.compress(values.tobytes())[:-6])
+    dynamic = element_decoder(F.Tensor((None, None), np.uint16, encoding="zlib"))
+    with pytest.raises(ValueError, match="inflates to more than the 12 bytes"):
+        dynamic(_zlib_of_zeros(1 << 24), (2, 3))
+
+
+def test_a_zlib_bomb_is_refused_without_inflating_it(own_copy):
+    path = os.path.join(own_copy, FIXTURE)
+    shard = os.path.join(path, "tfrec_fixture-train.tfrecord-00001-of-00003")
+    bomb = _zlib_of_zeros(1 << 30)  # 1 GiB of zeros in about 1 MB
+    records = list(read_records(shard, copy=True))
+    example = tfrec_fast.proto.Example.FromString(records[4])
+    example.features.feature["f16_zlib/value"].bytes_list.value[0] = bomb
+    records[4] = example.SerializeToString()
+    with TFRecordWriter(shard) as w:
+        for record in records:
+            w.write(record)
+    split = tfds.open(path)["train"]
+    tracemalloc.start()
+    try:
+        with pytest.raises(ExampleParseError, match="inflates to more than") as error:
+            list(split)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (error.value.path, error.value.record_index, error.value.feature) == (
+        shard, 4, "f16_zlib/value")
+    assert peak < 64 << 20  # the bomb itself is 1 MB; inflated it would be 1 GiB
 
 
 def test_as_supervised_pairs(data_dir, dumps):

@@ -52,9 +52,28 @@ def _tensor_from_bytes(feature: Tensor, shape) -> Callable[..., np.ndarray]:
 
     def decode(data: bytes, shape=shape) -> np.ndarray:
         if zipped:
-            data = zlib.decompress(data)
+            data = _inflate(data, shape, feature.dtype)
         return np.frombuffer(data, stored).astype(feature.dtype).reshape(shape)
     return decode
+
+
+def _inflate(data: bytes, shape, dtype: np.dtype) -> bytes:
+    """zlib data -> the bytes of an array of ``shape``: never more than the shape holds (a
+    record inflating beyond it is refused before it is inflated further). With an unknown
+    dimension (-1) the size is not known before: zlib's own ratio (at most about 1032 to 1)
+    bounds it."""
+    if any(d < 0 for d in shape):
+        return zlib.decompress(data)
+    expected = math.prod(shape) * dtype.itemsize
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(data, expected + 1)
+    if len(out) > expected:
+        raise ValueError(f"its zlib data inflates to more than the {expected} bytes of shape "
+                         f"{tuple(shape)} of {dtype} (refused: a zlib bomb, or another "
+                         "tensor's data)")
+    if not inflater.eof:
+        raise ValueError(f"its zlib data is cut short ({len(out)} of {expected} bytes)")
+    return out
 
 
 def element_decoder(feature: Feature) -> Optional[Callable[..., Any]]:
@@ -311,6 +330,11 @@ class LeafDecoder:
                     if len(row) != len(shapes_row):
                         raise ExampleParseError(f"{len(row)} values but {len(shapes_row)} "
                                                 "shapes", record_index=i, feature=self.key)
+                    bad = [s for s in shapes_row if min(s, default=0) < 0]
+                    if bad:
+                        raise ExampleParseError(f"stored shape {bad[0]} has a negative "
+                                                "dimension", record_index=i,
+                                                feature=self.keys["shape"][0])
             return items, levels, args
         flat_key, length_keys = ragged_keys(self.key, self.info)
         items = columns[flat_key].to_list()
