@@ -110,9 +110,7 @@ def _stack(elements: list, element_shape, dtype) -> np.ndarray:
 def _nest(values, nested_row_lengths: List[np.ndarray]) -> Any:
     """A tf.RaggedTensor.from_nested_row_lengths as nested tfrec_fast.Ragged."""
     for lengths in reversed(nested_row_lengths):
-        splits = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=splits[1:])
-        values = Ragged(values, splits)
+        values = Ragged(values, _splits(lengths))
     return values
 
 
@@ -146,6 +144,7 @@ class _Nesting(ValueError):
 
 
 def _splits(lengths: np.ndarray) -> np.ndarray:
+    """Row lengths -> row splits (0, then their running sum)."""
     splits = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=splits[1:])
     return splits
@@ -347,8 +346,8 @@ class LeafDecoder:
 
     def _decode_each(self, items: list, records, args=None) -> list:
         """Decodes items (``records[j]`` holding item j); large images on a thread pool (Pillow
-        and simplejpeg decode with the GIL released; a small PNG costs less than handing it
-        to a thread: measured ~90 us for 28x28 either way)."""
+        and simplejpeg decode with the GIL released; a small image is decoded here, as it
+        costs less than handing it to a thread)."""
         more = () if args is None else (args,)
         if self.parallel and len(items) > 1 and sum(map(len, items)) > PARALLEL_BYTES * len(items):
             return list(_pool().map(self._element, items, records, *more))
