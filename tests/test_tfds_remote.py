@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import _tfds_dump
-from _servers import GCSServer, S3Server
+from _servers import GCSServer, RangeHTTPServer, S3Server
 from _tfds_fixtures import CATALOG, DATA, FIXTURE, JPEG_TOLERANCE, ORDERED, RLDS, load_dumps
 
 
@@ -239,7 +239,7 @@ def test_metadata_and_finding_the_dataset(uploaded):
     assert len(ds["train"]) + len(ds["val[1:]"]) == 14
     requested = [path for _, path, _ in uploaded.server.requests]
     assert requested and not [p for p in requested if ".tfrecord-" in p], requested
-    with pytest.raises(FileNotFoundError, match="does not exist") as error:
+    with pytest.raises(FileNotFoundError, match="no prepared TFDS dataset here") as error:
         tfds.open(uploaded.url(), name="rlds_fixture:9.9.9", storage_options=so)
     assert error.value.filename == uploaded.url("rlds_fixture", "9.9.9")
     with pytest.raises(FileNotFoundError, match="tfds build nothing_here"):
@@ -285,6 +285,29 @@ def test_storage_settings_and_a_filesystem(uploaded, dumps, tmp_path):
     assert not [f for f in fs.ls(path) if f.endswith(".idx")]
     with pytest.raises(ValueError, match="storage_options are for URLs"):
         tfds.open(os.path.join(DATA, ORDERED), storage_options={"anon": True})
+
+
+def test_a_dataset_on_a_plain_http_server(dumps):
+    """https:// as any fsspec URL: the directory pages of this server list the files (sizes
+    come from HEAD requests), and version directories are named, as it lists none."""
+    server = RangeHTTPServer().start()
+    try:
+        for dirpath, _, names in os.walk(os.path.join(DATA, "rlds_fixture")):
+            for name in names:
+                full = os.path.join(dirpath, name)
+                with open(full, "rb") as f:
+                    server.files["/tfds/" + os.path.relpath(full, DATA)] = f.read()
+        ds = tfds.open(server.url("/tfds/" + RLDS), decode_images=True)
+        for ours, want in zip(ds["val"], dumps[RLDS]["val/decoded"]):
+            assert_same(ours, want)
+        assert _ids(ds["train"].get_batch([6, 2])) == _ids(
+            [dumps[RLDS]["train/encoded"][i] for i in (6, 2)])
+        named = tfds.open("rlds_fixture:1.0.0", data_dir=server.url("/tfds"))
+        assert named.info.features["steps"]["skill"].names == ["reach", "grasp", "place"]
+        with pytest.raises(FileNotFoundError, match="name the version"):
+            tfds.open("rlds_fixture", data_dir=server.url("/tfds"))
+    finally:
+        server.stop()
 
 
 # ---- indexes and entering a shard in the middle ------------------------------------------------

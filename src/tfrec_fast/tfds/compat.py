@@ -134,8 +134,26 @@ def builder(name: str, *, data_dir=None, try_gcs: bool = False, storage_options=
 
 
 def builder_from_directory(builder_dir, *, storage_options=None, filesystem=None) -> Dataset:
-    """``tfds.builder_from_directory``: a prepared dataset directory (a path or URL; for a URL
-    ``storage_options`` or ``filesystem`` as for :func:`~tfrec_fast.tfds.open`)."""
+    """``tfds.builder_from_directory``: a prepared dataset, images decoded by default.
+
+    Parameters
+    ----------
+    builder_dir : str, os.PathLike or Location
+        The prepared directory (or a directory of its versions: the newest), local or a URL.
+    storage_options : dict, optional
+        For a URL: its filesystem's options and tfrec_fast's storage settings.
+    filesystem : fsspec or pyarrow filesystem, optional
+        The filesystem ``builder_dir`` is on.
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    FileNotFoundError
+        No prepared dataset there.
+    """
     return Dataset(locate(_files.directory(builder_dir, storage_options, filesystem)),
                    decode_images=True)
 

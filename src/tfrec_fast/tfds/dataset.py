@@ -228,12 +228,13 @@ class Split:
     def _check_shards(self) -> None:
         """Every shard read must exist: a shard of a store is looked for in the directory's
         listing (no request), a local one on disk."""
-        listed = self.info.files is not None
+        files = self.info.files
         for ins in self._instructions:
             location = ins.location
-            if location.os_path is None and location.known_stat is not None:
-                continue  # the listing found it
-            if (location.os_path is not None or not listed) and location.exists():
+            if location.os_path is None and files is not None:
+                if location.basename in files:
+                    continue  # the listing found it
+            elif location.exists():
                 continue
             count = self.info.splits[ins.split].num_shards
             raise FileNotFoundError(

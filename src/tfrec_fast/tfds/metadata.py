@@ -144,6 +144,12 @@ def locate(path: Location, name: Optional[str] = None) -> Location:
     if versions:
         return path.join(versions[-1])
     if not path.isdir():
+        if path.os_path is None:  # a store may not list directories (a plain HTTP server)
+            raise FileNotFoundError(errno.ENOENT, "no prepared TFDS dataset here: nothing is "
+                                    "listed there (expected <data_dir>/<name>[/<config>]/"
+                                    "<version>; where the store lists no directories, name "
+                                    "the version: name='<name>:<version>', or its URL)",
+                                    path.name)
         raise FileNotFoundError(errno.ENOENT, "no prepared TFDS dataset here: the directory does "
                                 "not exist (expected <data_dir>/<name>[/<config>]/<version>)",
                                 path.name)
