@@ -24,7 +24,8 @@ from .storage import Location, ReadAhead, cached_array, display, resolve, resolv
 from .storage.cache import peek
 from .storage import load_index as _load_index_cached
 
-__all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
+__all__ = ["create_index", "load_index", "write_index", "index_of", "indexes_of",
+           "detected_compression", "IndexedTFRecordReader"]
 
 Index = Tuple[np.ndarray, np.ndarray]
 PathLike = Union[str, os.PathLike, Location]

@@ -144,7 +144,12 @@ def load_index(location: Location) -> Tuple[np.ndarray, np.ndarray]:
     """(offsets, sizes) of an index file (the text format of the tfrecord package and DALI),
     read once per version of it per machine (the index cache)."""
     def parse() -> np.ndarray:
-        offsets, sizes = _core.parse_index(location.read(), location.name)
+        if location.os_path is not None:  # not cached: read as it is now
+            data = location.read()
+        else:  # cached under the version of its stat: read that version (a pinned range)
+            size = location.stat().size
+            data = b"" if size == 0 else location.read(0, size)
+        offsets, sizes = _core.parse_index(data, location.name)
         return np.stack([offsets, sizes])
     both = cached_array(location, "idx", parse)
     return both[0], both[1]
