@@ -402,7 +402,7 @@ def same_content(results, name: str, episodes: int = 0) -> None:
     if spec.get("rlds"):
         jpeg = {"first_image": JPEG_LEVELS * episodes * 64 * 3}  # first row of 64x64x3
     else:
-        h, w, c = spec["shape"]
+        _, w, c = spec["shape"]
         jpeg = {"images": JPEG_LEVELS * spec["n"] * w * c} if spec["fmt"] == "jpeg" else {}
     for r in results:
         peer = by_name.get(PEER.get(r.name) or "")

@@ -413,7 +413,7 @@ def test_shard_lengths_smaller_than_the_files(own_copy):
 def test_damaged_shard_names_file_and_record(own_copy):
     path = os.path.join(own_copy, ORDERED)
     shard = os.path.join(path, "tfrec_ordered-train.tfrecord-00002-of-00003")
-    offsets, sizes = tfrec_fast.create_index(shard)
+    offsets, _ = tfrec_fast.create_index(shard)
     with open(shard, "r+b") as f:
         f.seek(int(offsets[5] + 20))
         byte = f.read(1)
@@ -699,7 +699,7 @@ def test_load_as_tfds(data_dir, dumps, monkeypatch):
     both, info = tfds.load("tfrec_fixture:1.2.0", data_dir=data_dir, with_info=True)
     assert set(both) == {"train", "test"} and info.splits["test"].num_examples == 20
     monkeypatch.setenv("TFDS_DATA_DIR", data_dir)
-    images, labels = zip(*tfds.load("tfrec_fixture", split="test[:3]", as_supervised=True))
+    _, labels = zip(*tfds.load("tfrec_fixture", split="test[:3]", as_supervised=True))
     assert [int(x) for x in labels] == [int(e["label"]) for e in ref[:3]]
     skipped = tfds.load("tfrec_fixture", split="test",
                         decoders={"image": tfds.decode.SkipDecoding()})

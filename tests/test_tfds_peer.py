@@ -40,7 +40,7 @@ def rebuilt(tmp_path_factory):
     """The fixture built again, by the script that made the committed one."""
     out = tmp_path_factory.mktemp("rebuilt")
     run = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_tfds_fixture.py"),
-                          str(out)], capture_output=True, text=True, timeout=600)
+                          str(out)], capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return str(out)
 

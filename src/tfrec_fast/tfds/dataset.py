@@ -469,7 +469,8 @@ class Batched:
         self.batch_size = len(split) if batch_size == -1 else int(batch_size)
 
     def __len__(self) -> int:
-        return -(-len(self.split) // max(self.batch_size, 1))
+        size = max(self.batch_size, 1)  # batch_size=-1 of an empty split: 0
+        return (len(self.split) + size - 1) // size
 
     def __iter__(self) -> Iterator[Any]:
         pending: list = []
