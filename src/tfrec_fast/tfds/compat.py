@@ -49,7 +49,14 @@ GCS_DATA_DIR_ENV = "TFREC_FAST_TFDS_GCS_DATA_DIR"
 
 
 def gcs_data_dir() -> str:
-    """Where ``try_gcs=True`` looks: ``$TFREC_FAST_TFDS_GCS_DATA_DIR``, else TFDS's bucket."""
+    """Where ``try_gcs=True`` looks for prepared datasets.
+
+    Returns
+    -------
+    str
+        ``$TFREC_FAST_TFDS_GCS_DATA_DIR`` when set (a mirror), else TFDS's public bucket,
+        ``gs://tfds-data/datasets``.
+    """
     return os.environ.get(GCS_DATA_DIR_ENV) or GCS_DATA_DIR
 
 
@@ -241,7 +248,22 @@ def load(name: str, *, split=None, data_dir=None, batch_size: Optional[int] = No
 
 def as_numpy(dataset):
     """``tfds.as_numpy``: the splits already hold numpy values, so they are returned as they
-    are (also inside dicts, lists and tuples)."""
+    are (also inside dicts, lists and tuples).
+
+    Parameters
+    ----------
+    dataset : Split, Batched, or a dict, list or tuple of them
+        What :func:`load` or :meth:`Dataset.as_dataset` returns.
+
+    Returns
+    -------
+    The same structure, holding the same splits.
+
+    Raises
+    ------
+    TypeError
+        Anything else (a tf.data.Dataset, for one).
+    """
     if isinstance(dataset, (Split, Batched)):
         return dataset
     if isinstance(dataset, Mapping):
