@@ -32,9 +32,11 @@ faster than ``--min-time``):
 
 RLDS cases (``bench_rlds``), each an epoch of every episode and every step of it:
 
-- ``tfds``: ``for episode in tfds.as_numpy(tfds.load(...))``, then ``for step in
-  episode["steps"]`` (the nested tf.data.Dataset as tfds.as_numpy iterates it, images decoded);
-  ``tfds_skip``: images left encoded (SkipDecoding on both cameras);
+- ``tfds``: ``for episode in tfds.as_numpy(tfds.builder_from_directory(path).as_dataset(
+  split="train"))``, then ``for step in episode["steps"]`` (the nested tf.data.Dataset as
+  tfds.as_numpy iterates it, images decoded; the prepared directory is named by the number of
+  episodes, ``1.0.<episodes>``, so it is opened by path); ``tfds_skip``: images left encoded
+  (SkipDecoding on both cameras);
 - ``tfrec``: ``tfrec_fast.tfds.open(path, decode_images=True)["train"]``, the steps a list of
   step dicts; ``tfrec_bytes``: images left encoded; ``tfrec_columns``: ``nested="columns"``
   (each episode's steps as arrays stacked over time, images decoded);
@@ -43,6 +45,12 @@ RLDS cases (``bench_rlds``), each an epoch of every episode and every step of it
 
 Every epoch of every case is checked: the number of examples and the sum of the labels (RLDS: the
 number of episodes, of steps, and the sum of the steps' is_last, one per non-empty episode).
+Each case also sums what it read, and its sums must equal TFDS's (``tfds`` for the cases that
+decode images, ``tfds_skip`` for those that do not): the pixels of each image's first row (or,
+undecoded, the bytes of each image); RLDS: the bits of every action (their float32 bit patterns
+as integers, so the order of the sum does not matter) and the pixels (or bytes) of each
+episode's first step's images. JPEG pixels may differ from TensorFlow's by a few levels when
+simplejpeg is not installed (Pillow decodes them): those sums are allowed 16 levels per pixel.
 Prints the target: tfrec_bytes >= 5x tfds_skip (tfds.as_numpy without decoding).
 """
 
@@ -203,20 +211,31 @@ def expected(name: str, episodes: int = 0) -> tuple:
 
 # ---- cases (opts: name, path = the prepared directory, expected = (examples, label sum)) ----------
 
+def _image_sum(image) -> int:
+    """What a case adds up of one image: the pixels of its first row, or its encoded bytes."""
+    if isinstance(image, bytes):
+        return len(image)
+    return int(image[0].sum(dtype="int64"))
+
+
 def _epochs(opts, examples, info: str) -> H.Body:
-    """run(): one epoch of ``examples()``, checked: the number of examples and their label sum."""
+    """run(): one epoch of ``examples()``, checked: the number of examples and their label sum;
+    the sum of what it read of the images goes to the result (compared with TFDS's)."""
     want = tuple(opts.expected)
+    content: dict = {}
 
     def run():
-        n = labels = 0
+        n = labels = images = 0
         for example in examples():
             n += 1
             labels += int(example["label"])
+            images += _image_sum(example["image"])
         if (n, labels) != want:
             raise AssertionError(f"(examples, label sum) {(n, labels)}, expected {want}")
+        content["images"] = images
         return n
 
-    return H.Body(run, info=info)
+    return H.Body(run, info=info, extras=lambda: dict(content))
 
 
 def tfds_load(opts) -> H.Body:
@@ -246,26 +265,58 @@ def tfrec_get_batch(opts) -> H.Body:
 
 # ---- RLDS cases (opts also: expected = (episodes, steps, is_last sum)) ----------------------------
 
+def _action_bits(action) -> int:
+    """The float32 bit patterns of actions summed as integers: exact in any order."""
+    import numpy as np
+    return int(np.asarray(action, dtype=np.float32).view(np.int32).sum(dtype=np.int64))
+
+
+class _Content:
+    """The sums an RLDS case makes of what it read, compared with TFDS's after the run."""
+
+    def __init__(self):
+        self.sums = {"actions": 0, "first_image": 0, "first_wrist": 0}
+
+    def step(self, step, first: bool) -> None:
+        self.sums["actions"] += _action_bits(step["action"])
+        if first:
+            self.sums["first_image"] += _image_sum(step["observation"]["image"])
+            self.sums["first_wrist"] += _image_sum(step["observation"]["wrist_image"])
+
+    def columns(self, steps) -> None:
+        self.sums["actions"] += _action_bits(steps["action"])
+        if len(steps["action"]):
+            observation = steps["observation"]
+            self.sums["first_image"] += _image_sum(observation["image"][0])
+            self.sums["first_wrist"] += _image_sum(observation["wrist_image"][0])
+
+
 def _episodes(opts, episodes, info: str, columns: bool = False) -> H.Body:
-    """run(): one epoch of ``episodes()`` and of every step of each, checked."""
+    """run(): one epoch of ``episodes()`` and of every step of each, checked; the sums of what
+    it read go to the result (compared with TFDS's)."""
     want = tuple(opts.expected)
+    content: dict = {}
 
     def run():
         n = steps = last = 0
+        sums = _Content()
         for episode in episodes():
             n += 1
             if columns:
                 steps += len(episode["steps"]["is_last"])
                 last += int(episode["steps"]["is_last"].sum())
+                sums.columns(episode["steps"])
                 continue
-            for step in episode["steps"]:
+            for t, step in enumerate(episode["steps"]):
                 steps += 1
                 last += bool(step["is_last"])
+                sums.step(step, t == 0)
         if (n, steps, last) != want:
             raise AssertionError(f"(episodes, steps, is_last) {(n, steps, last)}, expected {want}")
+        content.update(sums.sums)
         return n
 
-    return H.Body(run, info=info)
+    return H.Body(run, info=info, extras=lambda: dict(content))
 
 
 def rlds_tfds(opts) -> H.Body:
@@ -293,19 +344,25 @@ def rlds_steps(opts) -> H.Body:
     steps = torch_view.StepsDataset(tfds.open(opts.path, decode_images=True)["train"])
     episodes, total, ends = opts.expected
 
+    content: dict = {}
+
     def run():
         seen = set()
         n = last = 0
+        sums = _Content()
         for item in steps:
             seen.add(item["episode_index"])
             n += 1
             last += bool(item["steps"]["is_last"])
+            sums.step(item["steps"], item["step_index"] == 0)
         if (len(seen), n, last) != (episodes, total, ends):  # (no empty episodes here)
             raise AssertionError(f"(episodes, steps, is_last) {(len(seen), n, last)}, "
                                  f"expected {(episodes, total, ends)}")
+        content.update(sums.sums)
         return len(seen)
 
-    return H.Body(run, info="StepsDataset, one item per step, in the benchmark's process")
+    return H.Body(run, info="StepsDataset, one item per step, in the benchmark's process",
+                  extras=lambda: dict(content))
 
 
 RLDS_CASES = [
@@ -328,6 +385,38 @@ CASES = [
     H.Case("tfrec_random", "tfrec_fast.tfds `get_batch` of 256 random indices (bytes)", tfrec_get_batch),
 ]
 TARGET = 5.0  # tfrec_fast.tfds without decoding against tfds.as_numpy without decoding
+
+
+# Which TFDS case reads what a case reads (images decoded, or their bytes).
+PEER = {"tfds": None, "tfds_skip": None, "tfrec": "tfds", "tfrec_bytes": "tfds_skip",
+        "tfrec_random": "tfds_skip", "tfrec_columns": "tfds", "tfrec_steps": "tfds"}
+JPEG_LEVELS = 16  # the most a JPEG pixel decoded by Pillow differs from TensorFlow's
+CONTENT = ("images", "actions", "first_image", "first_wrist")  # the sums compared
+
+
+def same_content(results, name: str, episodes: int = 0) -> None:
+    """Marks as failed every row whose sums of what it read differ from its TFDS peer's: exactly,
+    but for decoded JPEG pixels (JPEG_LEVELS per pixel summed)."""
+    spec = DATASETS[name]
+    by_name = {r.name: r for r in results if r.ok}
+    if spec.get("rlds"):
+        jpeg = {"first_image": JPEG_LEVELS * episodes * 64 * 3}  # first row of 64x64x3
+    else:
+        _, w, c = spec["shape"]
+        jpeg = {"images": JPEG_LEVELS * spec["n"] * w * c} if spec["fmt"] == "jpeg" else {}
+    for r in results:
+        peer = by_name.get(PEER.get(r.name) or "")
+        if not r.ok or peer is None:
+            continue
+        decoded = PEER[r.name] == "tfds"
+        for key in CONTENT:
+            if key not in peer.extra or key not in r.extra:
+                continue
+            theirs, mine = peer.extra[key][0], r.extra[key][0]
+            allowed = jpeg.get(key, 0) if decoded else 0
+            if abs(mine - theirs) > allowed:
+                r.error = (f"read other content than {peer.name}: {key} sums to {mine}, "
+                           f"{peer.name}'s to {theirs}")
 
 
 def rlds_columns(steps: int) -> list:
@@ -367,6 +456,7 @@ def main(argv=None) -> int:
         res = H.measure(H.select(RLDS_CASES if rlds else CASES, args.cases), opts,
                         log_dir=C.log_dir(f"tfds-{name}"), **H.timing_options(args))
         H.expect_records(res, n)
+        same_content(res, name, n)
         shown = rlds_columns(opts["expected"][1]) if rlds else columns
         title = (f"{n} {DATASETS[name]['label']} ({opts['expected'][1]:,} steps, {SHARDS} shards)"
                  if rlds else f"{DATASETS[name]['label']} ({SHARDS} shards)")

@@ -1,6 +1,8 @@
-"""Real servers on 127.0.0.1 for the remote-data tests: an S3 server (moto's ThreadedMotoServer)
-and an HTTP server with Range, ETag and If-Match support, both counting requests and the body
-bytes they send, and injecting faults into the next body reads (GETs of a byte range):
+"""Real servers on 127.0.0.1 for the remote-data tests: an S3 server (moto's ThreadedMotoServer),
+an HTTP server with Range, ETag and If-Match support and a fake of GCS's JSON API (what gcsfs
+reads: listings, object resources with generations, media downloads with Range), all counting
+requests and the body bytes they send, and injecting faults into the next body reads (GETs of a
+byte range):
 
 - "503": the server answers 503 (S3: SlowDown) without a body;
 - "drop": the headers promise the whole range, half the body is sent, then the connection closes;
@@ -30,6 +32,7 @@ from __future__ import annotations
 import base64
 import collections
 import email.utils
+import hashlib
 import html
 import itertools
 import json
@@ -413,6 +416,209 @@ def _dropping(body: bytes, environ):
     sock = environ.get("werkzeug.socket")
     if sock is not None:
         sock.shutdown(socket.SHUT_RDWR)
+
+
+# ---- GCS (a fake of the JSON API, enough for gcsfs to read) --------------------------------------
+
+class GCSServer(_Faults):
+    """The read side of Google Cloud Storage's JSON API on 127.0.0.1, for gcsfs
+    (``endpoint_url=server.endpoint`` or ``STORAGE_EMULATOR_HOST``, with ``token="anon"``):
+
+    - ``GET /storage/v1/b/{bucket}``: the bucket's resource;
+    - ``GET /storage/v1/b/{bucket}/o?prefix=&delimiter=&maxResults=&pageToken=&startOffset=
+      &endOffset=``: a page of the listing, objects in ``items`` and the names up to the
+      delimiter in ``prefixes``, in name order, ``nextPageToken`` while more follow;
+    - ``GET /storage/v1/b/{bucket}/o/{object}[?generation=]``: the object's resource (size,
+      generation, md5Hash, updated), 404 if it does not exist at that generation;
+    - ``GET /download/storage/v1/b/{bucket}/o/{object}?alt=media[&generation=]`` (or the same
+      under ``/storage/v1``): its bytes, a ``Range: bytes=a-b`` as 206, a generation gone as 404.
+
+    Each ``put`` gives the object a new generation, as GCS does when an object is rewritten.
+    Requests are logged and faults injected as for the other servers; the bytes of objects sent
+    are counted under ``/{bucket}/{object}`` (``bytes_for``), JSON answers under the request
+    path.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.objects: dict = {}  # (bucket, name) -> (data, generation, updated)
+        self.buckets: set = set()
+        self._generation = itertools.count(1_700_000_000_000_000)
+        self._server = ThreadingHTTPServer(("127.0.0.1", free_port()), _GCSHandler)
+        self._server.daemon_threads = True
+        self._server.owner = self
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def start(self) -> "GCSServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def put(self, bucket: str, name: str, data: bytes) -> int:
+        """Stores an object (a new generation of it); returns the generation."""
+        generation = next(self._generation)
+        with self._lock:
+            self.buckets.add(bucket)
+            self.objects[(bucket, name)] = (bytes(data), generation, time.time())
+        return generation
+
+    def delete(self, bucket: str, name: str) -> None:
+        with self._lock:
+            del self.objects[(bucket, name)]
+
+    def resource(self, bucket: str, name: str) -> "dict | None":
+        with self._lock:
+            found = self.objects.get((bucket, name))
+        if found is None:
+            return None
+        data, generation, updated = found
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(updated)) + \
+            f".{int(updated * 1000) % 1000:03d}Z"
+        md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+        return {"kind": "storage#object", "id": f"{bucket}/{name}/{generation}", "name": name,
+                "bucket": bucket, "generation": str(generation), "metageneration": "1",
+                "contentType": "application/octet-stream", "size": str(len(data)),
+                "md5Hash": md5, "etag": md5, "timeCreated": stamp, "updated": stamp,
+                "storageClass": "STANDARD"}
+
+    def listing(self, bucket: str, query: dict) -> dict:
+        prefix = query.get("prefix", "")
+        delimiter = query.get("delimiter", "")
+        start, end = query.get("startOffset", ""), query.get("endOffset", "")
+        with self._lock:
+            names = sorted(n for b, n in self.objects if b == bucket)
+        entries: dict = {}  # name -> "item" | "prefix"
+        for name in names:
+            if not name.startswith(prefix) or name < start or (end and name >= end):
+                continue
+            cut = name.find(delimiter, len(prefix)) if delimiter else -1
+            if cut >= 0:
+                entries.setdefault(name[:cut + len(delimiter)], "prefix")
+            else:
+                entries[name] = "item"
+        ordered = sorted(entries)
+        first = int(query.get("pageToken") or 0)
+        size = int(query.get("maxResults") or 1000)
+        page = ordered[first:first + size]
+        out: dict = {"kind": "storage#objects"}
+        items = [self.resource(bucket, n) for n in page if entries[n] == "item"]
+        prefixes = [n for n in page if entries[n] == "prefix"]
+        if items:
+            out["items"] = [i for i in items if i is not None]
+        if prefixes:
+            out["prefixes"] = prefixes
+        if first + size < len(ordered):
+            out["nextPageToken"] = str(first + size)
+        return out
+
+
+_GCS_OBJECT = re.compile(r"^(?:/download)?/storage/v1/b/([^/]+)/o/(.+)$")
+_GCS_LIST = re.compile(r"^/storage/v1/b/([^/]+)/o/?$")
+_GCS_BUCKET = re.compile(r"^/storage/v1/b/([^/]+)/?$")
+
+
+class _GCSHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def do_GET(self):
+        try:
+            self._serve()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _json(self, status: int, value: dict, path: str) -> None:
+        body = json.dumps(value).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.server.owner._sent(path, len(body))
+
+    def _error(self, status: int, message: str, path: str) -> None:
+        self._json(status, {"error": {"code": status, "message": message,
+                                      "errors": [{"message": message}]}}, path)
+
+    def _serve(self):
+        owner = self.server.owner
+        split = urllib.parse.urlsplit(self.path)
+        raw_path = split.path  # object names stay percent-encoded until matched
+        query = dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True))
+        ranged = self.headers.get("Range")
+        fault = owner._log("GET", urllib.parse.unquote(raw_path), ranged)
+        if fault == "503":
+            self._error(503, "Service Unavailable (injected)", raw_path)
+            return
+        match = _GCS_OBJECT.match(raw_path)
+        if match:
+            bucket, name = match.group(1), urllib.parse.unquote(match.group(2))
+            resource = owner.resource(bucket, name)
+            wanted = query.get("generation")
+            if resource is None or (wanted and wanted != resource["generation"]):
+                self._error(404, f"No such object: {bucket}/{name}", raw_path)
+            elif query.get("alt") == "media":
+                self._media(bucket, name, ranged, fault)
+            else:
+                self._json(200, resource, raw_path)
+            return
+        match = _GCS_LIST.match(raw_path)
+        if match:
+            if match.group(1) not in owner.buckets:
+                self._error(404, "The specified bucket does not exist.", raw_path)
+            else:
+                self._json(200, owner.listing(match.group(1), query), raw_path)
+            return
+        match = _GCS_BUCKET.match(raw_path)
+        if match and match.group(1) in owner.buckets:
+            self._json(200, {"kind": "storage#bucket", "id": match.group(1),
+                             "name": match.group(1), "location": "US",
+                             "storageClass": "STANDARD"}, raw_path)
+            return
+        self._error(404, "Not Found", raw_path)
+
+    def _media(self, bucket: str, name: str, ranged, fault: str) -> None:
+        owner = self.server.owner
+        with owner._lock:
+            data, generation, _ = owner.objects[(bucket, name)]
+        status, body = 200, data
+        headers = [("Content-Type", "application/octet-stream"),
+                   ("x-goog-generation", str(generation)), ("Accept-Ranges", "bytes")]
+        match = _RANGE.match(ranged or "")
+        if match:
+            start = int(match.group(1))
+            if start >= len(data) and data:
+                self._error(416, "Requested range not satisfiable", f"/{bucket}/{name}")
+                return
+            end = min(int(match.group(2)) if match.group(2) else len(data) - 1, len(data) - 1)
+            body = data[start:end + 1]
+            headers.append(("Content-Range", f"bytes {start}-{end}/{len(data)}"))
+            status = 206
+        if fault == "short":
+            body = body[:len(body) // 2]
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        sent = body[:len(body) // 2] if fault == "drop" else body
+        self.wfile.write(sent)
+        owner._sent(f"/{bucket}/{name}", len(sent))
+        if fault == "drop":
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
 
 
 # ---- a server in its own process, for the benchmarks ---------------------------------------------

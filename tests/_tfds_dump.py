@@ -114,8 +114,9 @@ def as_ragged(value: Any) -> Ragged:
 def differences(ours: Any, ref: Any, path: str = "", tolerance=None) -> list:
     """Where ``ours`` differs from ``ref`` (a dumped value): same types (numpy scalar types,
     bytes, dicts, tuples), dtypes, shapes and bits. ``tolerance``: {path: max absolute
-    difference} for values that may differ (JPEG pixels decoded another way), keyed by path
-    without element indices ("/steps/observation/wrist")."""
+    difference} for values that may differ (JPEG pixels decoded another way), keyed by the end
+    of the path without element indices ("/wrist_image" matches
+    "/steps[3]/observation/wrist_image")."""
     if hasattr(ours, "row_splits"):
         ours = as_ragged(ours)
     if isinstance(ref, Ragged):
@@ -150,7 +151,8 @@ def differences(ours: Any, ref: Any, path: str = "", tolerance=None) -> list:
         if ours.tobytes() == ref.tobytes():
             return []
         worst = float(np.max(np.abs(ours.astype(np.float64) - ref.astype(np.float64))))
-        allowed = (tolerance or {}).get(re.sub(r"\[\d+\]", "", path))  # any element
+        where = re.sub(r"\[\d+\]", "", path)  # any element
+        allowed = next((v for k, v in (tolerance or {}).items() if where.endswith(k)), None)
         if allowed is not None and worst <= allowed:
             return []
         return [f"{path}: values differ (by up to {worst})"]

@@ -7,11 +7,11 @@ them and compares with TFDS live.
 """
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import shutil
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -19,72 +19,24 @@ import pytest
 import _tfds_dump
 import tfrec_fast
 import tfrec_fast.tfds as tfds
-from tfrec_fast import DataLossError, ExampleParseError, TFRecordWriter, read_records
+from _tfds_fixtures import (CATALOG, DATA, HAVE_SIMPLEJPEG, JPEG_TOLERANCE, RLDS, assert_same,
+                            data_dir, edit_features, load_dumps, node, own_copy, rewrite)
+from tfrec_fast import DataLossError, ExampleParseError, read_records
 from tfrec_fast.tfds import audio, features as F
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tfds")
-RLDS, CATALOG = "rlds_fixture/1.0.0", "tfds_catalog/1.0.0"
+__all__ = ["data_dir", "own_copy"]  # fixtures, imported
+
 STEP_KEYS = {"observation", "action", "reward", "discount", "is_first", "is_last", "is_terminal",
              "language_instruction", "language_embedding", "skill", "contacts"}
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    """A copy of the fixtures (random access writes indexes beside the shards)."""
-    target = tmp_path_factory.mktemp("rlds") / "data"
-    shutil.copytree(DATA, target)
-    return str(target)
-
-
-@pytest.fixture
-def own_copy(tmp_path):
-    target = tmp_path / "data"
-    shutil.copytree(DATA, target)
-    return str(target)
-
-
-@pytest.fixture(scope="module")
 def dumps():
-    return {name: _tfds_dump.load(os.path.join(DATA, name + ".as_numpy.json.gz"))
-            for name in (RLDS, CATALOG)}
-
-
-def assert_same(ours, ref):
-    problems = _tfds_dump.differences(ours, ref)
-    assert not problems, problems[:10]
+    return load_dumps(RLDS, CATALOG)
 
 
 def episode_ids(episodes):
     return [int(e["episode_metadata"]["episode_id"]) for e in episodes]
-
-
-def _rewrite(shard, change):
-    """Rewrites a shard with change(list of tf.train.Example messages) applied."""
-    examples = [tfrec_fast.proto.Example.FromString(r) for r in read_records(shard, copy=True)]
-    change(examples)
-    with TFRecordWriter(shard) as w:
-        for example in examples:
-            w.write(example.SerializeToString())
-
-
-def _edit_features(path, edit):
-    features_path = os.path.join(path, "features.json")
-    with open(features_path) as f:
-        tree = json.load(f)
-    edit(tree)
-    with open(features_path, "w") as f:
-        json.dump(tree, f)
-
-
-def _node(tree, *keys):
-    """The features.json node at a path of keys ("[dataset]" / "[sequence]" go inside)."""
-    node = tree
-    for key in keys:
-        if key in ("[dataset]", "[sequence]"):
-            node = node["sequence"]["feature"]
-        else:
-            node = node["featuresDict"]["features"][key]
-    return node
 
 
 # ---- every episode, as tfds.as_numpy gives it ---------------------------------------------------
@@ -98,7 +50,7 @@ def test_every_episode_is_what_tfds_as_numpy_gave(data_dir, dumps, name, decoded
         ours = list(ds[split])
         assert len(ours) == len(ds[split]) == len(ref)
         for i, (a, b) in enumerate(zip(ours, ref)):
-            problems = _tfds_dump.differences(a, b)
+            problems = _tfds_dump.differences(a, b, tolerance=JPEG_TOLERANCE)
             assert not problems, (split, i, problems[:10])
 
 
@@ -126,6 +78,28 @@ def test_steps_are_lists_of_step_dicts_with_tfds_types(data_dir):
     assert type(meta["file_path"]) is bytes and type(meta["episode_id"]) is np.int64
     encoded = tfds.open(os.path.join(data_dir, RLDS))["train"][0]["steps"][0]["observation"]
     assert encoded["image"][:4] == b"\x89PNG" and encoded["wrist_image"][:2] == b"\xff\xd8"
+
+
+@pytest.mark.skipif(not HAVE_SIMPLEJPEG, reason="simplejpeg not installed")
+def test_jpeg_steps_equal_tensorflows_with_simplejpeg(data_dir, dumps):
+    ds = tfds.open(os.path.join(data_dir, RLDS), decode_images=True)
+    for split in ds.info.splits:
+        for ours, ref in zip(ds[split], dumps[RLDS][f"{split}/decoded"]):
+            for step, want in zip(ours["steps"], ref["steps"]):
+                assert step["observation"]["wrist_image"].tobytes() == \
+                    want["observation"]["wrist_image"].tobytes()
+
+
+def test_jpeg_steps_decoded_by_pillow_differ_by_a_few_levels_at_most(data_dir, dumps,
+                                                                      monkeypatch):
+    pytest.importorskip("PIL")
+    monkeypatch.setitem(sys.modules, "simplejpeg", None)  # as if not installed
+    ds = tfds.open(os.path.join(data_dir, RLDS), decode_images=True)
+    for ours, ref in zip(ds["val"], dumps[RLDS]["val/decoded"]):
+        for step, want in zip(ours["steps"], ref["steps"]):
+            got, expected = step["observation"]["wrist_image"], want["observation"]["wrist_image"]
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            assert np.abs(got.astype(int) - expected).max() <= 16
 
 
 def test_class_label_names_of_nested_features_come_from_their_files(data_dir):
@@ -294,7 +268,7 @@ def test_a_damaged_audio_file_names_its_record(own_copy):
 
     def damage(examples):
         examples[1].features.feature["wav16"].bytes_list.value[0] = b"RIFF not a wav file"
-    _rewrite(shard, damage)
+    rewrite(shard, damage)
     with pytest.raises(ExampleParseError, match="cannot decode") as error:
         list(tfds.open(path)["train"])
     assert (error.value.path, error.value.record_index, error.value.feature) == (shard, 1,
@@ -311,7 +285,8 @@ def _refused(path, feature, type_name, match, **kwargs):
         ds["train"]
     assert (error.value.feature, error.value.type_name) == (feature, type_name)
     clone = pickle.loads(pickle.dumps(error.value))
-    assert (clone.feature, clone.reason) == (feature, error.value.reason)
+    assert (clone.feature, clone.reason, clone.remedy, str(clone)) == (
+        feature, error.value.reason, error.value.remedy, str(error.value))
     return ds
 
 
@@ -324,11 +299,48 @@ def _nothing_read(monkeypatch):
 
 def test_audio_without_a_decoder_is_refused_before_reading(own_copy, monkeypatch):
     path = os.path.join(own_copy, CATALOG)
-    _edit_features(path, lambda t: _node(t, "wav16")["audio"].update(fileFormat="mp3"))
+    edit_features(path, lambda t: node(t, "wav16")["audio"].update(fileFormat="mp3"))
     monkeypatch.setattr(audio, "_have_pydub", lambda: False)
     _nothing_read(monkeypatch)
-    ds = _refused(path, "wav16", "Audio", "stored as mp3.*pip install pydub")
+    ds = _refused(path, "wav16", "Audio", "stored as mp3.*pip install pydub.*decoders=")
     assert ds.info.features["wav16"].file_format == "mp3"
+    ds.as_dataset("train", decoders={"wav16": tfds.SkipDecoding()})  # bytes are bytes
+
+
+def _programs(directory, *names):
+    """A directory holding executables of these names (what pydub looks for on PATH)."""
+    directory.mkdir(exist_ok=True)
+    for name in names:
+        program = directory / name
+        program.write_text("#!/bin/sh\nexit 1\n")
+        program.chmod(0o755)
+    return str(directory)
+
+
+@pytest.mark.posix
+def test_audio_without_ffmpeg_is_refused_before_reading(own_copy, monkeypatch, tmp_path):
+    pytest.importorskip("pydub")
+    path = os.path.join(own_copy, CATALOG)
+    edit_features(path, lambda t: node(t, "wav16")["audio"].update(fileFormat="mp3"))
+    monkeypatch.chdir(tmp_path)  # (pydub looks in the working directory too)
+    monkeypatch.setenv("PATH", _programs(tmp_path / "none"))
+    ds = tfds.open(path)
+    with pytest.raises(tfds.UnknownFeatureError,
+                       match="stored as mp3.*finds no ffmpeg .or avconv. nor ffprobe"):
+        ds["train"]
+    monkeypatch.setenv("PATH", _programs(tmp_path / "half", "ffmpeg"))
+    with pytest.raises(tfds.UnknownFeatureError, match="finds no ffprobe .or avprobe.: "):
+        ds["train"]
+    monkeypatch.setenv("PATH", _programs(tmp_path / "both", "avconv", "avprobe"))
+    assert ds["train"] is not None  # pydub would run them (made, not read)
+    assert len(ds.as_dataset("train", decoders={"wav16": tfds.SkipDecoding()})) == 6
+
+
+def test_flac_audio_is_refused_as_tfds_decodes_it_with_tensorflow_io(own_copy, monkeypatch):
+    path = os.path.join(own_copy, CATALOG)
+    edit_features(path, lambda t: node(t, "wav16")["audio"].update(fileFormat="flac"))
+    _nothing_read(monkeypatch)
+    ds = _refused(path, "wav16", "Audio", "stored as FLAC.*tensorflow-io's decode_flac")
     ds.as_dataset("train", decoders={"wav16": tfds.SkipDecoding()})  # bytes are bytes
 
 
@@ -336,9 +348,9 @@ def test_sixteen_bit_color_images_are_refused_when_decoded(own_copy):
     path = os.path.join(own_copy, RLDS)
 
     def three_channels(tree):
-        _node(tree, "steps", "[dataset]", "observation", "depth")["image"]["shape"][
+        node(tree, "steps", "[dataset]", "observation", "depth")["image"]["shape"][
             "dimensions"] = ["6", "6", "3"]
-    _edit_features(path, three_channels)
+    edit_features(path, three_channels)
     ds = tfds.open(path, decode_images=True)
     with pytest.raises(tfds.UnknownFeatureError, match="16-bit images with several channels"):
         ds["val"]
@@ -349,23 +361,26 @@ def test_decoded_values_in_a_dataset_in_a_sequence_are_refused_as_tfds_does(own_
     path = os.path.join(own_copy, CATALOG)
 
     def image_in_sequence_of_dataset(tree):
-        node = _node(tree, "episodes", "[sequence]", "[dataset]", "x")
-        node.clear()
-        node.update({"pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
-                     "image": {"shape": {"dimensions": ["2", "2", "3"]}, "dtype": "uint8",
-                               "encodingFormat": "png"}})
-    _edit_features(path, image_in_sequence_of_dataset)
+        x = node(tree, "episodes", "[sequence]", "[dataset]", "x")
+        x.clear()
+        x.update({"pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
+                  "image": {"shape": {"dimensions": ["2", "2", "3"]}, "dtype": "uint8",
+                            "encodingFormat": "png"}})
+    edit_features(path, image_in_sequence_of_dataset)
     _refused(path, "episodes/x", "Image", "TFDS cannot decode either", decode_images=True)
     assert len(tfds.open(path, decode_images=True, nested="columns")["train"]) == 6  # made
 
 
 def test_unknown_features_in_steps_are_read_raw_only_as_columns(own_copy):
     path = os.path.join(own_copy, RLDS)
-    _edit_features(path, lambda t: _node(t, "steps", "[dataset]", "action").update(
+    edit_features(path, lambda t: node(t, "steps", "[dataset]", "action").update(
         pythonClassName="my_robot.features.Action"))
     skip = {"steps": {"action": tfds.SkipDecoding()}}
-    with pytest.raises(tfds.UnknownFeatureError, match="nested Dataset"):
+    with pytest.raises(tfds.UnknownFeatureError, match="nested Dataset") as error:
         tfds.open(path).as_dataset("val", decoders=skip)
+    # SkipDecoding is what was asked for here: the message says what does read it
+    assert "nested='columns'" in str(error.value) and \
+        "are read with decoders={'steps/action': SkipDecoding()} (" not in str(error.value)
     with pytest.raises(tfds.UnknownFeatureError, match="my_robot.features.Action"):
         tfds.open(path)["val"]
     raw = tfds.open(path, nested="columns").as_dataset("val", decoders=skip)[1]
@@ -376,11 +391,19 @@ def test_dynamic_tensors_under_two_sequences_are_refused(own_copy):
     path = os.path.join(own_copy, CATALOG)
 
     def dynamic(tree):
-        node = _node(tree, "steps", "[dataset]", "objects", "[sequence]", "area")
-        node["tensor"] = {"shape": {"dimensions": ["-1", "-1"]}, "dtype": "float32",
+        area = node(tree, "steps", "[dataset]", "objects", "[sequence]", "area")
+        area["tensor"] = {"shape": {"dimensions": ["-1", "-1"]}, "dtype": "float32",
                           "encoding": "zlib"}
-    _edit_features(path, dynamic)
-    _refused(path, "steps/objects/area", "Tensor", "several unknown dimensions")
+    edit_features(path, dynamic)
+    for skip in (None, {"steps/objects/area": tfds.SkipDecoding()}):
+        with pytest.raises(tfds.UnknownFeatureError, match="several unknown dimensions") as error:
+            tfds.open(path).as_dataset("train", decoders=skip)
+        message = str(error.value)  # SkipDecoding does not help: not advised
+        assert "SkipDecoding() does not help" in message and "dataset.records(split)" in message
+        assert "are read with decoders=" not in message
+    records = tfds.open(path).records("train")  # what the message advises
+    assert list(records) == list(tfds.open(os.path.join(DATA, CATALOG)).records("train"))
+    assert records[3] == list(records)[3] and type(records[3]) is bytes and len(records) == 6
 
 
 # ---- damaged episodes ------------------------------------------------------------------------
@@ -389,14 +412,77 @@ def _first_shard(path):
     return os.path.join(path, "rlds_fixture-train.tfrecord-00000-of-00003")
 
 
-def test_steps_of_different_lengths_name_the_episode(own_copy):
+@pytest.mark.parametrize("nested", ["steps", "columns"])
+def test_steps_of_different_lengths_name_the_episode(own_copy, nested):
     path = os.path.join(own_copy, RLDS)
     shard = _first_shard(path)
-    _rewrite(shard, lambda ex: ex[1].features.feature["steps/reward"].float_list.value.pop())
+    rewrite(shard, lambda ex: ex[1].features.feature["steps/reward"].float_list.value.pop())
+    split = tfds.open(path, nested=nested)["train"]
+    original = os.path.join(DATA, RLDS, os.path.basename(shard))
+    record = list(read_records(original, copy=True))[1]
+    wanted = tfrec_fast.parse_example(record)["episode_metadata/episode_id"]
+    position = episode_ids(tfds.open(os.path.join(DATA, RLDS))["train"]).index(wanted[0])
+    for read in (lambda: list(split), lambda: split[position]):
+        with pytest.raises(ExampleParseError, match="different numbers of elements") as error:
+            read()
+        assert (error.value.path, error.value.record_index, error.value.feature) == (
+            shard, 1, "steps")
+
+
+@pytest.mark.torch
+def test_windows_of_steps_of_different_lengths_are_an_error(own_copy):
+    pytest.importorskip("torch")
+    from tfrec_fast.tfds.torch import StepsDataset
+    path = os.path.join(own_copy, RLDS)
+    rewrite(_first_shard(path),
+            lambda ex: ex[1].features.feature["steps/is_last"].int64_list.value.pop())
+    with pytest.raises(ExampleParseError, match="different numbers of elements"):
+        list(StepsDataset(tfds.open(path)["train"], window=2))
+
+
+@pytest.mark.parametrize("nested", ["steps", "columns"])
+def test_inner_datasets_of_different_lengths_name_the_record(own_copy, nested):
+    """A Dataset in a Dataset (the catalogue's steps/inner) given a second feature "y": its
+    lengths must agree with "x"'s in every step."""
+    path = os.path.join(own_copy, CATALOG)
+
+    def add_y(tree):
+        inner = node(tree, "steps", "[dataset]", "inner", "[dataset]")["featuresDict"]
+        inner["features"]["y"] = dict(inner["features"]["x"])
+    edit_features(path, add_y)
+    shard = os.path.join(path, "tfds_catalog-train.tfrecord-00000-of-00003")
+    keys = ("ragged_flat_values", "ragged_row_lengths_0")
+
+    def y_as_x(examples):
+        for example in examples:
+            f = example.features.feature
+            for key in keys:
+                f[f"steps/inner/y/{key}"].CopyFrom(f[f"steps/inner/x/{key}"])
+    for k in range(3):
+        rewrite(os.path.join(path, f"tfds_catalog-train.tfrecord-0000{k}-of-00003"), y_as_x)
+    skip = {"steps": {"grid": tfds.SkipDecoding()}}  # (its tensors differ in shape per step)
+    read = tfds.open(path, nested=nested).as_dataset("train", decoders=skip)
+    for episode in read:
+        if nested == "steps":
+            for step in episode["steps"]:
+                assert [e["y"] for e in step["inner"]] == [e["x"] for e in step["inner"]]
+        else:
+            assert episode["steps"]["inner"]["y"].row_splits.tolist() == \
+                episode["steps"]["inner"]["x"].row_splits.tolist()
+    damaged = []
+
+    def move_one_element(examples):  # the same values, one step's element in another step
+        for i, example in enumerate(examples):
+            lengths = example.features.feature["steps/inner/y/ragged_row_lengths_0"].int64_list
+            if list(lengths.value) != list(reversed(lengths.value)):
+                lengths.value.reverse()
+                damaged.append(i)
+                return
+    rewrite(shard, move_one_element)
     with pytest.raises(ExampleParseError, match="different numbers of elements") as error:
-        list(tfds.open(path)["train"])
-    assert (error.value.path, error.value.record_index, error.value.feature) == (shard, 1,
-                                                                                 "steps")
+        list(tfds.open(path, nested=nested).as_dataset("train", decoders=skip))
+    assert (error.value.path, error.value.record_index, error.value.feature) == (
+        shard, damaged[0], "steps/inner")
 
 
 def test_ragged_row_lengths_that_do_not_fit_are_an_error(own_copy):
@@ -406,7 +492,7 @@ def test_ragged_row_lengths_that_do_not_fit_are_an_error(own_copy):
     def damage(examples):
         lengths = examples[2].features.feature["steps/contacts/ragged_row_lengths_0"]
         lengths.int64_list.value[0] += 5
-    _rewrite(shard, damage)
+    rewrite(shard, damage)
     for nested in ("steps", "columns"):
         with pytest.raises(ExampleParseError, match="row lengths") as error:
             list(tfds.open(path, nested=nested)["train"])
@@ -440,9 +526,9 @@ def test_a_kept_index_enters_shards_in_the_middle(own_copy, monkeypatch):
     opened, indexed = [], []
     real_open, real_indexed = tfds._files.open_records, tfds._files.open_indexed
     monkeypatch.setattr(tfds._files, "open_records",
-                        lambda p, **k: opened.append(p) or real_open(p, **k))
+                        lambda p, **k: opened.append(p.name) or real_open(p, **k))
     monkeypatch.setattr(tfds._files, "open_indexed",
-                        lambda p, *a, **k: indexed.append(p) or real_indexed(p, *a, **k))
+                        lambda p, *a, **k: indexed.append(p.name) or real_indexed(p, *a, **k))
     for spec in ("train[1:]", "train[5:9]", "train[-1:]", "val[1:]+train[4:]"):
         ours = list(tfds.open(path, decode_images=True)[spec])
         theirs = list(tfds.open(fresh, decode_images=True)[spec])
@@ -477,16 +563,25 @@ def test_download_says_preparing_needs_tfds(tmp_path):
     assert "tfds build" not in str(error.value)
 
 
-def test_try_gcs_and_urls_are_refused_clearly(data_dir, monkeypatch):
-    with pytest.raises(tfds.URLNotSupportedError, match="gs://tfds-data/datasets/rlds_fixture"):
-        tfds.load("rlds_fixture", split="train", try_gcs=True)
+def test_try_gcs_reads_the_bucket_when_it_holds_the_dataset(data_dir, tmp_path, monkeypatch):
+    """TFDS's try_gcs, with the bucket's URL pointed at a directory (tests of the bucket
+    itself, through gcsfs, are in test_tfds_remote.py)."""
+    assert tfds.GCS_DATA_DIR == "gs://tfds-data/datasets" == tfds.gcs_data_dir()
+    monkeypatch.setenv("TFREC_FAST_TFDS_GCS_DATA_DIR", data_dir)
+    assert tfds.gcs_data_dir() == data_dir
+    split = tfds.load("rlds_fixture", split="val", try_gcs=True)
+    assert episode_ids(split) == episode_ids(tfds.open(os.path.join(data_dir, RLDS))["val"])
+    assert tfds.builder("rlds_fixture", try_gcs=True).data_dir == os.path.join(data_dir, RLDS)
     with pytest.raises(ValueError, match="Cannot have both `try_gcs=True` and `data_dir="):
         tfds.load("rlds_fixture", split="train", try_gcs=True, data_dir=data_dir)
-    with pytest.raises(tfds.URLNotSupportedError) as error:
-        tfds.open("s3://bucket/tensorflow_datasets/rlds_fixture/1.0.0")
-    assert error.value.url.startswith("s3://bucket/tensorflow_datasets/rlds_fixture/1.0.0")
-    assert pickle.loads(pickle.dumps(error.value)).url == error.value.url
-    assert tfds.GCS_DATA_DIR == "gs://tfds-data/datasets"
+    # not in the bucket: the data dir, as TFDS
+    own = tmp_path / "own"
+    shutil.copytree(os.path.join(data_dir, "tfrec_ordered"), own / "tfrec_ordered_x")
+    monkeypatch.setenv("TFREC_FAST_TFDS_GCS_DATA_DIR", str(tmp_path / "empty"))
+    assert len(tfds.load("tfrec_ordered_x", split="train", try_gcs=True, data_dir=own)) == 40
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "nothing"))
+    with pytest.raises(FileNotFoundError, match="tfds build rlds_fixture"):
+        tfds.load("rlds_fixture", split="train", try_gcs=True)
 
 
 # ---- torch: the steps view -------------------------------------------------------------------
@@ -534,8 +629,8 @@ def test_windows_of_consecutive_steps_never_cross_episodes(data_dir, dumps, wind
         assert isinstance(steps["contacts"], tfrec_fast.Ragged) and len(steps["contacts"]) == window
         for k in range(window):
             want = ref[e]["steps"][t + k]
-            assert np.array_equal(steps["observation"]["wrist_image"][k],
-                                  want["observation"]["wrist_image"])
+            assert_same({"wrist_image": steps["observation"]["wrist_image"][k]},
+                        {"wrist_image": want["observation"]["wrist_image"]})
             assert steps["language_instruction"][k] == want["language_instruction"]
             assert np.array_equal(steps["contacts"][k], want["contacts"])
         assert steps["contacts"].row_splits[0] == 0  # its own values only

@@ -7,11 +7,12 @@ here is compared with it. test_tfds_peer.py rebuilds it and compares with TFDS l
 from __future__ import annotations
 
 import errno
-import importlib.util
 import json
 import os
 import pickle
 import shutil
+import tracemalloc
+import zlib
 
 import numpy as np
 import pytest
@@ -21,44 +22,18 @@ import _tfds_dump
 import tfrec_fast
 import tfrec_fast.tfds as tfds
 import tfrec_fast.tfds.indexes
+from _tfds_fixtures import (FIXTURE, HAVE_SIMPLEJPEG, JPEG_TOLERANCE, ORDERED, assert_same,
+                            data_dir, load_dumps, own_copy, read_json)
 from tfrec_fast import DataLossError, ExampleParseError, TFRecordWriter, read_records
 from tfrec_fast.tfds import features as F
 from tfrec_fast.tfds.splits import interleave_runs
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tfds")
-FIXTURE, ORDERED = "tfrec_fixture/1.2.0", "tfrec_ordered/0.1.0"
-HAVE_SIMPLEJPEG = importlib.util.find_spec("simplejpeg") is not None
-# Without simplejpeg, JPEGs are decoded by Pillow (accurate DCT) where TensorFlow uses the fast
-# integer DCT: pixels may differ by a few levels (measured: at most 10 on the fixture's images of
-# pure noise, the worst case for JPEG).
-JPEG_TOLERANCE = {} if HAVE_SIMPLEJPEG else {"/photo": 16}
+__all__ = ["data_dir", "own_copy"]  # fixtures, imported
 
 
-@pytest.fixture(scope="session")
-def data_dir(tmp_path_factory):
-    """A copy of the fixture (random access writes indexes beside the shards)."""
-    target = tmp_path_factory.mktemp("tfds") / "data"
-    shutil.copytree(DATA, target)
-    return str(target)
-
-
-@pytest.fixture
-def own_copy(tmp_path):
-    """A copy this test may damage."""
-    target = tmp_path / "data"
-    shutil.copytree(DATA, target)
-    return str(target)
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dumps():
-    return {name: _tfds_dump.load(os.path.join(DATA, name + ".as_numpy.json.gz"))
-            for name in (FIXTURE, ORDERED)}
-
-
-def assert_same(ours, ref, tolerance=None):
-    problems = _tfds_dump.differences(ours, ref, tolerance=tolerance or JPEG_TOLERANCE)
-    assert not problems, problems[:10]
+    return load_dumps(FIXTURE, ORDERED)
 
 
 def meta_ids(examples):
@@ -120,7 +95,8 @@ def test_jpeg_pixels_decoded_by_pillow_differ_by_a_few_levels_at_most(data_dir, 
 
 
 def test_images_decoded_on_the_thread_pool(data_dir, dumps, monkeypatch):
-    monkeypatch.setattr("tfrec_fast.tfds.leaf_decoders.PARALLEL_BYTES", 0)  # every image, however small
+    # every image, however small
+    monkeypatch.setattr("tfrec_fast.tfds.leaf_decoders.PARALLEL_BYTES", 0)
     ds = tfds.open(os.path.join(data_dir, FIXTURE), decode_images=True)
     for ours, ref in zip(ds["test"], dumps[FIXTURE]["test/decoded"]):
         assert_same(ours, ref)
@@ -171,6 +147,51 @@ def test_skip_decoding_keeps_bytes_of_encoded_tensors(data_dir):
         assert raw["u8_bytes"] == plain["u8_bytes"].tobytes()
         assert raw["f16_zlib"]["shape"].dtype == np.int32
         assert tuple(raw["f16_zlib"]["shape"]) == plain["f16_zlib"].shape
+
+
+def _zlib_of_zeros(n: int) -> bytes:
+    """zlib data inflating to ``n`` zero bytes, made without holding them."""
+    deflater, chunk = zlib.compressobj(9), bytes(1 << 20)
+    parts = [deflater.compress(chunk[:min(len(chunk), n - k)]) for k in range(0, n, len(chunk))]
+    return b"".join(parts) + deflater.flush()
+
+
+def test_zlib_tensors_inflate_to_their_shape_and_no_more():
+    from tfrec_fast.tfds.leaf_decoders import element_decoder
+    decode = element_decoder(F.Tensor((4, 8), np.float32, encoding="zlib"))
+    values = np.arange(32, dtype="<f4").reshape(4, 8)
+    assert np.array_equal(decode(zlib.compress(values.tobytes())), values)
+    with pytest.raises(ValueError, match="inflates to more than the 128 bytes"):
+        decode(zlib.compress(values.tobytes() + b"\0"))
+    with pytest.raises(ValueError, match="cut short"):
+        decode(zlib.compress(values.tobytes())[:-6])
+    dynamic = element_decoder(F.Tensor((None, None), np.uint16, encoding="zlib"))
+    with pytest.raises(ValueError, match="inflates to more than the 12 bytes"):
+        dynamic(_zlib_of_zeros(1 << 24), (2, 3))
+
+
+def test_a_zlib_bomb_is_refused_without_inflating_it(own_copy):
+    path = os.path.join(own_copy, FIXTURE)
+    shard = os.path.join(path, "tfrec_fixture-train.tfrecord-00001-of-00003")
+    bomb = _zlib_of_zeros(1 << 30)  # 1 GiB of zeros in about 1 MB
+    records = list(read_records(shard, copy=True))
+    example = tfrec_fast.proto.Example.FromString(records[4])
+    example.features.feature["f16_zlib/value"].bytes_list.value[0] = bomb
+    records[4] = example.SerializeToString()
+    with TFRecordWriter(shard) as w:
+        for record in records:
+            w.write(record)
+    split = tfds.open(path)["train"]
+    tracemalloc.start()
+    try:
+        with pytest.raises(ExampleParseError, match="inflates to more than") as error:
+            list(split)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (error.value.path, error.value.record_index, error.value.feature) == (
+        shard, 4, "f16_zlib/value")
+    assert peak < 64 << 20  # the bomb itself is 1 MB; inflated it would be 1 GiB
 
 
 def test_as_supervised_pairs(data_dir, dumps):
@@ -263,11 +284,6 @@ def test_newest_version_and_configs(own_copy):
 
 # ---- errors ----------------------------------------------------------------------------------
 
-def _read_json(path):
-    with open(path) as f:
-        return json.load(f)
-
-
 def test_missing_features_json(own_copy):
     path = os.path.join(own_copy, FIXTURE)
     os.remove(os.path.join(path, "features.json"))
@@ -285,7 +301,7 @@ def test_not_a_dataset_directory(tmp_path):
 def test_malformed_and_unsupported_metadata(own_copy):
     path = os.path.join(own_copy, ORDERED)
     info_path = os.path.join(path, "dataset_info.json")
-    info = _read_json(info_path)
+    info = read_json(info_path)
     with open(info_path, "w") as f:
         f.write("{not json")
     with pytest.raises(tfds.DatasetInfoError, match="not valid JSON") as error:
@@ -306,7 +322,7 @@ def test_malformed_and_unsupported_metadata(own_copy):
 
 def _rename_feature_class(path, feature, class_name):
     features_path = os.path.join(path, "features.json")
-    tree = _read_json(features_path)
+    tree = read_json(features_path)
     tree["featuresDict"]["features"][feature]["pythonClassName"] = class_name
     with open(features_path, "w") as f:
         json.dump(tree, f)
@@ -323,6 +339,8 @@ def test_unknown_feature_type_names_the_type_and_keeps_raw_values(own_copy, dump
     assert (error.value.feature, error.value.type_name) == ("bbox",
                                                              "my_project.features.FancyBox")
     assert pickle.loads(pickle.dumps(error.value)).feature == "bbox"
+    assert "dataset.records(split)" in str(error.value)
+    assert len(ds.records("train")) == 70 and type(ds.records("train")[0]) is bytes
     raw = list(ds.as_dataset("train", decoders={"bbox": tfds.SkipDecoding()}))
     for ours, ref in zip(raw, dumps[FIXTURE]["train/encoded"]):
         assert list(ours["bbox"]) == ["bbox"]
@@ -347,7 +365,7 @@ def test_missing_shard(own_copy):
 
 def _set_shard_lengths(path, split, lengths):
     info_path = os.path.join(path, "dataset_info.json")
-    info = _read_json(info_path)
+    info = read_json(info_path)
     for entry in info["splits"]:
         if entry["name"] == split:
             entry["shardLengths"] = [str(n) for n in lengths]
@@ -395,7 +413,7 @@ def test_shard_lengths_smaller_than_the_files(own_copy):
 def test_damaged_shard_names_file_and_record(own_copy):
     path = os.path.join(own_copy, ORDERED)
     shard = os.path.join(path, "tfrec_ordered-train.tfrecord-00002-of-00003")
-    offsets, sizes = tfrec_fast.create_index(shard)
+    offsets, _ = tfrec_fast.create_index(shard)
     with open(shard, "r+b") as f:
         f.seek(int(offsets[5] + 20))
         byte = f.read(1)
@@ -625,7 +643,7 @@ def test_read_only_dataset_keeps_indexes_in_the_cache(own_copy, tmp_path, monkey
     real_write = tfrec_fast.tfds._files.write_index
 
     def read_only_beside_the_data(index_path, *args):
-        if os.path.dirname(os.path.abspath(index_path)) == path:
+        if os.path.dirname(os.path.abspath(index_path.os_path)) == path:
             raise PermissionError(errno.EACCES, "read-only", index_path)
         return real_write(index_path, *args)
     monkeypatch.setattr("tfrec_fast.tfds._files.write_index", read_only_beside_the_data)
@@ -681,7 +699,7 @@ def test_load_as_tfds(data_dir, dumps, monkeypatch):
     both, info = tfds.load("tfrec_fixture:1.2.0", data_dir=data_dir, with_info=True)
     assert set(both) == {"train", "test"} and info.splits["test"].num_examples == 20
     monkeypatch.setenv("TFDS_DATA_DIR", data_dir)
-    images, labels = zip(*tfds.load("tfrec_fixture", split="test[:3]", as_supervised=True))
+    _, labels = zip(*tfds.load("tfrec_fixture", split="test[:3]", as_supervised=True))
     assert [int(x) for x in labels] == [int(e["label"]) for e in ref[:3]]
     skipped = tfds.load("tfrec_fixture", split="test",
                         decoders={"image": tfds.decode.SkipDecoding()})

@@ -50,15 +50,13 @@ SKILLS = ["reach", "grasp", "place"]
 RESULTS = ["failure", "partial", "success"]
 
 
-_NAMES_DIR = tempfile.mkdtemp(prefix="rlds-names-")  # removed by main()
-
-
-def _names_file(names):
-    """A ClassLabel names file (TFDS copies the names into the prepared dataset)."""
-    path = os.path.join(_NAMES_DIR, f"{names[0]}.txt")
+def _class_label(names, directory):
+    """A ClassLabel made from a names file written in ``directory`` (TFDS reads the names when
+    the feature is made, and writes them into the prepared dataset)."""
+    path = os.path.join(directory, f"{names[0]}.txt")
     with open(path, "w") as f:
         f.write("\n".join(names) + "\n")
-    return path
+    return F.ClassLabel(names_file=path)
 
 
 def _smooth(rng, shape, dtype=np.uint8, top=256):
@@ -76,6 +74,10 @@ class RldsFixture(tfds.core.GeneratorBasedBuilder):
     RELEASE_NOTES = {"1.0.0": "The RLDS fixture of tfrec_fast's tests."}
 
     def _info(self):
+        with tempfile.TemporaryDirectory(prefix="rlds-names-") as names_dir:
+            return self._info_with_names(names_dir)
+
+    def _info_with_names(self, names_dir):
         return tfds.core.DatasetInfo(
             builder=self,
             description="Robot episodes in RLDS form (steps as a nested tfds.features.Dataset).",
@@ -95,14 +97,14 @@ class RldsFixture(tfds.core.GeneratorBasedBuilder):
                     "is_terminal": F.Scalar(dtype=np.bool_),
                     "language_instruction": F.Text(),
                     "language_embedding": F.Tensor(shape=(8,), dtype=np.float32),
-                    "skill": F.ClassLabel(names_file=_names_file(SKILLS)),
+                    "skill": _class_label(SKILLS, names_dir),
                     "contacts": F.Sequence(np.int32),
                 }),
                 "episode_metadata": {
                     "file_path": F.Text(),
                     "episode_id": F.Scalar(dtype=np.int64),
                     "success": F.Scalar(dtype=np.bool_),
-                    "result": F.ClassLabel(names_file=_names_file(RESULTS)),
+                    "result": _class_label(RESULTS, names_dir),
                 },
             }),
             homepage="https://example.org/tfrec_fast/rlds",
@@ -280,7 +282,6 @@ def main(argv):
             print(f"built {target}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-        shutil.rmtree(_NAMES_DIR, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@
     for example in train: ...          # what tfds.as_numpy(builder.as_dataset(...)) gives
 
 The feature tree comes from features.json and split sizes from dataset_info.json: nothing to
-describe by hand. ``load``/``builder``/``as_numpy`` keep TFDS's names for code switching over,
-and tfrec_fast.tfds.torch has a map-style PyTorch dataset of examples and an iterable one of
+describe by hand. The directory may be local or in a store, as a URL of any fsspec protocol
+(``open("gs://bucket/tensorflow_datasets/mnist/3.0.1", storage_options={...})``).
+``load``/``builder``/``as_numpy`` keep TFDS's names for code switching over, and
+tfrec_fast.tfds.torch has a map-style PyTorch dataset of examples and an iterable one of
 the steps of RLDS episodes.
 
 RLDS datasets (robot episodes, ``steps`` a nested ``tfds.features.Dataset``):
@@ -22,8 +24,8 @@ RLDS datasets (robot episodes, ``steps`` a nested ``tfds.features.Dataset``):
 """
 
 from . import decode, features
-from ._files import URLNotSupportedError
-from .compat import GCS_DATA_DIR, ReadConfig, as_numpy, builder, builder_from_directory, load
+from .compat import (GCS_DATA_DIR, ReadConfig, as_numpy, builder, builder_from_directory,
+                     gcs_data_dir, load)
 from .dataset import Batched, Dataset, Split, open
 from .decode import SkipDecoding
 from .errors import DatasetInfoError, UnknownFeatureError
@@ -42,12 +44,12 @@ __all__ = [
     "Split",
     "SplitInfo",
     "UnknownFeatureError",
-    "URLNotSupportedError",
     "as_numpy",
     "builder",
     "builder_from_directory",
     "decode",
     "features",
+    "gcs_data_dir",
     "load",
     "open",
 ]

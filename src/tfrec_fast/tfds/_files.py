@@ -1,141 +1,106 @@
-"""Every file access of tfrec_fast.tfds, in one place: metadata, shards and their indexes.
+"""Every file access of tfrec_fast.tfds, in one place, through the storage layer.
 
-The rest of tfrec_fast.tfds asks this module (never ``os.path`` or ``open``) whether a path
-exists, what a directory holds, for a file's text, and for readers of its records, so where a
-dataset can live is decided here alone. Today that is the local file system: a path given as
-a URL (``gs://...``, ``s3://...``) raises :class:`URLNotSupportedError` up front, naming it.
+A dataset directory is a :class:`~tfrec_fast.storage.Location`: a local directory, a URL of
+any fsspec protocol (``gs://``, ``s3://``, ``https://``, ... with ``storage_options``) or a
+path on a ``filesystem`` (see :mod:`tfrec_fast.storage`). The rest of tfrec_fast.tfds asks this
+module (never ``os.path`` or ``open``) for a directory's files, a file's bytes, and readers and
+indexes of a shard's records, so what is read, and from where, is decided here alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import posixpath
-import re
-from typing import List, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from .. import index as _index
 from ..index import IndexedTFRecordReader
 from ..records import TFRecordReader
+from ..storage import Location, ReadAhead, is_url, resolve
+from ..storage.cache import peek
 
-__all__ = ["URLNotSupportedError", "is_url", "normalize", "join", "basename", "dirname",
-           "exists", "isfile", "isdir", "listdir", "read_bytes", "read_text", "size", "mtime",
-           "makedirs", "realpath", "open_records", "open_indexed", "create_index", "load_index",
-           "write_index"]
-
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+__all__ = ["directory", "join", "listing", "read_bytes", "open_records", "open_indexed",
+           "create_index", "load_index", "cached_index", "write_index"]
 
 Index = Tuple[np.ndarray, np.ndarray]
 
 
-class URLNotSupportedError(ValueError):
-    """A dataset path given as a URL: tfrec_fast.tfds reads local directories only, for now.
-
-    Attributes: ``url``."""
-
-    def __init__(self, url: str):
-        self.url = url
-        super().__init__(
-            f"{url}: tfrec_fast.tfds reads TFDS datasets from local directories only in this "
-            "version (URLs are not yet supported); copy the prepared directory to a local disk "
-            "(e.g. `gsutil -m cp -r` or `gcloud storage cp -r`) and open it there")
-
-    def __reduce__(self):
-        return type(self), (self.url,)
+def directory(path, storage_options=None, filesystem=None) -> Location:
+    """The Location of a directory given as a path (``~`` expanded), a URL or a Location."""
+    if isinstance(path, Location):
+        return path
+    text = os.fsdecode(os.fspath(path))
+    if filesystem is None and not is_url(text):
+        text = os.path.expanduser(text)
+    return resolve(text, storage_options, filesystem)
 
 
-def is_url(path: str) -> bool:
-    return bool(_URL.match(path))
+def join(location: Location, *names: str) -> Location:
+    for name in names:
+        location = location.join(name)
+    return location
 
 
-def _local(path: str) -> str:
-    if is_url(path):
-        raise URLNotSupportedError(path)
-    return path
+def listing(location: Location) -> Optional[Dict[str, Location]]:
+    """The files of a directory by name: one listing, which for a store also gives each file's
+    size and version (the reads that follow ask for that version). None when the store lists
+    nothing there (an HTTP server without directory pages, a directory that does not exist):
+    then the caller asks for each file it needs."""
+    store = location.store
+    if location.os_path is None and not store.has_magic(location.path):
+        found = store.glob(store.join(location.path.rstrip("/"), "*"))
+        out = {store.basename(path): Location(store, path, stat=stat) for path, stat in found}
+    else:
+        out = {name: location.join(name) for name in location.listdir()}
+    return out or None
 
 
-def normalize(path) -> str:
-    """A path as the module takes it: ``os.fspath``, ``~`` expanded (URLs left as they are)."""
-    path = os.fspath(path)
-    return path if is_url(path) else os.path.expanduser(path)
+def read_bytes(location: Location) -> bytes:
+    """A whole (small) file: metadata, label names, an index."""
+    return location.read()
 
 
-def join(base: str, *parts: str) -> str:
-    return posixpath.join(base, *parts) if is_url(base) else os.path.join(base, *parts)
+def open_records(location: Location, *, verify: bool = True, share: int = 1) -> TFRecordReader:
+    """A reader of a shard's records from its start. A shard of a store is streamed with
+    read-ahead; ``share``: how many shards are read at once (TFDS's interleave), which share
+    the ``read_ahead`` memory bound of the store's settings."""
+    settings = getattr(location.store, "settings", None)
+    if location.os_path is None and settings is not None and share > 1:
+        own = dataclasses.replace(settings, read_ahead=max(settings.range_size,
+                                                           settings.read_ahead // share))
+        stream = ReadAhead([location], settings=own).open(0, owner=True)
+        return TFRecordReader._of_stream(location, stream, None, verify=verify)
+    return TFRecordReader(location, verify=verify)
 
 
-def basename(path: str) -> str:
-    return posixpath.basename(path) if is_url(path) else os.path.basename(path)
+def open_indexed(location: Location, index: Index, *,
+                 verify: bool = True) -> IndexedTFRecordReader:
+    """Random access to a shard's records through its index ``(offsets, sizes)``: ranges of
+    only the records asked for, for a shard of a store."""
+    return IndexedTFRecordReader(location, index, verify=verify)
 
 
-def dirname(path: str) -> str:
-    return posixpath.dirname(path) if is_url(path) else os.path.dirname(path)
+def create_index(location: Location) -> Index:
+    """A shard's index, made by a header-only scan (a shard of a store: streamed once, and kept
+    in the index cache by the object's version)."""
+    return _index.create_index(location)
 
 
-def exists(path: str) -> bool:
-    return os.path.exists(_local(path))
+def cached_index(location: Location) -> Optional[Index]:
+    """The index of a shard of a store that the index cache holds for its version, or None
+    (nothing is read)."""
+    both = peek(location, "index")
+    return None if both is None else (both[0], both[1])
 
 
-def isfile(path: str) -> bool:
-    return os.path.isfile(_local(path))
+def load_index(location: Location) -> Index:
+    """An index file (``<shard>.idx``); of a store: read once per version of it."""
+    return _index.load_index(location)
 
 
-def isdir(path: str) -> bool:
-    return os.path.isdir(_local(path))
-
-
-def listdir(path: str) -> List[str]:
-    """The names in a directory (OSError when it is not one)."""
-    return os.listdir(_local(path))
-
-
-def read_bytes(path: str) -> bytes:
-    with open(_local(path), "rb") as f:
-        return f.read()
-
-
-def read_text(path: str) -> str:
-    return read_bytes(path).decode("utf-8")
-
-
-def size(path: str) -> int:
-    return os.path.getsize(_local(path))
-
-
-def mtime(path: str) -> float:
-    return os.path.getmtime(_local(path))
-
-
-def makedirs(path: str) -> None:
-    os.makedirs(_local(path), exist_ok=True)
-
-
-def realpath(path: str) -> str:
-    return os.path.realpath(_local(path))
-
-
-def open_records(path: str, *, verify: bool = True) -> TFRecordReader:
-    """A reader of a shard's records from its start."""
-    return TFRecordReader(_local(path), verify=verify)
-
-
-def open_indexed(path: str, index: Index, *, verify: bool = True) -> IndexedTFRecordReader:
-    """Random access to a shard's records through its index ``(offsets, sizes)``."""
-    return IndexedTFRecordReader(_local(path), index, verify=verify)
-
-
-def create_index(path: str) -> Index:
-    """A shard's index, made by a header-only scan."""
-    return _index.create_index(_local(path))
-
-
-def load_index(path: str) -> Index:
-    return _index.load_index(_local(path))
-
-
-def write_index(path: str, offsets: np.ndarray, sizes: np.ndarray) -> None:
+def write_index(location: Location, offsets: np.ndarray, sizes: np.ndarray) -> None:
     """Writes an index file, making its directory (OSError where it cannot be written)."""
-    makedirs(dirname(path) or ".")
-    _index.write_index(_local(path), offsets, sizes)
-
+    location.parent.makedirs()
+    _index.write_index(location, offsets, sizes)

@@ -1,12 +1,14 @@
 """Audio stored as files (TFDS's ``Audio(lazy_decode=True)``), decoded as TFDS decodes them.
 
-TFDS decodes such audio with pydub (``AudioSegment.from_file(file, format=file_format)``), or
-tensorflow-io for FLAC, then gives the samples as int32 cast to the feature's dtype, of shape
-(length,) or (length, channels), converting the number of channels to the feature's as
-pydub's ``set_channels`` does. WAV files are decoded here without pydub, sample for sample as
-pydub reads them (8-bit samples made signed, 24-bit ones widened to 32 bits as pydub widens
-them, 2 channels to 1 by averaging rounded down). Other formats go through pydub itself, where
-it is installed (it runs ffmpeg), as in TFDS.
+TFDS decodes such audio with pydub (``AudioSegment.from_file(file, format=file_format)``), then
+gives the samples as int32 cast to the feature's dtype, of shape (length,) or (length,
+channels), converting the number of channels to the feature's as pydub's ``set_channels`` does.
+WAV files are decoded here without pydub, sample for sample as pydub reads them (8-bit samples
+made signed, 24-bit ones widened to 32 bits as pydub widens them, 2 channels to 1 by averaging
+rounded down). Other formats go through pydub itself, which runs ffmpeg (or avconv) and its
+prober, where they are installed, as in TFDS; where they are not, the feature is refused up
+front. FLAC is refused: TFDS decodes it with tensorflow-io's ``decode_flac``, not pydub, whose
+samples at each dtype tfrec_fast does not reproduce.
 """
 
 from __future__ import annotations
@@ -28,15 +30,49 @@ _INT = {1: "i1", 2: "<i2", 4: "<i4"}
 
 def missing_decoder(feature: Audio) -> Optional[str]:
     """Why audio of this feature cannot be decoded here, or None when it can."""
-    if feature.file_format == "wav" or _have_pydub():
+    kind = feature.file_format
+    if kind == "wav":
         return None
-    return (f"its audio is stored as {feature.file_format or 'files of unknown format'}, "
-            "which TFDS decodes with pydub and ffmpeg: pip install pydub (and install ffmpeg), "
-            "or read the files' bytes with SkipDecoding()")
+    if kind == "flac":
+        return ("its audio is stored as FLAC, which TFDS decodes with tensorflow-io's "
+                "decode_flac (not pydub) into its own samples per dtype, which tfrec_fast does "
+                "not reproduce")
+    stored = f"its audio is stored as {kind or 'files of unknown format'}"
+    if not _have_pydub():
+        return (f"{stored}, which TFDS decodes with pydub and ffmpeg: pip install pydub and "
+                "install ffmpeg")
+    missing = _missing_programs()
+    if missing:
+        return (f"{stored}, which TFDS decodes with pydub through ffmpeg or avconv, but pydub "
+                f"finds no {missing}: install ffmpeg")
+    return None
 
 
 def _have_pydub() -> bool:
     return importlib.util.find_spec("pydub") is not None
+
+
+def _missing_programs() -> Optional[str]:
+    """What pydub needs to decode other formats and does not find, as pydub looks for it: its
+    converter (AudioSegment.converter: avconv or ffmpeg, or a path given) and its prober
+    (avprobe or ffprobe)."""
+    pydub = _import_pydub()
+    which = pydub.utils.which
+    converter = pydub.AudioSegment.converter
+    missing = []
+    if not (which(converter) or which("avconv") or which("ffmpeg")):
+        missing.append("ffmpeg (or avconv)")
+    if not (which("avprobe") or which("ffprobe")):
+        missing.append("ffprobe (or avprobe)")
+    return " nor ".join(missing) or None
+
+
+def _import_pydub():
+    with warnings.catch_warnings():  # "Couldn't find ffmpeg": missing_decoder says so
+        warnings.simplefilter("ignore")
+        pydub = importlib.import_module("pydub")  # an optional dependency, as in TFDS
+        importlib.import_module("pydub.utils")
+    return pydub
 
 
 def decode_audio(data: bytes, feature: Audio) -> np.ndarray:
@@ -97,9 +133,7 @@ def _wav(data: bytes):
 
 
 def _pydub(data: bytes, file_format: Optional[str]):
-    with warnings.catch_warnings():  # "Couldn't find ffmpeg": the decode below says so
-        warnings.simplefilter("ignore")
-        pydub = importlib.import_module("pydub")  # an optional dependency, as in TFDS
+    pydub = _import_pydub()
     segment = pydub.AudioSegment.from_file(io.BytesIO(data), format=file_format)
     return np.array(segment.get_array_of_samples()), segment.channels
 

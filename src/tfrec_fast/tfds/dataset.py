@@ -4,7 +4,8 @@ A Split is a sequence of examples in TFDS's order: ``len()`` comes from dataset_
 iteration streams the shards (reading records in batches, parsing each batch in one C++ call),
 ``split[i]`` and ``split.get_batch(indices)`` read through per-shard indexes made on first use
 (see indexes.py). Nothing is opened until it is read; a Split pickles without open files, so
-it works in DataLoader workers.
+it works in DataLoader workers. The dataset may be local or in a store (a URL, with
+``storage_options`` or ``filesystem``): every file goes through the storage layer (_files.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import collections.abc
 import copy
 import errno
+import os
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
@@ -20,6 +22,7 @@ from ..errors import ExampleParseError
 from ..example import Ragged
 from ..index import IndexedTFRecordReader
 from ..records import ITER_BATCH_BYTES, RecordBatch
+from ..storage import Location
 from . import _files
 from .decoder import NESTED, Decoder, skipped_paths
 from .indexes import check_count, kept_index, shard_index
@@ -47,9 +50,9 @@ class _IndexedPart:
     entering a shard in the middle reads nothing before its first record. Reads as
     TFRecordReader does (read_batch, records_read, tell), records back to back in one read."""
 
-    def __init__(self, path: str, index, first: int, verify: bool):
+    def __init__(self, location: Location, index, first: int, verify: bool):
         self.offsets, self.sizes = index
-        self._reader: IndexedTFRecordReader = _files.open_indexed(path, index, verify=verify)
+        self._reader: IndexedTFRecordReader = _files.open_indexed(location, index, verify=verify)
         self.records_read = first
 
     def read_batch(self, max_records: int, max_bytes: Optional[int]) -> RecordBatch:
@@ -74,26 +77,31 @@ class _IndexedPart:
 class _ShardStream:
     """Reads one file instruction's records in order, a parsed batch at a time. A part starting
     in the middle of a shard enters it through the shard's index when one was kept (see
-    indexes.py); without one it reads the records before, as TFDS does."""
+    indexes.py): only its own records are read (of a store: fetched). Without one it reads the
+    records before, as TFDS does. ``share``: shards read at once (a store's read-ahead memory
+    is shared between them)."""
 
     def __init__(self, instruction: FileInstruction, decoder: Optional[Decoder], verify: bool,
-                 index_dir: Optional[str] = None):
+                 index_dir=None, beside: Optional[Location] = None, share: int = 1):
         self.instruction = instruction
         self.decoder = decoder  # None: hand out the serialized records
         self.verify = verify
         self.index_dir = index_dir
+        self.beside = beside
+        self.share = share
         self.reader: Any = None  # a TFRecordReader, or an _IndexedPart
         self.remaining = instruction.take
         self.rows: Any = None
         self.first = self.n = self.pos = 0
 
     def _open(self) -> Any:
-        path, skip = self.instruction.path, self.instruction.skip
+        location, skip = self.instruction.location, self.instruction.skip
         if skip:
-            index = kept_index(path, self.instruction.shard_length, index_dir=self.index_dir)
+            index = kept_index(location, self.instruction.shard_length,
+                               index_dir=self.index_dir, beside=self.beside)
             if index is not None:
-                return _IndexedPart(path, index, skip, self.verify)
-        reader = _files.open_records(path, verify=self.verify)
+                return _IndexedPart(location, index, skip, self.verify)
+        reader = _files.open_records(location, verify=self.verify, share=self.share)
         while reader.records_read < skip:  # TFDS skips by reading too
             if not len(reader.read_batch(skip - reader.records_read, ITER_BATCH_BYTES)):
                 self._too_few(reader)
@@ -168,7 +176,11 @@ class Split:
       shards at a time (one after another when the dataset disables shuffling);
     - ``split[i]``, ``split[a:b]``, ``split.get_batch(indices)``: example i of that order,
       read through shard indexes (built on first use, kept beside the shards or in a cache);
-    - ``split.records()``: the serialized Examples, in the same order (raw, for any feature).
+    - ``split.records()``: the serialized Examples, in the same order.
+
+    With ``serialized=True`` (what :meth:`Dataset.records` makes) the examples are the
+    serialized Examples themselves (bytes), by iteration and by index alike, whatever the
+    features: none is decoded, so none is refused.
 
     Damaged shards raise :class:`~tfrec_fast.DataLossError` and malformed records
     :class:`~tfrec_fast.ExampleParseError`, naming the shard and the record's index in it.
@@ -177,7 +189,10 @@ class Split:
     def __init__(self, info: DatasetInfo, split: Any, *, decode_images: bool = False,
                  decoders: Optional[Mapping] = None, as_supervised: bool = False,
                  shuffle_files: bool = False, read_config: Any = None, verify: bool = True,
-                 index_dir: Optional[str] = None, nested: str = "steps"):
+                 index_dir=None, nested: str = "steps", serialized: bool = False):
+        if serialized and as_supervised:
+            raise ValueError("serialized Examples have no supervised structure: "
+                             "as_supervised=True is for decoded examples")
         self.info = info
         self.name = split if isinstance(split, str) else repr(split)
         self._instructions = file_instructions(split, info.splits)
@@ -202,19 +217,39 @@ class Split:
         self._verify = bool(verify)
         self._index_dir = index_dir
         self._length = sum(i.take for i in self._instructions)
-        self._decoder: Optional[Decoder] = Decoder(info.features, **self._options)
+        self._serialized = bool(serialized)
+        self._decoder: Optional[Decoder] = None if serialized else \
+            Decoder(info.features, **self._options)
         self._order: Optional[tuple] = None
         self._readers: Dict[str, IndexedTFRecordReader] = {}
 
     # ---- set-up -----------------------------------------------------------------------------
 
     def _check_shards(self) -> None:
+        """Every shard read must exist: a shard of a store is looked for in the directory's
+        listing (no request), a local one on disk."""
+        files = self.info.files
         for ins in self._instructions:
-            if not _files.exists(ins.path):
-                count = self.info.splits[ins.split].num_shards
-                raise FileNotFoundError(
-                    errno.ENOENT, f"shard {ins.shard_index} of the {count} of split "
-                    f"{ins.split!r} that dataset_info.json lists is missing", ins.path)
+            location = ins.location
+            if location.os_path is None and files is not None:
+                if location.basename in files:
+                    continue  # the listing found it
+            elif location.exists():
+                continue
+            count = self.info.splits[ins.split].num_shards
+            raise FileNotFoundError(
+                errno.ENOENT, f"shard {ins.shard_index} of the {count} of split "
+                f"{ins.split!r} that dataset_info.json lists is missing", ins.path)
+
+    def _beside(self, shard: Location) -> Optional[Location]:
+        """``<shard>.idx`` of a shard of a store where there may be one: the listing's, or, where
+        the store lists nothing, its name (tried when needed)."""
+        if shard.os_path is not None:
+            return None
+        files = self.info.files
+        if files is None:
+            return shard.with_suffix(".idx")
+        return files.get(shard.basename + ".idx")
 
     def _supervised_keys(self) -> tuple:
         keys = self.info.supervised_keys
@@ -224,8 +259,9 @@ class Split:
         return keys
 
     @property
-    def decoder(self) -> Decoder:
-        if self._decoder is None:
+    def decoder(self) -> Optional[Decoder]:
+        """What makes the examples (None: the examples are the serialized records)."""
+        if self._decoder is None and not self._serialized:
             self._decoder = Decoder(self.info.features, **self._options)
         return self._decoder
 
@@ -254,11 +290,29 @@ class Split:
         return state
 
     def with_nested(self, nested: str) -> "Split":
-        """The same split with its nested Datasets given as ``nested`` says ("steps" or
-        "columns", see :func:`open`)."""
+        """The same split with its nested Datasets given another way.
+
+        Parameters
+        ----------
+        nested : {"steps", "columns"}
+            Lists of elements, or arrays stacked over the elements (see :func:`open`).
+
+        Returns
+        -------
+        Split
+            This split if it already gives them so, else a copy that does (the shards and
+            indexes are shared, nothing is read).
+
+        Raises
+        ------
+        ValueError
+            An unknown ``nested``.
+        UnknownFeatureError
+            A feature that cannot be decoded in that form.
+        """
         if nested not in NESTED:
             raise ValueError(f"nested must be one of {NESTED}, not {nested!r}")
-        if self._options["nested"] == nested:
+        if self._options["nested"] == nested or self._serialized:
             return self
         made = copy.copy(self)
         made._options = dict(self._options, nested=nested)
@@ -284,12 +338,15 @@ class Split:
         else:
             runs = self._positions()[0]
         streams: Dict[int, _ShardStream] = {}
+        share = min(self._cycle, len(self._instructions))
         try:
             for k, _, count in runs.tolist():
                 stream = streams.get(k)
                 if stream is None:
-                    stream = streams[k] = _ShardStream(self._instructions[k], decoder,
-                                                       self._verify, self._index_dir)
+                    ins = self._instructions[k]
+                    stream = streams[k] = _ShardStream(ins, decoder, self._verify,
+                                                       self._index_dir,
+                                                       self._beside(ins.location), share)
                 while count:
                     rows = stream.take(count)
                     count -= len(rows)
@@ -343,13 +400,17 @@ class Split:
     def _read(self, ins: FileInstruction, records: np.ndarray) -> list:
         reader = self._readers.get(ins.path)
         if reader is None:
-            index = shard_index(ins.path, ins.shard_length, index_dir=self._index_dir)
-            reader = self._readers[ins.path] = _files.open_indexed(ins.path, index,
+            index = shard_index(ins.location, ins.shard_length, index_dir=self._index_dir,
+                                beside=self._beside(ins.location))
+            reader = self._readers[ins.path] = _files.open_indexed(ins.location, index,
                                                                    verify=self._verify)
         batch = reader.get_batch(records)
+        decoder = self.decoder
+        if decoder is None:
+            return batch.to_list()
         try:
-            columns = self.decoder.parse(batch, ins.path)
-            return self.decoder.examples(columns, len(batch))
+            columns = decoder.parse(batch, ins.path)
+            return decoder.examples(columns, len(batch))
         except ExampleParseError as error:
             index = error.record_index
             raise ExampleParseError(error.detail, path=ins.path,
@@ -408,7 +469,8 @@ class Batched:
         self.batch_size = len(split) if batch_size == -1 else int(batch_size)
 
     def __len__(self) -> int:
-        return -(-len(self.split) // max(self.batch_size, 1))
+        size = max(self.batch_size, 1)  # batch_size=-1 of an empty split: 0
+        return (len(self.split) + size - 1) // size
 
     def __iter__(self) -> Iterator[Any]:
         pending: list = []
@@ -447,19 +509,27 @@ def _stack(values: list) -> Any:
 
 class Dataset:
     """A prepared TFDS dataset: ``.info`` (:class:`DatasetInfo`), ``.splits`` (name ->
-    :class:`Split`) and ``dataset["train[:10%]"]`` for any split string."""
+    :class:`Split`) and ``dataset["train[:10%]"]`` for any split string.
 
-    def __init__(self, directory: str, *, decode_images: bool = False, verify: bool = True,
-                 index_dir: Optional[str] = None, nested: str = "steps"):
+    ``directory`` is the prepared version directory (a path, a URL with ``storage_options``, a
+    path on ``filesystem``, or a :class:`~tfrec_fast.storage.Location`); :func:`open` also
+    finds it from a data dir and a name. The other arguments are :func:`open`'s.
+    """
+
+    def __init__(self, directory, *, decode_images: bool = False, verify: bool = True,
+                 index_dir=None, nested: str = "steps", storage_options=None, filesystem=None):
         if nested not in NESTED:
             raise ValueError(f"nested must be one of {NESTED}, not {nested!r}")
-        self.info = read_info(directory)
+        location = _files.directory(directory, _with_index_cache(storage_options, index_dir),
+                                    filesystem)
+        self.info = read_info(location)
         self._defaults: Dict[str, Any] = dict(decode_images=decode_images, verify=verify,
                                               index_dir=index_dir, nested=nested)
         self._splits: Dict[str, Split] = {}
 
     @property
     def data_dir(self) -> str:
+        """The prepared directory: its path, or its URL."""
         return self.info.data_dir
 
     @property
@@ -480,9 +550,45 @@ class Dataset:
                    as_supervised: bool = False, shuffle_files: bool = False,
                    read_config: Any = None, batch_size: Optional[int] = None,
                    nested: Optional[str] = None):
-        """TFDS's ``builder.as_dataset``: a Split (or a dict of every split when ``split`` is
-        None; a list of them for a list of split strings); with ``batch_size``, batches.
-        ``nested`` overrides the dataset's (see :func:`open`)."""
+        """TFDS's ``builder.as_dataset``: the examples of ``split``, as
+        ``tfds.as_numpy(builder.as_dataset(...))`` gives them.
+
+        Parameters
+        ----------
+        split : str, ReadInstruction, list of them, or None
+            A TFDS split string ("train[:10%]+test"), or a list of them (a list of Splits
+            back); None: every split (a dict by name).
+        decoders : dict, optional
+            ``{feature: SkipDecoding()}``, nested as the features (or joined with "/"): those
+            features in their stored form (encoded images, raw Example values).
+        as_supervised : bool
+            Examples as the dataset's ``supervised_keys`` tuple, e.g. ``(image, label)``.
+        shuffle_files : bool
+            A new order of the shards each iteration (seeded by ``read_config.shuffle_seed``).
+        read_config : ReadConfig, optional
+            Ours or TFDS's: ``interleave_cycle_length``, ``interleave_block_length`` (the
+            order), ``shuffle_seed``.
+        batch_size : int, optional
+            Batches of this many examples (-1: the whole split), padded as TFDS pads them.
+        nested : {"steps", "columns"}, optional
+            Overrides the dataset's form of nested Datasets (see :func:`open`).
+
+        Returns
+        -------
+        Split or Batched, or a dict or list of them
+
+        Raises
+        ------
+        ValueError
+            A malformed split string, an unknown split, a slice selecting nothing, or
+            ``as_supervised`` without supervised keys.
+        FileNotFoundError
+            A shard the split reads is missing.
+        UnknownFeatureError
+            A feature that cannot be decoded as asked (before anything is read).
+        KeyError, TypeError
+            ``decoders`` naming no feature, or holding something else than SkipDecoding.
+        """
         kwargs = dict(decoders=decoders, as_supervised=as_supervised,
                       shuffle_files=shuffle_files, read_config=read_config)
         if split is None:
@@ -495,11 +601,44 @@ class Dataset:
         made = Split(self.info, split, **kwargs, **options)
         return made if batch_size is None else made.batches(batch_size)
 
+    def records(self, split) -> Split:
+        """The serialized tf.train.Examples of ``split``, in TFDS's order, whatever the
+        features hold (none is decoded, so none is refused): iterate it, or index it
+        (``records("train")[7]``), as a Split of bytes.
+
+        Parameters
+        ----------
+        split : str or ReadInstruction
+            A TFDS split string ("train[:10%]+test").
+
+        Returns
+        -------
+        Split
+            Its examples are bytes.
+
+        Raises
+        ------
+        ValueError
+            A malformed split string, an unknown split, or a slice selecting nothing.
+        FileNotFoundError
+            A shard it reads is missing.
+        """
+        options = {k: v for k, v in self._defaults.items() if k in ("verify", "index_dir")}
+        return Split(self.info, split, serialized=True, **options)
+
     def download_and_prepare(self, *args, **kwargs) -> None:
         """Nothing to do: the dataset is prepared (TFDS builders call this first)."""
 
     def __repr__(self) -> str:
-        return f"<Dataset {self.info.full_name} at {self.data_dir}>"
+        return f"<Dataset {self.info.full_name} at {self.info.data_dir_name}>"
+
+
+def _with_index_cache(storage_options, index_dir):
+    """storage_options that keep the indexes of a store's shards in ``index_dir`` (the storage
+    layer's index cache), unless they say where themselves."""
+    if index_dir is None or (storage_options and "index_cache" in storage_options):
+        return storage_options
+    return {**(storage_options or {}), "index_cache": os.path.expanduser(os.fspath(index_dir))}
 
 
 class _Splits(collections.abc.Mapping):
@@ -522,25 +661,64 @@ class _Splits(collections.abc.Mapping):
 
 
 def open(path, *, name: Optional[str] = None, data_dir=None, decode_images: bool = False,
-         verify: bool = True, index_dir: Optional[str] = None, nested: str = "steps") -> Dataset:
+         verify: bool = True, index_dir=None, nested: str = "steps", storage_options=None,
+         filesystem=None) -> Dataset:
     """Opens a dataset prepared by TensorFlow Datasets (``tfds build``), without TensorFlow.
 
-    ``path`` is the prepared directory (``~/tensorflow_datasets/mnist/3.0.1``), a dataset (or
-    config) directory holding version directories (the newest is taken), or TFDS's data dir
-    with ``name="mnist"`` / ``"mnist:3.0.1"`` / ``"wmt14_translate/de-en"``, or, as TFDS users
-    write it, the name with ``data_dir=``: ``open("mnist", data_dir="~/tensorflow_datasets")``.
-    ``decode_images``: Image and Video features come back as decoded pixels (Pillow) instead of
-    the encoded bytes. ``index_dir``: where shard indexes are kept (default: beside the shards,
-    or a cache directory when they are read-only). ``verify=False`` skips the CRC checks.
-    ``nested``: how a nested ``tfds.features.Dataset`` (RLDS's ``steps``) is given:
-    ``"steps"`` (default) a list of its elements (step dicts), as ``tfds.as_numpy`` iterates
-    the nested dataset; ``"columns"`` a dict of arrays stacked over the elements (leading
-    dimension: the number of steps), as a Sequence is given.
+    Parameters
+    ----------
+    path : str, os.PathLike or Location
+        The prepared directory (``~/tensorflow_datasets/mnist/3.0.1``), a dataset (or config)
+        directory holding version directories (the newest is taken), or TFDS's data dir with
+        ``name``; or, as TFDS users write it, the dataset's name, with ``data_dir``:
+        ``open("mnist", data_dir="~/tensorflow_datasets")``. Local, or a URL of any fsspec
+        protocol (``gs://bucket/tensorflow_datasets/mnist/3.0.1``, ``s3://...``).
+    name : str, optional
+        ``"mnist"``, ``"mnist:3.0.1"``, ``"wmt14_translate/de-en"``: the dataset under ``path``.
+    data_dir : str, os.PathLike or Location, optional
+        TFDS's data dir; ``path`` is then the name.
+    decode_images : bool
+        Image and Video features as decoded pixels (Pillow, simplejpeg) instead of the encoded
+        bytes.
+    verify : bool
+        Check the records' CRCs.
+    index_dir : str or os.PathLike, optional
+        Where shard indexes are kept (default: beside local shards, or a cache directory when
+        they are read-only; for a store, the index cache of the storage layer).
+    nested : {"steps", "columns"}
+        How a nested ``tfds.features.Dataset`` (RLDS's ``steps``) is given: ``"steps"`` a list
+        of its elements (step dicts), as ``tfds.as_numpy`` iterates the nested dataset;
+        ``"columns"`` a dict of arrays stacked over the elements (leading dimension: the number
+        of steps), as a Sequence is given.
+    storage_options : dict, optional
+        For a URL: options of its fsspec filesystem (credentials, ``endpoint_url``, ...) and
+        tfrec_fast's storage settings (``retries``, ``read_ahead``, ``concurrency``,
+        ``index_cache``, ...; see :mod:`tfrec_fast.storage`).
+    filesystem : fsspec or pyarrow filesystem, optional
+        The filesystem ``path`` is on (instead of a URL's).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    FileNotFoundError
+        No prepared dataset there, or its features.json is missing.
+    DatasetInfoError
+        dataset_info.json or features.json is malformed or describes what is not read here.
+    ValueError
+        An unknown ``nested``, or storage_options for a local path.
+    TypeError
+        The name given both as ``path`` (with ``data_dir``) and as ``name``.
+    ImportError
+        A URL without fsspec or its protocol's package (gcsfs, s3fs, ...).
     """
     if data_dir is not None:  # open("mnist", data_dir=...): path is the name
         if name is not None:
             raise TypeError("open() takes the dataset's name as path or as name=, not both "
                             "with data_dir=")
-        path, name = data_dir, _files.normalize(path)
-    return Dataset(locate(path, name), decode_images=decode_images, verify=verify,
+        path, name = data_dir, os.fsdecode(os.fspath(path))
+    root = _files.directory(path, _with_index_cache(storage_options, index_dir), filesystem)
+    return Dataset(locate(root, name), decode_images=decode_images, verify=verify,
                    index_dir=index_dir, nested=nested)

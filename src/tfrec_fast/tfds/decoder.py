@@ -14,7 +14,10 @@ read (:class:`UnknownFeatureError`, naming the feature, its type and why).
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
+from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set,
+                    Tuple)
+
+import numpy as np
 
 from ..errors import ExampleParseError
 from ..columns import Ragged, _rows
@@ -72,22 +75,25 @@ class Decoder:
         self.leaves = leaves(features)
         self.decoders: List[Any] = []
         self.raw: List[RawDecoder] = []
-        for leaf in self.leaves:
+        raw_numbers = set()
+        for number, leaf in enumerate(self.leaves):
             skipped = any(leaf.path == s or leaf.path.startswith(s + "/") for s in skip)
             decode = not skipped and (decode_images or not isinstance(leaf.feature, Image))
-            reason = refusal(leaf, decode, steps)
-            if reason is not None:
-                raise UnknownFeatureError(leaf.path, leaf.feature.type_name, reason)
+            refused = refusal(leaf, decode, steps)
+            if refused is not None:
+                raise UnknownFeatureError(leaf.path, leaf.feature.type_name, *refused)
             if isinstance(leaf.feature, UnknownFeature):
                 raw = RawDecoder(leaf)
                 self.raw.append(raw)
                 self.decoders.append(raw)
+                raw_numbers.add(number)
                 continue
             lists = len(leaf.datasets) if steps else 0
             self.decoders.append(LeafDecoder(leaf, decode, lists))
         self.spec = example_spec(self.leaves)
         numbering = {leaf.path: i for i, leaf in enumerate(self.leaves)}
-        self._build = _builder(output_template(features, numbering, nested=steps))
+        self._build = _builder(output_template(features, numbering), steps,
+                               frozenset(raw_numbers))
 
     def parse(self, batch, name: str) -> Dict[str, Any]:
         """One C++ parse of a RecordBatch into the columns of every stored key."""
@@ -123,31 +129,36 @@ class Decoder:
                                     feature=error.feature) from None
 
 
-def refusal(leaf: Leaf, decode: bool, steps: bool) -> Optional[str]:
-    """Why ``leaf`` cannot be read as asked (an empty string: its type is unknown), or None."""
+def refusal(leaf: Leaf, decode: bool, steps: bool) -> Optional[Tuple[str, Optional[str]]]:
+    """Why ``leaf`` cannot be read as asked (an empty reason: its type is unknown), and what
+    reads it instead where that is not SkipDecoding (else None); None when it can be read."""
     feature: Any = leaf.feature
     if isinstance(feature, UnknownFeature):
         if decode:
-            return ""
+            return "", None
         if steps and leaf.datasets:
-            return ("its raw values cannot be split into the elements of a nested Dataset: "
-                    "read it with nested='columns', or whole Examples with split.records()")
+            return ("its raw values cannot be split into the elements of a nested Dataset",
+                    f"its raw values are read with nested='columns' and decoders="
+                    f"{{{leaf.path!r}: SkipDecoding()}}, and whole serialized Examples with "
+                    "dataset.records(split)")
         return None  # skipped: its raw values
     if decode and isinstance(feature, Image):
         why = unsupported_image(feature.shape, feature.dtype)
         if why:
-            return why
+            return why, None
     if decode and isinstance(feature, Audio) and feature.lazy_decode:
         why = missing_decoder(feature)
         if why:
-            return why
+            return why, None
     if isinstance(leaf.serialized, dict) and leaf.sequence_rank > 1:
-        return ("a Tensor of several unknown dimensions under two or more Sequences (TFDS "
-                "cannot decode it either)")
+        return ("a Tensor of several unknown dimensions under two or more Sequences, which TFDS "
+                "cannot decode either",
+                "its stored values are not read either (SkipDecoding() does not help): whole "
+                "serialized Examples are read with dataset.records(split)")
     decoded = decode and element_decoder(feature) is not None
     if steps and decoded and leaf.datasets != tuple(range(len(leaf.datasets))):
         return ("it is decoded value by value inside a Dataset inside a Sequence, which TFDS "
-                "cannot decode either; nested='columns' reads it as a Sequence")
+                "cannot decode either; nested='columns' reads it as a Sequence", None)
     return None
 
 
@@ -161,19 +172,22 @@ class _Mismatch(ValueError):
         self.path = path
 
 
-def _builder(template) -> Callable[[Sequence], Any]:
-    """A function making one example (nested dicts) from the leaves' values in order."""
+def _builder(template, steps: bool, raw: AbstractSet[int]) -> Callable[[Sequence], Any]:
+    """A function making one example (nested dicts) from the leaves' values in order; nested
+    Datasets as lists of elements (``steps``) or as their leaves' columns. ``raw``: the numbers
+    of leaves read raw (no elements to count)."""
     if isinstance(template, int):
         return lambda values: values[template]
     if isinstance(template, DatasetNode):
-        return _dataset_builder(template)
+        return _dataset_builder(template, steps, raw)
     keys = list(template)
     if all(isinstance(v, int) for v in template.values()):
         order = [template[k] for k in keys]
         if order == list(range(len(order))):
             return lambda values: dict(zip(keys, values))
         return lambda values: {k: values[i] for k, i in zip(keys, order)}
-    parts = [(k, v if isinstance(v, int) else _builder(v)) for k, v in template.items()]
+    parts = [(k, v if isinstance(v, int) else _builder(v, steps, raw))
+             for k, v in template.items()]
     return lambda values: {k: values[p] if isinstance(p, int) else p(values) for k, p in parts}
 
 
@@ -182,6 +196,24 @@ def _count(value: Any) -> int:
     if isinstance(value, dict):  # a skipped Tensor with its shape: {"shape", "value"}
         return _count(value["value"])
     return len(value)
+
+
+def _lengths(value: Any, level: int) -> np.ndarray:
+    """The lengths of a value's rows at sequence level ``level`` (0: its first dimension, one
+    length; 1: the length of each row of level 0, ...), of an array, a Ragged or a skipped
+    Tensor with its shape."""
+    if isinstance(value, dict):
+        return _lengths(value["value"], level)
+    if level == 0:
+        return np.array([len(value)], dtype=np.int64)
+    if isinstance(value, Ragged):
+        if level == 1:
+            return np.diff(value.row_splits)
+        return _lengths(value.values, level - 1)
+    shape = np.shape(value)
+    if len(shape) <= level:
+        return np.zeros(0, dtype=np.int64)
+    return np.full(int(np.prod(shape[:level])), shape[level], dtype=np.int64)
 
 
 def _element(value: Any, t: int) -> Any:
@@ -205,19 +237,27 @@ def take_rows(value: Any, a: int, b: int) -> Any:
     return value[a:b]
 
 
-def _dataset_builder(node: DatasetNode) -> Callable[[Sequence], list]:
-    """A nested Dataset's elements: the leaves under it sliced along their first dimension
-    (as tf.data.Dataset.from_tensor_slices does), each element built by the inner template."""
-    inner = _builder(node.inner)
+def _dataset_builder(node: DatasetNode, steps: bool,
+                     raw: AbstractSet[int]) -> Callable[[Sequence], Any]:
+    """A nested Dataset: its leaves must agree on its number of elements. With ``steps``, its
+    elements: the leaves under it sliced along their first dimension (as
+    tf.data.Dataset.from_tensor_slices does), each element built by the inner template; else the
+    leaves' columns as they are, checked at the Dataset's own sequence level (below the
+    Datasets holding it, whose elements are not sliced apart)."""
+    inner = _builder(node.inner, steps, raw)
     numbers = node.leaves
+    counted = [i for i in numbers if i not in raw]
+
+    def mismatch(counts) -> _Mismatch:
+        return _Mismatch(f"the features of nested Dataset {node.path!r} hold different "
+                         f"numbers of elements: {sorted(counts)}", node.path)
 
     def build(values: Sequence) -> list:
         if not numbers:
             return []
         counts = {_count(values[i]) for i in numbers}
         if len(counts) != 1:
-            raise _Mismatch(f"the features of nested Dataset {node.path!r} hold different "
-                            f"numbers of elements: {sorted(counts)}", node.path)
+            raise mismatch(counts)
         sliced = list(values)
         out = []
         for t in range(counts.pop()):
@@ -226,4 +266,17 @@ def _dataset_builder(node: DatasetNode) -> Callable[[Sequence], list]:
             out.append(inner(sliced))
         return out
 
-    return build
+    def columns(values: Sequence) -> Any:
+        if counted:
+            first = _lengths(values[counted[0]], node.depth)
+            for i in counted[1:]:
+                other = _lengths(values[i], node.depth)
+                if not np.array_equal(first, other):
+                    if node.depth == 0:
+                        raise mismatch({int(first[0]), int(other[0])})
+                    raise _Mismatch(f"the features of nested Dataset {node.path!r} hold "
+                                    "different numbers of elements in some of the elements "
+                                    "holding it", node.path)
+        return inner(values)
+
+    return build if steps else columns

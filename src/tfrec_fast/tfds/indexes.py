@@ -1,12 +1,20 @@
 """Record indexes of a dataset's shards, built on first random access and kept for next time.
 
-An index (tfrec_fast.index: one "offset size" line per record) is made by a header-only scan
-and written beside the shard as ``<shard>.idx`` (where tfrec_fast's other readers look for
-it), or, when the dataset's directory is read-only or ``index_dir`` is given, in a cache
-directory (``index_dir``, else ``$TFREC_FAST_CACHE_DIR``, else ``~/.cache/tfrec_fast``)
-under a name that encodes the shard's path. An index found there is used only if it still
-describes the shard (its records end where the file ends, as many as dataset_info.json says);
-otherwise it is made again.
+An index (tfrec_fast.index: one "offset size" line per record) describes where each record of a
+shard starts. Where it is kept depends on where the shard is:
+
+- a local shard: made by a header-only scan and written beside the shard as ``<shard>.idx``
+  (where tfrec_fast's other readers look for it), or, when the dataset's directory is
+  read-only or ``index_dir`` is given, in a cache directory (``index_dir``, else
+  ``$TFREC_FAST_CACHE_DIR``, else ``~/.cache/tfrec_fast``) under a name that encodes the
+  shard's path; one found there is used only if it is newer than the shard;
+- a shard of a store (``gs://``, ``s3://``, ...): a ``<shard>.idx`` beside it is read (once per
+  version of it); otherwise the shard is streamed once and its index kept in the storage layer's
+  index cache, keyed by the shard's version (:mod:`tfrec_fast.storage.cache`), for every process
+  of the machine and the next runs. Nothing is written into the store.
+
+Either way an index is used only if it still describes the shard: as many records as
+dataset_info.json says, ending where the shard ends. Otherwise it is made again.
 """
 
 from __future__ import annotations
@@ -19,79 +27,105 @@ import numpy as np
 
 from . import _files
 from ..errors import DataLossError
+from ..storage import Location
 
 __all__ = ["shard_index", "kept_index", "cache_dir", "check_count"]
 
 Index = Tuple[np.ndarray, np.ndarray]
 
 
-def cache_dir(index_dir: Optional[str] = None) -> str:
+def cache_dir(index_dir=None) -> str:
+    """Where indexes of local shards are kept when they cannot be written beside them."""
     if index_dir is not None:
-        return _files.normalize(index_dir)
+        return os.path.expanduser(os.fspath(index_dir))
     if os.environ.get("TFREC_FAST_CACHE_DIR"):
         return os.environ["TFREC_FAST_CACHE_DIR"]
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "tfrec_fast")
 
 
-def _cached_name(path: str, index_dir: Optional[str]) -> str:
-    digest = hashlib.sha256(_files.realpath(path).encode("utf-8", "surrogateescape"))
-    return _files.join(cache_dir(index_dir), "index",
-                       f"{_files.basename(path)}.{digest.hexdigest()[:16]}.idx")
+def _cached_name(path: str, index_dir) -> Location:
+    digest = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape"))
+    return _files.directory(os.path.join(cache_dir(index_dir), "index",
+                                         f"{os.path.basename(path)}.{digest.hexdigest()[:16]}.idx"))
 
 
-def _usable(index_path: str, path: str, expected: int) -> Optional[Index]:
-    """The index at ``index_path`` if it describes the shard as it is now, else None."""
-    try:
-        if _files.mtime(index_path) < _files.mtime(path):
-            return None
-        offsets, sizes = _files.load_index(index_path)
-    except (OSError, ValueError):
-        return None
-    if len(offsets) != expected or (len(offsets) and int(offsets[-1] + sizes[-1]) !=
-                                    _files.size(path)):
-        return None
-    return offsets, sizes
+def _describes(index: Index, shard: Location, expected: int) -> bool:
+    """Whether an index holds ``expected`` records ending where the shard ends."""
+    offsets, sizes = index
+    if len(offsets) != expected:
+        return False
+    return not len(offsets) or int(offsets[-1] + sizes[-1]) == shard.size()
 
 
-def _candidates(path: str, index_dir: Optional[str]) -> list:
-    """Where a shard's index may be kept, in the order they are tried."""
-    if _files.is_url(path):  # no place to keep it that could be checked against the shard
-        return []
+def _local_candidates(shard: str, index_dir) -> list:
+    """Where a local shard's index may be kept, in the order they are tried."""
     if index_dir is not None:
-        return [_cached_name(path, index_dir)]
-    return [path + ".idx", _cached_name(path, index_dir)]
+        return [_cached_name(shard, index_dir)]
+    return [_files.directory(shard + ".idx"), _cached_name(shard, index_dir)]
 
 
-def kept_index(path: str, expected: int, *, index_dir: Optional[str] = None) -> Optional[Index]:
-    """``(offsets, sizes)`` of a shard from an index kept earlier that still describes it (as
-    many records as dataset_info.json says, ending where the file ends), or None: nothing is
-    scanned."""
-    for candidate in _candidates(path, index_dir):
-        found = _usable(candidate, path, expected)
-        if found is not None:
-            return found
+def _kept_local(shard: Location, path: str, expected: int, index_dir) -> Optional[Index]:
+    for candidate in _local_candidates(path, index_dir):
+        try:
+            if os.path.getmtime(candidate.path) < os.path.getmtime(path):
+                continue  # older than the shard: made for what was there before
+            index = _files.load_index(candidate)
+            if _describes(index, shard, expected):
+                return index
+        except (OSError, ValueError):
+            continue
     return None
 
 
-def shard_index(path: str, expected: int, *, index_dir: Optional[str] = None) -> Index:
+def _kept_remote(shard: Location, expected: int, beside: Optional[Location]) -> Optional[Index]:
+    found = []
+    if beside is not None:
+        try:
+            found.append(_files.load_index(beside))
+        except (OSError, ValueError):
+            pass  # not there (any more), or not an index: the cache, or a new one
+    cached = _files.cached_index(shard)
+    if cached is not None:
+        found.append(cached)
+    for index in found:
+        if _describes(index, shard, expected):
+            return index
+    return None
+
+
+def kept_index(shard: Location, expected: int, *, index_dir=None,
+               beside: Optional[Location] = None) -> Optional[Index]:
+    """``(offsets, sizes)`` of a shard from an index kept earlier that still describes it (as
+    many records as dataset_info.json says, ending where the file ends), or None: no shard is
+    scanned. ``beside``: for a shard of a store, the ``<shard>.idx`` its directory's listing
+    holds (None: there is none)."""
+    if shard.os_path is not None:
+        return _kept_local(shard, shard.os_path, expected, index_dir)
+    return _kept_remote(shard, expected, beside)
+
+
+def shard_index(shard: Location, expected: int, *, index_dir=None,
+                beside: Optional[Location] = None) -> Index:
     """``(offsets, sizes)`` of a shard that dataset_info.json says holds ``expected`` records:
     a kept index, or a new one (then kept). A shard holding another number of records raises
     :class:`~tfrec_fast.DataLossError` (reason ``shard_lengths``)."""
-    found = kept_index(path, expected, index_dir=index_dir)
+    found = kept_index(shard, expected, index_dir=index_dir, beside=beside)
     if found is not None:
         return found
-    offsets, sizes = _files.create_index(path)
+    offsets, sizes = _files.create_index(shard)  # (of a store: kept in the index cache)
     if len(offsets) != expected:
         end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
-        check_count(path, expected, len(offsets),
+        check_count(shard.name, expected, len(offsets),
                     int(offsets[expected]) if len(offsets) > expected else end)
-    for candidate in _candidates(path, index_dir):
-        try:
-            _files.write_index(candidate, offsets, sizes)
-            break
-        except OSError:  # read-only here: try the next place (or keep it in memory)
-            continue
+    path = shard.os_path
+    if path is not None:
+        for candidate in _local_candidates(path, index_dir):
+            try:
+                _files.write_index(candidate, offsets, sizes)
+                break
+            except OSError:  # read-only here: try the next place (or keep it in memory)
+                continue
     return offsets, sizes
 
 

@@ -4,7 +4,9 @@
 (description, splits with their per-shard record counts ``shardLengths``, file format, ...),
 features.json (the feature tree, see features.py), one ``<feature>.labels.txt`` per ClassLabel
 with names, and the shards ``<name>-<split>.tfrecord-00000-of-00004`` (the split's
-``filepathTemplate``).
+``filepathTemplate``). The directory may be local or in a store (a URL, see _files.py): it is
+listed once when the dataset is opened, and the listing (with the sizes and versions a store
+gives) serves every file looked for afterwards.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _files
+from ..storage import Location
 from .errors import DatasetInfoError
 from .features import Feature, class_labels, from_json
 
@@ -31,12 +34,14 @@ _SHARD_DIGITS = 5  # TFDS pads shard numbers to at least 5 digits
 @dataclass
 class SplitInfo:
     """One split as dataset_info.json describes it: ``shard_lengths`` records in each of its
-    ``filenames`` (absolute paths, in order)."""
+    ``filenames`` (full paths or URLs, in order; ``locations``: the same as
+    :class:`~tfrec_fast.storage.Location`)."""
 
     name: str
     shard_lengths: List[int]
     num_bytes: int
     filenames: List[str]
+    locations: List[Location] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def num_examples(self) -> int:
@@ -53,7 +58,9 @@ class SplitInfo:
 
 @dataclass
 class DatasetInfo:
-    """What TFDS's ``builder.info`` holds, read from the prepared directory ``data_dir``."""
+    """What TFDS's ``builder.info`` holds, read from the prepared directory ``data_dir`` (a
+    path or URL; ``location``: the same as a :class:`~tfrec_fast.storage.Location`, and
+    ``files``: its files by name, from one listing, or None where the store lists nothing)."""
 
     name: str
     version: str
@@ -70,17 +77,24 @@ class DatasetInfo:
     supervised_keys: Optional[Any]
     release_notes: Dict[str, str] = field(default_factory=dict)
     module_name: str = ""
+    location: Optional[Location] = field(default=None, repr=False, compare=False)
+    files: Optional[Dict[str, Location]] = field(default=None, repr=False, compare=False)
 
     @property
     def full_name(self) -> str:
         parts = [self.name] + ([self.config_name] if self.config_name else []) + [self.version]
         return "/".join(parts)
 
+    @property
+    def data_dir_name(self) -> str:
+        """``data_dir`` as messages name it (a URL's credentials masked)."""
+        return self.location.name if self.location is not None else self.data_dir
+
     def __repr__(self) -> str:
         splits = ", ".join(f"{k}: {v.num_examples}" for k, v in self.splits.items())
         features = repr(self.features).replace("\n", "\n    ")
         return (f"DatasetInfo(\n    name={self.name!r},\n    full_name={self.full_name!r},\n"
-                f"    data_dir={self.data_dir!r},\n    description={self.description!r},\n"
+                f"    data_dir={self.data_dir_name!r},\n    description={self.description!r},\n"
                 f"    splits={{{splits}}},\n    features={features},\n"
                 f"    supervised_keys={self.supervised_keys!r},\n)")
 
@@ -91,60 +105,70 @@ def _version_key(name: str) -> Tuple[int, ...]:
     return tuple(int(x) for x in name.split("."))
 
 
-def _has_info(directory: str) -> bool:
-    return _files.isfile(_files.join(directory, DATASET_INFO))
+def _has_info(directory: Location) -> bool:
+    return directory.join(DATASET_INFO).exists()
 
 
-def _versions(directory: str) -> List[str]:
+def _versions(directory: Location) -> List[str]:
     try:
-        names = _files.listdir(directory)
+        names = directory.listdir()
     except OSError:
         return []
-    return sorted((n for n in names if _VERSION.match(n) and
-                   _has_info(_files.join(directory, n))), key=_version_key)
+    return sorted((n for n in names if _VERSION.match(n) and _has_info(directory.join(n))),
+                  key=_version_key)
 
 
-def locate(path, name: Optional[str] = None) -> str:
+def locate(path: Location, name: Optional[str] = None) -> Location:
     """The prepared dataset directory that ``path`` (and ``name``) mean.
 
     ``path`` is the directory itself (``~/tensorflow_datasets/mnist/3.0.1``), a dataset or
     config directory holding version directories (the newest prepared one is taken), or a data
     dir plus TFDS's ``name[/config][:version]`` (also written as one path:
-    ``~/tensorflow_datasets/mnist:3.0.1``).
+    ``~/tensorflow_datasets/mnist:3.0.1``). Local or in a store alike.
+
+    Raises
+    ------
+    FileNotFoundError
+        No prepared dataset there (naming the directory, and the configs when there are
+        several).
     """
-    path = _files.normalize(path)
     if name:
         base, _, version = name.partition(":")
         path = _files.join(path, *base.split("/"), *([version] if version else []))
-    elif ":" in _files.basename(path) and not _files.exists(path):
-        base, _, version = _files.basename(path).partition(":")
-        path = _files.join(_files.dirname(path), base, version)
+    elif ":" in path.basename and not path.exists():
+        base, _, version = path.basename.partition(":")
+        path = _files.join(path.parent, base, version)
     if _has_info(path):
         return path
     versions = _versions(path)
     if versions:
-        return _files.join(path, versions[-1])
-    if not _files.isdir(path):
+        return path.join(versions[-1])
+    if not path.isdir():
+        if path.os_path is None:  # a store may not list directories (a plain HTTP server)
+            raise FileNotFoundError(errno.ENOENT, "no prepared TFDS dataset here: nothing is "
+                                    "listed there (expected <data_dir>/<name>[/<config>]/"
+                                    "<version>; where the store lists no directories, name "
+                                    "the version: name='<name>:<version>', or its URL)",
+                                    path.name)
         raise FileNotFoundError(errno.ENOENT, "no prepared TFDS dataset here: the directory does "
                                 "not exist (expected <data_dir>/<name>[/<config>]/<version>)",
-                                path)
-    configs = sorted(n for n in _files.listdir(path) if _versions(_files.join(path, n)))
+                                path.name)
+    configs = sorted(n for n in path.listdir() if _versions(path.join(n)))
     if configs:
         raise FileNotFoundError(errno.ENOENT, "this dataset has several configs: open one of "
-                                f"{configs} (path/<config>, or name='<name>/<config>')", path)
+                                f"{configs} (path/<config>, or name='<name>/<config>')", path.name)
     raise FileNotFoundError(errno.ENOENT, f"no {DATASET_INFO} here nor in a version directory "
-                            "below: is this a directory `tfds build` prepared?", path)
+                            "below: is this a directory `tfds build` prepared?", path.name)
 
 
 # ---- reading ---------------------------------------------------------------------------------
 
-def _read_json(path: str) -> Any:
+def _read_json(location: Location) -> Any:
+    data = _files.read_bytes(location)  # (FileNotFoundError as it is)
     try:
-        return json.loads(_files.read_bytes(path))
-    except FileNotFoundError:
-        raise
+        return json.loads(data)
     except (ValueError, UnicodeDecodeError) as error:
-        raise DatasetInfoError(f"not valid JSON ({error})", where=path) from None
+        raise DatasetInfoError(f"not valid JSON ({error})", where=location.name) from None
 
 
 def _int(value: Any, where: str) -> int:
@@ -154,20 +178,26 @@ def _int(value: Any, where: str) -> int:
         raise DatasetInfoError(f"expected an integer, found {value!r}", where=where) from None
 
 
-def shard_paths(directory: str, dataset: str, split: str, template: str, suffix: str,
+def shard_names(dataset: str, split: str, template: str, suffix: str,
                 num_shards: int) -> List[str]:
-    """The shard files of a split, as TFDS's ShardedFileTemplate names them."""
+    """The shard file names of a split, as TFDS's ShardedFileTemplate makes them."""
     digits = max(len(str(num_shards)), _SHARD_DIGITS)
     out = []
     for index in range(num_shards):
         x, y = f"{index:0{digits}d}", f"{num_shards:0{digits}d}"
-        name = template.format(DATASET=dataset, SPLIT=split, FILEFORMAT=suffix, SHARD_INDEX=x,
-                               NUM_SHARDS=y, SHARD_X_OF_Y=f"{x}-of-{y}")
-        out.append(_files.join(directory, name))
+        out.append(template.format(DATASET=dataset, SPLIT=split, FILEFORMAT=suffix,
+                                   SHARD_INDEX=x, NUM_SHARDS=y, SHARD_X_OF_Y=f"{x}-of-{y}"))
     return out
 
 
-def _splits(info: Mapping, directory: str, dataset: str, where: str) -> Dict[str, SplitInfo]:
+def _file(directory: Location, files: Optional[Mapping[str, Location]], name: str) -> Location:
+    """A file of the directory: the listing's (with its size and version), else by its name."""
+    found = files.get(name) if files is not None else None
+    return found if found is not None else directory.join(name)
+
+
+def _splits(info: Mapping, directory: Location, files: Optional[Mapping[str, Location]],
+            dataset: str, where: str) -> Dict[str, SplitInfo]:
     splits = {}
     for entry in info.get("splits", []):
         name = entry.get("name")
@@ -179,10 +209,12 @@ def _splits(info: Mapping, directory: str, dataset: str, where: str) -> Dict[str
         lengths = [_int(n, at) for n in entry["shardLengths"]]
         template = entry.get("filepathTemplate") or DEFAULT_TEMPLATE
         try:
-            files = shard_paths(directory, dataset, name, template, "tfrecord", len(lengths))
+            names = shard_names(dataset, name, template, "tfrecord", len(lengths))
         except (KeyError, IndexError, ValueError):
             raise DatasetInfoError(f"unknown filepathTemplate {template!r}", where=at) from None
-        splits[name] = SplitInfo(name, lengths, _int(entry.get("numBytes", 0), at), files)
+        locations = [_file(directory, files, n) for n in names]
+        splits[name] = SplitInfo(name, lengths, _int(entry.get("numBytes", 0), at),
+                                 [loc.url for loc in locations], locations)
     return splits
 
 
@@ -200,58 +232,77 @@ def _supervised_keys(value: Any) -> Optional[Any]:
     return value.get("featureKey")
 
 
-def read_info(directory: str) -> DatasetInfo:
+def read_info(directory: Location) -> DatasetInfo:
     """Reads dataset_info.json, features.json and the ClassLabel names files of a prepared
-    dataset directory (see :func:`locate`)."""
-    info_path = _files.join(directory, DATASET_INFO)
-    info = _read_json(info_path)
+    dataset directory (see :func:`locate`), listing it once.
+
+    Raises
+    ------
+    FileNotFoundError
+        dataset_info.json or features.json is missing.
+    DatasetInfoError
+        Either is malformed, or describes a dataset this reader does not read.
+    """
+    files = _files.listing(directory)
+    info_location = _file(directory, files, DATASET_INFO)
+    info = _read_json(info_location)
+    where = info_location.name
     if not isinstance(info, Mapping):
-        raise DatasetInfoError("expected a JSON object", where=info_path)
+        raise DatasetInfoError("expected a JSON object", where=where)
     file_format = info.get("fileFormat") or "tfrecord"
     if file_format != "tfrecord":
         raise DatasetInfoError(
             f"this dataset is stored as {file_format}, not TFRecord: tfrec_fast reads TFRecord "
-            "shards (rebuild with `tfds build --file_format=tfrecord`)", where=info_path)
-    features_path = _files.join(directory, FEATURES)
-    if not _files.isfile(features_path):
+            "shards (rebuild with `tfds build --file_format=tfrecord`)", where=where)
+    features_location = _file(directory, files, FEATURES)
+    try:
+        tree = _read_json(features_location)
+    except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"{FEATURES} is missing: TFDS writes the feature "
                                 f"tree there, beside {DATASET_INFO}; without it the Examples "
                                 "cannot be decoded (copy it from where the dataset was built)",
-                                features_path)
-    features = from_json(_read_json(features_path), FEATURES)
-    _load_label_names(features, directory)
+                                features_location.name) from None
+    features = from_json(tree, FEATURES)
+    _load_label_names(features, directory, files)
     name = info.get("name", "")
     config = info.get("configName", "") or ""
-    location = info.get("location") or {}
+    homepage = info.get("location") or {}
     return DatasetInfo(
         name=name,
         version=info.get("version", ""),
-        data_dir=directory,
+        data_dir=directory.url,
         description=info.get("description", ""),
         citation=info.get("citation", ""),
-        homepage=(location.get("urls") or [""])[0],
+        homepage=(homepage.get("urls") or [""])[0],
         config_name=config,
         config_description=info.get("configDescription", ""),
         file_format=file_format,
         disable_shuffling=bool(info.get("disableShuffling", False)),
-        splits=_splits(info, directory, name, info_path),
+        splits=_splits(info, directory, files, name, where),
         features=features,
         supervised_keys=_supervised_keys(info.get("supervisedKeys")),
         release_notes=dict(info.get("releaseNotes") or {}),
         module_name=info.get("moduleName", ""),
+        location=directory,
+        files=files,
     )
 
 
-def _load_label_names(features: Feature, directory: str) -> None:
+def _load_label_names(features: Feature, directory: Location,
+                      files: Optional[Mapping[str, Location]]) -> None:
     """ClassLabel names from <feature>.labels.txt, one per line (as TFDS's load_metadata)."""
     for label, stem in class_labels(features):
-        path = _files.join(directory, f"{stem}.labels.txt")
-        try:
-            names = [line.strip() for line in _files.read_text(path).split("\n") if line.strip()]
-        except FileNotFoundError:
+        name = f"{stem}.labels.txt"
+        if files is not None and name not in files:
             continue  # only num_classes is known: names are "0", "1", ...
+        location = _file(directory, files, name)
+        try:
+            text = _files.read_bytes(location).decode("utf-8")
+        except FileNotFoundError:
+            continue
+        names = [line.strip() for line in text.split("\n") if line.strip()]
         if label.num_classes is not None and label.num_classes != len(names):
             raise DatasetInfoError(f"{len(names)} names but features.json says "
-                                   f"num_classes={label.num_classes}", where=path)
+                                   f"num_classes={label.num_classes}", where=location.name)
         label._names = names
         label.num_classes = len(names)

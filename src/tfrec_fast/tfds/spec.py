@@ -15,7 +15,8 @@ stored (its *serialized info*) follows TFDS's ``get_serialized_info``:
 
 A nested Dataset (``tfds.features.Dataset``, RLDS's steps) is stored as a Sequence is: each
 leaf records which of its sequence levels are Datasets (``Leaf.datasets``), and
-:func:`output_template` marks the Dataset nodes, where the decoder makes a list of elements.
+:func:`output_template` marks the Dataset nodes, where the decoder checks that the leaves agree
+on the number of elements and makes a list of elements (or keeps the columns).
 """
 
 from __future__ import annotations
@@ -154,34 +155,37 @@ def _collect(feature: Feature, path: str, levels: List[Sequence], out: List[Leaf
 
 @dataclass(frozen=True)
 class DatasetNode:
-    """Where the output holds a nested Dataset: ``inner`` is the template of one element, and
-    ``leaves`` the numbers of the leaves under it (their values are sliced per element)."""
+    """Where the output holds a nested Dataset: ``inner`` is the template of one element,
+    ``leaves`` the numbers of the leaves under it (their values are sliced per element), and
+    ``depth`` how many Datasets hold it (the sequence level of its own elements in the values
+    of its leaves, when no Dataset above it slices them)."""
 
     path: str
     inner: Any
     leaves: Tuple[int, ...]
+    depth: int = 0
 
 
-def output_template(features: Feature, numbering: Dict[str, int], nested: bool = True) -> Any:
+def output_template(features: Feature, numbering: Dict[str, int]) -> Any:
     """The nesting of an example: a dict per FeaturesDict (Sequences add no level), each leaf
-    replaced by its number in ``numbering`` (path -> index), and with ``nested`` each Dataset
-    by a :class:`DatasetNode` (else a Dataset is a Sequence)."""
-    if isinstance(features, Sequence) and not (nested and isinstance(features, Dataset)):
-        return output_template(features.feature, numbering, nested)
+    replaced by its number in ``numbering`` (path -> index), and each Dataset by a
+    :class:`DatasetNode`."""
+    if isinstance(features, Sequence) and not isinstance(features, Dataset):
+        return output_template(features.feature, numbering)
     if isinstance(features, FeaturesDict):
-        return _template(features, "", numbering, nested)
+        return _template(features, "", numbering, 0)
     raise DatasetInfoError("the top feature of a dataset is a FeaturesDict",
                            where="features.json")
 
 
-def _template(feature: Feature, path: str, numbering: Dict[str, int], nested: bool) -> Any:
-    if nested and isinstance(feature, Dataset):
-        inner = _template(feature.feature, path, numbering, nested)
-        return DatasetNode(path, inner, tuple(sorted(_numbers(inner))))
+def _template(feature: Feature, path: str, numbering: Dict[str, int], depth: int) -> Any:
+    if isinstance(feature, Dataset):
+        inner = _template(feature.feature, path, numbering, depth + 1)
+        return DatasetNode(path, inner, tuple(sorted(_numbers(inner))), depth)
     if isinstance(feature, Sequence):
-        return _template(feature.feature, path, numbering, nested)
+        return _template(feature.feature, path, numbering, depth)
     if isinstance(feature, FeaturesDict):
-        return {key: _template(child, f"{path}/{key}" if path else key, numbering, nested)
+        return {key: _template(child, f"{path}/{key}" if path else key, numbering, depth)
                 for key, child in feature.items()}
     return numbering[path]
 

@@ -21,6 +21,7 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
+from ..storage import resolve
 from .metadata import SplitInfo
 
 __all__ = ["ReadInstruction", "FileInstruction", "parse_split", "file_instructions",
@@ -59,7 +60,8 @@ class ReadInstruction:
 
 
 class FileInstruction(NamedTuple):
-    """Records ``skip`` .. ``skip + take`` of shard ``shard_index`` of ``split``."""
+    """Records ``skip`` .. ``skip + take`` of shard ``shard_index`` of ``split``: the file
+    ``location``, named ``path`` in messages."""
 
     split: str
     shard_index: int
@@ -67,6 +69,7 @@ class FileInstruction(NamedTuple):
     skip: int
     take: int
     shard_length: int
+    location: Any = None
 
     @property
     def to_end(self) -> bool:
@@ -192,13 +195,15 @@ def file_instructions(split, splits: Mapping[str, SplitInfo]) -> List[FileInstru
 def _shard_parts(info: SplitInfo, from_: int, to: int) -> List[FileInstruction]:
     out = []
     start = 0
-    for index, (path, length) in enumerate(zip(info.filenames, info.shard_lengths)):
+    locations = info.locations or [resolve(path) for path in info.filenames]
+    for index, (location, length) in enumerate(zip(locations, info.shard_lengths)):
         end = start + length
         if length and from_ < end and to > start:
             skip = max(from_ - start, 0)
             take = min(to, end) - start - skip
             if take > 0:
-                out.append(FileInstruction(info.name, index, path, skip, take, length))
+                out.append(FileInstruction(info.name, index, location.name, skip, take, length,
+                                           location))
         start = end
     return out
 
