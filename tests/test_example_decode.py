@@ -613,6 +613,27 @@ def test_oneof_last_kind_wins():
         parse_examples([rec], {"k": VarLen("bytes")})
 
 
+def test_a_replaced_list_must_still_parse():
+    """A list that a later kind replaces is dropped, but protobuf parses it first: damage there
+    (a packed float list of 5 bytes, a truncated packed varint) fails the record as it fails
+    protobuf, also when the two lists come in two parts of the map entry's value; a value of
+    another wire type there is an unknown field to protobuf, and is accepted."""
+    from tfrec_fast.proto import Example
+    ints, floats = ld(3, int64_list([7])), ld(2, float_list([7.0]))
+    cases = [(ld(2, ld(1, b"\0" * 5)), ints, "int64"), (ld(3, ld(1, b"\x80")), floats, "float32"),
+             (ld(1, b"\x0a\x05"), ints, "int64")]
+    for bad, kept, dtype in cases:
+        for rec in (example(entry("k", bad + kept)), ld(1, ld(1, ld(1, b"k") + ld(2, bad) + ld(2, kept)))):
+            with pytest.raises(Exception):
+                Example.FromString(rec)
+            with pytest.raises(ExampleParseError) as info:
+                parse_examples([rec], {"k": VarLen(dtype)})
+            assert info.value.feature == "k"
+    odd = ld(2, vi(1, 3)) + ld(3, int64_list([7]))  # a float sent as a varint: unknown, replaced
+    assert Example.FromString(example(entry("k", odd))).features.feature["k"].int64_list.value == [7]
+    assert parse_examples([example(entry("k", odd))], {"k": VarLen()})["k"].to_list() == [[7]]
+
+
 def test_oneof_switch_back_discards_earlier_list():
     """bytes_list{a}, int64_list{1}, bytes_list{b}: protobuf keeps only [b] (switching the oneof to
     int64_list cleared the first bytes_list)."""

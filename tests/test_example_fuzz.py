@@ -151,15 +151,18 @@ def fields(buf):
     return out
 
 
-def ref_list(kind, buf):
+def ref_list(kind, buf, strict=True):
+    """A list message's values. ``strict`` False: a value of another wire type is an unknown
+    field, as protobuf reads it (tfrec_fast does so only in lists that a later kind replaces)."""
     vals = []
     for f, wt, v in fields(buf):
         if f != 1:
             continue
         if kind == 1:
-            if wt != 2:
+            if wt == 2:
+                vals.append(bytes(v))
+            elif strict:
                 raise RefError("bytes value wire type", "list_wire_type")  # protobuf: unknown field
-            vals.append(bytes(v))
         elif kind == 2:
             if wt == 5:
                 vals.append(struct.unpack("<I", v)[0])
@@ -167,7 +170,7 @@ def ref_list(kind, buf):
                 if len(v) % 4:
                     raise RefError("packed float length")
                 vals.extend(struct.unpack("<%dI" % (len(v) // 4), v))
-            else:
+            elif strict:
                 raise RefError("float wire type", "list_wire_type")
         else:
             if wt == 0:
@@ -177,7 +180,7 @@ def ref_list(kind, buf):
                 while p < len(v):
                     x, p = _varint(v, p)
                     vals.append(x)
-            else:
+            elif strict:
                 raise RefError("int64 wire type", "list_wire_type")
     if kind == 3:
         vals = [x - (1 << 64) if x >> 63 else x for x in vals]
@@ -189,7 +192,7 @@ def ref_feature(buf):
     case, payload = None, b""
     for f, wt, v in fields(buf):
         if wt == 2 and f in (1, 2, 3):
-            fields(v)  # each occurrence must be a valid message on its own
+            ref_list(f, v, strict=False)  # each occurrence, even one replaced later, must parse
             if f != case:
                 case, payload = f, bytes(v)
             else:

@@ -495,6 +495,23 @@ TEST(protobuf_merge_rules) {
   d = decode({message(1, message(1, message(1, "y") + message(1, "x") + message(2, int64s({5}))))},
              ints);
   CHECK(d.ints(0) == std::vector<int64_t>{5});
+  // A list that a later kind replaces is dropped, but protobuf parses it: what it rejects there
+  // (a truncated packed varint, a packed float list of 5 bytes, a bad field inside the list) is
+  // rejected; a value of another wire type is an unknown field to it, and kept out of the way.
+  const std::string bad_lists[] = {message(2, message(1, "\x80")), message(3, message(1, "\x80")),
+                                   message(2, message(1, std::string(5, '\0'))),
+                                   message(1, key(1, 2) + varint(9) + "ab"),
+                                   message(3, key(1, 2) + varint(9) + "ab")};
+  for (const std::string& bad : bad_lists) {
+    expect_error(parse_error({example({{"x", bad + int64s({3})}})}, ints), 0, "x", "");
+    if (bad[0] != message(3, "")[0]) {  // of another kind: replaced
+      expect_error(parse_error({example({{"x", int64s({1}) + bad + int64s({3})}})}, ints), 0, "x", "");
+    }
+  }
+  d = decode({example({{"x", message(2, fixed32(1, 7) + key(1, 0) + varint(1)) +
+                                 message(1, key(1, 0) + varint(1)) + int64s({3})}})},
+             ints);
+  CHECK(d.ints(0) == std::vector<int64_t>{3}) << "values of another wire type in a replaced list";
 }
 
 // A map entry whose value (a singular message field) comes more than once: protobuf merges the

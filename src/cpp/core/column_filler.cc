@@ -21,12 +21,14 @@ bool ColumnFiller::feature_lists(size_t k, const EntryValue& feature, Kind* kind
     }
   }
   const uint8_t* run_start = nullptr;  // where the current run of `last` lists begins
+  bool replaced = false;               // whether lists of another kind came before the run
   feature.each_part([&](Cursor part) {
     for (Cursor c = part; !c.done();) {
       const uint8_t* at = c.p;
       if (!c.tag(&field, &wire_type)) errors_.wrong(k, "a bad field tag in its Feature");
       if (wire_type == wire::kLengthDelimited && field >= wire::kBytesList &&
           field <= wire::kInt64List && field != last) {
+        replaced = last != 0;
         last = field;
         run_start = at;
       }
@@ -35,6 +37,21 @@ bool ColumnFiller::feature_lists(size_t k, const EntryValue& feature, Kind* kind
   });
   if (last == 0) return false;
   *kind = list_kind_of(last);
+  if (replaced) {  // protobuf parses the lists the run replaces all the same: they must be sound
+    feature.each_part([&](Cursor part) {
+      if (part.p >= run_start) return;
+      if (part.end > run_start) part.end = run_start;  // a field boundary
+      for (Cursor c = part; !c.done();) {  // validated by the first pass
+        Cursor list;
+        c.tag(&field, &wire_type);
+        if (wire_type != wire::kLengthDelimited) {
+          c.skip(wire_type);
+        } else if (c.sub(&list) && field >= wire::kBytesList && field <= wire::kInt64List) {
+          check_replaced_list(k, field, list);
+        }
+      }
+    });
+  }
   feature.each_part([&](Cursor part) {  // the parts (in order in the entry) from the run on
     if (part.end <= run_start) return;
     if (part.p < run_start) part.p = run_start;
@@ -49,6 +66,28 @@ bool ColumnFiller::feature_lists(size_t k, const EntryValue& feature, Kind* kind
     }
   });
   return true;
+}
+
+// A list that a later list of another kind replaces: its values are dropped, but protobuf reads
+// it as it does any list, so what it rejects there is rejected here (a value of another wire
+// type is an unknown field to it).
+void ColumnFiller::check_replaced_list(size_t k, uint32_t list_field, Cursor list) const {
+  uint32_t field, wire_type;
+  while (!list.done()) {
+    Cursor packed;
+    if (!list.tag(&field, &wire_type)) errors_.wrong(k, "a bad field tag in a replaced value list");
+    if (field != wire::kListValue || wire_type != wire::kLengthDelimited || list_field == wire::kBytesList) {
+      if (!list.skip(wire_type)) errors_.wrong(k, "a truncated replaced value list");
+    } else if (!list.sub(&packed)) {
+      errors_.wrong(k, "a truncated replaced value list");
+    } else if (list_field == wire::kFloatList) {
+      if ((packed.end - packed.p) % 4 != 0) errors_.wrong(k, "a bad packed float list");
+    } else {
+      for (uint64_t v; !packed.done();) {
+        if (!packed.varint(&v)) errors_.wrong(k, "a truncated int64 in a packed list");
+      }
+    }
+  }
 }
 
 // Hands the values of list message `list` (of the spec's kind) to `sink`.

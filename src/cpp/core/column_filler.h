@@ -169,6 +169,7 @@ class ColumnFiller {
 
   template <typename F>
   bool feature_lists(size_t k, const EntryValue& feature, Kind* kind, F each_list);
+  void check_replaced_list(size_t k, uint32_t list_field, Cursor list) const;
   template <typename Sink>
   void append_values(size_t k, Cursor list, Sink& sink);
   template <typename Sink>
