@@ -144,10 +144,11 @@ def load_index(location: Location) -> Tuple[np.ndarray, np.ndarray]:
     """(offsets, sizes) of an index file (the text format of the tfrecord package and DALI),
     read once per version of it per machine (the index cache)."""
     def parse() -> np.ndarray:
-        # Read at the version the cache key names (a range read is pinned to it), so a file
-        # rewritten since its stat cannot be cached under the old version.
-        size = location.stat().size
-        data = b"" if size == 0 else location.read(0, size)
+        if location.os_path is not None:  # not cached: read as it is now
+            data = location.read()
+        else:  # cached under the version of its stat: read that version (a pinned range)
+            size = location.stat().size
+            data = b"" if size == 0 else location.read(0, size)
         offsets, sizes = _core.parse_index(data, location.name)
         return np.stack([offsets, sizes])
     both = cached_array(location, "idx", parse)
