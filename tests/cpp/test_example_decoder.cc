@@ -514,6 +514,21 @@ TEST(protobuf_merge_rules) {
   CHECK(d.ints(0) == std::vector<int64_t>{3}) << "values of another wire type in a replaced list";
 }
 
+// A fixed-size feature of no values (shape (0,)): no slots to copy into, on the learned layout
+// too (an empty copy there once handed memcpy a null slot: UBSan's report).
+TEST(fixed_size_of_no_values_on_the_layout) {
+  for (const Kind kind : {Kind::kFloat, Kind::kInt64}) {
+    std::vector<std::string> records;
+    for (int i = 0; i < 12; ++i) {
+      const std::string empty = kind == Kind::kFloat ? floats({}) : int64s({});
+      records.push_back(example({{"x", empty}, {"y", int64s({i})}}));
+    }
+    const auto d = decode(records, {fixed("x", kind, 0), fixed("y", Kind::kInt64, 1)});
+    CHECK_EQ(d.ints(1).size(), 12u);
+    CHECK_EQ(d.ints(1)[11], 11);
+  }
+}
+
 // A map entry whose value (a singular message field) comes more than once: protobuf merges the
 // Features, as if their bytes were one message. The same list kind again appends, another kind
 // replaces, a part without a list changes nothing; the key may come anywhere in the entry.
