@@ -5,7 +5,8 @@ and TensorFlow's parse_example where it is installed).
 Batches of records laid out by one writer, with what leaves that layout mixed in: a key given
 twice (the last entry wins, whatever its kind), fields out of order (entries reordered, a map
 entry's value before its key, the map split in two Features fields), unknown fields (in the
-Example, its map, Features and lists), unpacked lists, empty lists and Features without one, missing features, values of other
+Example, its map, Features and lists), unpacked lists, empty lists and Features without one, a map
+entry's value given several times (protobuf merges the Features), missing features, values of other
 widths, lengths written in more bytes than needed. Each batch is decoded whole (most records by
 the layout) and record by record (a one-record batch never uses a layout); both must give what
 protobuf reads, or fail at the same record, on the same feature, with the same message.
@@ -100,10 +101,10 @@ def batches(draw):
         entries = []
         for name, kind, count in features:
             values = draw(values_of(kind, None if odd and draw(st.booleans()) else count))
-            entries.append([name, kind, values, True])
+            entries.append([name, kind, values, True, False])
         unknown_at = set()
         if odd:
-            for change in draw(st.lists(st.integers(0, 9), min_size=1, max_size=2)):
+            for change in draw(st.lists(st.integers(0, 10), min_size=1, max_size=2)):
                 pick = draw(st.integers(0, len(entries) - 1)) if entries else 0
                 if change == 0 and entries:
                     entries.pop(pick)  # missing
@@ -111,11 +112,13 @@ def batches(draw):
                     entries = draw(st.permutations(entries))  # another order
                 elif change == 2 and entries:  # the key again, maybe of another kind: the last wins
                     kind = draw(st.sampled_from(KINDS))
-                    entries.append([entries[pick][0], kind, draw(values_of(kind, None)), True])
+                    entries.append([entries[pick][0], kind, draw(values_of(kind, None)), True, False])
                 elif change == 3 and entries:
                     entries[pick][3] = False  # unpacked
                 elif change == 4 and entries:
                     entries[pick][2] = None  # a Feature with no list
+                elif change == 10 and entries:
+                    entries[pick][4] = True  # the entry's value in parts (protobuf merges them)
                 else:
                     unknown_at.add(change)
         records.append(encode(draw, entries, unknown_at))
@@ -123,20 +126,36 @@ def batches(draw):
 
 
 def encode(draw, entries, unknown_at: set) -> bytes:
-    """An Example of the entries: [name, kind, values (None: a Feature with no list), packed].
-    unknown_at: 5 unknown fields in the Example and its map, 6 in Features and lists, 7 a value
-    before its key, 8 the map in two Features fields, 9 lengths in more bytes."""
+    """An Example of the entries: [name, kind, values (None: a Feature with no list), packed,
+    in parts (the map entry's value given several times: the values cut in two Features, maybe
+    after a Feature with a list of another kind or none)]. unknown_at: 5 unknown fields in the
+    Example and its map, 6 in Features and lists, 7 a value before its key, 8 the map in two
+    Features fields, 9 lengths in more bytes."""
     def unknown(where: int) -> bytes:
         return draw(st.sampled_from(UNKNOWN)) if where in unknown_at and draw(st.booleans()) else b""
     extra = 1 if 9 in unknown_at else 0
-    out_entries = []
-    for name, kind, values, packed in entries:
+
+    def feature_of(kind, values, packed):
         if values is None:
-            feature = unknown(6)
+            return unknown(6)
+        return unknown(6) + ld(LIST_FIELD[kind], list_body(kind, values, packed) + unknown(6),
+                               extra if draw(st.booleans()) else 0)
+
+    out_entries = []
+    for name, kind, values, packed, in_parts in entries:
+        if not in_parts:
+            features = [feature_of(kind, values, packed)]
         else:
-            feature = unknown(6) + ld(LIST_FIELD[kind], list_body(kind, values, packed) + unknown(6),
-                                      extra if draw(st.booleans()) else 0)
-        key, value = ld(1, name.encode()), ld(2, feature, extra if draw(st.booleans()) else 0)
+            cut = draw(st.integers(0, len(values or [])))
+            features = [feature_of(kind, values and values[:cut], packed),
+                        feature_of(kind, values and values[cut:], packed)]
+            first = draw(st.sampled_from(("", "none") + KINDS))
+            if first == "none":
+                features.insert(0, b"")
+            elif first:
+                features.insert(0, feature_of(first, draw(values_of(first, None)), packed))
+        key = ld(1, name.encode())
+        value = b"".join(ld(2, f, extra if draw(st.booleans()) else 0) for f in features)
         # (no unknown field inside a map entry: upb then keeps the whole entry as an unknown field
         # of the map, where TensorFlow's parsers and tfrec_fast read its key and value; the C++
         # tests and the fuzz target hold the fast path to the general one there)

@@ -6,12 +6,13 @@ namespace tfr::decoding {
 // Reads one Feature: which list it holds and hands each of its list messages to `each_list`.
 // Protobuf semantics: setting another member of the oneof clears the list, while repeating the
 // same member merges (appends) it. So the lists that count are the run of the kind set last,
-// starting after the last switch to it.
+// starting after the last switch to it. A Feature in several parts (a map entry's value given
+// more than once) is read as their bytes one after the other, as protobuf merges them.
 template <typename F>
-bool ColumnFiller::feature_lists(size_t k, Cursor feature, Kind* kind, F each_list) {
+bool ColumnFiller::feature_lists(size_t k, const EntryValue& feature, Kind* kind, F each_list) {
   uint32_t field, wire_type, last = 0;
-  {  // The usual Feature holds exactly one list: take it in a single pass.
-    Cursor c = feature, list;
+  if (!feature.merged()) {  // The usual Feature holds exactly one list: take it in a single pass.
+    Cursor c = feature.value, list;
     if (c.tag(&field, &wire_type) && wire_type == wire::kLengthDelimited &&
         field >= wire::kBytesList && field <= wire::kInt64List && c.sub(&list) && c.done()) {
       *kind = list_kind_of(field);
@@ -20,28 +21,73 @@ bool ColumnFiller::feature_lists(size_t k, Cursor feature, Kind* kind, F each_li
     }
   }
   const uint8_t* run_start = nullptr;  // where the current run of `last` lists begins
-  for (Cursor c = feature; !c.done();) {
-    const uint8_t* at = c.p;
-    if (!c.tag(&field, &wire_type)) errors_.wrong(k, "a bad field tag in its Feature");
-    if (wire_type == wire::kLengthDelimited && field >= wire::kBytesList &&
-        field <= wire::kInt64List && field != last) {
-      last = field;
-      run_start = at;
+  bool replaced = false;               // whether lists of another kind came before the run
+  feature.each_part([&](Cursor part) {
+    for (Cursor c = part; !c.done();) {
+      const uint8_t* at = c.p;
+      if (!c.tag(&field, &wire_type)) errors_.wrong(k, "a bad field tag in its Feature");
+      if (wire_type == wire::kLengthDelimited && field >= wire::kBytesList &&
+          field <= wire::kInt64List && field != last) {
+        replaced = last != 0;
+        last = field;
+        run_start = at;
+      }
+      if (!c.skip(wire_type)) errors_.wrong(k, "a truncated Feature");
     }
-    if (!c.skip(wire_type)) errors_.wrong(k, "a truncated Feature");
-  }
+  });
   if (last == 0) return false;
   *kind = list_kind_of(last);
-  for (Cursor c{run_start, feature.end}; !c.done();) {  // validated by the first pass
-    Cursor list;
-    c.tag(&field, &wire_type);
-    if (wire_type != wire::kLengthDelimited) {
-      c.skip(wire_type);
-    } else if (c.sub(&list) && field == last) {
-      each_list(list);
+  if (replaced) {  // protobuf parses the lists the run replaces all the same: they must be sound
+    feature.each_part([&](Cursor part) {
+      if (part.p >= run_start) return;
+      if (part.end > run_start) part.end = run_start;  // a field boundary
+      for (Cursor c = part; !c.done();) {  // validated by the first pass
+        Cursor list;
+        c.tag(&field, &wire_type);
+        if (wire_type != wire::kLengthDelimited) {
+          c.skip(wire_type);
+        } else if (c.sub(&list) && field >= wire::kBytesList && field <= wire::kInt64List) {
+          check_replaced_list(k, field, list);
+        }
+      }
+    });
+  }
+  feature.each_part([&](Cursor part) {  // the parts (in order in the entry) from the run on
+    if (part.end <= run_start) return;
+    if (part.p < run_start) part.p = run_start;
+    for (Cursor c = part; !c.done();) {  // validated by the first pass
+      Cursor list;
+      c.tag(&field, &wire_type);
+      if (wire_type != wire::kLengthDelimited) {
+        c.skip(wire_type);
+      } else if (c.sub(&list) && field == last) {
+        each_list(list);
+      }
+    }
+  });
+  return true;
+}
+
+// A list that a later list of another kind replaces: its values are dropped, but protobuf reads
+// it as it does any list, so what it rejects there is rejected here (a value of another wire
+// type is an unknown field to it).
+void ColumnFiller::check_replaced_list(size_t k, uint32_t list_field, Cursor list) const {
+  uint32_t field, wire_type;
+  while (!list.done()) {
+    Cursor packed;
+    if (!list.tag(&field, &wire_type)) errors_.wrong(k, "a bad field tag in a replaced value list");
+    if (field != wire::kListValue || wire_type != wire::kLengthDelimited || list_field == wire::kBytesList) {
+      if (!list.skip(wire_type)) errors_.wrong(k, "a truncated replaced value list");
+    } else if (!list.sub(&packed)) {
+      errors_.wrong(k, "a truncated replaced value list");
+    } else if (list_field == wire::kFloatList) {
+      if ((packed.end - packed.p) % 4 != 0) errors_.wrong(k, "a bad packed float list");
+    } else {
+      for (uint64_t v; !packed.done();) {
+        if (!packed.varint(&v)) errors_.wrong(k, "a truncated int64 in a packed list");
+      }
     }
   }
-  return true;
 }
 
 // Hands the values of list message `list` (of the spec's kind) to `sink`.
@@ -108,10 +154,10 @@ void ColumnFiller::append_int64s(size_t k, uint32_t wire_type, Cursor& list, Sin
 
 // Hands the values of one Feature of column k to `sink`, checking the list kind.
 template <typename Sink>
-void ColumnFiller::feature_values(size_t k, Cursor feature, Sink& sink) {
+void ColumnFiller::feature_values(size_t k, const EntryValue& feature, Sink& sink) {
   const Kind want = fields_[k].kind;
-  {  // the usual Feature: one list of the kind asked for, holding one value field
-    Cursor c = feature, list, payload;
+  if (!feature.merged()) {  // the usual Feature: one list of the kind asked for, one value field
+    Cursor c = feature.value, list, payload;
     if (c.next_is(fields_[k].list_tag) && c.sub(&list) && c.done()) {
       Cursor values = list;
       if (!(values.next_is(kPackedTag) && values.sub(&payload) && values.done())) {
@@ -133,7 +179,7 @@ void ColumnFiller::feature_values(size_t k, Cursor feature, Sink& sink) {
 }
 
 // Appends the values of one Feature to an appended column; returns how many.
-size_t ColumnFiller::append_feature(size_t k, Cursor feature, Column& col) {
+size_t ColumnFiller::append_feature(size_t k, const EntryValue& feature, Column& col) {
   if (fields_[k].kind == Kind::kBytes) {
     BytesAppender sink{col};
     feature_values(k, feature, sink);
@@ -144,7 +190,7 @@ size_t ColumnFiller::append_feature(size_t k, Cursor feature, Column& col) {
   return sink.count;
 }
 
-void ColumnFiller::fill_feature(size_t k, Cursor feature) {
+void ColumnFiller::fill_feature(size_t k, const EntryValue& feature) {
   const Field& f = fields_[k];
   switch (f.handler) {
     case Handler::kFixedNumbers: {
@@ -195,7 +241,7 @@ void ColumnFiller::fill_default(size_t k, uint8_t* slot) const {
   if (!spec.default_value.empty()) std::memcpy(slot, spec.default_value.data(), spec.default_value.size());
 }
 
-void ColumnFiller::fill_raw_bytes(size_t k, Cursor feature) {
+void ColumnFiller::fill_raw_bytes(size_t k, const EntryValue& feature) {
   LastBytesValue sink;
   feature_values(k, feature, sink);
   if (sink.count != 1) errors_.wrong_raw_values(k, sink.count);
@@ -204,25 +250,28 @@ void ColumnFiller::fill_raw_bytes(size_t k, Cursor feature) {
   if (size != 0) std::memcpy(fields_[k].slots + index_ * fields_[k].slot_bytes, data_ + sink.start, size);
 }
 
-// A feature list: each step (a Feature) follows the spec's layout.
-void ColumnFiller::fill_sequence(size_t k, Cursor list) {
+// A feature list: each step (a Feature) follows the spec's layout. A list in several parts (a
+// map entry's value given more than once) has the steps of each, in order, as protobuf merges it.
+void ColumnFiller::fill_sequence(size_t k, const EntryValue& list) {
   const FieldSpec& spec = specs_[k];
   Column& col = *fields_[k].column;
   int64_t steps = 0;
   uint32_t field, wire_type;
-  while (!list.done()) {
-    if (!list.tag(&field, &wire_type)) errors_.wrong(k, "a bad field tag in its FeatureList");
-    Cursor feature;
-    if (field != wire::kFeatureListFeature || wire_type != wire::kLengthDelimited) {
-      if (!list.skip(wire_type)) errors_.wrong(k, "a truncated FeatureList");
-      continue;
+  list.each_part([&](Cursor part) {
+    while (!part.done()) {
+      if (!part.tag(&field, &wire_type)) errors_.wrong(k, "a bad field tag in its FeatureList");
+      Cursor feature;
+      if (field != wire::kFeatureListFeature || wire_type != wire::kLengthDelimited) {
+        if (!part.skip(wire_type)) errors_.wrong(k, "a truncated FeatureList");
+        continue;
+      }
+      if (!part.sub(&feature)) errors_.wrong(k, "a truncated Feature in its FeatureList");
+      const size_t count = append_feature(k, EntryValue{feature, {nullptr, nullptr}}, col);
+      if (spec.layout == Layout::kFixed && count != spec.count) errors_.wrong_step_count(k, steps, count);
+      if (spec.layout == Layout::kVar) col.step_splits.push_back(int64_t(values_in(col, spec.kind)));
+      ++steps;
     }
-    if (!list.sub(&feature)) errors_.wrong(k, "a truncated Feature in its FeatureList");
-    const size_t count = append_feature(k, feature, col);
-    if (spec.layout == Layout::kFixed && count != spec.count) errors_.wrong_step_count(k, steps, count);
-    if (spec.layout == Layout::kVar) col.step_splits.push_back(int64_t(values_in(col, spec.kind)));
-    ++steps;
-  }
+  });
   col.row_splits.push_back(col.row_splits.back() + steps);
 }
 

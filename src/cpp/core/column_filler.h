@@ -70,9 +70,11 @@ class ColumnFiller {
     return false;
   }
 
-  // Any Feature message (a FeatureList for a sequence column) of column k, by protobuf's rules;
-  // throws the record's ParseError for what does not fit the spec.
-  void fill_feature(size_t k, Cursor feature);
+  // Any Feature message (a FeatureList for a sequence column) of column k, by protobuf's rules
+  // (given in several parts: merged); throws the record's ParseError for what does not fit the
+  // spec.
+  void fill_feature(size_t k, const EntryValue& feature);
+  void fill_feature(size_t k, Cursor feature) { fill_feature(k, EntryValue{feature, {nullptr, nullptr}}); }
 
   // A record without feature k: its default, an empty row, no steps; or the error.
   void fill_missing(size_t k);
@@ -166,7 +168,8 @@ class ColumnFiller {
   }
 
   template <typename F>
-  bool feature_lists(size_t k, Cursor feature, Kind* kind, F each_list);
+  bool feature_lists(size_t k, const EntryValue& feature, Kind* kind, F each_list);
+  void check_replaced_list(size_t k, uint32_t list_field, Cursor list) const;
   template <typename Sink>
   void append_values(size_t k, Cursor list, Sink& sink);
   template <typename Sink>
@@ -174,10 +177,10 @@ class ColumnFiller {
   template <typename Sink>
   void append_int64s(size_t k, uint32_t wire_type, Cursor& list, Sink& sink);
   template <typename Sink>
-  void feature_values(size_t k, Cursor feature, Sink& sink);
-  size_t append_feature(size_t k, Cursor feature, Column& col);
-  void fill_raw_bytes(size_t k, Cursor feature);
-  void fill_sequence(size_t k, Cursor list);
+  void feature_values(size_t k, const EntryValue& feature, Sink& sink);
+  size_t append_feature(size_t k, const EntryValue& feature, Column& col);
+  void fill_raw_bytes(size_t k, const EntryValue& feature);
+  void fill_sequence(size_t k, const EntryValue& list);
   void fill_default(size_t k, uint8_t* slot) const;
   void check_count(size_t k, size_t count) const {
     if (count != specs_[k].count) errors_.wrong_count(k, count);

@@ -146,6 +146,34 @@ TFR_INLINE bool same_bytes(const uint8_t* a, const uint8_t* b, size_t n) {
   return true;
 }
 
+// A map entry's value (a Feature, or a FeatureList): its value field, or, in an entry that holds
+// that field more than once, each of them in turn, which protobuf merges as if their bytes were
+// one message (a list's values concatenate; a later list of another kind replaces it).
+struct EntryValue {
+  Cursor value{nullptr, nullptr};  // the value field (none: null); for several, the last
+  Cursor entry{nullptr, nullptr};  // the whole map entry, when it holds several (else null)
+
+  bool merged() const { return entry.p != nullptr; }
+
+  // Calls part(Cursor) for each value field, in order. The entry was read whole before (its
+  // fields are well formed): nothing here fails (a failure would end the walk).
+  template <typename F>
+  void each_part(F part) const {
+    if (!merged()) return part(value);
+    uint32_t field, wire_type;
+    for (Cursor c = entry; !c.done();) {
+      Cursor bytes;
+      if (!c.tag(&field, &wire_type)) return;
+      if (field == wire::kMapValue && wire_type == wire::kLengthDelimited) {
+        if (!c.sub(&bytes)) return;
+        part(bytes);
+      } else if (!c.skip(wire_type)) {
+        return;
+      }
+    }
+  }
+};
+
 // Whether a map key names spec `s` (a Features key for an Example or context spec, a
 // FeatureLists key (`lists`) for a feature-list spec).
 inline bool names(const FieldSpec& s, bool lists, Cursor key) {

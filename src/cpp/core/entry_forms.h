@@ -15,8 +15,9 @@
 
 namespace tfr::decoding {
 
-// One map entry as read: its key and value (null cursors where the entry had none), the usual
-// Feature's payload when the entry's learned form showed it, and the spec its key names.
+// One map entry as read: its key and value (null cursors where the entry had none; the last of
+// several values, and the whole entry to merge them), the usual Feature's payload when the
+// entry's learned form showed it, and the spec its key names.
 struct MapEntry {
   static constexpr int kNoSpec = -1;        // no requested feature has this name
   static constexpr int kSeveralSpecs = -2;  // several have (possible only through the C++ API)
@@ -24,8 +25,10 @@ struct MapEntry {
   Cursor key{nullptr, nullptr};
   Cursor value{nullptr, nullptr};
   Cursor payload{nullptr, nullptr};
-  bool merged = false;  // its value field came twice (protobuf would merge them)
+  Cursor merged{nullptr, nullptr};  // the whole entry, when its value field came more than once
   int spec = kNoSpec;
+
+  EntryValue feature() const { return EntryValue{value, merged}; }
 };
 
 class EntryForms {
@@ -57,10 +60,11 @@ class EntryForms {
         }
       }
       if (!features->sub(&raw)) errors_.malformed("a truncated feature map entry");
-      if (!usual_entry(raw, &entry->key, &entry->value)) {
-        entry->merged = read_entry(raw, &entry->key, &entry->value);
+      if (!usual_entry(raw, &entry->key, &entry->value) && read_entry(raw, &entry->key, &entry->value)) {
+        entry->merged = raw;
       }
-      entry->spec = match(lists, pos, entry->key, at, entry->merged ? Cursor{nullptr, nullptr} : entry->value);
+      const bool merged = entry->merged.p != nullptr;
+      entry->spec = match(lists, pos, entry->key, at, merged ? Cursor{nullptr, nullptr} : entry->value);
     }
     *position = pos + 1;
     return true;
@@ -186,7 +190,8 @@ class EntryForms {
            entry.sub(value) && entry.done();
   }
 
-  // Any other map entry: the last key and value win. Returns whether the value came twice.
+  // Any other map entry: the last key wins, and the last value (returns whether the value came
+  // more than once: protobuf merges them, see EntryValue).
   bool read_entry(Cursor entry, Cursor* key, Cursor* value) const;
 
   // Which requested feature (if any) a map key names. The answer for the entry at this position

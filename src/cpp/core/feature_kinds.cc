@@ -77,7 +77,9 @@ class KindScanner {
         if (field == wire::kMapKey) {
           key = value;
         } else if (field == wire::kMapValue) {
-          kind = list_kind(value);
+          // A value given again merges into the first (protobuf): a part with no list keeps the
+          // kind, a list of another kind replaces it.
+          if (const std::optional<Kind> part_kind = list_kind(value)) kind = part_kind;
         }
       }
       const std::string_view name(reinterpret_cast<const char*>(key.p), size_t(key.end - key.p));

@@ -57,7 +57,7 @@ bool RecordDecoder::walk_map(Cursor features, bool lists, Pass pass) {
       continue;
     }
     const size_t k = size_t(entry.spec);
-    if (entry.spec == MapEntry::kSeveralSpecs || entry.merged || seen_[k] == stamp()) return false;
+    if (entry.spec == MapEntry::kSeveralSpecs || entry.merged.p != nullptr || seen_[k] == stamp()) return false;
     seen_[k] = stamp();
     ++decoded_;
     const bool filled = entry.payload.p != nullptr ? filler_.fill_payload(k, entry.payload)
@@ -73,17 +73,14 @@ void RecordDecoder::locate(bool lists, const MapEntry& entry) {
     if (!names(specs_[k], lists, entry.key)) continue;
     Located& l = located_[k];  // member by member: copying a whole Located stalls on store forwarding
     l.present = true;
-    l.feature = entry.value;
-    l.merged = entry.merged;
+    l.feature = entry.feature();
   }
 }
 
 void RecordDecoder::fill_located(size_t k) {
   const Located& l = located_[k];
   if (!l.present) return filler_.fill_missing(k);
-  // Rare enough (no serializer writes it) to refuse clearly rather than merge.
-  if (l.merged) errors_.wrong(k, "its map entry holds the value twice; merging them is not supported");
-  if (!filler_.fill_usual_feature(k, l.feature)) filler_.fill_feature(k, l.feature);
+  if (l.feature.merged() || !filler_.fill_usual_feature(k, l.feature.value)) filler_.fill_feature(k, l.feature);
 }
 
 }  // namespace tfr::decoding

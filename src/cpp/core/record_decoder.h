@@ -4,7 +4,8 @@
 //      checked with word compares, values taken at their places;
 //   2. one pass: each requested feature decoded as its key is met (entries read by EntryForms,
 //      values written by ColumnFiller);
-//   3. the careful pass, for anything else (a key twice, a value twice in an entry, any error):
+//   3. the careful pass, for anything else (a key twice, a value twice in an entry (merged, as
+//      protobuf does), any error):
 //      notes where every requested feature is, then fills the columns in spec order, protobuf's
 //      way, so that the error reported is the one that order meets first, whatever order the
 //      features came in.
@@ -77,8 +78,7 @@ class RecordDecoder {
   // its key, as protobuf keeps).
   struct Located {
     bool present = false;
-    Cursor feature{nullptr, nullptr};
-    bool merged = false;  // its map entry held the value twice
+    EntryValue feature;
   };
 
   void decode_in_general(Cursor record);

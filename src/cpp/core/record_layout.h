@@ -176,7 +176,7 @@ class RecordLayout {
           uint8_t* slot = s.slots + row * s.slot_bytes;
           if (s.payload_size == 4) {
             std::memcpy(slot, p + s.payload_at, 4);
-          } else {
+          } else if (s.payload_size != 0) {  // (a shape of no values has no slots: null)
             std::memcpy(slot, p + s.payload_at, s.payload_size);
           }
         } else {  // kInt64Sized: a varint of a known width at a known place
