@@ -108,6 +108,25 @@ def test_read_tasks_do_not_carry_the_file_list(cluster, tmp_path):
     assert sizes[1] < sizes[0] * 1.2, sizes
 
 
+def test_default_blocks_follow_rays_rule_with_bigger_minimum(cluster, tmp_path, monkeypatch):
+    """Without override_num_blocks: Ray's rule (twice the CPUs, here 2) with blocks of at least
+    MIN_BLOCK_BYTES, so that small files are not cut into 1 MiB blocks; a DataContext with its
+    own minimum keeps Ray's rule as it is; override_num_blocks is honoured."""
+    paths = write_files(str(tmp_path), files=6, per_file=30)
+    assert tray.TFRecordDatasource(paths).default_num_blocks() == 4
+    assert tray.read_tfrecords(paths).materialize().num_blocks() == 4
+    total = sum(os.path.getsize(p) for p in paths)
+    monkeypatch.setattr(tray._datasource, "MIN_BLOCK_BYTES", total // 9)
+    assert tray.TFRecordDatasource(paths).default_num_blocks() == 9
+    assert tray.read_tfrecords(paths, override_num_blocks=2).materialize().num_blocks() == 2
+    ctx = ray.data.DataContext.get_current()
+    monkeypatch.setattr(ctx, "read_op_min_num_blocks", 12)
+    monkeypatch.setattr(ctx, "target_min_block_size", 1000)
+    assert tray.TFRecordDatasource(paths).default_num_blocks() is None
+    ds = tray.read_tfrecords(paths).materialize()
+    assert ds.num_blocks() == 12 and ds.count() == 180  # Ray's split of the 6 files' blocks
+
+
 def test_big_files_split_only_by_their_index(cluster, tmp_path, monkeypatch):
     """More tasks than files: a big file with FILE.idx beside it is split into record ranges
     (the index is its index, not data); without one it is read whole by one task."""

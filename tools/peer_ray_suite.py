@@ -61,8 +61,8 @@ _READ = ray.data.read_tfrecords  # Ray's own, and Ray's own Dataset.write_tfreco
 ''',
 }
 
-CONFTEST = '''"""Ray's TFRecord tests against {against}: the shim for what Ray removed with its tfx-bsl path,
-and the fixtures they take from Ray's test tree (not in Ray's wheel)."""
+CONFTEST = '''"""Ray's TFRecord tests against {against}: the shim for what Ray removed with its
+tfx-bsl path, and the fixtures they take from Ray's test tree (not in Ray's wheel)."""
 import functools
 import sys
 import types

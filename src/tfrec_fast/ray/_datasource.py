@@ -3,6 +3,7 @@ with tfrec_fast's reader and decoder in its read tasks."""
 
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -10,7 +11,10 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import pyarrow as pa
 import ray
+from ray.data._internal.util import _autodetect_parallelism
 from ray.data.block import BlockMetadata
+from ray.data.context import (DEFAULT_READ_OP_MIN_NUM_BLOCKS, DEFAULT_TARGET_MIN_BLOCK_SIZE,
+                              DataContext)
 from ray.data.datasource import ReadTask
 from ray.data.datasource.file_based_datasource import (FileBasedDatasource,
                                                        _add_partitions_to_table,
@@ -33,6 +37,10 @@ SAMPLE_RECORDS = 1024
 SAMPLE_BYTES = 4 << 20
 # Records per block when the data context sets no target block size.
 DEFAULT_BLOCK_BYTES = 128 << 20
+# Without override_num_blocks, a read asks for as many blocks as Ray's own rule gives with blocks
+# of at least this many bytes (Ray's minimum is 1 MiB): every block costs Ray milliseconds of
+# scheduling, storing, fetching and batching, far more than making it costs the read task.
+MIN_BLOCK_BYTES = 16 << 20
 
 
 class TFRecordReadError(DataLossError, RuntimeError):
@@ -131,7 +139,6 @@ class TFRecordDatasource(FileBasedDatasource):
                          **file_based_args)
         self._indexes_ref = ray.put(listing.indexes)
         listing.indexes = {}  # (the provider stays on this object: keep it small)
-        from ray.data.context import DataContext
         target = DataContext.get_current().target_max_block_size or DEFAULT_BLOCK_BYTES
         self._reading = _Reading(
             filesystem=self._filesystem, compression=_compression(compression or given),
@@ -144,6 +151,21 @@ class TFRecordDatasource(FileBasedDatasource):
         self._sampled: Optional[Tuple[Column, ...]] = None
 
     # -- planning --
+
+    def default_num_blocks(self) -> Optional[int]:
+        """The number of blocks to ask Ray for when the caller names none: Ray's rule (at least
+        twice the CPUs the dataset can use, blocks no larger than the target size) with blocks
+        of at least ``MIN_BLOCK_BYTES``. None (Ray's rule as it is) where the DataContext sets
+        its own minimum block count or size."""
+        ctx = DataContext.get_current()
+        if ctx.read_op_min_num_blocks != DEFAULT_READ_OP_MIN_NUM_BLOCKS or \
+                ctx.target_min_block_size != DEFAULT_TARGET_MIN_BLOCK_SIZE:
+            return None
+        ours = copy.copy(ctx)
+        ours.target_min_block_size = MIN_BLOCK_BYTES
+        blocks, _, _ = _autodetect_parallelism(-1, ctx.target_max_block_size, ours,
+                                               mem_size=self.estimate_inmemory_data_size())
+        return blocks
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
                        data_context=None) -> List[ReadTask]:
