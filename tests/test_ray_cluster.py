@@ -193,6 +193,20 @@ def test_big_remote_file_split_by_its_index(cluster, s3, s3fs_, tree, monkeypatc
     assert spans and max(spans) < size / 2, (spans, size)
 
 
+def test_pyarrow_s3_reads_a_file_in_few_requests(cluster, s3, arrow_s3, tree):
+    """Through pyarrow's S3 each read of the stream is a request: the 2 MB file is read in one
+    (the sample, its first MiBs, in MiB requests), not in one per MiB."""
+    s3.clear()
+    ds = tray.read_tfrecords(f"{BUCKET}/big/all.tfrecords", filesystem=arrow_s3,
+                             override_num_blocks=1)
+    assert sorted(r["id"] for r in ds.take_all()) == list(range(2000))
+    size = arrow_s3.get_file_info(f"{BUCKET}/big/all.tfrecords").size
+    assert size > 2 << 20
+    spans = [r[2] for r in s3.range_reads("all.tfrecords")]
+    sample = [r for r in spans if r.endswith(("-1048575", "-2097151"))]
+    assert spans == sample + [f"bytes=0-{size - 1}"] and len(sample) <= 2, spans
+
+
 @pytest.mark.filterwarnings("ignore:`ray_remote_args` is deprecated")
 def test_ray_remote_args_place_every_task(cluster, s3fs_, tree):
     """ray_remote_args={"resources": ...} that only the second node has: every block (and the

@@ -20,13 +20,16 @@ from ray.data.datasource.file_meta_provider import DefaultFileMetadataProvider
 from ray.data.datasource.path_util import _resolve_paths_and_filesystem
 
 from ..index import IndexedTFRecordReader, load_index
-from ..records import TFRecordReader
+from ..records import DEFAULT_BUFFER_SIZE, TFRecordReader
 from ..remote import ReadAheadFile, RemotePath, resolve
 
 INDEX_SUFFIX = ".idx"
 # The compressions tfrec_fast reads itself; any other codec Ray reads (bz2, zstd, lz4, brotli)
 # is inflated by pyarrow's stream and the records read from that.
 OWN_COMPRESSIONS = ("gzip", "zlib")
+# What the reader asks a remote pyarrow stream (S3, GCS, HDFS ...) for at a time: each read is a
+# request, so the fewer the better, as long as the buffer stays small beside a block.
+REMOTE_READ_BYTES = 8 << 20
 
 
 # ---- paths ---------------------------------------------------------------------------------------
@@ -142,6 +145,7 @@ def open_records(fs, path: str, size: Optional[int], compression: str, *, verify
     codec = None if compression == own else compression
     base = _unwrapped(fs)
     source: Any = None
+    buffer_size = DEFAULT_BUFFER_SIZE
     if codec is None and isinstance(base, pafs.LocalFileSystem):
         source = path
     elif codec is None and not isinstance(base, pafs.FileSystem):  # fsspec's
@@ -156,8 +160,10 @@ def open_records(fs, path: str, size: Optional[int], compression: str, *, verify
                                    read_ahead=1)
     else:
         source = _arrow_fs(fs).open_input_stream(path, compression=codec, **open_args)
+        if prefix is None and not isinstance(base, pafs.LocalFileSystem):
+            buffer_size = REMOTE_READ_BYTES  # (each read of a remote stream is a request)
     try:
-        with TFRecordReader(source, own, verify=verify) as reader:
+        with TFRecordReader(source, own, verify=verify, buffer_size=buffer_size) as reader:
             yield reader
     finally:
         if hasattr(source, "close"):
