@@ -200,6 +200,57 @@ def test_not_a_tfrecord_file(cluster, tmp_path):
         tray.read_tfrecords(str(path)).schema()
 
 
+def test_local_files_are_sampled_on_the_driver(cluster, tmp_path, monkeypatch):
+    """A few small local reads: no Ray task for the schema (a damaged file is the driver's own
+    TFRecordReadError, naming it)."""
+    def refuse():
+        raise AssertionError("a Ray task sampled local files")
+
+    monkeypatch.setattr(tray._datasource, "_remote_sample_files", refuse)
+    paths = write_files(str(tmp_path), files=2, per_file=10)
+    assert tray.read_tfrecords(paths).count() == 20
+    with open(paths[1], "r+b") as f:
+        f.write(b"\xff" * 12)
+    with pytest.raises(tray.TFRecordReadError, match="part-1.tfrecords"):
+        tray.read_tfrecords(paths)
+
+
+def test_read_ahead_keeps_order_errors_and_stops():
+    """The next item is made on a thread: items in order, an error where its item would have
+    come (after the earlier ones), and the source closed when the reader stops early."""
+    import threading
+
+    read_ahead = tray._datasource._read_ahead
+    assert list(read_ahead(iter(range(50)))) == list(range(50))
+
+    def failing():
+        yield 1
+        yield 2
+        raise tfr.DataLossError("bad", path="f", record_index=2, offset=9)
+
+    got = []
+    with pytest.raises(tfr.DataLossError, match="bad"):
+        for item in read_ahead(failing()):
+            got.append(item)
+    assert got == [1, 2]
+
+    closed = threading.Event()
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            closed.set()
+
+    items = read_ahead(endless())
+    assert [next(items) for _ in range(3)] == [0, 1, 2]
+    items.close()
+    assert closed.is_set()
+
+
 def test_a_later_record_with_more_values_follows_rays_rule(cluster, tmp_path, monkeypatch):
     """The sample (the first records) shows one box per record; later records hold two. Nothing
     fails: the column follows Ray's per-record rule (a value, or an array), and Ray combines

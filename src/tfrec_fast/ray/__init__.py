@@ -11,9 +11,9 @@ imported, on the driver or in the tasks.
 Without a schema the columns follow Ray's rules for tf.train.Example files: a feature holding one
 value in every record is a plain column (int64, float, binary; null where a record has none), any
 other a ``list<...>`` column. They are decided once for the whole dataset from a sample (the first
-records of up to 16 files, read in Ray tasks), so that every block agrees; a record that later
-breaks the rule is read all the same, its column following Ray's per-record rule (see
-:mod:`tfrec_fast.ray._schema`). ``spec`` (tfrec_fast's FixedLen / VarLen: the types of
+records of up to 16 files: local ones read on the driver, remote ones in a Ray task), so that
+every block agrees; a record that later breaks the rule is read all the same, its column
+following Ray's per-record rule (see :mod:`tfrec_fast.ray._schema`). ``spec`` (tfrec_fast's FixedLen / VarLen: the types of
 :mod:`tfrec_fast.arrow`) and Ray's ``tf_schema`` fix the columns instead.
 """
 
