@@ -13,8 +13,9 @@ value in every record is a plain column (int64, float, binary; null where a reco
 other a ``list<...>`` column. They are decided once for the whole dataset from a sample (the first
 records of up to 16 files: local ones read on the driver, remote ones in a Ray task), so that
 every block agrees; a record that later breaks the rule is read all the same, its column
-following Ray's per-record rule (see :mod:`tfrec_fast.ray._schema`). ``spec`` (tfrec_fast's FixedLen / VarLen: the types of
-:mod:`tfrec_fast.arrow`) and Ray's ``tf_schema`` fix the columns instead.
+following Ray's per-record rule (see :mod:`tfrec_fast.ray._schema`). ``spec`` (tfrec_fast's
+FixedLen / VarLen: the types of :mod:`tfrec_fast.arrow`) and Ray's ``tf_schema`` fix the
+columns instead.
 """
 
 from __future__ import annotations

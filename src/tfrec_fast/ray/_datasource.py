@@ -34,10 +34,11 @@ from ._schema import Column, Converter, TFSchema, columns_of, summarize_batch
 MIN_SPLIT_BYTES = 16 << 20
 # Without a spec, the schema comes from the first SAMPLE_RECORDS records (or SAMPLE_BYTES) of
 # at most SAMPLE_FILES files spread over the listing: local files read on the driver (a few small
-# reads cost less than a Ray task), remote ones in one Ray task, concurrently.
+# reads cost less than a Ray task), remote ones in one Ray task, concurrently. (A remote sample is
+# bytes the read tasks fetch again: at most 16 MiB.)
 SAMPLE_FILES = 16
 SAMPLE_RECORDS = 1024
-SAMPLE_BYTES = 4 << 20
+SAMPLE_BYTES = 1 << 20
 # Records per block when the data context sets no target block size.
 DEFAULT_BLOCK_BYTES = 128 << 20
 # Without override_num_blocks, a read asks for as many blocks as Ray's own rule gives with blocks
@@ -298,7 +299,10 @@ def _read_pieces(reading: _Reading, pieces: Tuple[Piece, ...],
     for path, batch, first in _read_ahead(_task_batches(reading, pieces)):
         if path != last:
             extras, last = _partitions(reading, path), path
-        table = converter.convert(batch, path, first)
+        try:
+            table = converter.convert(batch, path, first)
+        except DataLossError as error:
+            raise _read_error(error, path) from None
         if extras:
             table = _add_partitions_to_table(table, extras)
         if reading.include_paths:
@@ -316,9 +320,16 @@ def _task_batches(reading: _Reading, pieces: Tuple[Piece, ...]) -> Iterator[Tupl
         try:
             for batch, first in _piece_batches(reading, piece):
                 yield path, batch, first
-        except DataLossError as error:  # Ray's RuntimeError, with tfrec_fast's detail
-            raise TFRecordReadError(error.detail, path=path, record_index=error.record_index,
-                                    offset=error.offset, reason=error.reason) from None
+        except DataLossError as error:
+            raise _read_error(error, path) from None
+
+
+def _read_error(error: DataLossError, path: str) -> TFRecordReadError:
+    """Ray's RuntimeError for a file that cannot be read, with tfrec_fast's detail."""
+    if isinstance(error, TFRecordReadError):
+        return error
+    return TFRecordReadError(error.detail, path=path, record_index=error.record_index,
+                             offset=error.offset, reason=error.reason)
 
 
 _END = object()
@@ -326,8 +337,9 @@ _END = object()
 
 def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
     """The items of ``items``, each next one made on a thread while the caller works on the one
-    it has (at most one waiting). An error making one is raised where that item would have
-    come; stopping early stops the thread, which closes ``items``."""
+    it has (at most one waiting: a task holds at most three batches of records). An error making
+    one is raised where that item would have come; stopping early stops the thread, which
+    closes ``items``."""
     ready: queue.Queue = queue.Queue(maxsize=1)
     stop = threading.Event()
 
@@ -404,7 +416,6 @@ def _sample_file(reading: _Reading, path: str, size: Optional[int]) -> Dict[str,
                                  prefix=SAMPLE_BYTES) as reader:
             batch = reader.read_batch(max_records=reading.sample_records, max_bytes=SAMPLE_BYTES)
     except DataLossError as error:
-        raise TFRecordReadError(error.detail, path=path, record_index=error.record_index,
-                                offset=error.offset, reason=error.reason) from None
+        raise _read_error(error, path) from None
     summarize_batch(batch, path, summary)
     return summary

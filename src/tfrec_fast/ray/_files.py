@@ -160,8 +160,8 @@ def open_records(fs, path: str, size: Optional[int], compression: str, *, verify
                                    read_ahead=1)
     else:
         source = _arrow_fs(fs).open_input_stream(path, compression=codec, **open_args)
-        if prefix is None and not isinstance(base, pafs.LocalFileSystem):
-            buffer_size = REMOTE_READ_BYTES  # (each read of a remote stream is a request)
+        if not isinstance(base, pafs.LocalFileSystem):  # each read of the stream is a request
+            buffer_size = REMOTE_READ_BYTES if prefix is None else prefix + (64 << 10)
     try:
         with TFRecordReader(source, own, verify=verify, buffer_size=buffer_size) as reader:
             yield reader
