@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tfrec_fast.ray.read_tfrecords against Ray Data's own ray.data.read_tfrecords (which imports
 TensorFlow), on one node and on a cluster of two nodes in the same run, from local files and from
-an S3 server (moto on 127.0.0.1, read through pyarrow's S3FileSystem by both readers).
+an S3 server (moto on 127.0.0.1 in a process of its own, read through pyarrow's S3FileSystem by both
+readers).
 
     python bench/bench_ray.py [--repeats 3] [--datasets mnist,voc2,voc] [--records N] [--shards 8]
                               [--sources local,s3] [--nodes 1,2]
@@ -39,7 +40,9 @@ import atexit
 import importlib.util
 import os
 import re
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -166,28 +169,65 @@ def _cluster(nodes: int):
 
 
 def _source(opts):
-    """(path, filesystem) of the shards: the local directory, or a copy on a moto S3 server
-    started in this process."""
+    """(path, filesystem) of the shards: the local directory, or a copy on a moto S3 server on
+    127.0.0.1, in a process of its own (an object store does not share the driver's
+    interpreter: in this process, moto's request handling would compete with the driver for the
+    GIL)."""
     if opts.source == "local":
         return opts.dir, None
     H.need("moto.server")
     import pyarrow.fs as pafs
-    from moto.server import ThreadedMotoServer
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    atexit.register(server.stop)
-    host, port = server.get_host_and_port()
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-c", S3_SERVER, str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(_stop, server)
     fs = pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
-                           endpoint_override=f"{host}:{port}", scheme="http",
+                           endpoint_override=f"127.0.0.1:{port}", scheme="http",
                            allow_bucket_creation=True)
-    fs.create_dir(BUCKET)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            fs.create_dir(BUCKET)
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("moto's S3 server did not start") from None
+            time.sleep(0.2)
     for name in sorted(os.listdir(opts.dir)):
         with open(os.path.join(opts.dir, name), "rb") as f, \
                 fs.open_output_stream(f"{BUCKET}/data/{name}") as out:
             out.write(f.read())
     return f"{BUCKET}/data", fs
+
+
+# moto's server on 127.0.0.1:PORT, until the process that started it ends (even killed).
+S3_SERVER = """
+import os, sys, time
+from moto.server import ThreadedMotoServer
+parent = os.getppid()
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=int(sys.argv[1]), verbose=False)
+server.start()
+while os.getppid() == parent:
+    time.sleep(0.5)
+server.stop()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class _PeakStore:
