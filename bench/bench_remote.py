@@ -1,25 +1,32 @@
-"""Remote data: reading and writing TFRecords on an S3 server (moto, in its own process, on
-127.0.0.1) through s3fs.
+"""Remote data: streaming and planning against a local HTTP server that behaves like an object
+store across a network, and reading, random access and writing on an S3 server (moto).
 
-    python bench/bench_remote.py [--size-mb 200] [--repeat 3] [--batches 20] [--write-results]
+    python bench/bench_remote.py [--sections streaming,planning,s3] [--shards 6 --shard-mb 24]
+                                 [--latency-ms 20 --bandwidth-mb 40] [--repeats 3]
 
-Rows, each the median of --repeat runs, the cases interleaved, each in its own process:
-- sequential read MB/s: s3fs ``fs.cat()`` of the object (the transport limit: s3fs's own
-  concurrent range requests into memory), tfrec_fast (both CRCs checked; the cases of
-  `tfrec-fast bench`), and the ``tfrecord`` package's reader given an fsspec file object (when it
-  is installed: it reads paths with io.open, so io.open is pointed at ``fs.open``);
-- random access: ``IndexedTFRecordReader.get_batch`` of 256 random records (latency, range
-  requests per batch; median of --batches), against 256 single-record reads one after another,
-  from an HTTP server with Range support (in its own process), as is and with a round trip of
-  20 ms added to each request (a cloud store's first-byte latency);
-- write MB/s: ``TFRecordWriter("s3://...")`` (multipart, streaming) against ``fs.pipe_file`` of
-  the same bytes (one upload of data already in memory).
+Sections (each case in its own process; the servers in processes of their own):
+- streaming: tests/_servers.py's HTTP server (Range, ETag) adding --latency-ms before every
+  answer and capping each connection at --bandwidth-mb MB/s. Many shards (--shards x --shard-mb
+  MB) and one object of the same total size, read by ``read_records`` (both CRCs checked), each
+  against fsspec's ``fs.cat(urls)`` (concurrent whole-object downloads into memory) in the same
+  run; target >= 0.8x. Peak RSS of each case (a run of its own): tfrec_fast holds at most the
+  ``read_ahead`` setting of ranges (64 MiB by default) beside its batches; fs.cat holds every
+  object.
+- planning: the bytes and requests the same server counts for planning and reading: a DDP job
+  (2 ranks x 2 DataLoader workers, torch) over the shards with ``.idx`` files beside them
+  (target <= 1.10x the data), without them, each rank on its own machine (its own index cache;
+  target <= 3x: ranks + 1), its next epoch, ``IndexedTFRecordDataset`` without indexes (one scan),
+  and ``tfrec_fast.storage.describe`` (sizes, versions, indexes: no data). Small data suffices
+  (--plan-mb); ratios do not depend on the size.
+- s3: moto's S3 server: sequential read MB/s vs s3fs ``fs.cat()`` and the ``tfrecord`` package on
+  ``fs.open()``; random access (``get_batch`` of 256 records vs 256 ``reader[i]``) on an HTTP
+  server with 0 and 20 ms added; writing vs ``fs.pipe_file()`` (--size-mb).
 
 moto serves a range request by copying the whole object (a property of the test server, not of
-S3), so here fewer, larger requests win; the ratios to fs.cat() of the same run are the numbers
-to read. For the same reason random access is measured on the HTTP server, whose cost per
-request is its range. Self-contained: needs fsspec, s3fs and moto[server]; the tfrecord row needs
-tfrecord==1.14.6. --write-results replaces the "Remote data" section of bench/RESULTS.md.
+S3), so on it fewer, larger requests win; the ratios to fs.cat() of the same run are the numbers
+to read. Self-contained: needs fsspec, s3fs, aiohttp and moto[server]; planning needs torch; the
+tfrecord row needs tfrecord==1.14.6. --write-results replaces the "Remote data" section of
+bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -40,6 +47,8 @@ import _common as C
 from _common import harness as H
 
 SECTION = "## Remote data (S3 protocol, moto on 127.0.0.1)"
+SERVERS = C.BENCH_DIR.parent / "tests" / "_servers.py"
+SECTIONS = ("streaming", "planning", "s3")
 _MOTO = ("import sys; from moto.server import ThreadedMotoServer; "
          "s = ThreadedMotoServer(ip_address='127.0.0.1', port=int(sys.argv[1]), verbose=False); "
          "s.start(); print('ready', flush=True); sys.stdin.read()")
@@ -230,6 +239,94 @@ WRITE = [H.Case("pipe", "fs.pipe_file() of the bytes in memory (transport limit)
          H.Case("tfrec_fast_write", "tfrec_fast TFRecordWriter('s3://...')", tfrec_fast_write)]
 
 
+# ---- streaming at link speed (opts: urls = the shards, one = the large object) -------------------
+
+
+def _http_fs():
+    return H.need("fsspec").filesystem("http", skip_instance_cache=True)
+
+
+def cat_urls(opts):
+    fs, urls = _http_fs(), opts.urls if opts.case.endswith("many") else [opts.one]
+
+    def run():
+        fs.cat(urls)
+        return 0  # bytes, not records
+
+    return H.Body(run, info="fsspec HTTP: one GET per object, all at once, into memory")
+
+
+def read_urls(opts):
+    tfr = H.need("tfrec_fast")
+    urls = opts.urls if opts.case.endswith("many") else [opts.one]
+    return H.Body(H.counting(lambda: tfr.read_records(urls, num_threads=1)),
+                  info="both CRCs checked; ranges of 4 MiB, at most 64 MiB and 32 requests held")
+
+
+STREAMING = {"many": [H.Case("cat_many", "fs.cat(urls) (all shards at once)", cat_urls),
+                      H.Case("read_many", "tfrec_fast read_records(urls)", read_urls)],
+             "one": [H.Case("cat_one", "fs.cat(url)", cat_urls),
+                     H.Case("read_one", "tfrec_fast read_records(url)", read_urls)]}
+
+
+# ---- planning: bytes and requests (opts: base = the server, files = {name: [paths]}) ------------
+
+
+def _stats(base: str, reset: bool = False) -> dict:
+    import json
+    import urllib.request
+    with urllib.request.urlopen(f"{base}/{'_reset' if reset else '_stats'}") as answer:
+        return json.loads(answer.read())
+
+
+def _ddp(opts, pattern: str, caches, epochs: int = 1) -> int:
+    """A DDP job of 2 ranks run one after another, 2 DataLoader workers each: records read."""
+    torch = H.need("torch")
+    tfr = H.need("tfrec_fast")
+    from tfrec_fast.torch import TFRecordDataset
+
+    n = 0
+    for rank in range(2):
+        ds = TFRecordDataset(pattern, spec={"id": tfr.FixedLen((), "int64")}, batch_size=256,
+                             rank=rank, world_size=2, storage_options={"index_cache": caches[rank]})
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                             multiprocessing_context="fork")
+        for epoch in range(epochs):
+            ds.set_epoch(epoch)
+            n += sum(len(b["id"]) for b in loader)
+    return n
+
+
+def plan_case(opts):
+    """One planning case in a process of its own: {"bytes", "requests", "records"}."""
+    import tempfile
+    tfr = H.need("tfrec_fast")
+    base, name = opts.base, opts.which
+    caches = [tempfile.mkdtemp(prefix=f"tfrec-cache-{r}-") for r in range(2)]
+    indexed, plain = f"{base}/indexed/part-*.tfrecord", f"{base}/plain/part-*.tfrecord"
+    if name == "ddp_second_epoch":  # the counts of a first job are in the caches
+        _ddp(opts, plain, caches)
+    _stats(base, reset=True)
+    if name == "ddp_indexed":
+        records = _ddp(opts, indexed, caches)
+    elif name.startswith("ddp_"):
+        records = _ddp(opts, plain, caches)
+    elif name == "indexed_dataset":
+        from tfrec_fast.torch import IndexedTFRecordDataset
+        records = len(IndexedTFRecordDataset(plain, {"id": tfr.FixedLen((), "int64")},
+                                             storage_options={"index_cache": caches[0]}))
+    else:
+        records = sum(info.index is not None for info in tfr.storage.describe(indexed))
+    return {**_stats(base), "records": records}
+
+
+PLANNING = [("ddp_indexed", "DDP job, 2 ranks x 2 workers, .idx beside the shards", 1.10),
+            ("ddp_plain", "the same without indexes, each rank its own machine", 3.0),
+            ("ddp_second_epoch", "the same, the next job (counts in the index cache)", 1.0),
+            ("indexed_dataset", "IndexedTFRecordDataset without indexes (one scan)", 1.0),
+            ("describe", "storage.describe(glob): sizes, versions, indexes", 0.10)]
+
+
 # ---- tables ------------------------------------------------------------------------------------------
 
 
@@ -244,7 +341,133 @@ RANDOM_COLUMNS = [
              lambda r, _: f"{np.median(r.extra['requests']):.0f} median, {max(r.extra['requests'])} max")]
 
 
-def tables(args, options, tmp) -> tuple[list[str], dict]:
+def streaming_tables(args, tmp) -> tuple[list[str], dict]:
+    """Many shards and one object of the same size on the slow HTTP server, against fs.cat."""
+    root = Path(tmp) / "streaming"
+    root.mkdir()
+    # Written by a process of its own: a child's peak RSS starts at its parent's RSS when it is
+    # forked, so this process must never hold the data.
+    sizes, size = H.call(make_streaming_data, {"root": str(root), "shards": args.shards,
+                                               "shard_mb": args.shard_mb})
+    md, raw = [], {}
+    with http_server(root, args.latency_ms, args.bandwidth_mb) as base:
+        opts = {"urls": [f"{base}/part-{k:05d}.tfrecord" for k in range(args.shards)],
+                "one": f"{base}/one.tfrecord"}
+        for which, total, what in (("many", sizes, f"{args.shards} shards of {args.shard_mb} MB"),
+                                   ("one", size, f"one object of {size / 1e6:.0f} MB")):
+            cases = H.select(STREAMING[which], args.cases)
+            log = C.log_dir(f"remote-streaming-{which}")
+            res = H.measure(cases, opts, log_dir=log, **dict(H.timing_options(args), min_time=0))
+            rss = {r.name: r for r in H.measure_rss(cases, opts, log_dir=log)}
+            columns = [H.per_second("MB/s", total / 1e6, ".0f"),
+                       H.Versus("of fs.cat()", f"cat_{which}", target=0.8, suffix="x",
+                                mine=lambda r: r.name.startswith("read_")),
+                       H.Column("peak RSS", lambda r, _: _rss(rss.get(r.name))), *H.timing(".2f")]
+            title = (f"Streaming {what} ({total / 1e6:.0f} MB, ~100 KB records) over HTTP: "
+                     f"{args.latency_ms:g} ms before each answer, {args.bandwidth_mb:g} MB/s per "
+                     f"connection (median of {args.repeats})")
+            text, lines = H.table(res, columns, first="reader")
+            md.append(H.section(title, text, lines + H.targets(res, columns, f"streaming {which}")))
+            raw[f"streaming_{which}"] = {"time": H.raw(res), "rss": H.raw(list(rss.values()))}
+    return md, raw
+
+
+def _rss(r) -> str:
+    """Peak RSS of the run, and how much above the process's RSS after its setup."""
+    if r is None or not r.ok:
+        return "—"
+    peak, base = r.extra["maxrss_kib"][0], r.extra["rss_base_kib"][0]
+    if peak <= r.extra["maxrss_base_kib"][0]:  # never above where it started: not measured
+        return "—"
+    return f"{peak / 1024:.0f} MiB (+{(peak - base) / 1024:.0f} MiB)"
+
+
+def planning_tables(args, tmp) -> tuple[list[str], dict]:
+    """Bytes and requests the server counts for each planning case, over the same shards with
+    and without index files beside them."""
+    root = Path(tmp) / "planning"
+    data = H.call(make_planning_data, {"root": str(root), "shards": args.shards,
+                                       "plan_mb": args.plan_mb})
+    rows, raw = [], {}
+    with http_server(root, args.latency_ms, args.bandwidth_mb) as base:
+        for name, label, target in PLANNING:
+            if args.cases and name not in args.cases.split(","):
+                continue
+            try:
+                got = H.call(plan_case, {"base": base, "which": name},
+                             log_dir=C.log_dir("remote-planning"))
+            except (H.Skip, RuntimeError) as error:
+                rows.append([label, "—", "—", f"not run: {error}"])
+                continue
+            raw[name] = got
+            ratio = got["bytes"] / data
+            rows.append([label, f"{got['bytes'] / 1e6:.1f} MB = {ratio:.3f}x", str(got["requests"]),
+                         f"{'✅' if ratio <= target else '❌'} ≤ {target:g}x"])
+    title = (f"Planning: bytes and requests the server counted, {args.shards} shards, "
+             f"{data / 1e6:.0f} MB of Examples (~1 KB records)")
+    text = H.md_table(["case", "bytes fetched (x the data)", "requests", "target"], rows)
+    return [H.section(title, text, ["Each case in a fresh process with fresh index caches "
+                                    "(the second-epoch row ran a first job before counting)."])], raw
+
+
+def make_streaming_data(opts) -> tuple:
+    """The shards and the one large object: (bytes of the shards, bytes of the object)."""
+    root = Path(opts.root)
+    sizes = sum(write_file(root / f"part-{k:05d}.tfrecord", opts.shard_mb, *DATASETS["large"][1:], seed=k)
+                for k in range(opts.shards))
+    return sizes, write_file(root / "one.tfrecord", opts.shards * opts.shard_mb, *DATASETS["large"][1:], seed=99)
+
+
+def make_planning_data(opts) -> int:
+    """The same shards of ~1 KB Examples in indexed/ (with .idx files) and plain/: their bytes."""
+    tfr = H.need("tfrec_fast")
+    data = 0
+    for kind in ("indexed", "plain"):
+        (Path(opts.root) / kind).mkdir(parents=True)
+        for k in range(opts.shards):
+            path = Path(opts.root) / kind / f"part-{k:05d}.tfrecord"
+            size = write_examples(path, opts.plan_mb, seed=k)
+            data += size if kind == "plain" else 0
+            if kind == "indexed":
+                tfr.create_index(str(path), str(path) + ".idx")
+    return data
+
+
+def write_file(path: Path, size_mb: int, low: int, high: int, seed: int) -> int:
+    tfr = H.need("tfrec_fast")
+    with tfr.TFRecordWriter(str(path)) as writer:
+        writer.write_batch(make_records(size_mb, low, high, seed))
+    return os.path.getsize(path)
+
+
+def write_examples(path: Path, size_mb: int, seed: int) -> int:
+    """~1 KB Examples with an int64 id, unique across the shards (seed * 10M + i)."""
+    tfr = H.need("tfrec_fast")
+    n = size_mb * 1000
+    rng = np.random.default_rng(seed)
+    with tfr.TFRecordWriter(str(path)) as writer:
+        writer.write_examples({"id": np.arange(n) + seed * 10_000_000,
+                               "payload": [b"p" * int(k) for k in rng.integers(500, 1500, n)]})
+    return os.path.getsize(path)
+
+
+@contextlib.contextmanager
+def http_server(root: Path, latency_ms: float, bandwidth_mb: float):
+    """tests/_servers.py serving ``root`` in its own process: its base URL."""
+    proc = subprocess.Popen([sys.executable, str(SERVERS), str(root), "--latency-ms", str(latency_ms),
+                             "--bandwidth-mb", str(bandwidth_mb)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline().split()
+        if line[:1] != ["ready"]:
+            raise RuntimeError("the HTTP server did not start")
+        yield f"http://127.0.0.1:{line[1]}"
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def s3_tables(args, options, tmp) -> tuple[list[str], dict]:
     fs = H.need("s3fs").S3FileSystem(**options, skip_instance_cache=True)
     fs.mkdir("bench")
     timing = dict(H.timing_options(args), min_time=0)
@@ -296,29 +519,39 @@ def upload(fs, tmp, name, records):
 
 
 def environment() -> str:
-    from tfrec_fast import remote
+    from tfrec_fast.index import RANGE_MAX_GAP
+    from tfrec_fast.storage import DEFAULTS
 
     return "\n".join([*(f"- {line}" for line in H.machine()),
-                      f"- {H.versions(['tfrec_fast', 'fsspec', 's3fs', 'moto', 'aiobotocore', 'tfrecord'])}",
-                      f"- The server runs on the same CPUs; blocks of 1/4 of the object within "
-                      f"{remote.MIN_BLOCK_SIZE >> 20}-{remote.MAX_BLOCK_SIZE >> 20} MiB, {remote.DEFAULT_READ_AHEAD} "
-                      f"ahead; random access: ranges within {remote.MAX_GAP >> 10} KiB coalesced, up to "
-                      f"{remote.DEFAULT_CONCURRENCY} requests in flight"])
+                      f"- {H.versions(['tfrec_fast', 'fsspec', 's3fs', 'aiohttp', 'moto', 'aiobotocore', 'torch', 'tfrecord'])}",
+                      f"- The servers run on the same CPUs. Streaming: ranges of {DEFAULTS.range_size >> 20} MiB, at most "
+                      f"{DEFAULTS.read_ahead >> 20} MiB and {DEFAULTS.concurrency} requests held (the defaults); random "
+                      f"access: ranges within {RANGE_MAX_GAP >> 10} KiB coalesced, up to {DEFAULTS.concurrency} requests "
+                      "in flight"])
 
 
 NOTES = """Reading the numbers:
-- fs.cat() is s3fs's own transfer (concurrent 50 MiB range requests into memory). moto copies
-  the whole object for every request, so on this server fewer requests win: tfrec_fast's
-  32 MiB blocks (2 ahead) can beat it. On a cloud store the round trips dominate instead, and
-  the blocks in flight hide them.
+- Streaming: each connection carries at most --bandwidth-mb, so throughput comes from requests
+  in flight. fs.cat(urls) opens one connection per object (N shards: N connections) and holds
+  every object in memory; on one object it has one connection. read_records keeps up to 16
+  ranges of 4 MiB requested (the 64 MiB bound), across the shards' boundaries, while it checks
+  and hands out records. Its peak RSS: the 64 MiB of ranges, what the HTTP client holds while
+  a range arrives (aiohttp joins a body's chunks: a second copy of the ranges in flight, at
+  worst) and the reader's batch buffers; fs.cat holds every object whole.
+- Planning: rows count every byte the server sent, index files included; "x the data" is over
+  the shards' bytes. Without indexes each rank scans once (then the index cache answers), so a
+  2-rank job costs at most 3x; with indexes it costs the data plus the index files.
+- S3: fs.cat() is s3fs's own transfer (concurrent 50 MiB range requests into memory). moto
+  copies the whole object for every request, so on this server fewer requests win. On a cloud
+  store the round trips dominate instead, and the ranges in flight hide them.
 - Against the `tfrecord` package the ratio depends on the record size: with ~100 KB records
   both readers wait for the same transport; its Python loop (four reads per record) costs
   microseconds per record, so the smaller the records the larger the lead of a reader that
   frames and checks them in C++.
 - get_batch(256): the distinct records are coalesced (neighbours within 256 KiB share a range
-  request), and the requests go out together, 64 at a time: ceil(requests / 64) round trips,
-  at most 4 for 256 records, and no metadata request (the size is taken when the reader
-  opens). reader[i] is one request, so 256 of them cost 256 round trips."""
+  request), and the requests go out together, 32 at a time (the concurrency setting):
+  ceil(requests / 32) round trips, and no metadata request (the size and version are taken
+  when the reader opens). reader[i] is one request, so 256 of them cost 256 round trips."""
 
 
 def write_results(section: str) -> None:
@@ -337,17 +570,37 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     H.add_arguments(parser, repeats=3, min_time=0)
     parser.add_argument("--repeat", type=int, dest="repeats", default=argparse.SUPPRESS, help="the same as --repeats")
-    parser.add_argument("--size-mb", type=int, default=200)
-    parser.add_argument("--batches", type=int, default=20, help="get_batch(256) calls measured per latency")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}")
+    parser.add_argument("--shards", type=int, default=6, help="streaming and planning: shards")
+    parser.add_argument("--shard-mb", type=int, default=24, help="streaming: MB per shard")
+    parser.add_argument("--plan-mb", type=int, default=4, help="planning: MB per shard")
+    parser.add_argument("--latency-ms", type=float, default=20.0, help="HTTP server: before each answer")
+    parser.add_argument("--bandwidth-mb", type=float, default=40.0, help="HTTP server: MB/s per connection")
+    parser.add_argument("--size-mb", type=int, default=200, help="s3: MB per data set")
+    parser.add_argument("--batches", type=int, default=20, help="s3: get_batch(256) calls measured per latency")
     parser.add_argument("--write-results", action="store_true",
                         help="replace the Remote data section of bench/RESULTS.md")
     args = parser.parse_args(argv)
-    with server(_MOTO) as port, tempfile.TemporaryDirectory() as tmp:
-        md, raw = tables(args, {"endpoint_url": f"http://127.0.0.1:{port}", "key": "bench", "secret": "bench"}, tmp)
-    section = (f"{SECTION}\n\n- Command: `{Path(sys.executable).name} bench/bench_remote.py "
-               f"--size-mb {args.size_mb} --repeats {args.repeats} --batches {args.batches}`; "
-               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n{environment()}\n- {H.method(args)}\n\n"
-               + "\n".join(md) + f"\n{NOTES}")
+    sections = args.sections.split(",")
+    md, raw = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if "streaming" in sections:
+            part, data = streaming_tables(args, tmp)
+            md, raw = md + part, {**raw, **data}
+        if "planning" in sections:
+            part, data = planning_tables(args, tmp)
+            md, raw = md + part, {**raw, **data}
+        if "s3" in sections:
+            with server(_MOTO) as port:
+                part, data = s3_tables(args, {"endpoint_url": f"http://127.0.0.1:{port}", "key": "bench",
+                                              "secret": "bench"}, tmp)
+            md, raw = md + part, {**raw, **data}
+    command = (f"{Path(sys.executable).name} bench/bench_remote.py --sections {args.sections} --shards {args.shards} "
+               f"--shard-mb {args.shard_mb} --plan-mb {args.plan_mb} --latency-ms {args.latency_ms:g} "
+               f"--bandwidth-mb {args.bandwidth_mb:g} --size-mb {args.size_mb} --repeats {args.repeats} "
+               f"--batches {args.batches}")
+    section = (f"{SECTION}\n\n- Command: `{command}`; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
+               f"{environment()}\n- {H.method(args)}\n\n" + "\n".join(md) + f"\n{NOTES}")
     H.emit([section], raw, args.markdown, args.json)
     if args.write_results:
         write_results(section)

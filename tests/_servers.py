@@ -1,11 +1,23 @@
 """Real servers on 127.0.0.1 for the remote-data tests: an S3 server (moto's ThreadedMotoServer)
-and an HTTP server with Range support, both counting requests and injecting faults into the
-next body reads (GETs of a byte range):
+and an HTTP server with Range, ETag and If-Match support, both counting requests and the body
+bytes they send, and injecting faults into the next body reads (GETs of a byte range):
 
 - "503": the server answers 503 (S3: SlowDown) without a body;
 - "drop": the headers promise the whole range, half the body is sent, then the connection closes;
 - "short": a consistent but short answer (Content-Length and body both half the range): only a
   client that knows the object's size can tell it from the end of the file.
+
+The HTTP server gives each file a strong ETag that changes when the file is replaced
+(``server.files[path] = data``) and a Last-Modified time, answers If-Match with 412 when the
+file changed, and can add a first-byte ``latency`` (seconds) and cap each connection's
+``bandwidth`` (bytes/s), as a plain object store across a network does. ``auth=(user,
+password)`` makes it answer 401 without credentials and 403 with wrong ones. The S3 server
+answers 403 InvalidAccessKeyId to requests signed with an access key in ``refused_keys``.
+
+Run as a script it serves a directory in its own process, for the benchmarks:
+``python tests/_servers.py DIR --latency-ms 20 --bandwidth-mb 40`` prints ``ready PORT`` and
+serves until its stdin closes; ``GET /_stats`` answers {"bytes": ..., "requests": ...} and
+``GET /_reset`` zeroes them.
 
 ``gate(n)`` makes range reads wait until ``n`` of them are in flight at once: a client that sent
 them one after another would find the gate broken (after a timeout), so a batch that passes it
@@ -15,12 +27,19 @@ hold then times out and says so). No clock is read by the tests themselves.
 """
 from __future__ import annotations
 
+import base64
 import collections
+import email.utils
 import html
+import itertools
+import json
 import logging
+import os
 import re
 import socket
+import sys
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -45,6 +64,10 @@ class _Faults:
         self._hold: "threading.Event | None" = None
         self.held = 0  # range reads waiting in hold()
         self.hold_timed_out = False
+        self.bytes_sent = 0  # body bytes of every answer
+        self._bytes_by_path: collections.Counter = collections.Counter()
+        self.in_flight = 0  # range reads being answered now (HTTP)
+        self.max_in_flight = 0  # the most at once since clear()
 
     def hold(self) -> None:
         self._hold = threading.Event()
@@ -70,6 +93,24 @@ class _Faults:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.bytes_sent = 0
+            self._bytes_by_path.clear()
+            self.max_in_flight = self.in_flight
+
+    def _entered(self, delta: int) -> None:
+        with self._lock:
+            self.in_flight += delta
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _sent(self, path: str, n: int) -> None:
+        with self._lock:
+            self.bytes_sent += n
+            self._bytes_by_path[path] += n
+
+    def bytes_for(self, path_part: str = "") -> int:
+        """Body bytes sent for paths containing ``path_part``."""
+        with self._lock:
+            return sum(n for p, n in self._bytes_by_path.items() if path_part in p)
 
     def pending(self) -> int:
         with self._lock:
@@ -106,14 +147,39 @@ class _Faults:
 
 # ---- HTTP ----------------------------------------------------------------------------------------
 
-class RangeHTTPServer(_Faults):
-    """Serves ``files`` ({"/dir/name": bytes}) over HTTP/1.1 with Range requests; a path ending
-    in "/" lists the files under it as links (what fsspec's HTTP glob reads)."""
+class _Files(dict):
+    """{path: bytes} that remembers, for each path, a version number and the time it was set."""
 
     def __init__(self):
         super().__init__()
-        self.files: dict = {}
-        self._server = ThreadingHTTPServer(("127.0.0.1", free_port()), _Handler)
+        self.version: dict = {}
+        self.mtime: dict = {}
+        self._counter = itertools.count(1)
+
+    def __setitem__(self, path: str, data: bytes) -> None:
+        super().__setitem__(path, bytes(data))
+        self.version[path] = next(self._counter)
+        self.mtime[path] = time.time()
+
+    def etag(self, path: str) -> str:
+        return f'"v{self.version[path]}-{len(self[path])}"'
+
+
+class RangeHTTPServer(_Faults):
+    """Serves ``files`` ({"/dir/name": bytes}) over HTTP/1.1 with Range requests; a path ending
+    in "/" lists the files under it as links (what fsspec's HTTP glob reads). See the module
+    docstring for ``etag``, ``latency``, ``bandwidth`` and ``auth``."""
+
+    def __init__(self, *, etag: bool = True, latency: float = 0.0,
+                 bandwidth: "float | None" = None, auth: "tuple | None" = None,
+                 port: int = 0):
+        super().__init__()
+        self.files = _Files()
+        self.etag = etag
+        self.latency = latency
+        self.bandwidth = bandwidth
+        self.auth = auth
+        self._server = ThreadingHTTPServer(("127.0.0.1", port or free_port()), _Handler)
         self._server.daemon_threads = True
         self._server.owner = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -137,6 +203,7 @@ class RangeHTTPServer(_Faults):
 
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
+_CHUNK = 64 << 10
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -146,10 +213,23 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_HEAD(self):
-        self._serve(head=True)
+        self._answer(head=True)
 
     def do_GET(self):
-        self._serve(head=False)
+        self._answer(head=False)
+
+    def _answer(self, head: bool):
+        ranged = not head and self.headers.get("Range") is not None
+        owner = self.server.owner
+        if ranged:
+            owner._entered(1)
+        try:
+            self._serve(head)
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
+            self.close_connection = True
+        finally:
+            if ranged:
+                owner._entered(-1)
 
     def _send(self, status: int, body: bytes, headers=(), length=None):
         self.send_response(status)
@@ -159,27 +239,72 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         return body
 
+    def _write(self, path: str, body: bytes) -> None:
+        """The body, at most ``bandwidth`` bytes/s on this connection, counted."""
+        owner = self.server.owner
+        view = memoryview(body)
+        started = time.perf_counter()
+        for at in range(0, len(view), _CHUNK):
+            piece = view[at:at + _CHUNK]
+            self.wfile.write(piece)
+            owner._sent(path, len(piece))
+            if owner.bandwidth:
+                ahead = (at + len(piece)) / owner.bandwidth - (time.perf_counter() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+
+    def _refused(self, owner) -> bool:
+        if owner.auth is None:
+            return False
+        given = self.headers.get("Authorization")
+        if given is None:
+            self._send(401, b"", [("WWW-Authenticate", 'Basic realm="test"')])
+            return True
+        wanted = "Basic " + base64.b64encode(":".join(owner.auth).encode()).decode()
+        if given != wanted:
+            self._send(403, b"")
+            return True
+        return False
+
     def _serve(self, head: bool):
         owner = self.server.owner
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        if path in ("/_stats", "/_reset"):
+            if path == "/_reset":
+                owner.clear()
+            body = json.dumps({"bytes": owner.bytes_sent, "requests": len(owner.requests)})
+            self.wfile.write(self._send(200, body.encode(), [("Content-Type", "text/json")]))
+            return
         ranged = self.headers.get("Range")
         fault = owner._log(self.command, path, ranged)
+        if owner.latency:
+            time.sleep(owner.latency)
+        if self._refused(owner):
+            return
         if path.endswith("/"):
-            names = sorted(p[len(path):] for p in owner.files if p.startswith(path))
+            names = sorted(p[len(path):] for p in list(owner.files) if p.startswith(path))
             links = "".join(f'<a href="{html.escape(n)}">{html.escape(n)}</a>\n'
                             for n in names if "/" not in n)
             body = self._send(200, links.encode(), [("Content-Type", "text/html")])
             if not head:
                 self.wfile.write(body)
             return
-        data = owner.files.get(path)
+        files = owner.files
+        data = files.get(path)
         if data is None:
             self._send(404, b"")
+            return
+        etag = files.etag(path)
+        if owner.etag and self.headers.get("If-Match") not in (None, "*", etag):
+            self._send(412, b"")
             return
         if fault == "503":
             self._send(503, b"")
             return
-        headers = [("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream")]
+        headers = [("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream"),
+                   ("Last-Modified", email.utils.formatdate(files.mtime[path], usegmt=True))]
+        if owner.etag:
+            headers.append(("ETag", etag))
         if head:
             self._send(200, b"", headers, length=len(data))
             return
@@ -195,12 +320,12 @@ class _Handler(BaseHTTPRequestHandler):
             body = body[:len(body) // 2]
         self._send(status, body, headers)
         if fault == "drop":
-            self.wfile.write(body[:len(body) // 2])
+            self._write(path, body[:len(body) // 2])
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
-        self.wfile.write(body)
+        self._write(path, body)
 
 
 # ---- S3 (moto) -----------------------------------------------------------------------------------
@@ -208,10 +333,11 @@ class _Handler(BaseHTTPRequestHandler):
 class S3Server(_Faults):
     """moto's ThreadedMotoServer on a free port, its WSGI app wrapped to log and inject faults."""
 
-    def __init__(self):
+    def __init__(self, refused_keys=("refused",)):
         super().__init__()
         from moto.server import ThreadedMotoServer
 
+        self.refused_keys = set(refused_keys)
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
 
@@ -232,6 +358,9 @@ class S3Server(_Faults):
 
 _SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
               b'<Message>Please reduce your request rate.</Message></Error>')
+_REFUSED = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code>'
+            b'<Message>The AWS Access Key Id you provided does not exist in our records.'
+            b'</Message></Error>')
 
 
 class _FaultApp:
@@ -240,14 +369,19 @@ class _FaultApp:
         self._faults = faults
 
     def __call__(self, environ, start_response):
-        fault = self._faults._log(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""),
-                                  environ.get("HTTP_RANGE"))
+        path = environ.get("PATH_INFO", "")
+        fault = self._faults._log(environ["REQUEST_METHOD"], path, environ.get("HTTP_RANGE"))
+        signed = re.search(r"Credential=([^/]+)/", environ.get("HTTP_AUTHORIZATION", ""))
+        if signed and signed.group(1) in self._faults.refused_keys:
+            start_response("403 Forbidden", [("Content-Type", "application/xml"),
+                                             ("Content-Length", str(len(_REFUSED)))])
+            return [] if environ["REQUEST_METHOD"] == "HEAD" else [_REFUSED]
         if fault == "503":
             start_response("503 Slow Down", [("Content-Type", "application/xml"),
                                              ("Content-Length", str(len(_SLOW_DOWN)))])
             return [_SLOW_DOWN]
         if not fault:
-            return self._app(environ, start_response)
+            return self._counted(path, self._app(environ, start_response))
         captured = {}
 
         def keep(status, headers, exc_info=None):
@@ -262,9 +396,49 @@ class _FaultApp:
         return _dropping(body, environ)
 
 
+    def _counted(self, path, body):
+        try:
+            for piece in body:
+                self._faults._sent(path, len(piece))
+                yield piece
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
+
+
 def _dropping(body: bytes, environ):
     """Half the body, then the connection closed under the client."""
     yield body[:len(body) // 2]
     sock = environ.get("werkzeug.socket")
     if sock is not None:
         sock.shutdown(socket.SHUT_RDWR)
+
+
+# ---- a server in its own process, for the benchmarks ---------------------------------------------
+
+def _serve_directory(argv) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="serve a directory over HTTP (Range, ETag)")
+    parser.add_argument("root")
+    parser.add_argument("--latency-ms", type=float, default=0.0)
+    parser.add_argument("--bandwidth-mb", type=float, default=0.0,
+                        help="per-connection cap, MB/s (0: none)")
+    args = parser.parse_args(argv)
+    server = RangeHTTPServer(latency=args.latency_ms / 1000,
+                             bandwidth=args.bandwidth_mb * 1e6 or None)
+    for dirpath, _, names in os.walk(args.root):
+        for name in names:
+            full = os.path.join(dirpath, name)
+            with open(full, "rb") as f:
+                server.files["/" + os.path.relpath(full, args.root).replace(os.sep, "/")] = f.read()
+    server.start()
+    print("ready", server.base.rsplit(":", 1)[1], flush=True)
+    sys.stdin.read()
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serve_directory(sys.argv[1:]))

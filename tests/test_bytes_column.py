@@ -36,3 +36,41 @@ def test_bytes_values_checks_every_range():
     with pytest.raises(ValueError):
         _core.bytes_values(buffer, np.array([0, 1]), np.array([1]), b"")
     assert _core.bytes_values(buffer[::2].copy(), np.array([0]), np.array([3]), b"") == [b"ace"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=30), st.data())
+def test_copy_owns_just_its_values(values, data):
+    """copy(): the same rows in a compact buffer of its own (a default stays a default), for a
+    column with or without row_splits and for a window of rows cut from one."""
+    padding = data.draw(st.binary(max_size=8))
+    buffer = np.frombuffer(padding + b"".join(values) + padding + b"\0", np.uint8)
+    ends = len(padding) + np.cumsum([len(v) for v in values], dtype=np.int64)
+    starts = ends - [len(v) for v in values]
+    missing = data.draw(st.lists(st.booleans(), min_size=len(values), max_size=len(values)))
+    starts = np.where(missing, -1, starts)
+    ends = np.where(missing, -1, ends)
+    column = BytesColumn(buffer, starts, ends, None, b"dflt")
+    owned = column.copy()
+    assert owned.to_list() == column.to_list()
+    assert not np.shares_memory(owned.values, buffer)
+    assert len(owned.values) == sum(len(v) for v, m in zip(values, missing) if not m)
+    assert [bytes(v) for v in owned.views()] == column.to_list()
+    cut = data.draw(st.integers(0, len(values)))
+    rows = BytesColumn(buffer, starts, ends, np.array([0, cut, len(values)], np.int64), b"dflt")
+    window = rows._rows(1, 2)
+    assert window.copy().to_list() == window.to_list()
+    assert window.copy().row_splits.tolist() == [0, len(values) - cut]
+    assert [[bytes(v) for v in row] for row in rows.views()] == rows.to_list()
+    assert [bytes(v) for v in rows.views(flat=True)] == rows.to_list(flat=True)
+
+
+def test_gather_bytes_checks_every_range():
+    buffer = np.frombuffer(b"abcdef", np.uint8)
+    for start, end in ((0, 7), (4, 3), (-2, 1)):
+        with pytest.raises(IndexError):
+            _core.gather_bytes(buffer, np.array([start]), np.array([end]))
+    with pytest.raises(ValueError):
+        _core.gather_bytes(buffer, np.array([0, 1]), np.array([1]))
+    values, starts, ends = _core.gather_bytes(buffer, np.array([4, -1, 0]), np.array([6, -1, 2]))
+    assert values.tobytes() == b"efab" and starts.tolist() == [0, -1, 2] and ends.tolist() == [2, -1, 4]

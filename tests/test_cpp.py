@@ -52,7 +52,7 @@ def test_crc32c_program(werror_build, backend):
     run_program(werror_build / "test_crc32c", env=env)
 
 
-@pytest.mark.parametrize("program", ["test_record_reader", "test_record_writer",
+@pytest.mark.parametrize("program", ["test_varint", "test_record_reader", "test_record_writer",
                                      "test_random_access", "test_example_decoder",
                                      "test_platform", "test_reader_alloc"])
 def test_core_program(werror_build, program, tmp_path):

@@ -255,3 +255,58 @@ def test_unknown_compression_lists_the_choices(tmp_path):
     assert not (tmp_path / "out").exists() and not (tmp_path / "shards").exists()
     with pytest.raises(TypeError, match="'gzip'"):
         tfrec_fast.TFRecordReader(b"", 1)
+
+
+# ---- the storage layer's Locations for local files ------------------------------------------------
+
+def test_local_locations_name_compare_pickle_and_stat(tmp_path):
+    import pickle
+
+    from tfrec_fast import storage
+
+    path = tmp_path / "a.tfrecord"
+    path.write_bytes(_oracle.build_file([example(1)]))
+    location = storage.resolve(path)
+    assert location.url == location.os_path == str(path) and location.name == str(path)
+    assert storage.resolve(path.as_uri()) == location  # file:// URLs are local paths
+    assert location.same_file(storage.resolve(os.path.join(str(tmp_path), ".", "a.tfrecord")))
+    assert location.with_suffix(".idx").url == str(path) + ".idx"
+    assert location.parent.url == str(tmp_path) and location.basename == "a.tfrecord"
+    again = pickle.loads(pickle.dumps(location))
+    assert again == location and again.stat() == location.stat()
+    stat = location.stat()
+    assert stat.size == path.stat().st_size and stat.version
+    path.write_bytes(_oracle.build_file([example(1), example(2)]))
+    assert location.stat(refresh=True).differs(stat)
+    assert sorted([storage.resolve(tmp_path / "b"), location]) == [location,
+                                                                    storage.resolve(tmp_path / "b")]
+
+
+def test_options_for_and_resolve_beside(tmp_path):
+    from tfrec_fast import storage
+
+    options = {"anon": True, "retries": 2}
+    assert storage.options_for("s3://bucket/x", options) == options
+    assert storage.options_for(str(tmp_path / "x"), options) == {"retries": 2}
+    assert storage.options_for(str(tmp_path / "x"), {"anon": True}) is None
+    beside = storage.resolve_beside(str(tmp_path / "x.idx"), options)  # local: fsspec's keys left
+    assert beside.os_path == str(tmp_path / "x.idx")
+    with pytest.raises(ValueError, match="storage_options are for URLs"):
+        storage.resolve(str(tmp_path / "x"), {"anon": True})
+
+
+def test_local_writes_publish_whole_or_not_at_all(tmp_path):
+    from tfrec_fast import storage
+
+    target = storage.resolve(tmp_path / "out.bin")
+    out = target.open_output()
+    out.write(b"half")
+    assert not os.path.exists(target.os_path)  # nothing under the name before close()
+    out.discard()
+    assert os.listdir(tmp_path) == []  # and nothing left after discard()
+    out = target.open_output()
+    out.write(b"whole")
+    out.close()
+    assert target.read() == b"whole" and os.listdir(tmp_path) == ["out.bin"]
+    target.write_bytes(b"replaced", sync=True)
+    assert target.read(2, 5) == b"pla"

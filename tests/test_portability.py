@@ -11,7 +11,7 @@ import pytest
 
 import tfrec_fast
 from tfrec_fast import _platform
-from tfrec_fast.remote import is_url
+from tfrec_fast.storage import is_url
 
 import _oracle
 

@@ -37,9 +37,13 @@ pytestmark = [pytest.mark.remote,
                                                        "'.[test]')")]
 
 import tfrec_fast as tfr  # noqa: E402
-from tfrec_fast import remote  # noqa: E402
+from tfrec_fast import index as index_module  # noqa: E402
 from tfrec_fast.cli import main  # noqa: E402
 from tfrec_fast.records import expand_pattern  # noqa: E402
+from tfrec_fast.storage import remote as storage_remote  # noqa: E402
+from tfrec_fast.storage import settings as storage_settings  # noqa: E402
+
+RETRIES = storage_settings.DEFAULTS.retries
 
 CASES = _corpus.case_params(pytest)
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
@@ -77,9 +81,12 @@ def http():
 
 
 @pytest.fixture(autouse=True)
-def quick_retries(monkeypatch, request):
-    """Retries without the production back-off, and no fault left over from another test."""
-    monkeypatch.setattr(remote, "RETRY_DELAY", 0.01)
+def quick_retries(monkeypatch, request, tmp_path):
+    """Retries without the production back-off, an index cache of the test's own, and no fault
+    left over from another test."""
+    monkeypatch.setattr(storage_settings, "DEFAULTS",
+                        storage_settings.Settings(retry_delay=0.01))
+    monkeypatch.setenv("TFREC_FAST_CACHE_DIR", str(tmp_path / "cache"))
     for name in ("s3", "http"):
         if name in request.fixturenames:
             request.getfixturevalue(name).clear()
@@ -245,12 +252,12 @@ def test_get_batch_is_few_concurrent_range_requests(server, s3, s3fs_, s3_option
     assert batch.to_list() == [records[i] for i in indices]
     assert batch.positions.tolist() == offsets[indices].tolist()
     wanted = np.unique(indices)
-    runs = len(remote.coalesce(offsets[wanted], offsets[wanted] + sizes[wanted])[0])
+    runs = len(index_module.coalesce(offsets[wanted], offsets[wanted] + sizes[wanted])[0])
     assert len(log.range_reads()) == runs <= len(wanted)
     assert len(log.requests) == runs  # no metadata request: the size was taken at open
 
     # far-apart records: one request each, all in flight at once (the gate waits for 8)
-    monkeypatch.setattr(remote, "MAX_GAP", 0)
+    monkeypatch.setattr(index_module, "RANGE_MAX_GAP", 0)
     spread = np.arange(8) * (len(records) // 8)
     log.clear()
     log.gate(8)
@@ -363,7 +370,7 @@ def _read_and_collect(reader, url, queue):
 
 def test_writer_uploads_while_writing_and_publishes_on_close(s3, s3fs_, s3_options, bucket,
                                                              monkeypatch):
-    monkeypatch.setattr(remote, "WRITE_BLOCK_SIZE", 5 << 20)  # S3's smallest part
+    monkeypatch.setattr(storage_remote, "WRITE_BLOCK_SIZE", 5 << 20)  # S3's smallest part
     records = sized_records(130, seed=4, low=90_000, high=110_000)  # ~13 MB: 2 parts + the rest
     url = f"s3://{bucket}/w.tfrecord"
     s3.clear()
@@ -478,17 +485,16 @@ def test_cli_over_s3(s3, s3fs_, bucket, capsys, tmp_path):
 
 @pytest.mark.parametrize("fault", ["503", "drop", "short"])
 @pytest.mark.parametrize("server", ["s3", "http"])
-def test_faults_are_retried(server, fault, s3, s3fs_, s3_options, http, bucket, monkeypatch):
-    monkeypatch.setattr(remote, "MIN_BLOCK_SIZE", 64 << 10)  # several blocks
-    monkeypatch.setattr(remote, "MAX_BLOCK_SIZE", 64 << 10)
+def test_faults_are_retried(server, fault, s3, s3fs_, s3_options, http, bucket):
     records = sized_records(300, seed=6)
     data = frame_file(records)
+    small = {"range_size": 64 << 10, "retry_delay": 0.01}  # several ranges
     if server == "s3":
         s3fs_.pipe_file(f"{bucket}/f.tfrecord", data)
-        url, options, log = f"s3://{bucket}/f.tfrecord", s3_options, s3
+        url, options, log = f"s3://{bucket}/f.tfrecord", dict(s3_options, **small), s3
     else:
         http.files["/faults/f.tfrecord"] = data
-        url, options, log = http.url("/faults/f.tfrecord"), None, http
+        url, options, log = http.url("/faults/f.tfrecord"), small, http
     log.clear()
     log.inject(fault, 2)
     assert list(tfr.read_records(url, copy=True, storage_options=options)) == records
@@ -503,22 +509,22 @@ def test_faults_are_retried(server, fault, s3, s3fs_, s3_options, http, bucket, 
 
 
 @pytest.mark.parametrize("fault", ["503", "drop", "short"])
-def test_persistent_fault_is_an_oserror_naming_url_and_offset(fault, http, monkeypatch):
-    monkeypatch.setattr(remote, "MIN_BLOCK_SIZE", 64 << 10)
-    monkeypatch.setattr(remote, "MAX_BLOCK_SIZE", 64 << 10)
-    monkeypatch.setattr(remote, "DEFAULT_READ_AHEAD", 1)  # requests in file order
+def test_persistent_fault_is_an_oserror_naming_url_and_offset(fault, http):
     records = sized_records(300, seed=6)
     http.files["/faults/p.tfrecord"] = frame_file(records)
     url = http.url("/faults/p.tfrecord")
-    http.inject(fault, 1 + remote.RETRIES, from_offset=64 << 10)  # block 0 arrives, not 1
-    reader = tfr.TFRecordReader(url)
+    http.inject(fault, 1 + RETRIES, from_offset=64 << 10)  # block 0 arrives, not 1
+    # one range of 64 KiB at a time: requests in file order
+    reader = tfr.TFRecordReader(url, storage_options={
+        "range_size": 64 << 10, "read_ahead": 64 << 10, "retry_delay": 0.01})
     with pytest.raises(OSError) as error:
         for _ in reader:
             pass
     assert reader.records_read > 0  # the records of block 0 came out first
     assert not isinstance(error.value, tfr.DataLossError)  # the data is not damaged
     assert error.value.filename == url
-    assert f"at byte offset {64 << 10} after {1 + remote.RETRIES} attempts" in str(error.value)
+    assert f"at byte offset {64 << 10} after {1 + RETRIES} attempts" in str(error.value)
+    assert error.value.__cause__ is not None  # what the server said, kept
     assert http.pending() == 0
     reader.close()
 
@@ -554,8 +560,6 @@ def test_network_waits_release_the_gil(http, access):
 
 
 def test_credentials_never_in_messages(http, monkeypatch):
-    monkeypatch.setattr(remote, "MIN_BLOCK_SIZE", 64 << 10)
-    monkeypatch.setattr(remote, "MAX_BLOCK_SIZE", 64 << 10)
     data = bytearray(frame_file(sized_records(100, seed=8)))
     data[100] ^= 1
     http.files["/sec/bad.tfrecord"] = bytes(data)
@@ -571,10 +575,10 @@ def test_credentials_never_in_messages(http, monkeypatch):
     with pytest.warns(RuntimeWarning) as warned:
         list(tfr.read_records(secret_url % "bad.tfrecord", skip_corrupt=True))
     seen += [str(w.message) for w in warned]
-    monkeypatch.setattr(remote, "DEFAULT_READ_AHEAD", 1)  # every fault hits block 0
-    http.inject("503", 1 + remote.RETRIES)
+    http.inject("503", 1 + RETRIES)  # every fault hits range 0
     with pytest.raises(OSError) as error:
-        tfr.count_records(secret_url % "good.tfrecord")
+        tfr.count_records(secret_url % "good.tfrecord", storage_options={
+            "range_size": 64 << 10, "read_ahead": 64 << 10, "retry_delay": 0.01})
     seen.append(str(error.value))
     assert shown % "good.tfrecord" in str(error.value)
     with pytest.raises(FileNotFoundError) as error:

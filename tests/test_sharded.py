@@ -501,7 +501,7 @@ def test_failure_after_renaming_reports_final_paths(tmp_path, monkeypatch):
     def no_manifest(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(sharded, "_write_json", no_manifest)
+    monkeypatch.setattr(sharded, "write_manifest", no_manifest)
     w = ShardedWriter(tmp_path, "m", num_shards=2)
     w.write_batch([b"a", b"b"])
     with pytest.raises(OSError, match="No space"):

@@ -354,7 +354,7 @@ def test_buffer_pool_keeps_at_most_its_bytes(tmp_path):
     paths, records = _files(tmp_path, [200], 50_000, examples=False)
     pool = _core.BufferPool(100, max_bytes=3 << 20)
     with tfr.TFRecordReader(paths[0]) as reader:
-        reader._reader.set_pool(pool)
+        reader.set_buffer_pool(pool)
         batches = [reader.read_batch(max_records=20) for _ in range(10)]  # ~1 MB each
     assert [bytes(r) for b in batches for r in b] == records
     del batches
@@ -368,7 +368,7 @@ def test_buffer_pool_keeps_buffers_past_its_hot_bytes_lazily_and_reuses_them_int
     assert (pool.max_bytes, pool.hot_bytes) == (16 << 20, 1 << 20)
     for _ in range(3):  # the second and third pass write into buffers the OS may have taken back
         with tfr.TFRecordReader(paths[0]) as reader:
-            reader._reader.set_pool(pool)
+            reader.set_buffer_pool(pool)
             batches = [reader.read_batch(max_records=20) for _ in range(10)]  # ~1 MB each
         assert [bytes(r) for b in batches for r in b] == records
         del batches
@@ -379,7 +379,7 @@ def test_buffer_pool_never_gives_a_small_batch_a_far_larger_buffer(tmp_path):
     paths, records = _files(tmp_path, [40], 100_000, examples=False)
     pool = _core.BufferPool(8)
     with tfr.TFRecordReader(paths[0]) as reader:
-        reader._reader.set_pool(pool)
+        reader.set_buffer_pool(pool)
         reader.read_batch(max_records=40)  # ~4 MB, dropped: back to the pool
     big = pool.kept_bytes
     assert big >= 4_000_000
@@ -450,13 +450,13 @@ def test_buffer_pool_keeps_at_most_its_size(tmp_path):
     paths, records = _files(tmp_path, [300], 50_000, examples=False)
     pool = _core.BufferPool(2)
     with tfr.TFRecordReader(paths[0]) as reader:
-        reader._reader.set_pool(pool)
+        reader.set_buffer_pool(pool)
         batches = [reader.read_batch(max_records=10) for _ in range(30)]
     assert [bytes(r) for b in batches for r in b] == records
     assert pool.max_buffers == 2
     addresses = set()
     with tfr.TFRecordReader(paths[0]) as reader:  # dropped at once: two buffers take turns
-        reader._reader.set_pool(pool)
+        reader.set_buffer_pool(pool)
         for _ in range(10):
             addresses.add(reader.read_batch(max_records=10).data.ctypes.data)
     assert len(addresses) <= 2

@@ -130,3 +130,61 @@ def test_batches_not_aliased(distinct_file):
     del batches
     gc.collect()
     assert b"".join(d.tobytes() for d in datas) == b"".join(payloads)
+
+
+@pytest.fixture
+def example_file(tmp_path):
+    """~2 MB of Examples: a bytes image (several sizes), a label and a list of bytes words."""
+    from tfrec_fast.encode import encode_examples
+    n = 600
+    images = [bytes([i % 251]) * (1000 + 37 * (i % 50)) for i in range(n)]
+    words = [[b"w%d" % j for j in range(i % 4)] for i in range(n)]
+    path = tmp_path / "examples.tfrecord"
+    with tfrec_fast.TFRecordWriter(str(path)) as w:
+        w.write_batch(encode_examples({"image": images, "label": np.arange(n), "words": words}))
+    spec = {"image": tfrec_fast.FixedLen((), "bytes"), "label": tfrec_fast.FixedLen((), "int64"),
+            "words": tfrec_fast.VarLen("bytes")}
+    return path, spec, images, words
+
+
+def test_parsed_bytes_view_the_batch_and_keep_it_alive(example_file):
+    """parse_examples' bytes columns are views of the batch (no copy), valid after the batch and
+    reader are gone; copy_bytes=True gives columns owning only their own values."""
+    path, spec, images, words = example_file
+    with tfrec_fast.TFRecordReader(str(path)) as r:
+        batch = r.read_batch(max_records=1000)
+    cols = tfrec_fast.parse_examples(batch, spec)
+    assert np.shares_memory(cols["image"].values, batch.data)
+    assert np.shares_memory(cols["words"].values, batch.data)
+    owned = tfrec_fast.parse_examples(batch, spec, copy_bytes=True)
+    for key in ("image", "words"):
+        assert not np.shares_memory(owned[key].values, batch.data)
+    assert len(owned["image"].values) == sum(map(len, images))
+    del batch
+    gc.collect()
+    junk = [bytearray(b"\xaa" * 65536) for _ in range(200)]
+    assert cols["image"].to_list() == images == owned["image"].to_list()
+    assert cols["words"].to_list() == words == owned["words"].to_list()
+    assert [bytes(v) for v in cols["image"].views()] == images
+    del junk
+
+
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_read_examples_hands_over_views_or_owned_copies(example_file, num_threads):
+    """read_examples: each batch's bytes columns view one buffer (the batch read; no second copy
+    of the values), shared by every bytes column of the batch; copy_bytes=True: owned values."""
+    path, spec, images, words = example_file
+    got_images, got_words = [], []
+    for cols in tfrec_fast.read_examples(str(path), spec, batch_size=128, num_threads=num_threads):
+        assert cols["image"].values is not None
+        assert np.shares_memory(cols["image"].values, cols["words"].values)  # the batch's buffer
+        assert cols["image"].values.nbytes > sum(len(v) for v in cols["image"].to_list())
+        got_images += cols["image"].to_list()
+        got_words += cols["words"].to_list()
+    assert got_images == images and got_words == words
+    owned = list(tfrec_fast.read_examples(str(path), spec, batch_size=128, num_threads=num_threads,
+                                          copy_bytes=True))
+    for cols in owned:
+        assert not np.shares_memory(cols["image"].values, cols["words"].values)
+        assert cols["image"].values.nbytes == sum(len(v) for v in cols["image"].to_list())
+    assert [v for cols in owned for v in cols["image"].to_list()] == images

@@ -2,10 +2,11 @@
 # Compiles (does not link) the C++ core for the systems CI cannot run, with zig's bundled clang
 # and the project's warnings as errors, so that POSIX-only or GCC-only code cannot creep back:
 #   x86_64-windows-gnu   the Windows API and MinGW's C runtime headers
-#   aarch64-macos.11.0   Apple silicon at the wheels' deployment target (ARMv8 CRC backend)
+#   aarch64-macos.11.0   Apple silicon at the wheels' deployment target (ARMv8 CRC and NEON varint
+#                        backends)
 #   x86_64-macos.11.0    Intel Macs at the wheels' deployment target
 #   x86_64-macos.10.13   a source build for older macOS (no preadv before 11: one read per span)
-#   aarch64-linux-gnu    Linux on ARM (getauxval CPU probe, ARMv8 CRC backend)
+#   aarch64-linux-gnu    Linux on ARM (getauxval CPU probe, ARMv8 CRC and NEON varint backends)
 # and, for x86_64-windows-gnu again, the MSVC branches of portable.h and crc32c.cc (cl.exe's
 # intrinsics) against MinGW's declarations of the same intrinsics.
 # zig ships no MSVC headers (x86_64-windows-msvc cannot be compiled here; the wheel workflow builds
@@ -41,10 +42,10 @@ lint() {  # lint REGEX WHAT ALLOWED-FILE...
   done
 }
 lint '__builtin_|__attribute__|__asm__|\basm\(|<cpuid\.h>|#pragma GCC' "GCC builtin, asm or pragma" \
-  portable.h crc32c.cc
+  portable.h cpu_features.cc
 lint '\b(ssize_t|off_t)\b' "POSIX type" platform_posix.cc
 lint '#include <(unistd|fcntl|windows|io)\.h>|#include <(sys|asm)/' "OS header" \
-  platform_posix.cc platform_windows.cc crc32c.cc
+  platform_posix.cc platform_windows.cc cpu_features.cc
 
 # ---- compiles -----------------------------------------------------------------------------------
 OUT="$(mktemp -d)"
@@ -69,17 +70,20 @@ jobs_list() {
   for target in x86_64-windows-gnu aarch64-macos.11.0 x86_64-macos.11.0 x86_64-macos.10.13 \
                 aarch64-linux-gnu; do
     case $target in
-      x86_64*) defines="-DTFREC_HAVE_SSE42_BACKEND=1 -DTFREC_HAVE_AVX512_BACKEND=1" ;;
-      aarch64*) defines="-DTFREC_HAVE_ARM64_BACKEND=1" ;;
+      x86_64*) defines="-DTFREC_HAVE_SSE42_BACKEND=1 -DTFREC_HAVE_AVX512_BACKEND=1 -DTFREC_HAVE_X86_VARINTS=1" ;;
+      aarch64*) defines="-DTFREC_HAVE_ARM64_BACKEND=1 -DTFREC_HAVE_NEON_VARINTS=1" ;;
     esac
     for src in "$CORE"/*.cc; do
       extra=""
       case "${target%%-*}:$(basename "$src")" in
         aarch64:crc32c_sse42.cc | aarch64:crc32c_avx512.cc | x86_64:crc32c_arm64.cc) continue ;;
+        aarch64:varint_avx2.cc | aarch64:varint_avx512.cc | x86_64:varint_neon.cc) continue ;;
         x86_64:crc32c_sse42.cc) extra="-msse4.2 -mpclmul" ;;
         x86_64:crc32c_avx512.cc) extra="-mavx512f -mvpclmulqdq -msse4.2 -mpclmul" ;;
+        x86_64:varint_avx2.cc) extra="-mavx2" ;;
+        x86_64:varint_avx512.cc) extra="-mavx512f -mavx512bw -mavx2" ;;
         aarch64:crc32c_arm64.cc) extra="-mcpu=generic+crc" ;;  # zig's spelling of armv8-a+crc
-        aarch64:*) extra="-mcpu=generic" ;;                     # the baseline, as CMake builds
+        aarch64:*) extra="-mcpu=generic" ;;                     # the baseline (NEON), as CMake builds
       esac
       echo "$target $src $defines${extra:+ $extra}"  # no trailing blank: xargs -L would join lines
     done
@@ -88,9 +92,12 @@ jobs_list() {
   # of the same intrinsics; -mxsave only because clang wants it for _xgetbv, which cl does not.
   # (The ISA files have no such branches.)
   for src in "$CORE"/*.cc; do
-    case "$(basename "$src")" in crc32c_arm64.cc | crc32c_sse42.cc | crc32c_avx512.cc) continue ;; esac
+    case "$(basename "$src")" in
+      crc32c_arm64.cc | crc32c_sse42.cc | crc32c_avx512.cc | varint_avx2.cc | varint_avx512.cc | \
+      varint_neon.cc) continue ;;
+    esac
     echo "x86_64-windows-gnu $src -DTFREC_HAVE_SSE42_BACKEND=1 -DTFREC_HAVE_AVX512_BACKEND=1" \
-         "-DTFR_MSVC_INTRINSICS=1 -mxsave"
+         "-DTFREC_HAVE_X86_VARINTS=1 -DTFR_MSVC_INTRINSICS=1 -mxsave"
   done
 }
 

@@ -6,6 +6,9 @@
 # Env:    BUILD   build directory (default: <repo>/build/fuzz); the grown corpora stay in
 #                 $BUILD/corpus/<target>, so later runs go on from them
 #         TFREC_FAST_CONFORMANCE  the corpus (default: <repo>/tests/data/conformance)
+#         TFREC_FUZZ_DECODER=fast  the decoder target's fast mode: each input decoded by the learned
+#                 layout and by the general paths alone, compared (no task-pool pass, no record
+#                 decoded on its own): several times the inputs a second, for runs of hours
 # Installs clang and libFuzzer (Debian: clang, libclang-rt-dev) with apt-get when missing.
 # The two targets run side by side (one core each). Exits 1 on any finding (crash, sanitizer
 # report, leak, timeout, out-of-memory) and prints the input that caused it.
@@ -146,7 +149,9 @@ for i in "${!TARGETS[@]}"; do
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1 || true)"
   last="$(grep -E '^#[0-9]+' "$log" | tail -n1 || true)"
   cov="$(grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*' <<<"$last" || true)"
-  printf '%-22s runs %s  %s  (exit %s)\n' "$t" "${runs:-?}" "${cov:-cov: ?}" "${rcs[$i]}"
+  speed="$(grep -oE 'exec/s: [0-9]+' <<<"$last" || true)"
+  printf '%-22s runs %s  %s  %s  (exit %s)\n' "$t" "${runs:-?}" "${cov:-cov: ?}" "${speed:-exec/s: ?}" \
+    "${rcs[$i]}"
   shopt -s nullglob
   found=("$FINDINGS/$t-"*)
   shopt -u nullglob

@@ -4,7 +4,7 @@ from . import proto
 from .crc import crc32c, crc32c_backend, masked_crc32c
 from .encode import (Bytes, Floats, Int64s, Partial, encode_example, encode_examples,
                      encode_sequence_example, encode_sequence_examples)
-from .errors import DataLossError, ExampleParseError
+from .errors import DataLossError, ExampleParseError, ObjectChangedError
 from .example import (BytesColumn, FixedLen, FixedLenSequence, Ragged, VarLen, VarLenSequence,
                       parse_example, parse_examples, parse_sequence_examples, read_examples)
 from .index import IndexedTFRecordReader, create_index, load_index
@@ -23,6 +23,7 @@ __all__ = [
     "FixedLenSequence",
     "IndexedTFRecordReader",
     "Floats",
+    "ObjectChangedError",
     "Int64s",
     "Partial",
     "Ragged",

@@ -132,6 +132,9 @@ def feature_kinds(batch: "RecordBatch", name: str, sequence_examples: bool = Fal
 def bytes_values(values: BytesLike, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
                  fallback: bytes) -> List[bytes]:
     """[bytes(values[starts[j]:ends[j]]) for j] (a start of -1: fallback)."""
+def gather_bytes(values: BytesLike, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+                 ) -> Tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(buffer, starts, ends): the values copied back to back into a new array (-1 stays -1)."""
 
 class RecordBatch:
     @staticmethod

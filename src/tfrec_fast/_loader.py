@@ -8,6 +8,7 @@ torch; nothing here keeps a file open between calls.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -15,8 +16,9 @@ import numpy as np
 from . import _buffers
 from .errors import DataLossError
 from .records import (ITER_BATCH_BYTES, RecordBatch, TFRecordReader, count_records,
-                      detect_compression, expand_pattern, file_version, normalize_compression,
-                      open_binary, path_exists)
+                      normalize_compression)
+from .storage import Location, cached_array, expand, find_indexes, resolve, resolve_beside
+from .storage import load_index as _load_index
 
 # Records parsed at a time after a shuffle buffer (the buffer hands out single records).
 SHUFFLE_CHUNK = 256
@@ -24,84 +26,117 @@ SHUFFLE_CHUNK = 256
 
 # ---- files and indexes ---------------------------------------------------------------------
 
-def expand_paths(paths) -> List[str]:
-    """A path, a glob pattern, or a list of them -> a list of file paths (as records.py's
-    expand_pattern: globs sorted, a literal path that exists wins, no match is an error)."""
+def expand_locations(paths, storage_options=None, filesystem=None) -> List[Location]:
+    """A path, a glob pattern, or a list of them -> the files, as Locations (as records.py's
+    expand_pattern: globs sorted with their listing's sizes and versions, a literal path that
+    exists wins, no match is an error)."""
     if paths is None:
         raise TypeError("paths must be a path, a glob pattern or a list of them, not None")
-    if isinstance(paths, (str, os.PathLike)):
+    if isinstance(paths, (str, os.PathLike, Location)):
         paths = [paths]
-    out: List[str] = []
+    out: List[Location] = []
     for p in paths:
-        if not isinstance(p, (str, os.PathLike)):
+        if not isinstance(p, (str, os.PathLike, Location)):
             raise TypeError(f"each path must be a str or os.PathLike, not {type(p).__name__}")
-        out.extend(expand_pattern(p))
+        out.extend(expand(p, storage_options, filesystem))
     if not out:
         raise ValueError("no TFRecord files given")
     return out
 
 
-def index_paths(files: Sequence[str], index) -> List[Optional[str]]:
-    """Per-file index path, or None (then the index is built in memory when one is needed).
+def expand_paths(paths, storage_options=None, filesystem=None) -> List[str]:
+    """expand_locations, as the paths (URLs) the caller would pass back."""
+    return [loc.url for loc in expand_locations(paths, storage_options, filesystem)]
 
-    ``index`` is None or "auto" (FILE.idx when it exists), one path (a single file only), a list
-    aligned with ``files``, or a dict {data path: index path} (missing files fall back to auto).
+
+def index_paths(files: Sequence, index, storage_options=None,
+                filesystem=None) -> List[Optional[Location]]:
+    """Per-file index, or None (then the index is built when one is needed).
+
+    ``index`` is None or "auto" (FILE.idx when it exists: one listing per directory), one path
+    (a single file only), a list aligned with ``files``, or a dict {data path: index path}
+    (missing files fall back to auto).
     """
-    def auto(path):
-        candidate = path + ".idx"
-        return candidate if path_exists(candidate) else None
+    files = [resolve(f, storage_options, filesystem) for f in files]
+
+    def given(path) -> Location:
+        return resolve_beside(path, storage_options, filesystem)
 
     if index is None or index == "auto":
-        return [auto(f) for f in files]
+        return find_indexes(files)
     if isinstance(index, Mapping):
-        return [os.fspath(index[f]) if index.get(f) is not None else auto(f) for f in files]
-    if isinstance(index, (str, os.PathLike)):
+        auto = find_indexes([f for f in files if index.get(f.url) is None])
+        found = iter(auto)
+        return [given(index[f.url]) if index.get(f.url) is not None else next(found)
+                for f in files]
+    if isinstance(index, (str, os.PathLike, Location)):
         if len(files) != 1:
             raise ValueError("one index path given for several files: pass a list or a dict")
-        return [os.fspath(index)]
+        return [given(index)]
     index = list(index)
     if len(index) != len(files):
         raise ValueError(f"{len(index)} index paths for {len(files)} files")
-    return [None if i is None else os.fspath(i) for i in index]
+    return [None if i is None else given(i) for i in index]
 
 
-# Per-process cache: (path, index path, compression, size, mtime) -> (offsets or None, count).
-_INDEX_CACHE: Dict[tuple, Tuple[Optional[np.ndarray], int]] = {}
+@dataclass(frozen=True)
+class RecordIndex:
+    """What planning knows of a file: record offsets and framed sizes (None for compressed
+    files, which cannot be indexed) and the record count."""
+
+    offsets: Optional[np.ndarray]
+    sizes: Optional[np.ndarray]
+    count: int
 
 
-def file_index(path: str, index_path: Optional[str] = None,
-               compression: Optional[str] = None) -> Tuple[Optional[np.ndarray], int]:
-    """(record start offsets or None, record count) of one file.
+# Per-process cache: (file key, index key, compression, version) -> RecordIndex.
+_INDEX_CACHE: Dict[tuple, RecordIndex] = {}
 
-    From ``index_path`` when given; else built in memory by a header-only scan (uncompressed) or
-    counted by decompressing (compressed files cannot be indexed: offsets are None then, and a
-    range is read by skipping records). Cached per process.
+
+def record_index(path, index_path=None, compression: Optional[str] = None) -> RecordIndex:
+    """The offsets, sizes and count of one file's records.
+
+    From ``index_path`` when given; else built by a header-only scan (uncompressed) or counted
+    by decompressing (compressed files cannot be indexed: offsets are None then, and a range is
+    read by skipping records). Cached per process; for remote objects also on local disk by
+    object version (the index cache), so each machine reads an index file, scans or counts an
+    object once, not once per DataLoader worker or per epoch.
     """
+    from .index import check_covers, detected_compression, index_of
+
+    location = resolve(path)
+    index = None if index_path is None else resolve_beside(index_path)
     compression = normalize_compression(compression)
     if compression == "auto":
-        compression = detect_compression(path)
-    size, version = file_version(path)  # URLs too
-    key = (path, index_path, compression, size, version)
+        compression = detected_compression(location)
+    stat = location.stat()
+    key = (location.store.key(location.path),
+           None if index is None else index.store.key(index.path), compression, stat.version,
+           stat.size)
     hit = _INDEX_CACHE.get(key)
     if hit is not None:
         return hit
-    offsets = None
-    if index_path is not None:
-        from .index import _check_covers, load_index
-        offsets, sizes = load_index(index_path)
+    if index is not None:
+        offsets, sizes = _load_index(index)
         if not compression:
-            _check_covers(path, offsets, sizes, index_path, size)
-        count = len(offsets)
+            check_covers(location, offsets, sizes, index.name, stat.size)
+        found = RecordIndex(offsets, sizes, len(offsets))
     elif not compression:
-        from .index import create_index
-        offsets, _ = create_index(path)
-        count = len(offsets)
+        offsets, sizes = index_of(location)
+        found = RecordIndex(offsets, sizes, len(offsets))
     else:
-        count = count_records(path, compression)
-    if offsets is not None:
-        offsets = np.asarray(offsets, dtype=np.int64)
-    _INDEX_CACHE[key] = (offsets, count)
-    return offsets, count
+        count = cached_array(location, f"count:{compression}",
+                             lambda: np.array([count_records(location, compression)]))
+        found = RecordIndex(None, None, int(count[0]))
+    _INDEX_CACHE[key] = found
+    return found
+
+
+def file_index(path, index_path=None,
+               compression: Optional[str] = None) -> Tuple[Optional[np.ndarray], int]:
+    """(record start offsets or None, record count) of one file: see record_index."""
+    found = record_index(path, index_path, compression)
+    return found.offsets, found.count
 
 
 # ---- splitting work -----------------------------------------------------------------------
@@ -173,16 +208,18 @@ def _segments_between(order, counts, lo: int, hi: int) -> List[Segment]:
 
 # ---- reading ------------------------------------------------------------------------------
 
-def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
+def read_range(path, start: int = 0, stop: Optional[int] = None, *,
                offsets: Optional[np.ndarray] = None, compression: Optional[str] = None,
                verify: bool = True, max_records: Optional[int] = None,
                max_bytes: Optional[int] = None, whole_multiples: bool = False,
                split_batches: bool = True) -> Iterator[RecordBatch]:
     """Yields RecordBatches holding records [start, stop) of one file (stop None: to the end).
 
-    With ``offsets`` the file is entered at record ``start`` directly; otherwise the records
-    before it are read and dropped. The file is opened on the first ``next()`` and closed when
-    the generator finishes or is closed. Batches hold at most ``max_records`` records and, past their
+    With ``offsets`` the file is entered at record ``start`` directly and nothing past record
+    ``stop`` is fetched (a remote object is read by range requests bounded to the planned
+    bytes); otherwise the records before it are read and dropped. The file is opened on the
+    first ``next()`` and closed when the generator finishes or is closed. Batches hold at most
+    ``max_records`` records and, past their
     first record, ``max_bytes`` bytes (default: cache-sized batches, as iter_batches reads, when
     there is no ``max_records``; never the whole range in one). With ``whole_multiples`` (and
     both limits) a batch takes as many multiples of ``max_records`` as ``max_bytes`` holds at the
@@ -194,21 +231,23 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
         return
     if max_bytes is None and max_records is None:
         max_bytes = ITER_BATCH_BYTES
-    if offsets is not None and start > 0:
-        handle = open_binary(path)
-        handle.seek(int(offsets[start]))
-        reader = TFRecordReader(handle, compression, verify=verify)
+    location = resolve(path)
+    end = None if offsets is None or stop is None or stop >= len(offsets) else \
+        int(offsets[stop])
+    if offsets is not None and (start > 0 or end is not None):
+        first = int(offsets[start]) if start < len(offsets) else location.size()
+        reader = TFRecordReader._of_stream(location, location.open_input(first, end),
+                                           compression, verify=verify)
         skip = 0
     else:
-        handle = None
-        reader = TFRecordReader(path, compression, verify=verify)
+        reader = TFRecordReader(location, compression, verify=verify)
         skip = 0 if offsets is not None else start
     # Epochs open their readers afresh: the process's pool keeps their batch buffers between them.
-    reader._reader.set_pool(_buffers.shared_pool())
+    reader.set_buffer_pool(_buffers.shared_pool())
     while skip:
         dropped = len(reader.read_batch(max_records=skip))
         if not dropped:
-            raise DataLossError(f"expected at least {start} records", path=path,
+            raise DataLossError(f"expected at least {start} records", path=location.name,
                                 record_index=start - skip, offset=reader.tell(),
                                 reason="index_mismatch")
         skip -= dropped
@@ -229,7 +268,7 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
                 if remaining is not None:
                     raise DataLossError(f"the file ended {remaining} records before record "
                                         f"{stop} the index promised: is the index stale?",
-                                        path=path, record_index=last - remaining,
+                                        path=location.name, record_index=last - remaining,
                                         offset=reader.tell(), reason="index_mismatch")
                 return
             if remaining is not None:
@@ -237,8 +276,6 @@ def read_range(path: str, start: int = 0, stop: Optional[int] = None, *,
             yield batch
     finally:
         reader.close()
-        if handle is not None:
-            handle.close()
 
 
 def shuffle_records(records: Iterable, size: int, rng: np.random.Generator,

@@ -16,14 +16,14 @@ import secrets
 import shutil
 import sys
 import tempfile
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import __version__
 from ._progress import Progress
 from .convert.cli import add_convert_parser
 from .errors import DataLossError, ExampleParseError
-from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter, expand_pattern, same_file
-from .remote import RemotePath, is_url, redact, resolve
+from .records import COMPRESSIONS, TFRecordReader, TFRecordWriter
+from .storage import Location, display, expand, options_for, redact, resolve
 
 STDIN = "-"
 
@@ -50,8 +50,8 @@ def add_storage_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _options(args, path) -> Optional[dict]:
-    """The --storage-option values, for a URL (local paths take none)."""
-    return dict(args.storage_options) or None if is_url(path) else None
+    """The --storage-option values that apply to a path (those for fsspec: URLs only)."""
+    return options_for(path, dict(args.storage_options))
 
 
 def _count_arg(value: str) -> int:
@@ -63,17 +63,20 @@ def _count_arg(value: str) -> int:
 
 # ---- inputs and errors ---------------------------------------------------------------------------
 
-def _display(path: str) -> str:
-    return "<stdin>" if path == STDIN else redact(path)
+File = Union[str, Location]  # STDIN, or a file of a store
 
 
-def _expand(args, arg: str) -> List[str]:
+def _display(path) -> str:
+    return "<stdin>" if path == STDIN else display(path)
+
+
+def _expand(args, arg: str) -> List[File]:
     """A FILE argument -> the files it names (- stays stdin)."""
-    return [STDIN] if arg == STDIN else expand_pattern(arg,
-                                                       storage_options=_options(args, arg))
+    files: List[File] = [STDIN] if arg == STDIN else list(expand(arg, _options(args, arg)))
+    return files
 
 
-def _one_file(args, arg: str) -> str:
+def _one_file(args, arg: str) -> File:
     files = _expand(args, arg)
     if len(files) > 1:
         raise ValueError(f"matches {len(files)} files ({_display(files[0])}, ...): give one "
@@ -81,18 +84,26 @@ def _one_file(args, arg: str) -> str:
     return files[0]
 
 
-def _size(path: str) -> int:
-    """Bytes of a regular local file, for the progress bar (0 for stdin, pipes, URLs and the
-    missing)."""
+def _size(path: File) -> int:
+    """Bytes of a file, for the progress bar: from its listing, or of a regular local file (0
+    for stdin, pipes and the missing)."""
+    if path == STDIN:
+        return 0
+    assert isinstance(path, Location)
+    stat = path.known_stat
+    if stat is not None and stat.size is not None:
+        return stat.size
+    os_path = path.os_path
     try:
-        return os.path.getsize(path) if path != STDIN and os.path.isfile(path) else 0
+        return os.path.getsize(os_path) if os_path is not None and os.path.isfile(os_path) else 0
     except OSError:
         return 0
 
 
-def _open(args, path, compression, **options) -> TFRecordReader:
-    source = sys.stdin.buffer if path == STDIN else path
-    return TFRecordReader(source, compression, storage_options=_options(args, path), **options)
+def _open(args, path: File, compression, **options) -> TFRecordReader:
+    if path == STDIN:
+        return TFRecordReader(sys.stdin.buffer, compression, **options)
+    return TFRecordReader(path, compression, storage_options=_options(args, path), **options)
 
 
 def _reason(error: BaseException) -> str:
@@ -115,8 +126,9 @@ def _report(path, error) -> int:
         print(f"ERROR {error}", file=sys.stderr, flush=True)
     else:
         name = getattr(error, "filename", None) or path
-        print(f"ERROR {_display(os.fsdecode(name))}: {redact(_reason(error))}", file=sys.stderr,
-              flush=True)
+        if not isinstance(name, Location):
+            name = os.fsdecode(name)
+        print(f"ERROR {_display(name)}: {redact(_reason(error))}", file=sys.stderr, flush=True)
     return 1
 
 
@@ -141,33 +153,11 @@ def _for_each_file(args, desc, action) -> int:
 
 
 @contextlib.contextmanager
-def _replacing(path: str, storage_options) -> Iterator[Any]:
+def _replacing(path: str, storage_options) -> Iterator[Location]:
     """A temporary file beside ``path``, renamed to it only when the block succeeds: a failed
-    or interrupted write leaves ``path`` as it was (a URL too: the temporary object is copied
+    or interrupted write leaves ``path`` as it was (of a store: the temporary object is copied
     to its name, then removed)."""
     target = resolve(path, storage_options)  # a file:// URL is a local path
-    if isinstance(target, RemotePath):
-        with _replacing_remote(target) as remote_temp:
-            yield remote_temp
-        return
-    path = target
-    directory, name = os.path.split(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
-        yield temp
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(temp, 0o666 & ~mask)  # as a newly created file would be, not mkstemp's 0600
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temp)
-        raise
-
-
-@contextlib.contextmanager
-def _replacing_remote(target: RemotePath) -> Iterator[RemotePath]:
     temp = target.parent.join(f".{target.basename}.tmp-{secrets.token_hex(4)}")
     try:
         yield temp
@@ -178,11 +168,8 @@ def _replacing_remote(target: RemotePath) -> Iterator[RemotePath]:
         raise
 
 
-def _same_file(args, a: str, b: str) -> bool:
-    ra, rb = resolve(a, _options(args, a)), resolve(b, _options(args, b))
-    if isinstance(ra, RemotePath) or isinstance(rb, RemotePath):
-        return ra == rb
-    return same_file(ra, rb)  # file:// URLs are local paths
+def _same_file(args, a: File, b: str) -> bool:
+    return a != STDIN and resolve(a).same_file(resolve(b, _options(args, b)))
 
 
 # ---- commands ------------------------------------------------------------------------------------
@@ -220,7 +207,7 @@ def cmd_repair(args) -> int:
         print(f"ERROR --repair takes exactly one input file, not {len(files)}", file=sys.stderr)
         return 2
     path, out = files[0], args.repair
-    if path != STDIN and _same_file(args, path, out):
+    if _same_file(args, path, out):
         print(f"ERROR {_display(out)}: is the input file {_display(path)} itself; --repair "
               "writes a new file, give it another path (nothing was written)", file=sys.stderr)
         return 2
@@ -267,10 +254,11 @@ def cmd_index(args) -> int:
         if path == STDIN:
             raise ValueError("an index needs a file to point into, not a stream: save it to a "
                              "file first")
-        offsets, _ = create_index(path, path + args.suffix, compression=args.compression,
-                                  storage_options=_options(args, path))
+        assert isinstance(path, Location)
+        offsets, _ = create_index(path, path.with_suffix(args.suffix),
+                                  compression=args.compression)
         progress.advance(_size(path))
-        print(f"{len(offsets)}\t{_display(path + args.suffix)}")
+        print(f"{len(offsets)}\t{_display(path.with_suffix(args.suffix))}")
 
     return _for_each_file(args, "index", index)
 
@@ -279,7 +267,8 @@ def cmd_bench(args) -> int:
     from .bench import run_bench
 
     try:
-        files = [f for arg in args.files for f in _expand(args, arg)]
+        files = [f.url if isinstance(f, Location) else f
+                 for arg in args.files for f in _expand(args, arg)]
     except OSError as error:
         return _report(error.filename, error)
     with contextlib.ExitStack() as stack:

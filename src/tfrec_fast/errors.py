@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import errno
 import re
 
-__all__ = ["DataLossError", "ExampleParseError"]
+__all__ = ["DataLossError", "ExampleParseError", "ObjectChangedError"]
 
 _REASONS = {
     "truncated": "the file ends inside a record",
@@ -147,3 +148,47 @@ def _parse_example_error(message: str):
 
 def _rebuild_parse_error(cls, detail, path, record_index, feature):
     return cls(detail, path=path, record_index=record_index, feature=feature)
+
+
+class ObjectChangedError(OSError):
+    """A remote object changed (was rewritten, replaced or removed) while it was being read.
+
+    Where the store gives a version to read at (an ETag, a generation, a version id), every
+    record handed out before the error came from the version the read started at, and the
+    store's refusal of the next request is what raised this (``pinned`` is True). Where it gives
+    none, the change is found by size and modification time once a block looked damaged
+    (``pinned`` False): the records just before may be of either version. Read the object again
+    to get the new version.
+
+    Attributes: ``path`` (the URL, credentials masked), ``offset`` (the byte offset of the read
+    that found the change, when known), ``detail`` (what was found), ``pinned``. ``errno`` is
+    ESTALE. It is not a :class:`DataLossError`: the data is not damaged.
+    """
+
+    def __init__(self, detail, *, path=None, offset=None, pinned=True):
+        self.detail = detail
+        self.path = path
+        self.offset = offset
+        self.pinned = pinned
+        if path is None and offset is None:
+            message = str(detail)  # rebuilt from its message (PyTorch's worker re-raise)
+        else:
+            where = f" at byte offset {offset}" if offset is not None else ""
+            after = ("no record of the new version was delivered" if pinned else
+                     "found when its data stopped making sense; the store gives no version to "
+                     "read at, so the records just before may be of either version")
+            message = (f"{path}: the object changed while it was read{where} ({detail}); "
+                       f"{after}: read it again")
+        super().__init__(message)
+        self.errno = errno.ESTALE
+        self.filename = path
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+    def __reduce__(self):
+        return _rebuild_changed, (type(self), self.detail, self.path, self.offset, self.pinned)
+
+
+def _rebuild_changed(cls, detail, path, offset, pinned=True):
+    return cls(detail, path=path, offset=offset, pinned=pinned)

@@ -229,6 +229,10 @@ class BytesColumn:
     ``row_splits[i]`` to ``row_splits[i + 1]``; otherwise row ``i`` is value ``i``. Indexing gives
     memoryviews (zero copy) and ``to_list()`` gives bytes. A start of -1 marks a missing
     feature's ``default`` (which does not live in ``values``).
+
+    A column parsed from a batch of records views that batch (no copy of its values is made), and
+    so keeps the whole batch alive while it lives; :meth:`copy` (or ``copy_bytes=True`` when
+    parsing) gives a column that owns just its own values.
     """
 
     def __init__(self, values: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -266,6 +270,50 @@ class BytesColumn:
     @property
     def lengths(self) -> np.ndarray:
         return np.where(self.starts < 0, len(self.default), self.ends - self.starts)
+
+    def copy(self) -> "BytesColumn":
+        """An owned copy of the column: its rows' values back to back in a buffer of its own.
+
+        Returns
+        -------
+        BytesColumn
+            The same rows (and default), no longer viewing (nor keeping alive) the records'
+            batch; its ``values`` hold only this column's bytes.
+
+        Raises
+        ------
+        IndexError
+            If a value's range lies outside ``values``.
+        """
+        starts, ends, splits = self.starts, self.ends, self.row_splits
+        if splits is not None:
+            first, last = int(splits[0]), int(splits[-1])
+            starts, ends = starts[first:last], ends[first:last]
+            splits = np.asarray(splits, np.int64) - first
+        values, starts, ends = _core.gather_bytes(
+            np.ascontiguousarray(self.values).reshape(-1).view(np.uint8),
+            np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64))
+        return BytesColumn(values, starts, ends, splits, self.default)
+
+    def views(self, flat: bool = False) -> list:
+        """The values as read-only memoryviews of ``values`` (no copy): one per row, or with
+        ``row_splits`` a list per row (with ``flat``: the rows' values in one list).
+
+        Parameters
+        ----------
+        flat : bool
+            With ``row_splits``, every row's values in one list.
+
+        Returns
+        -------
+        list
+            memoryviews (a missing feature's default: a view of ``default``).
+        """
+        if self.row_splits is None:
+            return [self._value(j) for j in range(len(self.starts))]
+        if flat:
+            return [self._value(j) for j in range(int(self.row_splits[0]), int(self.row_splits[-1]))]
+        return [self[i] for i in range(len(self))]
 
     def to_list(self, flat: bool = False) -> list:
         """The values as ``bytes``: one per row, or with ``row_splits`` a list per row (with
@@ -601,25 +649,61 @@ def _check_num_threads(num_threads: Optional[int]) -> Optional[int]:
 
 
 def parse_examples(records, spec, *, name: Optional[str] = None,
-                   num_threads: Optional[int] = None) -> Dict[str, Any]:
+                   num_threads: Optional[int] = None, copy_bytes: bool = False) -> Dict[str, Any]:
     """Parses a RecordBatch (or any sequence of serialized Examples) into one column per feature.
 
     FixedLen numeric -> numpy ``[N, *shape]``; VarLen numeric -> :class:`Ragged`; bytes ->
     :class:`BytesColumn` (zero-copy views of the batch). Only the features in ``spec`` are
-    decoded. Raises :class:`~tfrec_fast.ExampleParseError` naming the record and feature.
+    decoded.
 
-    ``num_threads``: the batch is cut into contiguous parts decoded in parallel by a small
-    persistent pool of C++ threads (the calling thread among them, the GIL released once), with
-    the same result and the same error as one thread. ``None`` (the default) uses one thread for
-    small batches and up to the cores this process may use for large ones (one thread inside a
-    PyTorch DataLoader worker, whose siblings share the cores); ``1`` decodes in the calling
-    thread only.
+    Parameters
+    ----------
+    records : RecordBatch or sequence of bytes-like
+        Serialized tf.train.Example records.
+    spec : dict or list
+        ``{name: FixedLen | VarLen}`` (or the ``tfrecord`` package's descriptions, TensorFlow's
+        feature specs, or a list of names whose kinds come from the data).
+    name : str, optional
+        What errors call the records (a file name).
+    num_threads : int, optional
+        The batch is cut into contiguous parts decoded in parallel by a small persistent pool of
+        C++ threads (the calling thread among them, the GIL released once), with the same result
+        and the same error as one thread. ``None`` (the default) uses one thread for small
+        batches and up to the cores this process may use for large ones (one thread inside a
+        PyTorch DataLoader worker, whose siblings share the cores); ``1`` decodes in the calling
+        thread only.
+    copy_bytes : bool
+        Bytes columns own copies of their values (:meth:`BytesColumn.copy`) instead of viewing
+        the batch, which they would otherwise keep alive.
+
+    Returns
+    -------
+    dict
+        One column per feature of ``spec``, in its order.
+
+    Raises
+    ------
+    ExampleParseError
+        Naming the record and feature that do not fit the spec.
     """
     num_threads = _check_num_threads(num_threads)
     batch = records if type(records) is RecordBatch else _as_batch(records)
     name = name or "<records>"
     typed, plan = _typed_plan(batch, spec, name)
-    return plan.columns(batch, plan.decode(batch, typed, name, False, num_threads, False))
+    columns = plan.columns(batch, plan.decode(batch, typed, name, False, num_threads, False))
+    return _owned(columns) if copy_bytes else columns
+
+
+def _owned(columns: Dict[str, Any]) -> Dict[str, Any]:
+    """The columns with every BytesColumn (also inside a Ragged) an owned copy."""
+    out: Dict[str, Any] = {}
+    for key, col in columns.items():
+        if isinstance(col, BytesColumn):
+            col = col.copy()
+        elif isinstance(col, Ragged) and isinstance(col.values, BytesColumn):
+            col = Ragged(col.values.copy(), col.row_splits)
+        out[key] = col
+    return out
 
 
 # A user's spec dict seen before: id -> (the dict, its names, its values' ids, the values (held,
@@ -708,14 +792,15 @@ def _explained(error: ExampleParseError, spec: Mapping[str, Spec]) -> ExamplePar
 
 
 def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
-                            name: Optional[str] = None, num_threads: Optional[int] = None):
+                            name: Optional[str] = None, num_threads: Optional[int] = None,
+                            copy_bytes: bool = False):
     """Parses tf.train.SequenceExample records: returns ``(context, sequences)``.
 
     ``context_spec`` works as in :func:`parse_examples`. ``sequence_spec`` maps feature-list
     names to :class:`FixedLenSequence` (-> :class:`Ragged` over steps, values ``[steps, *shape]``)
     or :class:`VarLenSequence` (-> a :class:`Ragged` over steps whose values are a Ragged (or
     BytesColumn) over each step's values). A missing feature list has no steps.
-    ``num_threads`` as in :func:`parse_examples`.
+    ``num_threads`` and ``copy_bytes`` as in :func:`parse_examples`.
     """
     num_threads = _check_num_threads(num_threads)
     batch = _as_batch(records)
@@ -743,6 +828,10 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
         else:
             steps = Ragged(values, step_splits)
         seqs[key] = Ragged(steps, row_splits)
+    if copy_bytes:
+        out = _owned(out)
+        seqs = {key: Ragged(_owned({key: col.values})[key], col.row_splits)
+                for key, col in seqs.items()}
     return out, seqs
 
 
@@ -771,7 +860,7 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
 def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str] = None, *,
                   verify: bool = True, num_threads: Optional[int] = None,
                   deterministic: bool = True, storage_options=None,
-                  filesystem=None) -> Iterator[Dict[str, Any]]:
+                  filesystem=None, copy_bytes: bool = False) -> Iterator[Dict[str, Any]]:
     """Reads and parses Examples in batches of ``batch_size`` records (the last may be smaller),
     across file boundaries. Errors name the file and the record's index in it; a damaged file
     first yields the records before the damage (a short batch), then raises. Paths may be globs
@@ -783,6 +872,10 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     smaller than 1 MiB travel in bundles of up to 1 MiB). Batches come in file order;
     ``deterministic=False`` yields them as soon as they are parsed (errors still come after
     every batch before them). ``num_threads=1`` does everything in the calling thread.
+
+    Bytes features come back as :class:`BytesColumn` views of the batch the records were read
+    into (no second copy; the column keeps that batch alive); ``copy_bytes=True`` gives columns
+    that own copies of their values instead, as :func:`parse_examples` does.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be positive")
@@ -791,7 +884,8 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     num_threads = _pipeline.check_threads(num_threads)
     sources = _as_sources(paths, storage_options, filesystem)
     groups = _groups(sources, spec, batch_size, compression, verify, _buffers.shared_pool())
-    return _pipeline.ordered(_parse_group, groups, num_threads, deterministic=deterministic,
+    parse = _parse_owned_group if copy_bytes else _parse_group
+    return _pipeline.ordered(parse, groups, num_threads, deterministic=deterministic,
                              size_of=_group_bytes, name="tfrec_fast-examples")
 
 
@@ -866,6 +960,10 @@ def _parse_group(group) -> Dict[str, Any]:
         return plan.columns(batch, plan.decode(batch, typed, "", False, 1, False))
     except ExampleParseError as error:
         raise _locate(error, segments) from None
+
+
+def _parse_owned_group(group) -> Dict[str, Any]:
+    return _owned(_parse_group(group))
 
 
 def _locate(error: ExampleParseError, segments) -> ExampleParseError:

@@ -8,8 +8,8 @@ read, so index files move freely between the three.
 
 from __future__ import annotations
 
+import functools
 import os
-import tempfile
 from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -17,16 +17,18 @@ import numpy as np
 from . import _buffers, _core
 from ._core import FRAMING_SIZE, RecordBatch
 from ._platform import after_fork_in_child
-from .errors import DataLossError
-from .records import (ITER_BATCH_BYTES, TFRecordReader, _display, _one_path, _resolve,
-                      detect_compression, normalize_compression)
-from .remote import RemotePath
+from .errors import DataLossError, ObjectChangedError
+from .records import (ITER_BATCH_BYTES, TFRecordReader, _one_path, detect_compression,
+                      normalize_compression)
+from .storage import Location, ReadAhead, cached_array, display, resolve, resolve_beside
+from .storage.cache import peek
+from .storage import load_index as _load_index_cached
 
-__all__ = ["create_index", "load_index", "write_index", "IndexedTFRecordReader"]
+__all__ = ["create_index", "load_index", "write_index", "index_of", "indexes_of",
+           "detected_compression", "IndexedTFRecordReader"]
 
 Index = Tuple[np.ndarray, np.ndarray]
-PathLike = Union[str, os.PathLike]
-Resolved = Union[str, RemotePath]  # what records._resolve makes of a path: local or remote
+PathLike = Union[str, os.PathLike, Location]
 
 # Bumped in every forked child: a reader opened before a fork reopens its file in the child
 # (cheaper to check than os.getpid(), a system call, on every r[i]).
@@ -40,18 +42,33 @@ def _forked() -> None:
 
 after_fork_in_child(_forked)
 
-# Records at most this many bytes apart are fetched by one read, up to this many bytes per read.
+# Local files: records at most this many bytes apart are fetched by one read, up to this many
+# bytes per read.
 MAX_GAP = 64 << 10
 MAX_READ = 8 << 20
+# Files of stores: a range request costs a round trip, so nearby records share one more readily.
+RANGE_MAX_GAP = 256 << 10
+RANGE_MAX_SIZE = 16 << 20
 
 
-def _check_uncompressed(path, compression: Optional[str]) -> None:
+_COMPRESSIONS = ("", "gzip", "zlib")
+
+
+def detected_compression(path: Location) -> str:
+    """detect_compression(path), once per version of a remote object per machine (the index
+    cache): every DataLoader worker opening a reader need not fetch the first bytes again."""
+    code = cached_array(path, "compression", lambda: np.array(
+        [_COMPRESSIONS.index(detect_compression(path))]))
+    return _COMPRESSIONS[int(code[0])]
+
+
+def _check_uncompressed(path: Location, compression: Optional[str]) -> None:
     """Random access needs uncompressed bytes; None or "auto" detects from the first bytes."""
     compression = "auto" if compression is None else normalize_compression(compression)
     if compression == "auto":
-        compression = detect_compression(path)
+        compression = detected_compression(path)
     if compression:
-        raise ValueError(f"{_display(path)} cannot be indexed: compressed ({compression}); "
+        raise ValueError(f"{path.name} cannot be indexed: compressed ({compression}); "
                          "random access needs an uncompressed TFRecord file")
 
 
@@ -70,37 +87,63 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
 
     Either path may be a URL (``storage_options`` / ``filesystem`` as for readers): a remote
     file is streamed once (headers cannot be skipped without a request each), its records'
-    checksums checked on the way.
+    checksums checked on the way, and its index kept in the index cache (see
+    :mod:`tfrec_fast.storage.cache`) for its version.
     """
-    path: Resolved = _one_path(tfrecord_path, storage_options, filesystem)
-    index: Optional[Resolved] = None
+    path = _one_path(tfrecord_path, storage_options, filesystem)
+    index: Optional[Location] = None
     if index_path is not None:
-        index = _related(index_path, storage_options, filesystem)
-        _refuse_same_file(path, index)
+        index = resolve_beside(index_path, storage_options, filesystem)
+        if path.same_file(index):
+            raise ValueError(f"the index path {index.name} is the data file {path.name} "
+                             "itself: writing the index would destroy the data")
     _check_uncompressed(path, compression)
-    if isinstance(path, RemotePath):
-        offsets, sizes = _scan_stream(path)
-    else:
-        offsets, sizes = _core.scan_index(path)
+    offsets, sizes = (np.array(a) for a in index_of(path))
     if index is not None:
         write_index(index, offsets, sizes)
     return offsets, sizes
 
 
-def _related(path, storage_options, filesystem):
-    """An index path next to data that may be remote: on ``filesystem`` when given, remote when a
-    URL (with ``storage_options``), else local."""
-    if isinstance(path, RemotePath):
-        return path
-    from .remote import is_url
-    return _resolve(path, storage_options if is_url(os.fspath(path)) else None, filesystem)
+def index_of(path: Location, stream=None) -> Index:
+    """(offsets, sizes) of an uncompressed file by a scan of its headers: once per version of
+    a remote object per machine (the index cache), read-only arrays. ``stream``: a function
+    opening the object's stream, when a ReadAhead over several reads it."""
+    def scan() -> np.ndarray:
+        os_path = path.os_path
+        return np.stack(_core.scan_index(os_path) if os_path is not None else
+                        _scan_stream(path, stream))
+    both = cached_array(path, "index", scan)
+    return both[0], both[1]
 
 
-def _scan_stream(rp: RemotePath) -> Index:
-    """(offsets, sizes) of a remote file, read front to back (both checksums checked)."""
+def indexes_of(paths: Sequence[Location]) -> list:
+    """index_of() of each file; the remote ones not in the index cache are scanned through one
+    ReadAhead, which reads on into the next object while one is scanned."""
+    todo = [k for k, p in enumerate(paths) if p.os_path is None and peek(p, "index") is None]
+    if len(todo) < 2:
+        return [index_of(p) for p in paths]
+    slot = {k: j for j, k in enumerate(todo)}
+    ahead = ReadAhead([paths[k] for k in todo])
+    try:
+        return [index_of(p, None if k not in slot else functools.partial(ahead.open, slot[k]))
+                for k, p in enumerate(paths)]
+    finally:
+        ahead.close()
+
+
+def _scan_stream(path: Location, stream=None) -> Index:
+    """(offsets, sizes) of a file read front to back (both checksums checked); what it finds
+    of the compression (none) is kept in the index cache too."""
     offsets, sizes = [], []
-    with TFRecordReader(rp) as reader:
-        for batch in reader.iter_batches(max_bytes=ITER_BATCH_BYTES):
+    reader = TFRecordReader(path, "auto") if stream is None else \
+        TFRecordReader._of_stream(path, stream(), "auto")
+    if reader.compression:
+        reader.close()
+        raise ValueError(f"{path.name} cannot be indexed: compressed ({reader.compression}); "
+                         "random access needs an uncompressed TFRecord file")
+    cached_array(path, "compression", lambda: np.array([0]))
+    with reader:
+        for batch in reader.iter_batches(max_bytes=ITER_BATCH_BYTES, num_threads=1):
             offsets.append(np.array(batch.positions))
             sizes.append(np.diff(batch.offsets) + FRAMING_SIZE)
     if not offsets:
@@ -108,50 +151,13 @@ def _scan_stream(rp: RemotePath) -> Index:
     return np.concatenate(offsets), np.concatenate(sizes)
 
 
-def _refuse_same_file(data_path, index_path) -> None:
-    if isinstance(data_path, RemotePath) or isinstance(index_path, RemotePath):
-        if data_path == index_path:
-            raise ValueError(f"the index path {_display(index_path)} is the data file itself: "
-                             "writing the index would destroy the data")
-        return
-    try:
-        same = os.path.samefile(data_path, index_path)
-    except OSError:  # the index does not exist yet (or the data file does not: reported later)
-        same = os.path.abspath(data_path) == os.path.abspath(os.fspath(index_path))
-    if same:
-        raise ValueError(f"the index path {os.fspath(index_path)} is the data file "
-                         f"{data_path} itself: writing the index would destroy the data")
-
-
-def write_index(index_path: Union[PathLike, RemotePath], offsets, sizes, *, storage_options=None,
+def write_index(index_path: Union[PathLike, Location], offsets, sizes, *, storage_options=None,
                 filesystem=None) -> None:
     """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one
     (a remote index is put in one request)."""
     text = _core.format_index(np.asarray(offsets, dtype=np.int64),
                               np.asarray(sizes, dtype=np.int64))
-    resolved: Resolved = _resolve(index_path, storage_options, filesystem)
-    if isinstance(resolved, RemotePath):
-        resolved.write_bytes(text)
-        return
-    directory = os.path.dirname(os.path.abspath(resolved))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".idx", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, resolved)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    resolve(index_path, storage_options, filesystem).write_bytes(text)
 
 
 def load_index(index_path: PathLike, *, storage_options=None, filesystem=None) -> Index:
@@ -160,20 +166,15 @@ def load_index(index_path: PathLike, *, storage_options=None, filesystem=None) -
 
     A file that is not an index raises ``ValueError`` naming the line.
     """
-    resolved: Resolved = _resolve(index_path, storage_options, filesystem)
-    if isinstance(resolved, RemotePath):
-        return _core.parse_index(resolved.read(), resolved.name)
-    with open(resolved, "rb") as f:
-        data = f.read()
-    return _core.parse_index(data, resolved)
+    offsets, sizes = _load_index_cached(resolve(index_path, storage_options, filesystem))
+    return np.array(offsets), np.array(sizes)
 
 
-def _as_index(path, index, storage_options=None, filesystem=None) -> Index:
+def _as_index(path: Location, index, storage_options=None, filesystem=None) -> Index:
     if index is None:
-        return create_index(path)
-    if isinstance(index, (str, os.PathLike, RemotePath)):
-        index = _related(index, storage_options, filesystem)
-        return load_index(index)
+        return index_of(path)
+    if isinstance(index, (str, os.PathLike, Location)):
+        return _load_index_cached(resolve_beside(index, storage_options, filesystem))
     try:
         offsets, sizes = index
     except (TypeError, ValueError):
@@ -186,8 +187,8 @@ def _as_index(path, index, storage_options=None, filesystem=None) -> Index:
     return offsets, sizes
 
 
-def _check_covers(path, offsets: np.ndarray, sizes: np.ndarray, index_name: str,
-                  size: Optional[int] = None) -> None:
+def check_covers(path: Location, offsets: np.ndarray, sizes: np.ndarray, index_name: str,
+                 size: Optional[int] = None) -> None:
     """A complete index (records back to back from byte 0, what create_index and the tools
     write) must end where the file ends; if not, the file changed since it was indexed, and
     len() and every position in the index are wrong. A partial index is not checked here (each
@@ -196,7 +197,7 @@ def _check_covers(path, offsets: np.ndarray, sizes: np.ndarray, index_name: str,
             not np.array_equal(offsets[1:], offsets[:-1] + sizes[:-1]):
         return
     if size is None:
-        size = os.path.getsize(path)
+        size = path.size()
     ends = offsets + sizes
     end = int(ends[-1])
     if end == size:
@@ -211,8 +212,11 @@ def _check_covers(path, offsets: np.ndarray, sizes: np.ndarray, index_name: str,
         detail = (f"the index {index_name} says record {record} at offset {offset} takes "
                   f"{int(sizes[record])} bytes but the file has {size} bytes (the file was cut "
                   "or rewritten since the index was written?)")
-    raise DataLossError(detail + "; make a new index with create_index()", path=_display(path),
+    raise DataLossError(detail + "; make a new index with create_index()", path=path.name,
                         record_index=record, offset=offset, reason="index_mismatch")
+
+
+_check_covers = check_covers  # (its name in earlier releases)
 
 
 class IndexedTFRecordReader:
@@ -236,11 +240,13 @@ class IndexedTFRecordReader:
     index, and opens the file again in a new process (after unpickling, or in a forked child).
 
     ``path`` (and an index path) may be a URL, with ``storage_options`` or ``filesystem`` (see
-    :mod:`tfrec_fast.remote`). The object's size is taken when the reader opens; ``get_batch``
-    then fetches the distinct records with range requests, records within
-    :data:`tfrec_fast.remote.MAX_GAP` of each other sharing one, all sent at once (up to
-    :data:`tfrec_fast.remote.DEFAULT_CONCURRENCY` in flight), and checks them in C++ as it
-    checks local reads; ``r[i]`` is one request.
+    :mod:`tfrec_fast.storage`). The object's size and version are taken when the reader opens
+    (or come from the listing that found it); ``get_batch`` then fetches the distinct records
+    with range requests at that version, records within :data:`RANGE_MAX_GAP` of each other
+    sharing one, all sent at once (up to the ``concurrency`` setting in flight), and checks
+    them in C++ as it checks local reads; ``r[i]`` is one request. An object rewritten since
+    raises :class:`~tfrec_fast.ObjectChangedError`. Without an index, a remote object is
+    scanned once per version per machine (the index cache).
     """
 
     def __init__(self, path: PathLike, index: Union[None, PathLike, Index] = None, *,
@@ -250,7 +256,7 @@ class IndexedTFRecordReader:
         self._offsets, self._sizes = _as_index(self._path, index, storage_options, filesystem)
         # What an index that does not fit the file is called in the error (None: built now).
         self._index_name = None if index is None else (
-            _display(index) if isinstance(index, (str, os.PathLike, RemotePath))
+            display(index) if isinstance(index, (str, os.PathLike, Location))
             else "(offsets, sizes)")
         self._verify = bool(verify)
         self.skipped: list = []  # DataLossErrors of records left out by get_batch(skip_corrupt=True)
@@ -263,12 +269,13 @@ class IndexedTFRecordReader:
         if self._closed:
             raise ValueError("I/O operation on a closed IndexedTFRecordReader")
         if self._reader is None or self._generation != _process_generation:
-            if isinstance(self._path, RemotePath):
-                reader = _RemoteIndexedReader(self._path, self._offsets, self._sizes,
-                                              self._verify)
+            os_path = self._path.os_path
+            if os_path is None:
+                reader = _RangeIndexedReader(self._path, self._offsets, self._sizes,
+                                             self._verify)
                 size = reader.size
             else:
-                reader = _core.IndexedReader(self._path, self._offsets, self._sizes,
+                reader = _core.IndexedReader(os_path, self._offsets, self._sizes,
                                              self._verify, MAX_GAP, MAX_READ,
                                              _buffers.shared_pool())
                 size = None
@@ -288,7 +295,7 @@ class IndexedTFRecordReader:
             i = int(i)
         n = len(self._offsets)
         if not -n <= i < n:
-            raise IndexError(f"record index {i} out of range for {_display(self._path)} "
+            raise IndexError(f"record index {i} out of range for {self._path.name} "
                              f"({n} records)")
         return memoryview(self._live().read_one(i % n))
 
@@ -328,7 +335,7 @@ class IndexedTFRecordReader:
     @property
     def path(self) -> str:
         """The file's path (or URL)."""
-        return self._path.url if isinstance(self._path, RemotePath) else self._path
+        return self._path.url
 
     @property
     def offsets(self) -> np.ndarray:
@@ -374,42 +381,121 @@ class IndexedTFRecordReader:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self)} records"
-        return f"<IndexedTFRecordReader {_display(self._path)!r} ({state})>"
+        return f"<IndexedTFRecordReader {self._path.name!r} ({state})>"
 
 
-class _RemoteIndexedReader:
-    """What _core.IndexedReader does for a local file, for a remote one: the records of a
-    batch fetched by concurrent, coalesced range requests (see remote.read_records_at) and
-    checked in C++ the same way. The object's size is taken when it is opened."""
+class _RangeIndexedReader:
+    """What _core.IndexedReader does for a local file, for a file of a store: the records of a
+    batch fetched by concurrent, coalesced range requests at the version the reader opened and
+    checked in C++ the same way."""
 
-    def __init__(self, rp: RemotePath, offsets: np.ndarray, sizes: np.ndarray, verify: bool):
+    def __init__(self, path: Location, offsets: np.ndarray, sizes: np.ndarray, verify: bool):
         bad = np.flatnonzero((offsets < 0) | (sizes < FRAMING_SIZE))
         if len(bad):
             i = int(bad[0])
-            raise ValueError(f"index of '{rp.name}': entry {i} (offset {int(offsets[i])}, size "
-                             f"{int(sizes[i])}) is impossible: a record takes at least "
+            raise ValueError(f"index of '{path.name}': entry {i} (offset {int(offsets[i])}, "
+                             f"size {int(sizes[i])}) is impossible: a record takes at least "
                              f"{FRAMING_SIZE} bytes")
-        self._rp = rp
+        self._path = path
         self._offsets = offsets
         self._sizes = sizes
         self._verify = verify
-        self.size = rp.size()
+        self.size = path.size()
 
     def read(self, indices: np.ndarray) -> RecordBatch:
-        from .remote import read_records_at
         n = len(self._offsets)
         out = np.flatnonzero((indices < 0) | (indices >= n))
         if len(out):
             raise IndexError(f"record index {int(indices[out[0]])} out of range for "
-                             f"{self._rp.name} ({n} records)")
-        return read_records_at(self._rp, indices, self._offsets, self._sizes, self.size,
-                               self._verify)
+                             f"{self._path.name} ({n} records)")
+        try:
+            return _read_records_at(self._path, indices, self._offsets, self._sizes, self.size,
+                                    self._verify)
+        except DataLossError as error:
+            changed = _changed_since(self._path, error)
+            if changed is error:
+                raise
+            raise changed from error
 
     def read_one(self, index: int) -> memoryview:
         return self.read(np.array([index], np.int64))[0]
 
     def close(self) -> None:
         pass
+
+
+def _changed_since(path: Location, error: DataLossError) -> BaseException:
+    """ObjectChangedError when the object is no longer the version that was read (asked
+    again: for stores that cannot pin a read to a version), else ``error``."""
+    before = path.known_stat
+    if before is None or not path.store.whole_objects:
+        return error
+    try:
+        now = path.store.stat(path.path)
+    except FileNotFoundError:
+        return ObjectChangedError("it no longer exists", path=path.name, offset=error.offset,
+                                  pinned=False)
+    except Exception:
+        return error
+    if not before.differs(now):
+        return error
+    return ObjectChangedError(f"{before.version} when the reader opened, now {now.version}",
+                              path=path.name, offset=error.offset, pinned=False)
+
+
+def coalesce(offsets: np.ndarray, ends: np.ndarray, max_gap: Optional[int] = None,
+             max_range: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Byte ranges [offsets[k], ends[k]) sorted by offset -> (range starts, range ends, the range
+    of each k): neighbours at most ``max_gap`` apart share a range of at most ``max_range``
+    bytes (one record may be larger alone)."""
+    max_gap = RANGE_MAX_GAP if max_gap is None else max_gap
+    max_range = RANGE_MAX_SIZE if max_range is None else max_range
+    n = len(offsets)
+    which = np.zeros(n, dtype=np.int64)
+    starts: list = []
+    stops: list = []
+    for k in range(n):
+        o, e = int(offsets[k]), int(ends[k])
+        if starts and o - stops[-1] <= max_gap and e - starts[-1] <= max_range:
+            stops[-1] = max(stops[-1], e)
+        else:
+            starts.append(o)
+            stops.append(e)
+        which[k] = len(starts) - 1
+    return np.asarray(starts, np.int64), np.asarray(stops, np.int64), which
+
+
+def _read_records_at(path: Location, indices: np.ndarray, offsets: np.ndarray,
+                     sizes: np.ndarray, size: int, verify: bool) -> RecordBatch:
+    """Records ``indices`` (of an index ``offsets``/``sizes``) of a file of ``size`` bytes, as
+    one RecordBatch in the order asked for: the distinct records coalesced into range requests
+    (:func:`coalesce`) sent concurrently, then checked in C++ as local reads are."""
+    indices = np.ascontiguousarray(indices, dtype=np.int64)
+    if not len(indices):
+        return RecordBatch.from_records([])
+    # The distinct records in file order; inverse[k]: which of them request k is.
+    wanted, inverse = np.unique(indices, return_inverse=True)
+    order = np.argsort(offsets[wanted], kind="stable")
+    rec_offsets = offsets[wanted][order]
+    rec_ends = rec_offsets + sizes[wanted][order]
+    beyond = np.flatnonzero(rec_ends > size)
+    if len(beyond):
+        i = int(wanted[order[beyond[0]]])
+        raise DataLossError(
+            f"record {i} at offset {int(offsets[i])}: the index says it takes {int(sizes[i])} "
+            f"bytes but the file ends at {size} (the index is stale or belongs to another "
+            "file: rebuild it with `tfrec-fast index`)",
+            path=path.name, record_index=i, offset=int(offsets[i]), reason="index_mismatch")
+    starts, stops, which = coalesce(rec_offsets, rec_ends)
+    blobs = path.read_ranges(starts.tolist(), stops.tolist())
+    # The ranges back to back in one buffer, and where each distinct record starts in it.
+    bases = np.concatenate([[0], np.cumsum(stops - starts)[:-1]]).astype(np.int64)
+    at_sorted = bases[which] + (rec_offsets - starts[which])
+    at = np.empty_like(at_sorted)
+    at[order] = at_sorted
+    data = blobs[0] if len(blobs) == 1 and isinstance(blobs[0], bytes) else b"".join(blobs)
+    return _core.check_fetched(data, path.name, at[inverse.reshape(-1)], indices,
+                               offsets[indices], sizes[indices], bool(verify))
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import errno
-import glob
+import functools
 import io
 import itertools
 import os
@@ -12,9 +12,13 @@ import warnings
 from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, Optional, Union
 
 from . import _core, _pipeline
-from ._core import RecordBatch, masked_crc32c
-from .errors import DataLossError
-from .remote import RemotePath, is_url
+from ._core import RecordBatch
+from .errors import DataLossError, ObjectChangedError
+from .storage import Location, ReadAhead, display, expand, resolve
+from .storage.sniff import HEAD as _HEAD
+from .storage.sniff import Replay as _Replay
+from .storage.sniff import read_head as _read_head
+from .storage.sniff import sniff_compression
 
 __all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "read_batches",
            "count_records", "detect_compression", "expand_pattern", "COMPRESSIONS"]
@@ -29,12 +33,11 @@ _UNLIMITED = (1 << 62)
 
 # A path or URL, bytes-like data, or a binary file-like object (sys.stdin.buffer, fsspec files).
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase", BinaryIO,
-               "RemotePath", Any]
+               Location, Any]
 
 
 # What the ``compression`` arguments accept (any case; None is "none"). "auto" is for reading only.
 COMPRESSIONS = ("none", "gzip", "zlib", "auto")
-_HEAD = 12  # bytes looked at to tell the compression: one record header
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -64,77 +67,23 @@ def _listed(names) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def sniff_compression(head: bytes) -> str:
-    """Guesses "", "gzip" or "zlib" from a stream's first 12 bytes (a valid record header wins)."""
-    if len(head) >= _HEAD and \
-            masked_crc32c(head[:8]) == int.from_bytes(head[8:_HEAD], "little"):
-        return ""
-    if head[:2] == b"\x1f\x8b":
-        return "gzip"
-    if len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0:
-        return "zlib"
-    return ""
-
-
 def detect_compression(path, *, storage_options=None, filesystem=None) -> str:
     """Guesses "", "gzip" or "zlib" from a file's first bytes (a valid record header wins).
-    ``path`` may be a URL (see :mod:`tfrec_fast.remote`)."""
-    path = _resolve(path, storage_options, filesystem)
-    if isinstance(path, RemotePath):
-        return sniff_compression(_remote_head(path))
-    with open(path, "rb") as f:
-        return sniff_compression(_read_head(f))
+    ``path`` may be a URL (see :mod:`tfrec_fast.storage`): then only its first bytes are
+    fetched."""
+    return sniff_compression(_head_of_file(resolve(path, storage_options, filesystem)))
 
 
-def _remote_head(rp: RemotePath) -> bytes:
-    return rp.read(0, min(_HEAD, rp.size()))
-
-
-def _read_head(stream) -> bytes:
-    """The first 12 bytes of a stream (fewer at its end), however short its reads are."""
-    head = b""
-    while len(head) < _HEAD:
-        got = stream.read(_HEAD - len(head))
-        if not got:  # the end, or None from a non-blocking stream with nothing ready
-            break
-        head += got
-    return head
-
-
-class _Replay(io.RawIOBase):
-    """A stream whose first bytes were read already (to tell its compression): hands them out
-    again, then the rest of the stream. How a pipe is sniffed without losing data."""
-
-    def __init__(self, head: bytes, stream, name: str):
-        super().__init__()
-        self._head = head
-        self._stream = stream
-        self.name = name
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> Optional[int]:
-        if self._head:
-            n = min(len(buffer), len(self._head))
-            buffer[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        if hasattr(self._stream, "readinto"):
-            return self._stream.readinto(buffer)
-        data = self._stream.read(len(buffer))
-        if data is None:
-            return None
-        buffer[:len(data)] = data
-        return len(data)
+def _head_of_file(location: Location) -> bytes:
+    return location.read(0, min(_HEAD, location.size()))
 
 
 def _head_of(source) -> bytes:
     """The first bytes of a regular file (nothing of a pipe, which cannot be read again) or of
     a buffer."""
     try:
-        if isinstance(source, RemotePath):
-            return _remote_head(source)
+        if isinstance(source, Location):
+            return _head_of_file(source)
         if isinstance(source, str):
             if not os.path.isfile(source):
                 return b""
@@ -154,19 +103,7 @@ def same_file(a, b) -> bool:
 
 
 def _is_path(source) -> bool:
-    return isinstance(source, (str, os.PathLike, RemotePath))
-
-
-def _is_remote(path, filesystem=None) -> bool:
-    return filesystem is not None or isinstance(path, RemotePath) or is_url(path)
-
-
-def _resolve(path, storage_options=None, filesystem=None):
-    """A local path (str) or a RemotePath (URLs, and any path with ``filesystem``)."""
-    if not _is_remote(path, filesystem) and not storage_options:
-        return os.fspath(path)
-    from .remote import resolve
-    return resolve(path, storage_options, filesystem)
+    return isinstance(source, (str, os.PathLike, Location))
 
 
 def _is_file_like(source) -> bool:
@@ -186,70 +123,43 @@ def expand_pattern(path, *, storage_options=None, filesystem=None) -> list:
     """A path or a glob pattern -> the paths it names: [path] for a path that exists (a literal
     name wins over glob characters) or has no glob characters, else the files the pattern
     matches, sorted. A pattern matching nothing raises FileNotFoundError naming it. URLs (and
-    paths on ``filesystem``) expand on their store, to URLs (see :mod:`tfrec_fast.remote`)."""
-    return [p.url if isinstance(p, RemotePath) else p
-            for p in _expand(path, storage_options, filesystem)]
+    paths on ``filesystem``) expand on their store, to URLs (see :mod:`tfrec_fast.storage`)."""
+    return [loc.url for loc in expand(path, storage_options, filesystem)]
 
 
 def _expand(path, storage_options=None, filesystem=None) -> list:
-    """expand_pattern, remote files as RemotePaths (which carry their filesystem)."""
-    if isinstance(path, RemotePath):
-        return [path]
-    if _is_remote(path, filesystem) or storage_options:
-        from .remote import expand
-        resolved = _resolve(path, storage_options, filesystem)
-        return expand(resolved) if isinstance(resolved, RemotePath) else _expand(resolved)
-    text = os.fsdecode(os.fspath(path))
-    if not glob.has_magic(text) or os.path.lexists(text):
-        return [text]
-    matched = sorted(glob.glob(text, recursive=True))
-    if not matched:
-        raise FileNotFoundError(errno.ENOENT, "no file matches this pattern", text)
-    return matched
+    """For modules not yet on the storage layer: expand_pattern, local files as str and remote
+    ones as Locations (which carry their store)."""
+    return [loc if loc.os_path is None else loc.os_path
+            for loc in expand(path, storage_options, filesystem)]
 
 
 def path_exists(path) -> bool:
     """os.path.exists, for URLs too."""
-    resolved = _resolve(path)
-    return resolved.exists() if isinstance(resolved, RemotePath) else os.path.exists(resolved)
+    return resolve(path).exists()
 
 
 def file_version(path) -> tuple:
-    """(size, a value that changes when the file is rewritten: mtime or ETag), for URLs too."""
-    resolved = _resolve(path)
-    if not isinstance(resolved, RemotePath):
-        st = os.stat(resolved)
-        return st.st_size, st.st_mtime_ns
-    info = resolved.info()
-    if info.get("type") == "directory":
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), resolved.name)
-    return info.get("size"), str(info.get("ETag") or info.get("LastModified") or info.get("mtime"))
+    """(size, a token that changes when the file is rewritten), for URLs too."""
+    stat = resolve(path).stat()
+    return stat.size, stat.version
 
 
 def open_binary(path):
-    """open(path, "rb"), for URLs too (a read-ahead file: see tfrec_fast.remote)."""
-    resolved = _resolve(path)
-    if isinstance(resolved, RemotePath):
-        from .remote import open_input
-        return open_input(resolved)
-    return open(resolved, "rb")
+    """open(path, "rb"), for URLs too (a read-ahead stream: see tfrec_fast.storage)."""
+    return resolve(path).open_input()
 
 
-def _one_path(path, storage_options=None, filesystem=None):
-    """A path, or a pattern matching exactly one file, for what reads one file (a str, or a
-    RemotePath for a remote file)."""
-    paths = _expand(path, storage_options, filesystem)
+def _one_path(path, storage_options=None, filesystem=None) -> Location:
+    """A path, or a pattern matching exactly one file, for what reads one file."""
+    paths = expand(path, storage_options, filesystem)
     if len(paths) > 1:
         raise ValueError(f"{_display(path)!r} matches {len(paths)} files ({paths[0]}, ...); "
                          "this reads one file: use read_records() or read_examples() for several")
     return paths[0]
 
 
-def _display(path) -> str:
-    if isinstance(path, RemotePath):
-        return path.name
-    from .remote import redact
-    return redact(os.fsdecode(os.fspath(path)))
+_display = display
 
 
 def _file_name(file) -> str:
@@ -262,27 +172,45 @@ class TFRecordReader:
 
     ``source`` is a path (or a glob pattern matching one file), a URL (``s3://``, ``gs://``,
     ``https://``, ... with ``storage_options`` for fsspec, or a path on ``filesystem``, an fsspec
-    or pyarrow filesystem; see :mod:`tfrec_fast.remote`), a bytes-like object holding a whole
+    or pyarrow filesystem; see :mod:`tfrec_fast.storage`), a bytes-like object holding a whole
     file, or a binary file-like object. ``compression`` is None (uncompressed), "gzip",
     "zlib" or "auto" (told from the first bytes; a pipe loses nothing to it). Iterating yields
     read-only ``memoryview``s that share memory with the batch they were read in and keep it
     alive (``copy=True`` yields ``bytes``). A damaged file raises
-    :class:`~tfrec_fast.DataLossError` after every record before the damage has been delivered.
+    :class:`~tfrec_fast.DataLossError` after every record before the damage has been delivered;
+    a remote object rewritten while it is read raises :class:`~tfrec_fast.ObjectChangedError`
+    instead (never records of two versions).
     """
 
     def __init__(self, source: Source, compression: Optional[str] = None, *, verify: bool = True,
                  copy: bool = False, buffer_size: int = DEFAULT_BUFFER_SIZE,
                  skip_corrupt: bool = False, storage_options=None, filesystem=None):
+        self._open(source, compression, verify, copy, buffer_size, skip_corrupt,
+                   storage_options, filesystem, None)
+
+    @classmethod
+    def _of_stream(cls, location: Location, stream, compression, **options) -> "TFRecordReader":
+        """A reader of ``location`` through a stream of it opened already (by a ReadAhead over
+        a list of files, or for a planned range of it); the reader closes the stream."""
+        reader = cls.__new__(cls)
+        reader._open(location, compression, options.get("verify", True),
+                     options.get("copy", False), options.get("buffer_size", DEFAULT_BUFFER_SIZE),
+                     options.get("skip_corrupt", False), None, None, stream)
+        return reader
+
+    def _open(self, source, compression, verify, copy, buffer_size, skip_corrupt,
+              storage_options, filesystem, stream) -> None:
         compression = normalize_compression(compression)
         self._skipped: list = []
         self._owned = None  # a file this reader opened and must close
+        self._location: Optional[Location] = None  # a store object that may change under us
         options: Dict[str, Any] = dict(
             verify=bool(verify), copy=bool(copy), buffer_size=int(buffer_size),
             batch_records=ITER_BATCH_RECORDS, batch_bytes=ITER_BATCH_BYTES,
             skip_corrupt=bool(skip_corrupt))
         if _is_path(source):
             source = _one_path(source, storage_options, filesystem)
-            name = _display(source)
+            name = source.name
         elif _is_file_like(source):
             _check_binary(source)
             name = _file_name(source)
@@ -294,25 +222,75 @@ class TFRecordReader:
                             (": for several files use read_records()"
                              if isinstance(source, (list, tuple)) else ""))
         try:
-            if isinstance(source, RemotePath):  # read through a read-ahead file object
-                from .remote import open_input
-                self._unsure = None if compression else source  # for the hint, as for paths
-                self._owned = source = open_input(source)
+            if isinstance(source, Location):
+                location = source
+                source = location.os_path if stream is None else None
+                if source is None:  # read through a stream (read-ahead, or a planned range)
+                    self._owned = source = stream if stream is not None else \
+                        location.open_input()
+                    if location.store.whole_objects:
+                        self._location = location
             if compression == "auto":  # look at the first bytes (not consuming them)
                 source, head = self._peek(source)
                 compression = sniff_compression(head)
             self.compression = compression  # as read: "", "gzip" or "zlib" ("auto" resolved)
             self.compressed = bool(compression)
             if isinstance(source, str):
-                self._reader = _core.RecordReader.open_path(source, compression=compression, **options)
+                self._reader = _core.RecordReader.open_path(source, compression=compression,
+                                                            **options)
             elif _is_file_like(source):
-                self._reader = _core.RecordReader.open_file(source, name, compression=compression, **options)
+                self._reader = _core.RecordReader.open_file(source, name,
+                                                            compression=compression, **options)
             else:
                 data: Any = source  # bytes-like: checked by the extension
-                self._reader = _core.RecordReader.open_memory(data, name, compression=compression, **options)
+                self._reader = _core.RecordReader.open_memory(data, name,
+                                                              compression=compression, **options)
         except BaseException:
             self._close_owned()
             raise
+
+    def set_buffer_pool(self, pool) -> None:
+        """Takes batch buffers from ``pool`` (a shared pool of the package, see _buffers.py),
+        so readers opened one after another reuse warm memory."""
+        self._reader.set_pool(pool)
+
+    def _changed(self, error: DataLossError) -> BaseException:
+        """For a DataLossError of an object of a store: ObjectChangedError if the object is
+        not the version the read started at (found by asking for its size and version again),
+        else the DataLossError itself."""
+        location = self._location
+        if location is None:
+            return error
+        before = location.known_stat
+        try:
+            now = location.store.stat(location.path)
+        except FileNotFoundError:
+            return ObjectChangedError("it no longer exists", path=location.name,
+                                      offset=error.offset, pinned=False)
+        except Exception:  # cannot tell: the damage is what we know
+            return error
+        if before is None or not before.differs(now):
+            return error
+        return ObjectChangedError(f"{before.version} when the read started, now {now.version}",
+                                  path=location.name, offset=error.offset, pinned=False)
+
+    def _checked(self, call, *args):
+        try:
+            return call(*args)
+        except DataLossError as error:
+            changed = self._changed(error)
+            if changed is error:
+                raise
+            raise changed from error
+
+    def _checked_records(self) -> Iterator[Union[memoryview, bytes]]:
+        try:
+            yield from self._reader
+        except DataLossError as error:
+            changed = self._changed(error)
+            if changed is error:
+                raise
+            raise changed from error
 
     def _peek(self, source):
         """(source to read, its first bytes) without losing them: a regular file is read again
@@ -351,10 +329,12 @@ class TFRecordReader:
             self._owned = None
 
     def __iter__(self) -> Iterator[Union[memoryview, bytes]]:
-        return self._reader
+        if self._location is None:
+            return self._reader
+        return self._checked_records()
 
     def __next__(self) -> Union[memoryview, bytes]:
-        return next(self._reader)
+        return self._checked(next, self._reader)
 
     def read_batch(self, max_records: Optional[int] = None,
                    max_bytes: Optional[int] = None) -> RecordBatch:
@@ -367,7 +347,7 @@ class TFRecordReader:
         """
         if max_records is None and max_bytes is None:
             max_bytes = ITER_BATCH_BYTES
-        return self._reader.read_batch(_limit(max_records), _limit(max_bytes))
+        return self._checked(self._reader.read_batch, _limit(max_records), _limit(max_bytes))
 
     def iter_batches(self, max_records: Optional[int] = None, max_bytes: Optional[int] = None,
                      *, num_threads: Optional[int] = None) -> Iterator[RecordBatch]:
@@ -388,6 +368,8 @@ class TFRecordReader:
         if max_records is None and max_bytes is None:
             max_bytes = ITER_BATCH_BYTES  # as read_batch() does, decided once
         read, records, nbytes = self._reader.read_batch, _limit(max_records), _limit(max_bytes)
+        if self._location is not None:
+            read = functools.partial(self._checked, read)
         while True:
             batch = read(records, nbytes)
             if not len(batch):
@@ -403,8 +385,9 @@ class TFRecordReader:
         return list(self._skipped)
 
     def count(self) -> int:
-        """Counts the remaining records, reading only their headers."""
-        return self._reader.count()
+        """Counts the remaining records, reading only their headers (of a remote object: the
+        whole object is streamed, since skipping a payload costs a request)."""
+        return self._checked(self._reader.count)
 
     def tell(self) -> int:
         """Offset of the next record's header (in the decompressed stream when compressed)."""
@@ -452,26 +435,64 @@ def _is_bytes_like(source) -> bool:
     return True
 
 
-def _as_sources(paths, storage_options=None, filesystem=None) -> list:
+def _sources(paths, storage_options=None, filesystem=None, expand_one=expand) -> list:
     """One source (path or glob pattern, file-like, bytes-like) or an iterable of them -> a list
-    of sources, each pattern replaced by the files it matches (sorted; remote ones as
-    RemotePaths)."""
+    of sources, each pattern replaced by the files it matches (sorted) as Locations."""
     if _is_path(paths):
-        return _expand(paths, storage_options, filesystem)
+        return expand_one(paths, storage_options, filesystem)
     if _is_file_like(paths) or _is_bytes_like(paths):
         return [paths]
     if paths is None or not hasattr(paths, "__iter__"):
         raise TypeError("paths must be a path or glob pattern (str or os.PathLike), a bytes-like "
                         "object, a binary file-like object, or a list of them, not "
                         f"{type(paths).__name__}")
-    sources = []
+    sources: list = []
     for source in paths:
         if source is None:
             raise TypeError("None in the list of paths: each must be a path or glob pattern, "
                             "a bytes-like object or a binary file-like object")
-        sources.extend(_expand(source, storage_options, filesystem) if _is_path(source)
+        sources.extend(expand_one(source, storage_options, filesystem) if _is_path(source)
                        else [source])
     return sources
+
+
+def _as_sources(paths, storage_options=None, filesystem=None) -> list:
+    """For modules not yet on the storage layer: the sources of ``paths``, local files as
+    str and remote ones as Locations."""
+    return _sources(paths, storage_options, filesystem, _expand)
+
+
+class _Opener:
+    """Opens the readers of a list of sources, in order or a few at once: the files of stores
+    stream through one ReadAhead, which reads on into the next files while the current one is
+    parsed (see tfrec_fast.storage.streaming). ``close()`` stops its requests."""
+
+    def __init__(self, sources: list):
+        self.sources = sources
+        streamed = [k for k, s in enumerate(sources)
+                    if isinstance(s, Location) and s.os_path is None]
+        self._slot = {k: j for j, k in enumerate(streamed)}
+        self._ahead = ReadAhead([sources[k] for k in streamed]) if streamed else None
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def reader(self, k: int, compression: str, **options) -> "TFRecordReader":
+        source = self.sources[k]
+        j = self._slot.get(k)
+        if j is None:
+            return TFRecordReader(source, compression, **options)
+        assert self._ahead is not None
+        stream = self._ahead.open(j)
+        try:
+            return TFRecordReader._of_stream(source, stream, compression, **options)
+        except BaseException:
+            stream.close()
+            raise
+
+    def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.close()
 
 
 def read_records(paths, compression: Optional[str] = None, *, verify: bool = True,
@@ -483,10 +504,11 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
 
     Paths may be glob patterns (``"train-*.tfrecord"``, matches sorted) and URLs
     (``"s3://bucket/train-*.tfrecord"``, with ``storage_options`` or ``filesystem``: see
-    :mod:`tfrec_fast.remote`); ``compression="auto"`` tells each file's compression from its
-    first bytes. Each file is opened only when reached and closed when done. With
-    ``skip_corrupt=True`` damaged records are skipped and ``on_skip`` (default: a warning) gets a
-    DataLossError for each. See :class:`TFRecordReader`.
+    :mod:`tfrec_fast.storage`); ``compression="auto"`` tells each file's compression from its
+    first bytes. Each file is opened only when reached and closed when done; remote files are
+    streamed by range requests that run ahead into the next files (memory bounded by the
+    ``read_ahead`` setting). With ``skip_corrupt=True`` damaged records are skipped and
+    ``on_skip`` (default: a warning) gets a DataLossError for each. See :class:`TFRecordReader`.
 
     ``num_threads`` (default: half the cores, at most 4): with more than one, batches
     of records are read ahead on an I/O thread, and with several files up to ``num_threads``
@@ -495,12 +517,12 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
     """
     compression = normalize_compression(compression)  # fail before the first file
     num_threads = _pipeline.check_threads(num_threads)
-    sources = _as_sources(paths, storage_options, filesystem)
+    opener = _Opener(_sources(paths, storage_options, filesystem))
     on_skip = on_skip or _warn_skip
     if num_threads == 1:
-        readers = _open_each(sources, compression, verify, copy, skip_corrupt, on_skip)
+        readers = _open_each(opener, compression, verify, copy, skip_corrupt, on_skip)
         return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
-    batches = _parallel_batches(sources, compression, verify, skip_corrupt, on_skip, None,
+    batches = _parallel_batches(opener, compression, verify, skip_corrupt, on_skip, None,
                                 ITER_BATCH_BYTES, num_threads, None)
     return itertools.chain.from_iterable(batch.__iter__(copy) for batch in batches)
 
@@ -519,18 +541,18 @@ def read_batches(paths, compression: Optional[str] = None, *, max_records: Optio
     compression = normalize_compression(compression)
     if max_records is None and max_bytes is None:
         max_bytes = ITER_BATCH_BYTES
-    return _parallel_batches(_as_sources(paths, storage_options, filesystem), compression,
+    return _parallel_batches(_Opener(_sources(paths, storage_options, filesystem)), compression,
                              verify, skip_corrupt, on_skip or _warn_skip, max_records, max_bytes,
                              _pipeline.check_threads(num_threads), None)
 
 
-def _file_batches(source, compression, verify, skip_corrupt, on_skip, max_records, max_bytes,
-                  pool=None) -> Iterator[RecordBatch]:
-    """The batches of one source, opened on the first next() (in the thread reading it)."""
-    reader = TFRecordReader(source, compression, verify=verify, skip_corrupt=skip_corrupt)
+def _file_batches(opener: _Opener, k: int, compression, verify, skip_corrupt, on_skip,
+                  max_records, max_bytes, pool=None) -> Iterator[RecordBatch]:
+    """The batches of source k, opened on the first next() (in the thread reading it)."""
+    reader = opener.reader(k, compression, verify=verify, skip_corrupt=skip_corrupt)
     try:
         if pool is not None:
-            reader._reader.set_pool(pool)
+            reader.set_buffer_pool(pool)
         yield from reader._batches(max_records, max_bytes)
     finally:
         reader.close()
@@ -538,35 +560,45 @@ def _file_batches(source, compression, verify, skip_corrupt, on_skip, max_record
             on_skip(error)
 
 
-def _parallel_batches(sources, compression, verify, skip_corrupt, on_skip, max_records,
+def _parallel_batches(opener: _Opener, compression, verify, skip_corrupt, on_skip, max_records,
                       max_bytes, num_threads, pool) -> Iterator[RecordBatch]:
     """The batches of every source in order: with num_threads > 1 several files at once (each on
     its own thread), or one file read ahead on an I/O thread."""
-    def read(source):
-        return _file_batches(source, compression, verify, skip_corrupt, on_skip, max_records,
+    def read(k):
+        return _file_batches(opener, k, compression, verify, skip_corrupt, on_skip, max_records,
                              max_bytes, pool)
-    if num_threads > 1 and len(sources) > 1:
-        return _pipeline.files_in_parallel(read, sources, min(num_threads, len(sources)),
-                                           size_of=_pipeline.nbytes)
-    batches = _pipeline.files_in_parallel(read, sources, 1)
-    return batches if num_threads == 1 else _pipeline.read_ahead(batches,
-                                                                 size_of=_pipeline.nbytes)
+    files = range(len(opener))
+    if num_threads > 1 and len(opener) > 1:
+        batches = _pipeline.files_in_parallel(read, files, min(num_threads, len(opener)),
+                                              size_of=_pipeline.nbytes)
+    else:
+        batches = _pipeline.files_in_parallel(read, files, 1)
+        if num_threads != 1:
+            batches = _pipeline.read_ahead(batches, size_of=_pipeline.nbytes)
+    try:
+        yield from batches
+    finally:
+        getattr(batches, "close", lambda: None)()
+        opener.close()
 
 
 def _warn_skip(error: DataLossError) -> None:
     warnings.warn(f"skipped damaged data: {error}", RuntimeWarning, stacklevel=3)
 
 
-def _open_each(sources, compression, verify, copy, skip_corrupt, on_skip):
-    for source in sources:
-        reader = TFRecordReader(source, compression, verify=verify, copy=copy,
-                                skip_corrupt=skip_corrupt)
-        try:
-            yield reader._reader
-        finally:
-            reader.close()
-            for error in reader.skipped:
-                on_skip(error)
+def _open_each(opener: _Opener, compression, verify, copy, skip_corrupt, on_skip):
+    try:
+        for k in range(len(opener)):
+            reader = opener.reader(k, compression, verify=verify, copy=copy,
+                                   skip_corrupt=skip_corrupt)
+            try:
+                yield iter(reader)
+            finally:
+                reader.close()
+                for error in reader.skipped:
+                    on_skip(error)
+    finally:
+        opener.close()
 
 
 def count_records(paths, compression: Optional[str] = None, *, verify: bool = True,
@@ -575,9 +607,13 @@ def count_records(paths, compression: Optional[str] = None, *, verify: bool = Tr
     URLs), reading only record headers (a remote file is streamed: skipping costs requests)."""
     compression = normalize_compression(compression)  # fail before the first file
     total = 0
-    for source in _as_sources(paths, storage_options, filesystem):
-        with TFRecordReader(source, compression, verify=verify) as reader:
-            total += reader.count()
+    opener = _Opener(_sources(paths, storage_options, filesystem))
+    try:
+        for k in range(len(opener)):
+            with opener.reader(k, compression, verify=verify) as reader:
+                total += reader.count()
+    finally:
+        opener.close()
     return total
 
 
@@ -595,22 +631,22 @@ class TFRecordWriter:
                  storage_options=None, filesystem=None):
         compression = normalize_compression(compression, auto=False)
         level = -1 if level is None else int(level)
-        self._owned = None  # a remote file this writer opened: closed (published) by close()
+        self._owned = None  # an output this writer opened: closed (published) by close()
         if _is_file_like(destination):
             _check_binary(destination)
         if _is_path(destination):
-            destination = _resolve(destination, storage_options, filesystem)
-        if isinstance(destination, RemotePath):
-            self._owned = destination.open_output()
-            try:
-                self._writer = _core.RecordWriter.create_file(
-                    self._owned, destination.name, compression, level, int(buffer_size))
-            except BaseException:
-                self._owned.close()
-                raise
-        elif _is_path(destination):
-            self._writer = _core.RecordWriter.create_path(os.fspath(destination), compression,
-                                                          level, int(buffer_size))
+            location = resolve(destination, storage_options, filesystem)
+            if location.os_path is not None:
+                self._writer = _core.RecordWriter.create_path(location.os_path, compression,
+                                                              level, int(buffer_size))
+            else:
+                self._owned = location.open_output()
+                try:
+                    self._writer = _core.RecordWriter.create_file(
+                        self._owned, location.name, compression, level, int(buffer_size))
+                except BaseException:
+                    _abandon(self._owned)
+                    raise
         elif hasattr(destination, "write"):
             self._writer = _core.RecordWriter.create_file(destination, _file_name(destination),
                                                           compression, level, int(buffer_size))
@@ -645,8 +681,9 @@ class TFRecordWriter:
         self._writer.flush(sync)
 
     def close(self) -> None:
-        """Writes what is buffered, finishes the compressed stream and closes. Idempotent. A
-        remote object appears (whole) only now, and only if everything could be written."""
+        """Writes what is buffered, finishes the compressed stream and closes. Idempotent. An
+        object of a store (a URL) appears (whole) only now, and only if everything could be
+        written."""
         if not self._closed:
             self._closed = True
             if self._owned is None:
@@ -675,8 +712,8 @@ class TFRecordWriter:
 
 
 def _abandon(file) -> None:
-    """Closes a remote file after a failed write without publishing it (fsspec's discard() aborts
-    a multipart upload; what close() then attempts fails and is ignored)."""
+    """Closes an output after a failed write without publishing it (its discard(): fsspec's
+    aborts a multipart upload; what close() then attempts fails and is ignored)."""
     try:
         discard = getattr(file, "discard", None)
         if discard is not None:

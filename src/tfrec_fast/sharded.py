@@ -11,31 +11,19 @@ writes the manifest (atomically too). A run that fails or is interrupted leaves 
 final name; its completed records stay readable in the temporary files
 (:attr:`ShardedWriter.partial_paths`).
 
-Remote output (a URL such as ``s3://bucket/out``, see :mod:`tfrec_fast.remote`) follows the same
-rule: each shard is uploaded (multipart, streaming) under its temporary name, and renamed by a
-server-side copy at close; the manifest, one PUT, comes last and is the commit marker.
-
-Manifest (``{prefix}.manifest.json`` next to the shards by default)::
-
-    {"format": "tfrec_fast.shards", "version": 1, "created_by": "tfrec_fast 0.1.0",
-     "compression": "" | "GZIP" | "ZLIB", "total_records": 1200, "total_bytes": 123456,
-     "spec": {"label": {"kind": "FixedLen", ...}} or null,
-     "shards": [{"file": "train-00000-of-00002.tfrecord", "records": 600, "bytes": 61728,
-                 "index": "train-00000-of-00002.tfrecord.idx" or null}, ...]}
-
-``bytes`` are on-disk sizes; ``file`` and ``index`` are relative to the manifest's directory.
-:func:`read_manifest` reads it back with the spec rebuilt (:func:`spec_from_json`) and the shard
-paths resolved.
+Remote output (a URL such as ``s3://bucket/out``, see :mod:`tfrec_fast.storage`) follows the
+same rule: each shard is uploaded (multipart, streaming) under its temporary name, and renamed
+by a server-side copy at close; the manifest (see :mod:`tfrec_fast.manifest`), one PUT, comes
+last and is the commit marker. :func:`read_manifest` reads it back with the spec rebuilt and the
+shard paths resolved.
 """
 
 from __future__ import annotations
 
 import array
 import contextlib
-import json
 import operator
 import os
-import posixpath
 import re
 import secrets
 from itertools import islice
@@ -47,23 +35,21 @@ from ._core import FRAMING_SIZE, RecordBatch
 from .encode import encode_example, encode_examples
 from .example import spec_from_json, spec_to_json
 from .index import write_index
-from .records import (DEFAULT_BUFFER_SIZE, TFRecordWriter, _resolve, normalize_compression,
-                      same_file)
-from .remote import RemotePath, is_url
+from .manifest import (MANIFEST_FORMAT, MANIFEST_VERSION, manifest_data, read_manifest,
+                       write_manifest)
+from .records import DEFAULT_BUFFER_SIZE, TFRecordWriter, normalize_compression
+from .storage import Location, Store, resolve, resolve_beside
 
 __all__ = ["ShardedWriter", "read_manifest", "spec_to_json", "spec_from_json",
            "DEFAULT_SHARD_BYTES", "MANIFEST_FORMAT", "MANIFEST_VERSION"]
 
 DEFAULT_SHARD_BYTES = 128 << 20  # framed, uncompressed: TensorFlow's advice is 100-200 MB files
-MANIFEST_FORMAT = "tfrec_fast.shards"
-MANIFEST_VERSION = 1
 
 _UNLIMITED = 1 << 62
 _ITERABLE_CHUNK = 4096  # records gathered per RecordBatch when write_batch gets a plain iterable
 # Round robin keeps every shard open; cap the buffers' total so 1000 shards stay affordable.
 _ROUND_ROBIN_BUFFERS = 64 << 20
 _MIN_BUFFER = 64 << 10
-_TF_COMPRESSION = {"": "", "gzip": "GZIP", "zlib": "ZLIB"}
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -76,23 +62,6 @@ _FIELD = re.compile(r"%(?:%|[-+ #0]*\d*[diu])")
 
 def _unescape(text: str) -> str:
     return text.replace("%%", "%")
-
-
-def manifest_data(store, manifest: str, shards, compression: str, spec, index: bool):
-    """A manifest's fields: ``shards`` is [(final path, records, bytes)] in order, ``spec`` as
-    :func:`spec_to_json` gives it. Shard paths are stored relative to the manifest."""
-    from . import __version__  # here: the package imports this module before setting it
-
-    base = store.dirname(manifest)
-    rows = [{"file": store.relative(final, base), "records": records, "bytes": size,
-             "index": store.relative(final + ".idx", base) if index else None}
-            for final, records, size in shards]
-    return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
-            "created_by": f"tfrec_fast {__version__}",
-            "compression": _TF_COMPRESSION[compression],
-            "total_records": sum(records for _, records, _ in shards),
-            "total_bytes": sum(r["bytes"] for r in rows),
-            "spec": spec, "shards": rows}
 
 
 class _Naming:
@@ -164,219 +133,20 @@ def _check_plain_name(what: str, name, *, allow_empty: bool) -> None:
         raise ValueError(f"{what} must be a plain file name part, not {name!r}")
 
 
-# ---- spec <-> JSON -----------------------------------------------------------------------------
-
-# ---- the manifest ------------------------------------------------------------------------------
-
-def read_manifest(path: PathLike, *, storage_options=None, filesystem=None) -> Dict[str, Any]:
-    """Reads a manifest written by :class:`ShardedWriter`.
-
-    Returns its fields (see the module docstring) with ``"spec"`` rebuilt into spec objects (or
-    ``None``) and ``"paths"``: the absolute path (or URL) of each shard, in order. Anything else
-    than a manifest of a version this release knows raises ``ValueError``. ``path`` may be a URL
-    (``storage_options`` / ``filesystem`` as for readers).
-    """
-    resolved = _resolve(path, storage_options, filesystem)
-    if isinstance(resolved, RemotePath):
-        text, path = resolved.read(), resolved.name
-    else:
-        path = resolved
-        with open(path, "rb") as f:
-            text = f.read()
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise ValueError(f"{path} is not a tfrec_fast shard manifest (not JSON)") from None
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-        raise ValueError(f"{path} is not a tfrec_fast shard manifest")
-    if not isinstance(data.get("version"), int) or data["version"] > MANIFEST_VERSION:
-        raise ValueError(f"{path}: manifest version {data.get('version')!r} is not supported "
-                         f"(this tfrec_fast reads up to version {MANIFEST_VERSION})")
-    data["spec"] = spec_from_json(data.get("spec"))
-    if isinstance(resolved, RemotePath):
-        base = resolved.parent.path
-        data["paths"] = [resolved.sibling(posixpath.normpath(posixpath.join(base, s["file"]))).url
-                         for s in data["shards"]]
-        return data
-    base = os.path.dirname(os.path.abspath(path))
-    data["paths"] = [os.path.normpath(os.path.join(base, s["file"])) for s in data["shards"]]
-    return data
-
-
-def _relative(path: str, start: str) -> str:
-    try:
-        return os.path.relpath(path, start)
-    except ValueError:  # another drive (Windows)
-        return path
-
-
-def _write_json(path: str, data, token: str, sync: bool) -> None:
-    """Writes ``data`` to ``path`` atomically: readers see the old file or the whole new one."""
-    directory, name = os.path.split(path)
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{name}.tmp-{token}")
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-            if sync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _remove_quietly(tmp)
-        raise
-
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass
-
-
-def _fsync_file(path: str) -> None:
-    fd = os.open(path, os.O_RDWR)  # write access: Windows' fsync needs it
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_directory(path: str) -> None:
-    """Makes renames in ``path`` durable (POSIX only: Windows cannot open a directory)."""
-    if os.name == "nt":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 # ---- where the output goes ---------------------------------------------------------------------
 
-class _LocalStore:
-    """The local file system: atomic renames, fsync for durability."""
+class _Output:
+    """Where a ShardedWriter (and Ray's datasink) puts its files: a store of tfrec_fast.storage
+    (naming, listing, renames, removal) with the writing verbs they use, by store paths."""
 
-    join = staticmethod(os.path.join)
-    split = staticmethod(os.path.split)
-    relative = staticmethod(_relative)
-    exists = staticmethod(os.path.exists)
-    isdir = staticmethod(os.path.isdir)
-    replace = staticmethod(os.replace)
-    remove = staticmethod(os.remove)
-    size = staticmethod(os.path.getsize)
+    def __init__(self, store: Store):
+        self.store = store
 
-    # Not staticmethod(os.path.abspath): mypy loses the str -> str overload that way.
-    @staticmethod
-    def abspath(path: str) -> str:
-        return os.path.abspath(path)
+    def __getattr__(self, name: str):  # join, split, dirname, relative, abspath, url, listdir,
+        return getattr(self.store, name)  # exists, isdir, makedirs, remove
 
-    @staticmethod
-    def dirname(path: str) -> str:
-        return os.path.dirname(path)
-
-    @staticmethod
-    def fsync_file(path: str) -> None:
-        _fsync_file(path)
-
-    @staticmethod
-    def fsync_directory(path: str) -> None:
-        _fsync_directory(path)
-
-    @staticmethod
-    def write_json(path: str, data, token: str, sync: bool) -> None:
-        _write_json(path, data, token, sync)
-
-    @staticmethod
-    def makedirs(path: str) -> None:
-        os.makedirs(path, exist_ok=True)
-
-    @staticmethod
-    def listdir(path: str) -> List[str]:
-        try:
-            return os.listdir(path)
-        except FileNotFoundError:
-            return []
-
-    @staticmethod
-    def same(keep, path: str) -> bool:
-        return not _is_remote_path(keep) and same_file(os.fspath(keep), path)
-
-    @staticmethod
-    def url(path: str) -> str:
-        return path
-
-    @staticmethod
-    def writer(path: str, compression: str, level, buffer_size: int) -> TFRecordWriter:
-        return TFRecordWriter(path, compression, level=level, buffer_size=buffer_size)
-
-    @staticmethod
-    def write_index(path: str, offsets, sizes) -> None:
-        write_index(path, offsets, sizes)
-
-
-class _RemoteStore:
-    """An fsspec filesystem (see tfrec_fast.remote), by filesystem paths: a rename is a copy and
-    a delete, a small file one PUT (atomic on object stores), durability the store's."""
-
-    def __init__(self, base: RemotePath):
-        self._base = base
-
-    def _at(self, path: str) -> RemotePath:
-        return self._base.sibling(path)
-
-    def abspath(self, path: str) -> str:
-        return path.rstrip("/") or "/"
-
-    join = staticmethod(posixpath.join)
-    split = staticmethod(posixpath.split)
-
-    @staticmethod
-    def dirname(path: str) -> str:
-        return posixpath.dirname(path)
-
-    @staticmethod
-    def relative(path: str, start: str) -> str:
-        return posixpath.relpath(path, start)
-
-    def exists(self, path: str) -> bool:
-        return self._at(path).exists()
-
-    def isdir(self, path: str) -> bool:
-        at = self._at(path)
-        return at.fs.isdir(at.path)
-
-    def replace(self, source: str, target: str) -> None:
-        self._at(source).rename(self._at(target))
-
-    def remove(self, path: str) -> None:
-        self._at(path).remove()
-
-    def size(self, path: str) -> int:
-        return self._at(path).size()
-
-    def fsync_file(self, path: str) -> None:
-        pass  # an upload is durable once it completes
-
-    def fsync_directory(self, path: str) -> None:
-        pass
-
-    def makedirs(self, path: str) -> None:
-        self._at(path).makedirs()
-
-    def listdir(self, path: str) -> List[str]:
-        return self._at(path).listdir()
-
-    def same(self, keep, path: str) -> bool:
-        return _is_remote_path(keep) and _resolve(keep, None, None) == self._at(path)
-
-    def url(self, path: str) -> str:
-        return self._at(path).url
-
-    def write_json(self, path: str, data, token: str, sync: bool) -> None:
-        self._at(path).write_bytes((json.dumps(data, indent=2) + "\n").encode("utf-8"))
+    def _at(self, path: str) -> Location:
+        return Location(self.store, path)
 
     def writer(self, path: str, compression: str, level, buffer_size: int) -> TFRecordWriter:
         return TFRecordWriter(self._at(path), compression, level=level, buffer_size=buffer_size)
@@ -384,25 +154,38 @@ class _RemoteStore:
     def write_index(self, path: str, offsets, sizes) -> None:
         write_index(self._at(path), offsets, sizes)
 
+    def write_json(self, path: str, data, token: str, sync: bool) -> None:
+        write_manifest(self.store, path, data, sync)
 
-def _is_remote_path(path) -> bool:
-    return isinstance(path, RemotePath) or is_url(os.fspath(path))
+    def replace(self, source: str, target: str) -> None:
+        self.store.rename(source, target)
+
+    def size(self, path: str) -> int:
+        return self._at(path).size()
+
+    def fsync_file(self, path: str) -> None:
+        self.store.fsync(path)
+
+    def fsync_directory(self, path: str) -> None:
+        self.store.fsync_dir(path)
+
+    def same(self, keep, path: str) -> bool:
+        """Whether ``keep`` (a path, URL or Location given by the caller) is ``path``."""
+        try:
+            return resolve_beside(keep).same_file(self._at(path))
+        except (ImportError, ValueError):  # a URL this process cannot resolve: not ours
+            return False
 
 
-_Store = Union[_LocalStore, _RemoteStore]
-
-
-def _store_for(path, storage_options, filesystem) -> Tuple[_Store, str]:
+def _store_for(path, storage_options, filesystem) -> Tuple[_Output, str]:
     """(store, path in it) for an output directory or shard name pattern."""
-    if isinstance(path, RemotePath):
-        return _RemoteStore(path), path.path
+    if isinstance(path, Location):
+        return _Output(path.store), path.path
     text = os.fspath(path)
     if not isinstance(text, str):
         raise TypeError(f"path must be a str or os.PathLike of str, not {type(text).__name__}")
-    resolved: Union[str, RemotePath] = _resolve(text, storage_options, filesystem)
-    if isinstance(resolved, RemotePath):
-        return _RemoteStore(resolved), resolved.path
-    return _LocalStore(), resolved
+    location = resolve(text, storage_options, filesystem)
+    return _Output(location.store), location.path
 
 
 # ---- the writer --------------------------------------------------------------------------------
@@ -641,9 +424,9 @@ class ShardedWriter:
 
     def _manifest_path(self, manifest, storage_options, filesystem) -> str:
         """A manifest path given by the caller, in the output's store."""
-        store, path = _store_for(manifest, storage_options if _is_remote_path(manifest) else None,
-                                 filesystem)
-        if type(store) is not type(self._store):
+        location = resolve_beside(manifest, storage_options, filesystem)
+        store, path = _Output(location.store), location.path
+        if not store.same_store(self._store.store):
             raise ValueError("the manifest must be in the same storage as the shards "
                              "(both local, or both remote)")
         return store.abspath(path)

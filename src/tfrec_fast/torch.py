@@ -400,13 +400,16 @@ class _Streaming(torch.utils.data.IterableDataset):
         return _Slot(rank, world, worker, workers, seed)
 
     def _segments(self, files, index_paths, slot: "_Slot", *words):
-        """Batches of this slot's share of ``files`` for this epoch."""
+        """Batches of this slot's share of ``files`` (Locations) for this epoch. Counts and
+        indexes come from the index files, or once per machine from the index cache (see
+        tfrec_fast.storage.cache), never from every worker reading the data; a slot's reads
+        fetch its records' bytes and no more."""
         order = list(range(len(files)))
         if self.shuffle_files:
             _loader.epoch_rng(slot.seed, self.epoch, 0x66696C65, *words).shuffle(order)
 
         def count(i):
-            return _loader.file_index(files[i], index_paths[i], self.compression)[1]
+            return _loader.record_index(files[i], index_paths[i], self.compression).count
 
         if slot.world > 1:  # every rank the same number of records: cut by record ranges
             mode, segments = "ranges", _loader.plan_ranks(order, count, slot.rank, slot.world,
@@ -424,15 +427,16 @@ class _Streaming(torch.utils.data.IterableDataset):
         split = not _arrays_only(self._spec)
         for i, start, stop in segments:
             offsets = None
-            if mode == "ranges" and start > 0:
-                offsets = _loader.file_index(files[i], index_paths[i], self.compression)[0]
+            if mode == "ranges":  # enter at `start`, fetch nothing past `stop`
+                offsets = _loader.record_index(files[i], index_paths[i],
+                                               self.compression).offsets
             first = start
             for batch in _loader.read_range(files[i], start, stop, offsets=offsets,
                                             compression=self.compression, verify=self.verify,
                                             max_records=limit, max_bytes=cap,
                                             whole_multiples=cap is not None,
                                             split_batches=split):
-                self._read_log.append((batch, files[i], first))
+                self._read_log.append((batch, files[i].name, first))
                 first += len(batch)
                 yield batch
 
@@ -531,9 +535,12 @@ class _Streaming(torch.utils.data.IterableDataset):
 class TFRecordDataset(_Streaming):
     """Streams the records of TFRecord files, each exactly once per epoch across the job.
 
-    ``paths``: a path, a glob pattern, or a list of them. ``index``: None / "auto" (use FILE.idx
-    when present, else build the index in memory when one is needed), one index path, a list
-    aligned with the files, or a dict {data path: index path}. ``spec``: feature specs for
+    ``paths``: a path, a glob pattern, or a list of them; URLs too (``s3://``, ``gs://``,
+    ``https://``, ...), with ``storage_options`` for fsspec or ``filesystem`` (an fsspec or
+    pyarrow filesystem), as for every reader (see :mod:`tfrec_fast.storage`). ``index``: None /
+    "auto" (use FILE.idx when present, else build the index when one is needed: for a remote
+    object once per machine, kept in the index cache), one index path, a list aligned with the
+    files, or a dict {data path: index path}. ``spec``: feature specs for
     :func:`~tfrec_fast.parse_examples` (see the module docstring for what comes out), None for
     raw records. ``transform`` runs on each record (each batch when ``batch_size`` is set: then
     use ``DataLoader(dataset, batch_size=None)``).
@@ -578,6 +585,7 @@ class TFRecordDataset(_Streaming):
                  compression: Optional[str] = None, verify: bool = True,
                  shuffle_files: Optional[bool] = None, worker_ring: bool = True,
                  uneven: str = "pad", num_threads: Optional[int] = None,
+                 storage_options=None, filesystem=None,
                  # the tfrecord package's names:
                  data_path=None, index_path=None, description=None, shuffle_queue_size=None,
                  compression_type=None, sequence_description=None):
@@ -595,9 +603,11 @@ class TFRecordDataset(_Streaming):
             raise TypeError("TFRecordDataset needs paths")
         if spec is None and _is_spec(index):
             index, spec = None, index
-        self.files = _loader.expand_paths(paths)
+        self._locations = _loader.expand_locations(paths, storage_options, filesystem)
+        self.files = [loc.url for loc in self._locations]
         self.index = index
-        self._index_paths = _loader.index_paths(self.files, index)
+        self._index_paths = _loader.index_paths(self._locations, index, storage_options,
+                                                filesystem)
         self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
                     world_size, compression, verify, shuffle_files, worker_ring, uneven,
                     num_threads)
@@ -605,7 +615,7 @@ class TFRecordDataset(_Streaming):
     def __iter__(self):
         slot = self._slot()
         rng = _loader.epoch_rng(slot.seed, self.epoch, slot.position)
-        return self._output(self._segments(self.files, self._index_paths, slot), rng)
+        return self._output(self._segments(self._locations, self._index_paths, slot), rng)
 
     def __repr__(self):
         return (f"TFRecordDataset({len(self.files)} files, shuffle_buffer={self.shuffle_buffer}, "
@@ -621,7 +631,8 @@ class MultiTFRecordDataset(_Streaming):
     ("auto"). With ``infinite=True`` (the default) each split restarts when it ends (with its
     next shuffle) and the stream never ends; otherwise a finished split drops out and the
     others' weights are renormalised. Each split is divided among the job's slots as in
-    :class:`TFRecordDataset`; the mixing draws are seeded by (seed, epoch, slot).
+    :class:`TFRecordDataset`; the mixing draws are seeded by (seed, epoch, slot). URLs with
+    ``storage_options`` / ``filesystem`` as in :class:`TFRecordDataset`.
     """
 
     def __init__(self, paths=None, index=None, splits: Optional[Mapping[str, float]] = None,
@@ -631,7 +642,8 @@ class MultiTFRecordDataset(_Streaming):
                  world_size: Optional[int] = None, compression: Optional[str] = None,
                  verify: bool = True, shuffle_files: Optional[bool] = None,
                  worker_ring: bool = True, uneven: str = "pad",
-                 num_threads: Optional[int] = None, data_pattern=None, index_pattern=None, description=None,
+                 num_threads: Optional[int] = None, storage_options=None, filesystem=None,
+                 data_pattern=None, index_pattern=None, description=None,
                  shuffle_queue_size=None, compression_type=None, sequence_description=None):
         super().__init__()
         if sequence_description is not None:
@@ -654,10 +666,12 @@ class MultiTFRecordDataset(_Streaming):
                 self.splits.values()):
             raise ValueError("splits needs non-negative weights with a positive sum")
         self.files: Dict[str, List[str]] = {}
+        self._locations: Dict[str, list] = {}
         self._index_paths: Dict[str, list] = {}
         for name in self.splits:
             p = paths.format(name) if isinstance(paths, str) else paths[name]
-            self.files[name] = _loader.expand_paths(p)
+            self._locations[name] = _loader.expand_locations(p, storage_options, filesystem)
+            self.files[name] = [loc.url for loc in self._locations[name]]
             if isinstance(index, str) and index != "auto":
                 ix = [index.format(name)] if len(self.files[name]) == 1 else None
                 if ix is None:
@@ -666,7 +680,8 @@ class MultiTFRecordDataset(_Streaming):
                 ix = index.get(name)
             else:
                 ix = None
-            self._index_paths[name] = _loader.index_paths(self.files[name], ix)
+            self._index_paths[name] = _loader.index_paths(self._locations[name], ix,
+                                                          storage_options, filesystem)
         self.infinite = bool(infinite)
         self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
                     world_size, compression, verify, shuffle_files, worker_ring, uneven,
@@ -676,7 +691,7 @@ class MultiTFRecordDataset(_Streaming):
         cycle = 0
         while True:
             got = 0
-            for batch in self._segments(self.files[name], self._index_paths[name], slot, k,
+            for batch in self._segments(self._locations[name], self._index_paths[name], slot, k,
                                         cycle):
                 got += len(batch)
                 yield from batch
@@ -722,29 +737,33 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
     dicts, no stacking) when they are all dense and there is no ``transform``. Use with any
     sampler: ``RandomSampler`` (an exact shuffle), ``DistributedSampler`` (call its set_epoch).
 
-    ``index`` as in :class:`TFRecordDataset`; indexes not found on disk are built in memory when
-    the dataset is created (so ``len()`` is known). Files are opened in the process that reads
-    them (safe with DataLoader workers). Compressed files cannot be indexed.
+    ``index``, ``storage_options`` and ``filesystem`` as in :class:`TFRecordDataset`; indexes not
+    found beside the files are built when the dataset is created (so ``len()`` is known), in the
+    process that makes it: a remote object is scanned once per version per machine (the index
+    cache), several of them through one read-ahead stream. Files are opened in the process
+    that reads them (safe with DataLoader workers); remote records are fetched by coalesced
+    range requests at the version the dataset planned with. Compressed files cannot be indexed.
     """
 
     def __init__(self, paths, spec=None, index=None, *, transform: Optional[Callable] = None,
-                 verify: bool = True):
-        self.files = _loader.expand_paths(paths)
+                 verify: bool = True, storage_options=None, filesystem=None):
+        from .index import indexes_of
+        from .storage import load_index
+
+        self._locations = _loader.expand_locations(paths, storage_options, filesystem)
+        self.files = [loc.url for loc in self._locations]
         self.spec = spec
         self._compat = _compat_names(spec)
         self._spec = None if spec is None else normalize_spec(spec)
         self.transform = transform
         self.verify = verify
-        self._indexes: List[Tuple[np.ndarray, np.ndarray]] = []
-        for path, ix in zip(self.files, _loader.index_paths(self.files, index)):
-            if ix is not None:
-                from .index import load_index
-                offsets, sizes = load_index(ix)
-                self._indexes.append((np.asarray(offsets, np.int64), np.asarray(sizes, np.int64)))
-            else:
-                from .index import create_index
-                offsets, sizes = create_index(path)
-                self._indexes.append((np.asarray(offsets, np.int64), np.asarray(sizes, np.int64)))
+        # Counted here, in the process that makes the dataset (before DataLoader workers start):
+        # from the index files, or by one scan per object version per machine (index cache).
+        index_files = _loader.index_paths(self._locations, index, storage_options, filesystem)
+        missing = [loc for loc, ix in zip(self._locations, index_files) if ix is None]
+        scanned = iter(indexes_of(missing))
+        self._indexes: List[Tuple[np.ndarray, np.ndarray]] = [
+            load_index(ix) if ix is not None else next(scanned) for ix in index_files]
         lengths = [len(offsets) for offsets, _ in self._indexes]
         self._starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
         self._readers: Dict[int, Any] = {}
@@ -764,7 +783,8 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         reader = self._readers.get(k)
         if reader is None:
             from .index import IndexedTFRecordReader
-            reader = IndexedTFRecordReader(self.files[k], self._indexes[k], verify=self.verify)
+            reader = IndexedTFRecordReader(self._locations[k], self._indexes[k],
+                                           verify=self.verify)
             self._readers[k] = reader
         return reader
 
@@ -787,7 +807,7 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
             if self._spec is None:
                 rows = batch.to_list()
             else:
-                columns = parse_examples(batch, self._spec, name=self.files[k])
+                columns = parse_examples(batch, self._spec, name=self._locations[k].name)
                 if single and self.transform is None and all(
                         isinstance(c, np.ndarray) for c in columns.values()):
                     # The whole batch is these columns, in this order: collate() takes them

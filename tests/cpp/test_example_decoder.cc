@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -686,6 +687,194 @@ TEST(threads_decode_parts_joined_as_one_thread_does) {
   }
 }
 
+// What record i holds for spec k, as one string (numbers as their bytes, bytes values spelled
+// out, a default or a missing VarLen marked), from columns decoded in any batch.
+std::string row_of(const Decoded& d, const std::vector<FieldSpec>& specs, size_t k, size_t i) {
+  const FieldSpec& s = specs[k];
+  const Column& c = d.columns[k];
+  const auto* data = reinterpret_cast<const char*>(d.data.get());
+  auto bytes_value = [&](size_t j) {
+    return c.starts[j] < 0 ? std::string("<default>")
+                           : "[" + std::string(data + c.starts[j], size_t(c.ends[j] - c.starts[j])) + "]";
+  };
+  const size_t width = s.kind == Kind::kInt64 ? 8 : 4;
+  std::string out;
+  if (s.layout == Layout::kRawBytes) {
+    return std::string(reinterpret_cast<const char*>(c.values.data()) + i * s.count, s.count);
+  }
+  if (s.layout == Layout::kFixed) {
+    if (s.kind == Kind::kBytes) {
+      for (size_t j = i * s.count; j < (i + 1) * s.count; ++j) out += bytes_value(j);
+      return out;
+    }
+    return std::string(reinterpret_cast<const char*>(c.values.data()) + i * s.count * width,
+                       s.count * width);
+  }
+  out = c.present[i] ? "present:" : "missing:";
+  for (int64_t j = c.row_splits[i]; j < c.row_splits[i + 1]; ++j) {
+    out += s.kind == Kind::kBytes
+               ? bytes_value(size_t(j))
+               : std::string(reinterpret_cast<const char*>(c.values.data()) + size_t(j) * width, width);
+  }
+  return out;
+}
+
+// Decodes the records as one batch (the learned layout takes the records that repeat the
+// first ones' layout) and each alone (the general paths only: a one-record batch never has a
+// layout when it is decoded); both must agree on every record, or fail at the same record with the
+// same error.
+void expect_paths_agree(const std::vector<std::string>& records, const std::vector<FieldSpec>& specs,
+                        const std::string& context) {
+  std::optional<Decoded> batch;
+  std::optional<tfr::ParseError> batch_error;
+  try {
+    batch = decode(records, specs);
+  } catch (const tfr::ParseError& e) {
+    batch_error = e;
+  }
+  for (size_t i = 0; i < records.size(); ++i) {
+    std::optional<Decoded> alone;
+    try {
+      alone = decode({records[i]}, specs);
+    } catch (const tfr::ParseError& e) {
+      REQUIRE(batch_error) << context << ": record " << i << " alone fails (" << e.what()
+                           << ") but not in the batch";
+      REQUIRE_EQ(batch_error->record_index, i) << context << ": " << batch_error->what();
+      CHECK_EQ(std::string(batch_error->what()), std::string(e.what())) << context;
+      CHECK_EQ(batch_error->feature, e.feature) << context;
+      return;
+    }
+    if (batch_error) {
+      REQUIRE(batch_error->record_index > i)
+          << context << ": the batch fails at record " << batch_error->record_index << " ("
+          << batch_error->what() << ") but it decodes alone";
+    }
+    if (!batch) continue;  // (it fails at a later record)
+    for (size_t k = 0; k < specs.size(); ++k) {
+      CHECK_EQ(check::show(row_of(*batch, specs, k, i)), check::show(row_of(*alone, specs, k, 0)))
+          << context << ": record " << i << ", spec " << specs[k].name;
+    }
+  }
+  CHECK(!batch_error) << context << ": " << (batch_error ? batch_error->what() : "");
+}
+
+// Records of a few writers' layouts, with what breaks a layout mixed in: values of other widths,
+// empty and missing features, keys in another order or twice, unpacked lists, unknown fields,
+// lengths written in more bytes than needed.
+std::vector<std::string> varied_records(std::mt19937& rng, size_t n) {
+  std::vector<std::string> out;
+  auto pick = [&](size_t k) { return size_t(rng() % k); };
+  for (size_t i = 0; i < n; ++i) {
+    const bool odd = pick(6) == 0;  // one record in six leaves the usual layout
+    std::vector<int64_t> ids(odd ? pick(40) : 1 + pick(4));
+    for (int64_t& v : ids) v = pick(3) == 0 ? int64_t(rng()) - (1 << 30) : int64_t(pick(100));
+    std::vector<float> box(odd ? pick(9) : 4, 0.25f * float(i % 7));
+    std::vector<std::string> words(1 + (odd ? pick(3) : 0), std::string(pick(odd ? 300 : 9), 'a' + char(i % 26)));
+    Entries e = {{"label", int64s({int64_t(odd ? rng() : pick(10))})},
+                 {"image", strings({std::string(odd ? 200 + pick(200) : 40, char(i))})},
+                 {"score", floats({float(i)})},
+                 {"ids", int64s(ids, !(odd && pick(2)))},
+                 {"box", floats(box, !(odd && pick(3) == 0))},
+                 {"words", strings(words)},
+                 {"raw", strings({std::string(6, char('0' + i % 10))})},
+                 {"skipped", int64s({1, 2, 3})}};
+    if (odd) {
+      switch (pick(7)) {
+        case 0: e.erase(e.begin() + long(pick(e.size()))); break;       // one missing
+        case 1: std::swap(e[pick(e.size())], e[pick(e.size())]); break;  // reordered
+        case 2: e.push_back(e[pick(e.size())]); break;                   // a key twice
+        case 3: e.push_back({"label", floats({1.0f})}); break;           // the last of a key wins
+        case 4: e[pick(e.size())].second += key(9, 0) + varint(7); break;  // an unknown field
+        case 5: e[3].second = message(3, ""); break;                      // an empty list
+        case 6: e[5].second = ""; break;                                   // a Feature with no list
+      }
+    }
+    std::string record = example(e);
+    if (odd && pick(8) == 0) {  // an unknown field inside a map entry (its key and value count)
+      const size_t at = pick(e.size());
+      std::string body;
+      for (size_t j = 0; j < e.size(); ++j) {
+        const std::string inner = j == at ? message(1, e[j].first) + key(7, 0) + varint(300) + message(2, e[j].second)
+                                          : message(1, e[j].first) + message(2, e[j].second);
+        body += message(1, inner);
+      }
+      record = message(1, body);
+    }
+    if (odd && pick(8) == 0) record += key(5, 0) + varint(1);  // an unknown Example field
+    if (odd && pick(8) == 0) {  // the Features length in one byte more than needed
+      const std::string body = map_of(e);
+      std::string length = varint(body.size());
+      length.back() = char(uint8_t(length.back()) | 0x80);
+      record = key(1, 2) + length + '\0' + body;
+    }
+    out.push_back(record);
+  }
+  return out;
+}
+
+std::vector<FieldSpec> varied_specs() {
+  return {fixed("label", Kind::kInt64, 1),
+          with_default(fixed("image", Kind::kBytes, 1), std::vector<uint8_t>{}),
+          with_default(fixed("score", Kind::kFloat, 1), std::vector<float>{-1.0f}),
+          var("ids", Kind::kInt64),
+          var("box", Kind::kFloat),
+          var("words", Kind::kBytes),
+          with_default(raw("raw", 6), std::vector<uint8_t>{1, 2, 3, 4, 5, 6}),
+          var("absent", Kind::kFloat)};
+}
+
+TEST(the_learned_layout_decodes_as_the_general_paths_do) {
+  std::mt19937 rng(11);
+  const std::vector<FieldSpec> specs = varied_specs();
+  for (int round = 0; round < 40; ++round) {
+    expect_paths_agree(varied_records(rng, 60), specs, "round " + std::to_string(round));
+  }
+  // Long runs of one layout, where values of other widths (label 300, a 200-byte word) come now
+  // and then: the layout learned again, and the records in between through the general paths.
+  std::vector<std::string> records;
+  for (size_t i = 0; i < 400; ++i) {
+    records.push_back(example({{"label", int64s({int64_t(i % 50 == 49 ? 300 : i % 10)})},
+                               {"score", floats({1.5f})},
+                               {"words", strings({std::string(i % 97 == 5 ? 200 : 3, 'w')})},
+                               {"image", strings({std::string(50, 'i')})},
+                               {"raw", strings({"abcdef"})},
+                               {"ids", int64s({int64_t(i), 2, 3})},
+                               {"box", floats({1, 2, 3, 4})}}));
+  }
+  expect_paths_agree(records, specs, "long runs");
+}
+
+// A record that repeats the layout but for one byte: the layout misses it or takes it exactly as
+// the general paths do, whichever byte it is and however it changes.
+TEST(every_byte_changed_after_the_layout_is_learned) {
+  const std::vector<FieldSpec> specs = varied_specs();
+  std::mt19937 rng(3);
+  std::vector<std::string> good;
+  for (size_t i = 0; i < 3; ++i) {
+    good.push_back(example({{"label", int64s({int64_t(i)})},
+                            {"image", strings({std::string(40, 'x')})},
+                            {"score", floats({float(i)})},
+                            {"ids", int64s({1, 200, 3})},
+                            {"box", floats({1, 2, 3, 4})},
+                            {"words", strings({"one", "two"})},
+                            {"raw", strings({"abcdef"})},
+                            {"skipped", int64s({1})}}));
+  }
+  const std::string& record = good[2];
+  for (size_t at = 0; at < record.size(); ++at) {
+    for (int delta : {1, 0x40, 0x80, 0xff}) {
+      std::string changed = record;
+      changed[at] = char(uint8_t(changed[at]) + delta);
+      expect_paths_agree({good[0], good[1], changed, good[1]}, specs,
+                         "byte " + std::to_string(at) + " + " + std::to_string(delta));
+    }
+  }
+  for (size_t cut = 0; cut < record.size(); ++cut) {
+    expect_paths_agree({good[0], good[1], record.substr(0, cut), good[1]}, specs,
+                       "cut at " + std::to_string(cut));
+  }
+}
+
 TEST(feature_kinds_lists_names_in_order_with_their_first_kind) {
   const std::vector<std::string> records = {
       example({{"a", int64s({1})}, {"b", ""}}),
@@ -715,6 +904,29 @@ TEST(feature_kinds_lists_names_in_order_with_their_first_kind) {
   CHECK_EQ(e->record_index, 2u);
   kinds = tfr::feature_kinds(data, offsets.data(), 4, false, false);
   CHECK_EQ(kinds.size(), 3u) << "not strict: the scan stops before the damaged record";
+}
+
+// A key given twice in one record counts by its last entry (protobuf keeps it whole), in the kind
+// the scan reports and in what decode_examples then reads with that kind.
+TEST(feature_kinds_takes_a_keys_last_entry) {
+  const std::vector<std::string> records = {
+      example({{"k", int64s({1})}, {"o", strings({"x"})}, {"k", floats({2.5f})}}),
+      example({{"k", floats({3.5f})}}),
+  };
+  std::string joined;
+  std::vector<int64_t> offsets{0};
+  for (const std::string& r : records) {
+    joined += r;
+    offsets.push_back(int64_t(joined.size()));
+  }
+  const auto kinds = tfr::feature_kinds(reinterpret_cast<const uint8_t*>(joined.data()), offsets.data(),
+                                        records.size(), false, true);
+  REQUIRE_EQ(kinds.size(), 2u);
+  CHECK_EQ(kinds[0].name, std::string("k"));
+  CHECK(kinds[0].kind == Kind::kFloat) << "the last entry's kind";
+  CHECK_EQ(kinds[1].name, std::string("o"));
+  auto d = decode(records, {var("k", Kind::kFloat)});
+  CHECK(d.reals(0) == (std::vector<float>{2.5f, 3.5f}));
 }
 
 RUN_ALL_TESTS()

@@ -12,10 +12,14 @@
 // default on feature lists, defaults of the right size, no name twice in one map).
 //
 // The decoder may throw tfr::ParseError; anything else escaping, or columns that break their
-// documented shape, aborts: a finding. Records are decoded as one batch (the hints carry over
-// from record to record), then again in parts on the task pool (3 threads: the same columns or
-// the same error), and then each on its own, in a buffer of exactly its size so that
-// AddressSanitizer sees a read past its end.
+// documented shape, aborts: a finding. The records are decoded as one batch (where the layout
+// learned from the first records takes the next ones: the fast path), then as one batch by the
+// general paths only (learn_layouts false): the same columns, or the same error. Unless
+// TFREC_FUZZ_DECODER=fast, the batch is also decoded in parts on the task pool (3 threads: the
+// same columns or the same error), and each record on its own, in a buffer of exactly its size
+// so that AddressSanitizer sees a read past its end, whose values must be the batch's. The fast
+// mode leaves those out (a decoder set up per record, and thread hand-offs, cost more than the
+// decoding) and runs several times as many inputs a second.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -110,38 +115,141 @@ bool same_columns(const std::vector<tfr::Column>& a, const std::vector<tfr::Colu
   return true;
 }
 
-// Decodes the batch with num_threads; returns whether it failed, and where.
-bool decode_with(const uint8_t* data, const std::vector<int64_t>& offsets,
-                 const std::vector<tfr::FieldSpec>& specs, bool sequences, size_t num_threads,
-                 std::vector<tfr::Column>* columns, size_t* failed_at) {
-  const size_t n = offsets.size() - 1;
+// What record i holds for spec k, as one string (numbers as their bytes, bytes values spelled
+// out with their lengths, a default or a missing VarLen marked), from columns of any batch over
+// `data`.
+std::string row_of(const std::vector<tfr::Column>& columns, const uint8_t* data,
+                   const std::vector<tfr::FieldSpec>& specs, size_t k, size_t i) {
+  const tfr::FieldSpec& s = specs[k];
+  const tfr::Column& c = columns[k];
+  const auto* bytes = reinterpret_cast<const char*>(data);
+  auto bytes_value = [&](size_t j) {
+    if (c.starts[j] < 0) return std::string("<default>");
+    return std::to_string(c.ends[j] - c.starts[j]) + ":" +
+           std::string(bytes + c.starts[j], size_t(c.ends[j] - c.starts[j]));
+  };
+  auto numbers = [&](size_t from, size_t to) {
+    const size_t width = s.layout == tfr::Layout::kRawBytes ? 1 : value_size(s.kind);
+    return std::string(reinterpret_cast<const char*>(c.values.data()) + from * width, (to - from) * width);
+  };
+  std::string out;
+  auto values = [&](size_t from, size_t to) {
+    if (s.kind == tfr::Kind::kBytes && s.layout != tfr::Layout::kRawBytes) {
+      for (size_t j = from; j < to; ++j) out += bytes_value(j) + ";";
+    } else {
+      out += numbers(from, to);
+    }
+  };
+  if (s.sequence) {  // the record's steps, each its values
+    for (int64_t step = c.row_splits[i]; step < c.row_splits[i + 1]; ++step) {
+      if (s.layout == tfr::Layout::kVar) {
+        values(size_t(c.step_splits[size_t(step)]), size_t(c.step_splits[size_t(step) + 1]));
+      } else {
+        values(size_t(step) * s.count, size_t(step + 1) * s.count);
+      }
+      out += "|";
+    }
+  } else if (s.layout == tfr::Layout::kVar) {
+    out += c.present[i] ? "+" : "-";
+    values(size_t(c.row_splits[i]), size_t(c.row_splits[i + 1]));
+  } else {
+    values(i * s.count, (i + 1) * s.count);
+  }
+  return out;
+}
+
+struct Outcome {
+  std::vector<tfr::Column> columns;
+  bool failed = false;
+  size_t failed_at = 0;
+  std::string feature, what;
+};
+
+Outcome decode_batch(const uint8_t* data, const std::vector<int64_t>& offsets, size_t n,
+                     const std::vector<tfr::FieldSpec>& specs, bool sequences, size_t num_threads,
+                     bool learn_layouts = true) {
+  Outcome out;
   try {
-    *columns = tfr::decode_examples(data, offsets.data(), n, specs, sequences, num_threads);
-    check_columns(*columns, specs, n, size_t(offsets.back()));
-    return false;
+    out.columns = tfr::decode_examples(data, offsets.data(), n, specs, sequences, num_threads,
+                                       nullptr, learn_layouts);
+    check_columns(out.columns, specs, n, size_t(offsets[n]));
   } catch (const tfr::ParseError& e) {
     CHECK(e.record_index < n);
     CHECK(!e.has_feature || std::any_of(specs.begin(), specs.end(),
                                         [&](const tfr::FieldSpec& s) { return s.name == e.feature; }));
-    *failed_at = e.record_index;
-    return true;
+    out.failed = true;
+    out.failed_at = e.record_index;
+    out.feature = e.feature;
+    out.what = e.what();
+  }
+  return out;
+}
+
+// The batch by the general paths alone (no layout): the same columns, or the same error.
+void decode_without_layouts(const uint8_t* data, const std::vector<int64_t>& offsets,
+                            const std::vector<tfr::FieldSpec>& specs, bool sequences, const Outcome& fast) {
+  const Outcome general = decode_batch(data, offsets, offsets.size() - 1, specs, sequences, 1, false);
+  CHECK(fast.failed == general.failed);
+  if (fast.failed) {
+    CHECK(fast.failed_at == general.failed_at);
+    CHECK(fast.feature == general.feature);
+    CHECK(fast.what == general.what);
+  } else {
+    CHECK(same_columns(fast.columns, general.columns));
   }
 }
 
-void decode(const uint8_t* data, const std::vector<int64_t>& offsets,
-            const std::vector<tfr::FieldSpec>& specs, bool sequences, bool in_parts) {
-  std::vector<tfr::Column> one, parts;
-  size_t one_failed_at = 0, parts_failed_at = 0;
-  const bool one_failed = decode_with(data, offsets, specs, sequences, 1, &one, &one_failed_at);
-  if (!in_parts) return;
-  const bool parts_failed =
-      decode_with(data, offsets, specs, sequences, 3, &parts, &parts_failed_at);
-  CHECK(one_failed == parts_failed);
-  if (one_failed) {
-    CHECK(one_failed_at == parts_failed_at);  // the first record that fails, as with one thread
+// The batch in parts on the task pool: the same columns as with one thread, or the same error.
+void decode_in_parts(const uint8_t* data, const std::vector<int64_t>& offsets,
+                     const std::vector<tfr::FieldSpec>& specs, bool sequences, const Outcome& one) {
+  const Outcome parts = decode_batch(data, offsets, offsets.size() - 1, specs, sequences, 3);
+  CHECK(one.failed == parts.failed);
+  if (one.failed) {
+    CHECK(one.failed_at == parts.failed_at);  // the first record that fails, as with one thread
   } else {
-    CHECK(same_columns(one, parts));
+    CHECK(same_columns(one.columns, parts.columns));
   }
+}
+
+// Each record alone (the general paths) against the batch (the fast path where the layout takes
+// a record): the same rows, and the batch's error at the first record that fails alone.
+void compare_with_each_alone(const uint8_t* batch_data, const std::vector<int64_t>& offsets,
+                             const std::vector<tfr::FieldSpec>& specs, bool sequences,
+                             const Outcome& batch, const uint8_t* body,
+                             const std::vector<std::pair<size_t, size_t>>& spans) {
+  Outcome prefix;  // when the batch fails: the records before the failure, as a batch of their own
+  const Outcome* rows = &batch;
+  if (batch.failed) {
+    prefix = decode_batch(batch_data, offsets, batch.failed_at, specs, sequences, 1);
+    CHECK(!prefix.failed);  // (the first failure in the batch is the first of every prefix)
+    rows = &prefix;
+  }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const auto [b, e] = spans[i];
+    std::unique_ptr<uint8_t[]> one(new uint8_t[std::max<size_t>(e - b, 1)]);
+    std::memcpy(one.get(), body + b, e - b);
+    const std::vector<int64_t> one_offsets{0, int64_t(e - b)};
+    const Outcome alone = decode_batch(one.get(), one_offsets, 1, specs, sequences, 1);
+    if (batch.failed && i > batch.failed_at) continue;  // past the batch's error: shapes only
+    if (batch.failed && i == batch.failed_at) {
+      CHECK(alone.failed);
+      CHECK(alone.feature == batch.feature);
+      CHECK(alone.what == batch.what);
+      continue;
+    }
+    CHECK(!alone.failed);
+    for (size_t k = 0; k < specs.size(); ++k) {
+      CHECK(row_of(rows->columns, batch_data, specs, k, i) == row_of(alone.columns, one.get(), specs, k, 0));
+    }
+  }
+}
+
+bool fast_mode() {
+  static const bool fast = [] {
+    const char* mode = std::getenv("TFREC_FUZZ_DECODER");
+    return mode != nullptr && std::strcmp(mode, "fast") == 0;
+  }();
+  return fast;
 }
 
 }  // namespace
@@ -201,14 +309,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // One batch in one exactly-sized buffer, then each record alone.
-  {
-    std::vector<uint8_t> batch(joined);  // its own allocation, no spare capacity
-    decode(batch.data(), offsets, specs, sequences, true);
-  }
-  for (const auto& [b, e] : spans) {
-    std::unique_ptr<uint8_t[]> one(new uint8_t[std::max<size_t>(e - b, 1)]);
-    std::memcpy(one.get(), body + b, e - b);
-    decode(one.get(), {0, int64_t(e - b)}, specs, sequences, false);
-  }
+  std::vector<uint8_t> batch(joined);  // its own allocation, no spare capacity
+  const Outcome one = decode_batch(batch.data(), offsets, spans.size(), specs, sequences, 1);
+  decode_without_layouts(batch.data(), offsets, specs, sequences, one);
+  if (fast_mode()) return 0;
+  decode_in_parts(batch.data(), offsets, specs, sequences, one);
+  compare_with_each_alone(batch.data(), offsets, specs, sequences, one, body, spans);
   return 0;
 }

@@ -38,11 +38,7 @@ class ByteBuffer {
   // The caller writes them and then commits with resize(). Growing keeps every byte within the
   // old capacity, committed or not, so a caller may write ahead over several calls.
   uint8_t* grow_for(size_t extra) {
-    if (size_ + extra > capacity_) {
-      size_t want = capacity_ ? capacity_ : 4096;
-      while (want < size_ + extra) want *= 2;
-      reserve(want);
-    }
+    if (size_ + extra > capacity_) grow(size_ + extra);
     return data_ + size_;
   }
 
@@ -55,6 +51,13 @@ class ByteBuffer {
   void clear() { size_ = 0; }
 
  private:
+  // (apart, so that the check above is inlined into the decoder's per-value loops)
+  void grow(size_t needed) {
+    size_t want = capacity_ ? capacity_ : 4096;
+    while (want < needed) want *= 2;
+    reserve(want);
+  }
+
   void swap(ByteBuffer& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);

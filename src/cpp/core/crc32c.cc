@@ -7,83 +7,8 @@
 #include <stdexcept>
 
 #include "crc32c_internal.h"
-#include "portable.h"  // TFR_MSVC_INTRINSICS
-
-#if (defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)) && \
-    TFR_MSVC_INTRINSICS
-#include <immintrin.h>
-#include <intrin.h>
-#elif defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)
-#include <cpuid.h>
-#endif
-#if defined(TFREC_HAVE_ARM64_BACKEND) && defined(__linux__)
-#include <asm/hwcap.h>
-#include <sys/auxv.h>
-#endif
 
 namespace tfr {
-
-#if defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)
-namespace {
-
-// CPUID leaf/subleaf -> eax, ebx, ecx, edx; false when the CPU has no such leaf.
-bool cpuid(unsigned leaf, unsigned subleaf, unsigned regs[4]) {
-#if TFR_MSVC_INTRINSICS
-  int max[4], out[4];
-  __cpuid(max, int(leaf & 0x80000000u));
-  if (unsigned(max[0]) < leaf) return false;
-  __cpuidex(out, int(leaf), int(subleaf));
-  for (int i = 0; i < 4; ++i) regs[i] = unsigned(out[i]);
-  return true;
-#else
-  return __get_cpuid_count(leaf, subleaf, &regs[0], &regs[1], &regs[2], &regs[3]) != 0;
-#endif
-}
-
-// The register state the OS saves (XCR0); only read once CPUID says OSXSAVE.
-uint64_t xcr0() {
-#if TFR_MSVC_INTRINSICS
-  return _xgetbv(0);
-#else
-  unsigned lo = 0, hi = 0;
-  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (uint64_t(hi) << 32) | lo;
-#endif
-}
-
-constexpr unsigned kSse42 = 1u << 20, kPclmul = 1u << 1, kOsxsave = 1u << 27;  // leaf 1, ecx
-constexpr unsigned kAvx512f = 1u << 16;                                       // leaf 7, ebx
-constexpr unsigned kVpclmulqdq = 1u << 10;                                    // leaf 7, ecx
-
-}  // namespace
-
-bool cpu_has_sse42_pclmul() {
-  unsigned r[4] = {0, 0, 0, 0};
-  return cpuid(1, 0, r) && (r[2] & kSse42) != 0 && (r[2] & kPclmul) != 0;
-}
-#endif
-
-#if defined(TFREC_HAVE_AVX512_BACKEND)
-bool cpu_has_avx512_vpclmul() {
-  unsigned r[4] = {0, 0, 0, 0};
-  if (!cpu_has_sse42_pclmul() || !cpuid(1, 0, r) || (r[2] & kOsxsave) == 0) return false;
-  // The OS must save XMM, YMM, opmask and both ZMM register halves (XCR0 bits 1, 2, 5, 6, 7).
-  if ((xcr0() & 0xe6u) != 0xe6u) return false;
-  return cpuid(7, 0, r) && (r[1] & kAvx512f) != 0 && (r[2] & kVpclmulqdq) != 0;
-}
-#endif
-
-#if defined(TFREC_HAVE_ARM64_BACKEND)
-bool cpu_has_arm64_crc() {
-#if defined(__linux__)
-  return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
-#elif defined(__APPLE__)
-  return true;  // every Apple arm64 CPU implements the CRC32 extension
-#else
-  return false;
-#endif
-}
-#endif
 
 namespace {
 

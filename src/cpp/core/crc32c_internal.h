@@ -1,10 +1,11 @@
-// Backends and CPU probes behind the crc32c.h dispatcher, plus the polynomial arithmetic the
-// hardware backends use to derive their constants at compile time.
+// Backends behind the crc32c.h dispatcher, plus the polynomial arithmetic the hardware backends
+// use to derive their constants at compile time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "cpu_features.h"
 #include "crc32c.h"
 
 namespace tfr {
@@ -12,19 +13,17 @@ namespace tfr {
 // Each backend has crc32c_extend's contract: plain running CRC in (start 0), plain CRC out.
 uint32_t crc32c_portable_extend(uint32_t crc, const void* data, size_t n);
 
-// Defined only in builds with TFREC_HAVE_SSE42_BACKEND (x86-64); needs SSE4.2 and PCLMULQDQ.
+// Defined only in builds with TFREC_HAVE_SSE42_BACKEND (x86-64); needs SSE4.2 and PCLMULQDQ
+// (cpu_features.h says which backends this CPU can run).
 uint32_t crc32c_sse42_extend(uint32_t crc, const void* data, size_t n);
 void crc32c_sse42_many(const Crc32cSpan* spans, size_t n, uint32_t* out);
-bool cpu_has_sse42_pclmul();
 
 // Defined only in builds with TFREC_HAVE_AVX512_BACKEND (x86-64); needs the SSE4.2 backend's
 // features plus AVX-512F and VPCLMULQDQ with ZMM state enabled by the OS.
 uint32_t crc32c_avx512_extend(uint32_t crc, const void* data, size_t n);
-bool cpu_has_avx512_vpclmul();
 
 // Defined only in builds with TFREC_HAVE_ARM64_BACKEND (aarch64); needs the ARMv8 CRC32 extension.
 uint32_t crc32c_arm64_extend(uint32_t crc, const void* data, size_t n);
-bool cpu_has_arm64_crc();
 
 // GF(2)[x] arithmetic modulo the Castagnoli polynomial P in the bit-reflected representation of CRC
 // registers and the crc32 instruction: bit 31 holds the coefficient of x^0, bit 0 that of x^31.

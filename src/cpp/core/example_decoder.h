@@ -57,9 +57,14 @@ class ParseError : public std::runtime_error {
 // buffer from it: a large column in fresh memory costs more in page faults than decoding it
 // (bench/RESULTS.md, #12). Its old bytes never show: every record's slot is written (its value
 // or its default) or the call throws.
+//
+// Records that repeat the byte layout of the records before them are decoded by that layout
+// (record_layout.h), the others by the general paths, with the same result; `learn_layouts`
+// false decodes every record by the general paths (for tests and fuzzing, which compare both).
 std::vector<Column> decode_examples(const uint8_t* data, const int64_t* offsets, size_t n,
                                     const std::vector<FieldSpec>& specs, bool sequence_examples,
-                                    size_t num_threads = 1, BufferPool* pool = nullptr);
+                                    size_t num_threads = 1, BufferPool* pool = nullptr,
+                                    bool learn_layouts = true);
 
 constexpr size_t kPooledColumnBytes = size_t(1) << 20;
 

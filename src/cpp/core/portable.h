@@ -70,6 +70,18 @@ inline int bit_width64(uint64_t v) {
 #endif
 }
 
+// The number of zero bits below the lowest set bit of v (64 for 0).
+TFR_INLINE int trailing_zeros64(uint64_t v) {
+  if (v == 0) return 64;
+#if TFR_MSVC_INTRINSICS
+  unsigned long low = 0;
+  _BitScanForward64(&low, v);
+  return int(low);
+#else
+  return __builtin_ctzll(v);
+#endif
+}
+
 // Asks for the cache line holding p before it is read (a hint: it never faults).
 inline void prefetch(const void* p) {
 #if TFR_MSVC_INTRINSICS && defined(_M_ARM64)

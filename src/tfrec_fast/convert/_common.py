@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Tuple, Union
 
-from ..remote import RemotePath, is_url, resolve
+from ..storage import resolve
 
 __all__ = ["BadInputError", "ConvertSummary", "WriteOptions", "parse_size", "write_text_file"]
 
@@ -120,6 +119,7 @@ class WriteOptions:
     strict: bool = False
     overwrite: bool = False
     storage_options: Optional[Mapping[str, Any]] = None  # for an output URL (fsspec)
+    filesystem: Any = None  # an fsspec or pyarrow filesystem the output is on
 
     def __post_init__(self):
         limits = [n for n in ("num_shards", "shard_size", "records_per_shard")
@@ -145,33 +145,24 @@ class WriteOptions:
             "index": self.index,
             "overwrite": self.overwrite,
             "storage_options": self.storage_options,
+            "filesystem": self.filesystem,
         }
 
 
-def output_path(out_dir: str, name: str) -> str:
+def output_path(out_dir: str, name: str, options: Optional[WriteOptions] = None) -> str:
     """The path (or URL) of a file beside the shards."""
-    if is_url(out_dir):
-        return posixpath.join(out_dir, name)
-    return os.path.abspath(os.path.join(out_dir, name))
+    location = _resolve(out_dir, options)
+    store = location.store
+    return store.url(store.abspath(store.join(location.path, name)))
 
 
-def write_text_file(path: str, text: str,
-                    storage_options: Optional[Mapping[str, Any]] = None) -> None:
+def write_text_file(path: str, text: str, options: Optional[WriteOptions] = None) -> None:
     """Writes text whole or not at all: a hidden temporary file renamed into place (a URL: one
     PUT, atomic on object stores)."""
-    if is_url(path):
-        target = resolve(path, storage_options)  # a file:// URL is a local path
-        if isinstance(target, RemotePath):
-            target.write_bytes(text.encode("utf-8", "surrogateescape"))
-            return
-        path = target
-    directory, name = os.path.split(path)
-    temp = os.path.join(directory, f".{name}.tmp{os.getpid()}")
-    try:
-        with open(temp, "w", encoding="utf-8", errors="surrogateescape", newline="\n") as f:
-            f.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.remove(temp)
-        raise
+    _resolve(path, options).write_bytes(text.encode("utf-8", "surrogateescape"))
+
+
+def _resolve(path: str, options: Optional[WriteOptions]):
+    if options is None:
+        return resolve(path)
+    return resolve(path, options.storage_options, options.filesystem)

@@ -159,7 +159,8 @@ def convert_numpy(arrays: Union[PathLike, Mapping[str, np.ndarray]], out_dir: Pa
                   shuffle: bool = False, seed: int = 0, workers: int = 1,
                   progress: Optional[bool] = None, strict: bool = False,
                   overwrite: bool = False,
-                  storage_options: Optional[Mapping[str, Any]] = None) -> ConvertSummary:
+                  storage_options: Optional[Mapping[str, Any]] = None,
+                  filesystem=None) -> ConvertSummary:
     """Converts the arrays of an ``.npz`` file (or a mapping name -> array) into shards
     ``{out_dir}/{prefix}-*``, one Example per row (see the module docstring for the features).
 
@@ -172,7 +173,7 @@ def convert_numpy(arrays: Union[PathLike, Mapping[str, np.ndarray]], out_dir: Pa
     started = time.perf_counter()
     options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
                            shuffle, seed, workers, progress, strict, overwrite,
-                           storage_options)
+                           storage_options, filesystem)
     loaded, source = _load(arrays, keys)
     if prefix is None:
         prefix = ("data" if isinstance(arrays, Mapping)

@@ -129,7 +129,8 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
                         shuffle: bool = False, seed: int = 0, workers: int = 1,
                         progress: Optional[bool] = None, strict: bool = False,
                         overwrite: bool = False,
-                        storage_options: Optional[Mapping[str, Any]] = None) -> ConvertSummary:
+                        storage_options: Optional[Mapping[str, Any]] = None,
+                        filesystem=None) -> ConvertSummary:
     """Converts a class-per-subdirectory image folder into shards ``{out_dir}/{prefix}-*``.
 
     See the module docstring for the layout, the features and the label map file. Shards: at most
@@ -144,12 +145,13 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
     when stderr is a terminal). A bad image (missing, unreadable, not an image) is skipped and
     listed in the summary, or with ``strict`` raises :class:`BadInputError` leaving no shard
     under a final name. ``overwrite`` replaces existing shards of the same prefix. ``out_dir``
-    may be a URL (``s3://bucket/out``), with fsspec's ``storage_options``.
+    may be a URL (``s3://bucket/out``), with fsspec's ``storage_options``, or a path on
+    ``filesystem`` (an fsspec or pyarrow filesystem).
     """
     started = time.perf_counter()
     options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
                            shuffle, seed, workers, progress, strict, overwrite,
-                           storage_options)
+                           storage_options, filesystem)
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
     classes, jobs, ignored = find_images(src_dir, extensions)
     if any("\n" in name or "\r" in name for name in classes):
@@ -160,7 +162,7 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
                          inspect=functools.partial(inspect_image, src_dir))
     summary.ignored = len(ignored)
     summary.ignored_files = ignored
-    summary.label_map = output_path(out_dir, f"{prefix}.labels.txt")
+    summary.label_map = output_path(out_dir, f"{prefix}.labels.txt", options)
     write_text_file(summary.label_map, "".join(name + "\n" for name in classes),
-                    storage_options)
+                    options)
     return summary

@@ -256,7 +256,8 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
                 shuffle: bool = False, seed: int = 0, workers: int = 1,
                 progress: Optional[bool] = None, strict: bool = False,
                 overwrite: bool = False,
-                storage_options: Optional[Mapping[str, Any]] = None) -> ConvertSummary:
+                storage_options: Optional[Mapping[str, Any]] = None,
+                filesystem=None) -> ConvertSummary:
     """Converts the images of one split of a PASCAL VOC tree into shards
     ``{out_dir}/{prefix}-*`` (``prefix`` defaults to the split's name).
 
@@ -267,7 +268,7 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
     started = time.perf_counter()
     options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
                            shuffle, seed, workers, progress, strict, overwrite,
-                           storage_options)
+                           storage_options, filesystem)
     voc_dir, out_dir = os.fspath(voc_dir), os.fspath(out_dir)
     prefix = split if prefix is None else prefix
     ids, _ = read_split(voc_dir, split)
@@ -281,10 +282,10 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
                          out_dir, prefix, voc_spec(segmentation), options, desc="images",
                          unit="img", started=started,
                          inspect=functools.partial(inspect_voc, voc_dir, label_of))
-    summary.label_map = output_path(out_dir, f"{prefix}.labels.txt")
+    summary.label_map = output_path(out_dir, f"{prefix}.labels.txt", options)
     if not _is_file(labels, summary.label_map):  # else it is the label map already: keep it
         write_text_file(summary.label_map, "".join(name + "\n" for name in names),
-                        storage_options)
+                        options)
     return summary
 
 
