@@ -384,7 +384,7 @@ def _piece_batches(reading: _Reading, piece: Piece) -> Iterator[Tuple[Any, int]]
     """(RecordBatch, index in the file of its first record) pairs of a piece."""
     path, size, part, parts, index = piece
     if index is not None:
-        yield from _files.record_ranges(reading.filesystem, path, index, part, parts,
+        yield from _files.record_ranges(reading.filesystem, path, size, index, part, parts,
                                         verify=reading.verify,
                                         batch_records=reading.block_records or 65536)
         return
