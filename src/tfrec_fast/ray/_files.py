@@ -30,8 +30,9 @@ INDEX_SUFFIX = ".idx"
 # The compressions tfrec_fast reads itself; any other codec Ray reads (bz2, zstd, lz4, brotli)
 # is inflated by pyarrow's stream and the records read from that.
 OWN_COMPRESSIONS = ("gzip", "zlib")
-# What the reader asks a remote pyarrow stream (S3, GCS, HDFS ...) for at a time: each read is a
-# request, so the fewer the better, as long as the buffer stays small beside a block.
+# What the reader asks a remote pyarrow stream (a file of another codec, inflated by pyarrow) for
+# at a time: each read is a request, so the fewer the better, as long as the buffer stays small
+# beside a block.
 REMOTE_READ_BYTES = 8 << 20
 
 
