@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tfrec_fast.ray.read_tfrecords against Ray Data's own ray.data.read_tfrecords (which imports
 TensorFlow), on one node and on a cluster of two nodes in the same run, from local files and from
-an S3 server (moto on 127.0.0.1, read through pyarrow's S3FileSystem by both readers).
+an S3 server (moto on 127.0.0.1 in a process of its own, read through pyarrow's S3FileSystem by both
+readers).
 
     python bench/bench_ray.py [--repeats 3] [--datasets mnist,voc2,voc] [--records N] [--shards 8]
                               [--sources local,s3] [--nodes 1,2]
@@ -11,17 +12,21 @@ Data: make_example_data.py's MNIST-like and VOC-like records, and "voc2", VOC-li
 scalar, one with two a list), so voc2 is the VOC shape it is compared on.
 
 A run streams the whole dataset as a training loop does: ``read(path).iter_batches(batch_size=
-4096, batch_format="numpy")``, counting rows (every run must see every record). Topologies:
+4096, batch_format="numpy")``, counting rows (every run must see every record); once per case, after
+the warm-up, the batches' values are checked against the data written (per column: how many numbers
+and their sum, how many byte strings and the sum of their bytes; row order aside). Topologies:
 "1 node" is one Ray node with 2 CPUs; "2 nodes" is ray.cluster_utils.Cluster with two nodes of
 1 CPU each (the same CPUs, with blocks crossing between nodes). Each (reader, topology, source)
 runs in a process of its own with a cluster of its own (harness: bench/harness.py).
 
 Columns beside rows/s: the peak of the cluster's object store use (sampled every 50 ms), and
-where the time of the last run went, summed over tasks from Ray's own stats: "blocks s" (read
-tasks making blocks: read + parse + Arrow), "store s" (putting blocks into the object store),
-"fetch s" and "format s" (the iterator getting blocks and formatting numpy batches). For
-tfrec_fast, the note under the table splits the block making, measured in one process on the
-local shards: reading (framing, CRCs) vs decoding into Arrow blocks.
+where the time of the last run went, summed over tasks, from Ray's own stats: "tasks s" (the read
+tasks, start to end), "blocks s" (of which making blocks: read + parse + Arrow), "store s"
+(putting blocks into the object store), "held s" (read tasks Ray held back before submitting
+them: Ray 2.60 runs one task at a time until its resource budget arrives, about a second into an
+execution), "fetch s" and "format s" (the iterator getting blocks and formatting numpy batches).
+For tfrec_fast the note under the table splits the block making, measured in one process on the
+local shards: reading (framing, CRCs), parsing (the C++ decoder), building the Arrow columns.
 
 Ray 2.60's read_tfrecords has no ``tfx_read_options`` (its tfx-bsl path was removed from Ray), so
 there is no row for it. Needs ray[data] (+ moto, s3fs for S3) and, for Ray's own reader,
@@ -35,7 +40,9 @@ import atexit
 import importlib.util
 import os
 import re
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -80,7 +87,56 @@ def write_shards(opts) -> dict:
         part = {name: values[a:b] for name, values in cols.items()}
         D.write_tfrec_fast(os.path.join(directory, f"part-{k:05d}.tfrecords"), part, b - a, tfr)
     size = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
-    return {"dir": directory, "n_records": n, "file_bytes": size, "label": label}
+    return {"dir": directory, "n_records": n, "file_bytes": size, "label": label,
+            "digest": digest(cols)}
+
+
+def digest(columns) -> dict:
+    """Per column, whatever the order of the rows: [how many numbers, their sum, how many byte
+    strings, the sum of their bytes]. Written columns (numpy arrays, a 2-D uint8 array of byte
+    strings, lists of lists) and numpy batches (object arrays of values or arrays) alike."""
+    import numpy as np
+
+    out = {}
+    for name, values in columns.items():
+        d = out.setdefault(name, [0, 0.0, 0, 0])
+        _add(d, values, np)
+    return out
+
+
+def _add(d: list, v, np) -> None:
+    if v is None:
+        return
+    if isinstance(v, (bytes, bytearray)) or (isinstance(v, np.ndarray) and v.dtype == np.uint8):
+        if isinstance(v, np.ndarray) and v.ndim == 2:  # rows of bytes
+            d[2] += len(v)
+            d[3] += int(v.sum(dtype=np.int64))
+            return
+        d[2] += 1
+        d[3] += int(np.frombuffer(bytes(v), np.uint8).sum(dtype=np.int64))
+    elif isinstance(v, np.ndarray) and v.dtype != object:
+        d[0] += v.size
+        d[1] += float(v.sum(dtype=np.float64))
+    elif isinstance(v, (list, tuple, np.ndarray)):
+        for x in v:
+            _add(d, x, np)
+    else:
+        d[0] += 1
+        d[1] += float(v)
+
+
+def digest_mismatch(want: dict, got: dict) -> "str | None":
+    """What differs between two digests (float sums to 1e-6), or None."""
+    import math
+
+    if sorted(want) != sorted(got):
+        return f"columns {sorted(got)}, expected {sorted(want)}"
+    for name, (n, total, nb, byte_sum) in want.items():
+        g = got[name]
+        if (g[0], g[2], g[3]) != (n, nb, byte_sum) or \
+                not math.isclose(g[1], total, rel_tol=1e-6, abs_tol=1e-3):
+            return f"column {name!r}: {g}, expected {[n, total, nb, byte_sum]}"
+    return None
 
 
 # ---- a cluster, a source, a body -----------------------------------------------------------------
@@ -113,28 +169,65 @@ def _cluster(nodes: int):
 
 
 def _source(opts):
-    """(path, filesystem) of the shards: the local directory, or a copy on a moto S3 server
-    started in this process."""
+    """(path, filesystem) of the shards: the local directory, or a copy on a moto S3 server on
+    127.0.0.1, in a process of its own (an object store does not share the driver's
+    interpreter: in this process, moto's request handling would compete with the driver for the
+    GIL)."""
     if opts.source == "local":
         return opts.dir, None
     H.need("moto.server")
     import pyarrow.fs as pafs
-    from moto.server import ThreadedMotoServer
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    atexit.register(server.stop)
-    host, port = server.get_host_and_port()
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-c", S3_SERVER, str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    atexit.register(_stop, server)
     fs = pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
-                           endpoint_override=f"{host}:{port}", scheme="http",
+                           endpoint_override=f"127.0.0.1:{port}", scheme="http",
                            allow_bucket_creation=True)
-    fs.create_dir(BUCKET)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            fs.create_dir(BUCKET)
+            break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("moto's S3 server did not start") from None
+            time.sleep(0.2)
     for name in sorted(os.listdir(opts.dir)):
         with open(os.path.join(opts.dir, name), "rb") as f, \
                 fs.open_output_stream(f"{BUCKET}/data/{name}") as out:
             out.write(f.read())
     return f"{BUCKET}/data", fs
+
+
+# moto's server on 127.0.0.1:PORT, until the process that started it ends (even killed).
+S3_SERVER = """
+import os, sys, time
+from moto.server import ThreadedMotoServer
+parent = os.getppid()
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=int(sys.argv[1]), verbose=False)
+server.start()
+while os.getppid() == parent:
+    time.sleep(0.5)
+server.stop()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class _PeakStore:
@@ -170,14 +263,18 @@ class _PeakStore:
 def _breakdown(ds) -> dict:
     """Seconds of the last run, summed over tasks, from Ray Data's stats."""
     summary = ds._get_stats_summary()
-    gen = ser = 0.0
+    figures = {"blocks_s": "block_generation_time", "store_s": "block_serialization_time_s",
+               "held_s": "task_submission_backpressure_time"}
+    out = dict.fromkeys(figures, 0.0)
+    out["tasks_s"] = 0.0
     for stats in [summary, *summary.parents]:
         metrics = stats.extra_metrics or {}
-        gen += float(metrics.get("block_generation_time") or 0)
-        ser += float(metrics.get("block_serialization_time_s") or 0)
+        for key, metric in figures.items():
+            out[key] += float(metrics.get(metric) or 0)
+        for op in stats.operators_stats:  # (from the blocks' own metadata: complete)
+            out["tasks_s"] += float(op.wall_time.sum if op.wall_time else 0)
     it = summary.iter_stats
-    return {"blocks_s": gen, "store_s": ser, "fetch_s": it.get_time.get(),
-            "format_s": it.format_time.get()}
+    return {**out, "fetch_s": it.get_time.get(), "format_s": it.format_time.get()}
 
 
 def _streaming(read, opts, info: str) -> H.Body:
@@ -197,9 +294,19 @@ def _streaming(read, opts, info: str) -> H.Body:
         last.update(_breakdown(ds), peak_store_mib=peak.peak / 2**20)
         return rows
 
+    def check():
+        ds = read(path, filesystem=fs)
+        got: dict = {}
+        for batch in ds.iter_batches(batch_size=BATCH, batch_format="numpy"):
+            for name, values in digest(batch).items():
+                total = got.setdefault(name, [0, 0.0, 0, 0])
+                for i, v in enumerate(values):
+                    total[i] += v
+        return digest_mismatch(opts.digest, got)
+
     topology = "1 node x 2 CPUs" if opts.nodes == 1 else "2 nodes x 1 CPU"
-    return H.Body(run, info=f"ray {ray.__version__}, {topology}, {opts.source}; {info}",
-                  extras=lambda: dict(last))
+    return H.Body(run, check=check, info=f"ray {ray.__version__}, {topology}, {opts.source}; "
+                  f"{info}", extras=lambda: dict(last))
 
 
 class RayReadFailed(Exception):
@@ -223,17 +330,23 @@ def ray_tfrec_fast(opts):
 
 
 def _in_process_split(directory: str) -> str:
-    """Block making in one process, on the local shards: reading vs decoding into Arrow."""
+    """Block making in one process, on the local shards, as the read tasks do it: reading
+    (framing, CRCs), parsing (the C++ decoder: the features' kinds, then their values), and
+    the rest of the conversion (building the Arrow columns)."""
+    import pyarrow.fs as pafs
+
+    from tfrec_fast import _core
+    from tfrec_fast.example import VarLen, _decode
     from tfrec_fast.ray._datasource import _Reading, _sample_files
     from tfrec_fast.ray._schema import Converter, columns_of
     from tfrec_fast.records import TFRecordReader
 
     files = sorted(os.path.join(directory, f) for f in os.listdir(directory))
-    import pyarrow.fs as pafs
-
     reading = _Reading(pafs.LocalFileSystem(), "", {}, True, None, 128 << 20, sample_records=1024)
-    converter = Converter(None, columns_of(_sample_files(reading, [(f, None) for f in files])))
-    read_s = arrow_s = 0.0
+    columns = columns_of(_sample_files(reading, [(f, None) for f in files]))
+    converter = Converter(None, columns)
+    typed = {c.name: VarLen(c.kind) for c in columns}
+    read_s = parse_s = convert_s = 0.0
     rows = 0
     for path in files:
         with TFRecordReader(path) as reader:
@@ -244,10 +357,20 @@ def _in_process_split(directory: str) -> str:
                 if not len(batch):
                     break
                 start = time.perf_counter()
+                _core.feature_kinds(batch, path, False, True)
+                _decode(batch, typed, path)
+                parse_s += time.perf_counter() - start
+                start = time.perf_counter()
                 rows += converter.convert(batch, path, 0).num_rows
-                arrow_s += time.perf_counter() - start
-    return (f"in one process: reading {rows / read_s / 1e6:.2f} M rows/s, decoding into Arrow "
-            f"blocks {rows / arrow_s / 1e6:.2f} M rows/s")
+                convert_s += time.perf_counter() - start
+    # Arrow building is what converting costs beyond parsing alone: a difference of two timings,
+    # so it is given only where it stands out of their noise (a tenth of the conversion).
+    arrow_s = convert_s - parse_s
+    arrow = f"{rows / arrow_s / 1e6:.2f}" if arrow_s > 0.1 * convert_s else \
+        "(within the noise of parsing)"
+    return (f"in one process, M rows/s: reading {rows / read_s / 1e6:.2f}, parsing "
+            f"{rows / parse_s / 1e6:.2f}, converting (parsing + Arrow) "
+            f"{rows / convert_s / 1e6:.2f}, building Arrow blocks {arrow}")
 
 
 def ray_data(opts):
@@ -285,8 +408,8 @@ def main(argv=None) -> int:
                         mine=lambda r: r.name == "tfrec_fast"),
                H.figure("peak store MiB", _median_extra("peak_store_mib"), ".0f"),
                *(H.figure(h, _median_extra(k), ".2f") for h, k in (
-                   ("blocks s", "blocks_s"), ("store s", "store_s"), ("fetch s", "fetch_s"),
-                   ("format s", "format_s"))),
+                   ("tasks s", "tasks_s"), ("blocks s", "blocks_s"), ("store s", "store_s"),
+                   ("held s", "held_s"), ("fetch s", "fetch_s"), ("format s", "format_s"))),
                *H.timing(".3f")]
     raw, targets = {}, []
     with tempfile.TemporaryDirectory() as tmp:
@@ -300,7 +423,8 @@ def main(argv=None) -> int:
                     where = f"{'1 node' if nodes == 1 else '2 nodes'}, {source}"
                     print(f"== ray {name}, {where}", file=sys.stderr)
                     res = H.measure(H.select(CASES, args.cases),
-                                    {"dir": made["dir"], "source": source, "nodes": nodes},
+                                    {"dir": made["dir"], "source": source, "nodes": nodes,
+                                     "digest": made["digest"]},
                                     log_dir=C.log_dir(f"ray-{name}-{source}-{nodes}"),
                                     **H.timing_options(args))
                     H.expect_records(res, n)

@@ -108,6 +108,25 @@ def test_read_tasks_do_not_carry_the_file_list(cluster, tmp_path):
     assert sizes[1] < sizes[0] * 1.2, sizes
 
 
+def test_default_blocks_follow_rays_rule_with_bigger_minimum(cluster, tmp_path, monkeypatch):
+    """Without override_num_blocks: Ray's rule (twice the CPUs, here 2) with blocks of at least
+    MIN_BLOCK_BYTES, so that small files are not cut into 1 MiB blocks; a DataContext with its
+    own minimum keeps Ray's rule as it is; override_num_blocks is honoured."""
+    paths = write_files(str(tmp_path), files=6, per_file=30)
+    assert tray.TFRecordDatasource(paths).default_num_blocks() == 4
+    assert tray.read_tfrecords(paths).materialize().num_blocks() == 4
+    total = sum(os.path.getsize(p) for p in paths)
+    monkeypatch.setattr(tray._datasource, "MIN_BLOCK_BYTES", total // 9)
+    assert tray.TFRecordDatasource(paths).default_num_blocks() == 9
+    assert tray.read_tfrecords(paths, override_num_blocks=2).materialize().num_blocks() == 2
+    ctx = ray.data.DataContext.get_current()
+    monkeypatch.setattr(ctx, "read_op_min_num_blocks", 12)
+    monkeypatch.setattr(ctx, "target_min_block_size", 1000)
+    assert tray.TFRecordDatasource(paths).default_num_blocks() is None
+    ds = tray.read_tfrecords(paths).materialize()
+    assert ds.num_blocks() == 12 and ds.count() == 180  # Ray's split of the 6 files' blocks
+
+
 def test_big_files_split_only_by_their_index(cluster, tmp_path, monkeypatch):
     """More tasks than files: a big file with FILE.idx beside it is split into record ranges
     (the index is its index, not data); without one it is read whole by one task."""
@@ -179,6 +198,57 @@ def test_not_a_tfrecord_file(cluster, tmp_path):
     path.write_text('{"number": 0, "string": "foo"}')
     with pytest.raises(RuntimeError, match="Failed to read TFRecord file"):
         tray.read_tfrecords(str(path)).schema()
+
+
+def test_local_files_are_sampled_on_the_driver(cluster, tmp_path, monkeypatch):
+    """A few small local reads: no Ray task for the schema (a damaged file is the driver's own
+    TFRecordReadError, naming it)."""
+    def refuse():
+        raise AssertionError("a Ray task sampled local files")
+
+    monkeypatch.setattr(tray._datasource, "_remote_sample_files", refuse)
+    paths = write_files(str(tmp_path), files=2, per_file=10)
+    assert tray.read_tfrecords(paths).count() == 20
+    with open(paths[1], "r+b") as f:
+        f.write(b"\xff" * 12)
+    with pytest.raises(tray.TFRecordReadError, match="part-1.tfrecords"):
+        tray.read_tfrecords(paths)
+
+
+def test_read_ahead_keeps_order_errors_and_stops():
+    """The next item is made on a thread: items in order, an error where its item would have
+    come (after the earlier ones), and the source closed when the reader stops early."""
+    import threading
+
+    read_ahead = tray._datasource._read_ahead
+    assert list(read_ahead(iter(range(50)))) == list(range(50))
+
+    def failing():
+        yield 1
+        yield 2
+        raise tfr.DataLossError("bad", path="f", record_index=2, offset=9)
+
+    got = []
+    with pytest.raises(tfr.DataLossError, match="bad"):
+        for item in read_ahead(failing()):
+            got.append(item)
+    assert got == [1, 2]
+
+    closed = threading.Event()
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            closed.set()
+
+    items = read_ahead(endless())
+    assert [next(items) for _ in range(3)] == [0, 1, 2]
+    items.close()
+    assert closed.is_set()
 
 
 def test_a_later_record_with_more_values_follows_rays_rule(cluster, tmp_path, monkeypatch):

@@ -193,6 +193,30 @@ def test_big_remote_file_split_by_its_index(cluster, s3, s3fs_, tree, monkeypatc
     assert spans and max(spans) < size / 2, (spans, size)
 
 
+def test_pyarrow_s3_reads_a_file_in_few_requests(cluster, s3, arrow_s3, tree):
+    """Through pyarrow's S3 (read by the storage layer) the 2 MB file is read by range requests
+    of the storage's range size (one here), not one per MiB; its sample (the first MiB) fetches
+    little more than that MiB, in quarters."""
+    from tfrec_fast.storage import DEFAULTS
+
+    s3.clear()
+    ds = tray.read_tfrecords(f"{BUCKET}/big/all.tfrecords", filesystem=arrow_s3,
+                             override_num_blocks=1)
+    assert sorted(r["id"] for r in ds.take_all()) == list(range(2000))
+    size = arrow_s3.get_file_info(f"{BUCKET}/big/all.tfrecords").size
+    assert 2 << 20 < size <= DEFAULTS.range_size
+    spans = []
+    for _, _, ranged in s3.range_reads("all.tfrecords"):
+        start, _, end = ranged[len("bytes="):].partition("-")
+        spans.append((int(start), int(end) + 1))
+    whole = [s for s in spans if s == (0, size)]
+    sample = [s for s in spans if s != (0, size)]
+    quarter = tray._datasource.SAMPLE_BYTES // 4
+    assert len(whole) == 1, spans
+    assert sample and all(b - a <= quarter for a, b in sample), spans
+    assert sum(b - a for a, b in sample) <= tray._datasource.SAMPLE_BYTES + 2 * quarter, spans
+
+
 @pytest.mark.filterwarnings("ignore:`ray_remote_args` is deprecated")
 def test_ray_remote_args_place_every_task(cluster, s3fs_, tree):
     """ray_remote_args={"resources": ...} that only the second node has: every block (and the

@@ -11,10 +11,11 @@ imported, on the driver or in the tasks.
 Without a schema the columns follow Ray's rules for tf.train.Example files: a feature holding one
 value in every record is a plain column (int64, float, binary; null where a record has none), any
 other a ``list<...>`` column. They are decided once for the whole dataset from a sample (the first
-records of up to 16 files, read in Ray tasks), so that every block agrees; a record that later
-breaks the rule is read all the same, its column following Ray's per-record rule (see
-:mod:`tfrec_fast.ray._schema`). ``spec`` (tfrec_fast's FixedLen / VarLen: the types of
-:mod:`tfrec_fast.arrow`) and Ray's ``tf_schema`` fix the columns instead.
+records of up to 16 files: local ones read on the driver, remote ones in a Ray task), so that
+every block agrees; a record that later breaks the rule is read all the same, its column
+following Ray's per-record rule (see :mod:`tfrec_fast.ray._schema`). ``spec`` (tfrec_fast's
+FixedLen / VarLen: the types of :mod:`tfrec_fast.arrow`) and Ray's ``tf_schema`` fix the
+columns instead.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ except ImportError as error:  # pragma: no cover - exercised where ray is absent
     raise ImportError("tfrec_fast.ray needs Ray Data: pip install 'tfrec_fast[ray]'") from error
 
 from ._datasink import TFRecordDatasink
-from ._datasource import MIN_SPLIT_BYTES, TFRecordDatasource, TFRecordReadError
+from ._datasource import MIN_BLOCK_BYTES, MIN_SPLIT_BYTES, TFRecordDatasource, TFRecordReadError
 
 __all__ = ["read_tfrecords", "write_tfrecords", "TFRecordDatasource", "TFRecordDatasink",
-           "TFRecordReadError", "MIN_SPLIT_BYTES"]
+           "TFRecordReadError", "MIN_BLOCK_BYTES", "MIN_SPLIT_BYTES"]
 
 # Remote options that place the schema-sampling tasks where the read tasks may run.
 _PLACEMENT = ("label_selector", "fallback_strategy", "runtime_env", "resources")
@@ -81,13 +82,19 @@ def read_tfrecords(paths, spec=None, *, filesystem=None, parallelism: int = -1,
         Records per block at most; by default blocks hold Ray's target block size in bytes.
     storage_options : dict, optional
         fsspec options for a URL when no ``filesystem`` is given.
+    override_num_blocks : int, optional
+        As in Ray. Without it (and without ``parallelism``) the number of blocks follows Ray's
+        rule with blocks of at least ``MIN_BLOCK_BYTES`` (16 MiB) of files rather than Ray's
+        1 MiB: Ray spends milliseconds on every block, which is more than this reader spends
+        making one. A DataContext with its own ``read_op_min_num_blocks`` or
+        ``target_min_block_size`` keeps Ray's rule.
     **others
         Ray's, meaning what they mean there: ``parallelism``, ``num_cpus``, ``num_gpus``,
         ``memory``, ``arrow_open_stream_args``, ``partition_filter``, ``include_paths``,
         ``ignore_missing_paths``, ``shuffle`` ("files" or a FileShuffleConfig, reseeded per
-        execution as configured), ``file_extensions``, ``concurrency``,
-        ``override_num_blocks``, ``label_selector``, ``fallback_strategy``, ``max_calls``,
-        ``resources``, ``accelerator_type``, ``runtime_env``, ``ray_remote_args``.
+        execution as configured), ``file_extensions``, ``concurrency``, ``label_selector``,
+        ``fallback_strategy``, ``max_calls``, ``resources``, ``accelerator_type``,
+        ``runtime_env``, ``ray_remote_args``.
 
     Returns
     -------
@@ -113,6 +120,8 @@ def read_tfrecords(paths, spec=None, *, filesystem=None, parallelism: int = -1,
         partition_filter=partition_filter, partitioning=partitioning,
         ignore_missing_paths=ignore_missing_paths, shuffle=shuffle, include_paths=include_paths,
         file_extensions=file_extensions)
+    if override_num_blocks is None and parallelism == -1:
+        override_num_blocks = source.default_num_blocks()
     return ray.data.read_datasource(
         source, parallelism=parallelism, num_cpus=num_cpus, num_gpus=num_gpus, memory=memory,
         concurrency=concurrency, override_num_blocks=override_num_blocks,
@@ -154,6 +163,12 @@ def write_tfrecords(dataset: "ray.data.Dataset", path: str, *, tf_schema=None, f
         Write a tfrec_fast shard manifest ``_{dataset uuid}.manifest.json`` last.
     storage_options : dict, optional
         fsspec options for a URL when no ``filesystem`` is given.
+    override_num_blocks : int, optional
+        As in Ray. Without it (and without ``parallelism``) the number of blocks follows Ray's
+        rule with blocks of at least ``MIN_BLOCK_BYTES`` (16 MiB) of files rather than Ray's
+        1 MiB: Ray spends milliseconds on every block, which is more than this reader spends
+        making one. A DataContext with its own ``read_op_min_num_blocks`` or
+        ``target_min_block_size`` keeps Ray's rule.
     **others
         Ray's, meaning what they mean there: ``tf_schema``, ``filesystem``,
         ``try_create_dir``, ``arrow_open_stream_args``, ``filename_provider``,

@@ -21,7 +21,7 @@ from ray.data.datasource.file_datasink import BlockBasedFileDatasink
 from .. import arrow as _arrow
 from .._core import FRAMING_SIZE
 from ..records import TFRecordWriter, normalize_compression
-from ..sharded import manifest_data
+from ..manifest import manifest_data
 from . import _files
 from ._schema import TFSchema
 from ._tensors import is_tensor_type, serialized_tensors
@@ -172,7 +172,7 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         filename = self.filename_provider.get_filename_for_task(
             ctx.kwargs[WRITE_UUID_KWARG_NAME], ctx.task_idx)
         final = _files.join(self.path, filename)
-        local = isinstance(_unwrapped(self.filesystem), pafs.LocalFileSystem)
+        local = _files.is_local(self.filesystem)
         # A local file is written under a hidden name (which readers skip) and renamed when
         # complete; an object store publishes an object only when it is complete anyway.
         target = _files.join(self.path, f".{filename}.tmp-{self._token}") if local else final
@@ -180,13 +180,9 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         if local:
             self.filesystem.move(target, final)
         if sizes is not None:
-            from ..index import write_index
-
             offsets = np.zeros(len(sizes), np.int64)
             np.cumsum(sizes[:-1], out=offsets[1:])
-            index_path = final + _files.INDEX_SUFFIX
-            write_index(index_path if local else _fsspec_path(self.filesystem, index_path),
-                        offsets, sizes)
+            _files.write_index_file(self.filesystem, final + _files.INDEX_SUFFIX, offsets, sizes)
         return {"task": ctx.task_idx, "path": final, "rows": rows, "bytes": nbytes}
 
     def write_block_to_file(self, block: BlockAccessor, file: "pa.NativeFile") -> None:
@@ -263,16 +259,3 @@ class _PosixNames:
     def relative(path: str, base: str) -> str:
         return posixpath.relpath(path, base)
 
-
-def _unwrapped(fs):
-    return fs.unwrap() if hasattr(fs, "unwrap") else fs
-
-
-def _fsspec_path(fs, path: str):
-    """A RemotePath for tfrec_fast's index writer, on the datasink's filesystem."""
-    from ..remote import resolve
-
-    base = _unwrapped(fs)
-    if isinstance(base, pafs.PyFileSystem) and isinstance(base.handler, pafs.FSSpecHandler):
-        base = base.handler.fs
-    return resolve(path, filesystem=base)

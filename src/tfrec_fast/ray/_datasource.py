@@ -3,14 +3,21 @@ with tfrec_fast's reader and decoder in its read tasks."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import copy
 import functools
+import queue
+import threading
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 import ray
+from ray.data._internal.util import _autodetect_parallelism
 from ray.data.block import BlockMetadata
+from ray.data.context import (DEFAULT_READ_OP_MIN_NUM_BLOCKS, DEFAULT_TARGET_MIN_BLOCK_SIZE,
+                              DataContext)
 from ray.data.datasource import ReadTask
 from ray.data.datasource.file_based_datasource import (FileBasedDatasource,
                                                        _add_partitions_to_table,
@@ -26,13 +33,18 @@ from ._schema import Column, Converter, TFSchema, columns_of, summarize_batch
 # of at least this many bytes, and only when more tasks are asked for than there are files.
 MIN_SPLIT_BYTES = 16 << 20
 # Without a spec, the schema comes from the first SAMPLE_RECORDS records (or SAMPLE_BYTES) of
-# at most SAMPLE_FILES files spread over the listing, read by at most SAMPLE_TASKS Ray tasks.
+# at most SAMPLE_FILES files spread over the listing: local files read on the driver (a few small
+# reads cost less than a Ray task), remote ones in one Ray task, concurrently. (A remote sample is
+# bytes the read tasks fetch again: at most 16 MiB.)
 SAMPLE_FILES = 16
-SAMPLE_TASKS = 4
 SAMPLE_RECORDS = 1024
-SAMPLE_BYTES = 4 << 20
+SAMPLE_BYTES = 1 << 20
 # Records per block when the data context sets no target block size.
 DEFAULT_BLOCK_BYTES = 128 << 20
+# Without override_num_blocks, a read asks for as many blocks as Ray's own rule gives with blocks
+# of at least this many bytes (Ray's minimum is 1 MiB): every block costs Ray milliseconds of
+# scheduling, storing, fetching and batching, far more than making it costs the read task.
+MIN_BLOCK_BYTES = 16 << 20
 
 
 class TFRecordReadError(DataLossError, RuntimeError):
@@ -131,7 +143,6 @@ class TFRecordDatasource(FileBasedDatasource):
                          **file_based_args)
         self._indexes_ref = ray.put(listing.indexes)
         listing.indexes = {}  # (the provider stays on this object: keep it small)
-        from ray.data.context import DataContext
         target = DataContext.get_current().target_max_block_size or DEFAULT_BLOCK_BYTES
         self._reading = _Reading(
             filesystem=self._filesystem, compression=_compression(compression or given),
@@ -144,6 +155,21 @@ class TFRecordDatasource(FileBasedDatasource):
         self._sampled: Optional[Tuple[Column, ...]] = None
 
     # -- planning --
+
+    def default_num_blocks(self) -> Optional[int]:
+        """The number of blocks to ask Ray for when the caller names none: Ray's rule (at least
+        twice the CPUs the dataset can use, blocks no larger than the target size) with blocks
+        of at least ``MIN_BLOCK_BYTES``. None (Ray's rule as it is) where the DataContext sets
+        its own minimum block count or size."""
+        ctx = DataContext.get_current()
+        if ctx.read_op_min_num_blocks != DEFAULT_READ_OP_MIN_NUM_BLOCKS or \
+                ctx.target_min_block_size != DEFAULT_TARGET_MIN_BLOCK_SIZE:
+            return None
+        ours = copy.copy(ctx)
+        ours.target_min_block_size = MIN_BLOCK_BYTES
+        blocks, _, _ = _autodetect_parallelism(-1, ctx.target_max_block_size, ours,
+                                               mem_size=self.estimate_inmemory_data_size())
+        return blocks
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
                        data_context=None) -> List[ReadTask]:
@@ -165,7 +191,7 @@ class TFRecordDatasource(FileBasedDatasource):
         return tasks
 
     def _planned_reading(self) -> _Reading:
-        """The reading with its columns: sampled once (on the first planning), in Ray tasks."""
+        """The reading with its columns: sampled once (on the first planning)."""
         reading = self._reading
         if reading.spec is not None or reading.tf_schema is not None:
             return reading
@@ -174,16 +200,19 @@ class TFRecordDatasource(FileBasedDatasource):
         return replace(reading, columns=self._sampled)
 
     def _sample(self) -> List[Column]:
+        """The columns the first records of files spread over the listing show: local files
+        read here, remote ones in one Ray task (placed as the read tasks are)."""
         paths, sizes = self._paths(), self._file_sizes()
         chosen = sorted({int(i) for i in np.linspace(0, len(paths) - 1,
                                                      min(len(paths), SAMPLE_FILES))})
         work = [(paths[i], sizes[i]) for i in chosen]
+        if not work:
+            return []
+        if _files.is_local(self._reading.filesystem):
+            return columns_of(_sample_files(self._reading, work))
         options = {"num_cpus": 1, **self._sample_remote_args}
         sample = _remote_sample_files().options(**options)
-        refs = [sample.remote(self._reading, part)
-                for part in np.array_split(np.array(work, dtype=object), SAMPLE_TASKS)
-                if len(part)]
-        return columns_of(s for summaries in ray.get(refs) for s in summaries)
+        return columns_of(ray.get(sample.remote(self._reading, work)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -261,40 +290,101 @@ def _partitions(reading: _Reading, path: str) -> Dict[str, Any]:
 
 def _read_pieces(reading: _Reading, pieces: Tuple[Piece, ...],
                  row_limit: Optional[int]) -> Iterator[pa.Table]:
-    """The blocks of a read task; it stops reading once ``row_limit`` rows are out."""
+    """The blocks of a read task; it stops reading once ``row_limit`` rows are out. The next
+    batch of records is read on a thread while this one is decoded and handed to Ray."""
     converter = reading.converter()
     rows = 0
+    extras: Dict[str, Any] = {}
+    last = None
+    for path, batch, first in _read_ahead(_task_batches(reading, pieces)):
+        if path != last:
+            extras, last = _partitions(reading, path), path
+        try:
+            table = converter.convert(batch, path, first)
+        except DataLossError as error:
+            raise _read_error(error, path) from None
+        if extras:
+            table = _add_partitions_to_table(table, extras)
+        if reading.include_paths:
+            table = table.append_column("path", pa.array([path] * len(table), pa.string()))
+        yield table
+        rows += len(table)
+        if row_limit is not None and rows >= row_limit:
+            return
+
+
+def _task_batches(reading: _Reading, pieces: Tuple[Piece, ...]) -> Iterator[Tuple[str, Any, int]]:
+    """(path, RecordBatch, index in the file of its first record) of every piece in turn."""
     for piece in pieces:
         path = piece[0]
-        extras = _partitions(reading, path)
-        for table in _piece_tables(reading, converter, piece):
-            if extras:
-                table = _add_partitions_to_table(table, extras)
-            if reading.include_paths:
-                table = table.append_column("path", pa.array([path] * len(table), pa.string()))
-            yield table
-            rows += len(table)
-            if row_limit is not None and rows >= row_limit:
-                return
+        try:
+            for batch, first in _piece_batches(reading, piece):
+                yield path, batch, first
+        except DataLossError as error:
+            raise _read_error(error, path) from None
 
 
-def _piece_tables(reading: _Reading, converter: Converter, piece: Piece) -> Iterator[pa.Table]:
-    path = piece[0]
+def _read_error(error: DataLossError, path: str) -> TFRecordReadError:
+    """Ray's RuntimeError for a file that cannot be read, with tfrec_fast's detail."""
+    if isinstance(error, TFRecordReadError):
+        return error
+    return TFRecordReadError(error.detail, path=path, record_index=error.record_index,
+                             offset=error.offset, reason=error.reason)
+
+
+_END = object()
+
+
+def _read_ahead(items: Iterator[Any]) -> Iterator[Any]:
+    """The items of ``items``, each next one made on a thread while the caller works on the one
+    it has (at most one waiting: a task holds at most three batches of records). An error making
+    one is raised where that item would have come; stopping early stops the thread, which
+    closes ``items``."""
+    ready: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def make() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((_END, None))
+        except BaseException as error:  # handed to the caller, raised there
+            put((_END, error))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=make, name="tfrec-fast-read-ahead", daemon=True)
+    thread.start()
     try:
-        for batch, first in _piece_batches(reading, piece):
-            yield converter.convert(batch, path, first)
-    except TFRecordReadError:
-        raise
-    except DataLossError as error:  # Ray's RuntimeError, with tfrec_fast's detail
-        raise TFRecordReadError(error.detail, path=path, record_index=error.record_index,
-                                offset=error.offset, reason=error.reason) from None
+        while True:
+            item, error = ready.get()
+            if item is _END:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _piece_batches(reading: _Reading, piece: Piece) -> Iterator[Tuple[Any, int]]:
     """(RecordBatch, index in the file of its first record) pairs of a piece."""
     path, size, part, parts, index = piece
     if index is not None:
-        yield from _files.record_ranges(reading.filesystem, path, index, part, parts,
+        yield from _files.record_ranges(reading.filesystem, path, size, index, part, parts,
                                         verify=reading.verify,
                                         batch_records=reading.block_records or 65536)
         return
@@ -310,19 +400,22 @@ def _piece_batches(reading: _Reading, piece: Piece) -> Iterator[Tuple[Any, int]]
 
 
 def _sample_files(reading: _Reading, work) -> List[Dict[str, Any]]:
-    """What the first records of each file say of its features (a Ray task)."""
-    summaries = []
-    for path, size in work:
-        summary: Dict[str, Any] = {}
-        try:
-            with _files.open_records(reading.filesystem, path, size,
-                                     reading.compression_of(path), verify=reading.verify,
-                                     open_args=reading.open_args, prefix=SAMPLE_BYTES) as reader:
-                batch = reader.read_batch(max_records=reading.sample_records,
-                                          max_bytes=SAMPLE_BYTES)
-        except DataLossError as error:
-            raise TFRecordReadError(error.detail, path=path, record_index=error.record_index,
-                                    offset=error.offset, reason=error.reason) from None
-        summarize_batch(batch, path, summary)
-        summaries.append(summary)
-    return summaries
+    """What the first records of each file say of its features; remote files read
+    concurrently (their requests wait on the network, not on each other)."""
+    if len(work) == 1 or _files.is_local(reading.filesystem):
+        return [_sample_file(reading, path, size) for path, size in work]
+    with concurrent.futures.ThreadPoolExecutor(len(work)) as pool:
+        return list(pool.map(lambda item: _sample_file(reading, *item), work))
+
+
+def _sample_file(reading: _Reading, path: str, size: Optional[int]) -> Dict[str, Any]:
+    summary: Dict[str, Any] = {}
+    try:
+        with _files.open_records(reading.filesystem, path, size, reading.compression_of(path),
+                                 verify=reading.verify, open_args=reading.open_args,
+                                 prefix=SAMPLE_BYTES) as reader:
+            batch = reader.read_batch(max_records=reading.sample_records, max_bytes=SAMPLE_BYTES)
+    except DataLossError as error:
+        raise _read_error(error, path) from None
+    summarize_batch(batch, path, summary)
+    return summary

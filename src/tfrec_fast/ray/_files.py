@@ -2,7 +2,10 @@
 pyarrow filesystem as Ray resolves them, the listing (sizes, and the ``FILE.idx`` index files it
 shows), opening a file or a range of its records for reading, and opening an output file.
 
-Kept in one module so that the Ray code can move onto tfrec_fast's storage layer in one step.
+Ray lists and names the files (its pyarrow filesystem, its metadata provider); tfrec_fast's
+storage layer (:mod:`tfrec_fast.storage`) reads them: a remote object as a
+:class:`~tfrec_fast.storage.Location` streamed by ranges ahead of the reader, at the size its
+listing gave (no request to learn it), an index beside it through the index cache.
 """
 
 from __future__ import annotations
@@ -19,14 +22,18 @@ import pyarrow.fs as pafs
 from ray.data.datasource.file_meta_provider import DefaultFileMetadataProvider
 from ray.data.datasource.path_util import _resolve_paths_and_filesystem
 
-from ..index import IndexedTFRecordReader, load_index
-from ..records import TFRecordReader
-from ..remote import ReadAheadFile, RemotePath, resolve
+from ..index import IndexedTFRecordReader, write_index
+from ..records import DEFAULT_BUFFER_SIZE, TFRecordReader
+from ..storage import Location, Stat, load_index, resolve
 
 INDEX_SUFFIX = ".idx"
 # The compressions tfrec_fast reads itself; any other codec Ray reads (bz2, zstd, lz4, brotli)
 # is inflated by pyarrow's stream and the records read from that.
 OWN_COMPRESSIONS = ("gzip", "zlib")
+# What the reader asks a remote pyarrow stream (a file of another codec, inflated by pyarrow) for
+# at a time: each read is a request, so the fewer the better, as long as the buffer stays small
+# beside a block.
+REMOTE_READ_BYTES = 8 << 20
 
 
 # ---- paths ---------------------------------------------------------------------------------------
@@ -129,35 +136,45 @@ def is_local(fs) -> bool:
     return isinstance(_unwrapped(fs), pafs.LocalFileSystem)
 
 
+def location(fs, path: str, size: Optional[int] = None,
+             settings: Optional[Dict[str, int]] = None) -> Location:
+    """The storage layer's Location of a file Ray listed on ``fs`` (its size from the listing:
+    nothing asks for it again). ``settings``: storage Settings for its reads (read-ahead)."""
+    base = _unwrapped(fs)
+    known = None if size is None else Stat(int(size))
+    if isinstance(base, pafs.LocalFileSystem):
+        found = resolve(path)
+    else:  # fsspec's, or another pyarrow filesystem (S3, GCS, HDFS ...) through fsspec's wrapper
+        found = resolve(path, settings, filesystem=base)
+    return Location(found.store, found.path, found.url, known)
+
+
 @contextlib.contextmanager
 def open_records(fs, path: str, size: Optional[int], compression: str, *, verify: bool,
                  open_args: Dict[str, Any],
                  prefix: Optional[int] = None) -> Iterator[TFRecordReader]:
-    """A reader of the records of ``path``: a local file by its path (read in C++); an fsspec
-    object by ranged reads ahead of the reader (its size from the listing: no request to learn
-    it); another pyarrow filesystem's through its input stream. ``compression``: "", "gzip",
-    "zlib" and "auto" are the reader's own, any other codec is inflated by pyarrow's stream.
-    ``prefix``: about how many bytes will be read (a sample), so that no more is fetched ahead."""
+    """A reader of the records of ``path``: a local file by its path (read in C++); a remote
+    object by ranged reads ahead of the reader (tfrec_fast's storage layer). ``compression``:
+    "", "gzip", "zlib" and "auto" are the reader's own; any other codec is inflated by the
+    pyarrow stream of Ray's filesystem. ``prefix``: about how many bytes will be read (a
+    sample), so that no more than that is fetched ahead."""
     own = compression if compression in ("", "auto") + OWN_COMPRESSIONS else ""
     codec = None if compression == own else compression
-    base = _unwrapped(fs)
-    source: Any = None
-    if codec is None and isinstance(base, pafs.LocalFileSystem):
-        source = path
-    elif codec is None and not isinstance(base, pafs.FileSystem):  # fsspec's
-        remote = resolve(path, filesystem=base)
-        assert isinstance(remote, RemotePath)  # (a path on a filesystem is remote)
-        if size is None:
-            source = remote
-        elif prefix is None:
-            source = ReadAheadFile(remote, int(size))
-        else:
-            source = ReadAheadFile(remote, int(size), block_size=max(64 << 10, prefix // 4),
-                                   read_ahead=1)
+    buffer_size = DEFAULT_BUFFER_SIZE
+    source: Any
+    if codec is None:
+        settings = None
+        if prefix is not None:  # ranges of a quarter of it, one ahead of the reader
+            ranges = max(64 << 10, prefix // 4)
+            settings = {"range_size": ranges, "read_ahead": ranges}
+            buffer_size = min(buffer_size, ranges)
+        source = location(fs, path, size, settings)
     else:
         source = _arrow_fs(fs).open_input_stream(path, compression=codec, **open_args)
+        if not isinstance(_unwrapped(fs), pafs.LocalFileSystem):  # each read is a request
+            buffer_size = REMOTE_READ_BYTES if prefix is None else prefix + (64 << 10)
     try:
-        with TFRecordReader(source, own, verify=verify) as reader:
+        with TFRecordReader(source, own, verify=verify, buffer_size=buffer_size) as reader:
             yield reader
     finally:
         if hasattr(source, "close"):
@@ -168,16 +185,14 @@ def _arrow_fs(fs) -> pafs.FileSystem:
     return fs.unwrap() if hasattr(fs, "unwrap") else fs
 
 
-def record_ranges(fs, path: str, index_path: str, part: int, parts: int, *, verify: bool,
-                  batch_records: int) -> Iterator[Tuple[Any, int]]:
+def record_ranges(fs, path: str, size: Optional[int], index_path: str, part: int, parts: int, *,
+                  verify: bool, batch_records: int) -> Iterator[Tuple[Any, int]]:
     """Part ``part`` of ``parts`` (by record count) of an uncompressed file with an index, as
     (RecordBatch, index of its first record) pairs of at most ``batch_records`` records."""
-    base = _unwrapped(fs)
-    local = isinstance(base, pafs.LocalFileSystem)
-    on = None if local else base
-    offsets, sizes = load_index(index_path, filesystem=on)
+    offsets, sizes = load_index(location(fs, index_path))
     first, end = (len(offsets) * part) // parts, (len(offsets) * (part + 1)) // parts
-    with IndexedTFRecordReader(path, (offsets, sizes), verify=verify, filesystem=on) as reader:
+    with IndexedTFRecordReader(location(fs, path, size), (offsets, sizes),
+                               verify=verify) as reader:
         for start in range(first, end, batch_records):
             stop = min(end, start + batch_records)
             yield reader.get_batch(np.arange(start, stop, dtype=np.int64)), start
@@ -188,6 +203,11 @@ def record_ranges(fs, path: str, index_path: str, part: int, parts: int, *, veri
 def output_stream(fs, path: str, open_args: Dict[str, Any]) -> pa.NativeFile:
     """An output stream at ``path`` (never compressed by pyarrow: the writer compresses)."""
     return fs.open_output_stream(path, **open_args)
+
+
+def write_index_file(fs, path: str, offsets: np.ndarray, sizes: np.ndarray) -> None:
+    """Writes the index file ``path`` on ``fs`` (in one piece: no reader sees half of it)."""
+    write_index(location(fs, path), offsets, sizes)
 
 
 def join(directory: str, name: str) -> str:

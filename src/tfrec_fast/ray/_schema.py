@@ -2,8 +2,8 @@
 
 Without a schema the rules are Ray's: a feature holding one value (at most one, one somewhere)
 is a plain column (int64, float, binary), null where a record has none; any other is a
-``list<...>`` column. They are decided once, from a bounded prefix of a sample of the files read
-in Ray tasks (:func:`summarize`), so that every block agrees. A record that later breaks the
+``list<...>`` column. They are decided once, from a bounded prefix of a sample of the files
+(:func:`summarize_batch`), so that every block agrees. A record that later breaks the
 sample's rule loses nothing and fails nothing: the column of its block follows Ray's own rule per
 record (the value where there is one, the list where there are more, None where there is none),
 as a Python-object column, which Ray combines with the plain blocks of that column. A feature the
