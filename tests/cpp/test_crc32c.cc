@@ -154,8 +154,8 @@ void test_split_points(const std::vector<std::string>& backends) {
           tfr::crc32c_extend_with(backend, head, buf.data() + split, buf.size() - split);
       failures += all != whole;
     }
-    check(failures == 0, backend + " every split point of 2 KiB (" + std::to_string(failures) +
-                             " mismatches)");
+    check(failures == 0,
+          backend + " every split point of 2 KiB (" + std::to_string(failures) + " mismatches)");
   }
 }
 
@@ -186,8 +186,8 @@ void test_block_boundaries(const std::vector<std::string>& backends) {
         }
       }
     }
-    check(failures == 0, backend + " lengths around 32 KiB multiples (" +
-                             std::to_string(failures) + " mismatches)");
+    check(failures == 0, backend + " lengths around 32 KiB multiples (" + std::to_string(failures) +
+                             " mismatches)");
   }
 }
 
@@ -232,11 +232,11 @@ void test_many() {
         std::vector<tfr::Crc32cSpan> spans;
         const size_t one = rng() % 300;
         for (size_t k = 0; k < count; ++k) {
-          size_t len = kind == 0   ? one                        // one length
-                       : kind == 1 ? (one & ~size_t(7))         // one length, whole words
-                       : kind == 2 ? 40 + rng() % 51            // small records of varying size
-                       : kind == 3 ? rng() % 9                  // empty and tiny
-                                   : rng() % 700;               // some past the short limit
+          size_t len = kind == 0   ? one                 // one length
+                       : kind == 1 ? (one & ~size_t(7))  // one length, whole words
+                       : kind == 2 ? 40 + rng() % 51     // small records of varying size
+                       : kind == 3 ? rng() % 9           // empty and tiny
+                                   : rng() % 700;        // some past the short limit
           spans.push_back({buf.data() + rng() % 4096, len});
         }
         std::vector<uint32_t> got(count + 1, 0xdeadbeefu);

@@ -19,8 +19,8 @@
 
 using tfr::Column;
 using tfr::FieldSpec;
-using tfr::Layout;
 using tfr::Kind;
+using tfr::Layout;
 
 namespace {
 
@@ -336,7 +336,8 @@ TEST(pooled_columns_overwrite_what_their_buffers_held) {
     for (size_t i = 0; i < n; ++i) {
       const int64_t want = i % 7 == 3 ? -1 : int64_t(i);
       CHECK(std::all_of(got.begin() + i * ints, got.begin() + (i + 1) * ints,
-                        [&](int64_t v) { return v == want; })) << "record " << i;
+                        [&](int64_t v) { return v == want; }))
+          << "record " << i;
       raw_want += std::string(bytes, char(i));
     }
     CHECK(d.raw_bytes(1) == raw_want);
@@ -401,8 +402,7 @@ TEST(unknown_fields_at_every_level) {
   auto d = decode({record}, {var("x", Kind::kInt64)});
   CHECK(d.ints(0) == (std::vector<int64_t>{1, 2, 3}));
   // Example field 2 is unknown outside SequenceExample mode.
-  auto e =
-      decode({example({{"x", int64s({4})}}) + message(2, "junk")}, {var("x", Kind::kInt64)});
+  auto e = decode({example({{"x", int64s({4})}}) + message(2, "junk")}, {var("x", Kind::kInt64)});
   CHECK(e.ints(0) == (std::vector<int64_t>{4}));
 }
 
@@ -421,12 +421,12 @@ TEST(wrong_wire_types) {
   }
   expect_error(parse_error({example({{"x", message(3, fixed32(1, 7))}})}, specs), 0, "x",
                "an int64 with the wrong wire type");
-  expect_error(parse_error({example({{"x", message(2, key(1, 0) + varint(1))}})},
-                           {var("x", Kind::kFloat)}),
-               0, "x", "a float with the wrong wire type");
-  expect_error(parse_error({example({{"x", message(1, key(1, 0) + varint(1))}})},
-                           {var("x", Kind::kBytes)}),
-               0, "x", "a bad bytes value");
+  expect_error(
+      parse_error({example({{"x", message(2, key(1, 0) + varint(1))}})}, {var("x", Kind::kFloat)}),
+      0, "x", "a float with the wrong wire type");
+  expect_error(
+      parse_error({example({{"x", message(1, key(1, 0) + varint(1))}})}, {var("x", Kind::kBytes)}),
+      0, "x", "a bad bytes value");
 }
 
 TEST(groups_and_reserved_wire_types_are_malformed) {
@@ -505,7 +505,8 @@ TEST(protobuf_merge_rules) {
   for (const std::string& bad : bad_lists) {
     expect_error(parse_error({example({{"x", bad + int64s({3})}})}, ints), 0, "x", "");
     if (bad[0] != message(3, "")[0]) {  // of another kind: replaced
-      expect_error(parse_error({example({{"x", int64s({1}) + bad + int64s({3})}})}, ints), 0, "x", "");
+      expect_error(parse_error({example({{"x", int64s({1}) + bad + int64s({3})}})}, ints), 0, "x",
+                   "");
     }
   }
   d = decode({example({{"x", message(2, fixed32(1, 7) + key(1, 0) + varint(1)) +
@@ -557,20 +558,22 @@ TEST(a_map_entry_value_given_twice_merges) {
   CHECK(d.ints(0) == std::vector<int64_t>{6}) << "another kind replaces";
   d = decode({record({int64s({5}), ""})}, ints);
   CHECK(d.ints(0) == std::vector<int64_t>{5}) << "a part without a list keeps the list";
-  d = decode({record({int64s({1}) + floats({2.0f}), int64s({3}) + key(9, 0) + varint(1), int64s({4}, false)})},
+  d = decode({record({int64s({1}) + floats({2.0f}), int64s({3}) + key(9, 0) + varint(1),
+                      int64s({4}, false)})},
              ints);
   CHECK(d.ints(0) == (std::vector<int64_t>{3, 4})) << "the run of the last kind, across parts";
   d = decode({record({"", ""})}, ints);
   CHECK(d.ints(0).empty());
   CHECK(d.columns[0].present == std::vector<uint8_t>{1}) << "present, with no list";
-  expect_error(parse_error({record({int64s({5}), floats({6.0f})})}, ints), 0, "x", "holds a float_list");
+  expect_error(parse_error({record({int64s({5}), floats({6.0f})})}, ints), 0, "x",
+               "holds a float_list");
   expect_error(parse_error({record({int64s({5}), message(3, "\x0a\x05")})}, ints), 0, "x", "");
 
   // Fixed sizes count the merged values; bytes values point into each part.
   d = decode({record({floats({1.0f}), floats({2.0f}, false)})}, {fixed("x", Kind::kFloat, 2)});
   CHECK(d.reals(0) == (std::vector<float>{1.0f, 2.0f}));
-  expect_error(parse_error({record({int64s({1}), int64s({2})})}, {fixed("x", Kind::kInt64, 1)}), 0, "x",
-               "has 2 values");
+  expect_error(parse_error({record({int64s({1}), int64s({2})})}, {fixed("x", Kind::kInt64, 1)}), 0,
+               "x", "has 2 values");
   d = decode({record({strings({"ab"}), strings({"c", "de"})})}, {var("x", Kind::kBytes)});
   CHECK(d.strs(0) == (std::vector<std::string>{"ab", "c", "de"}));
   d = decode({record({floats({1.0f}), strings({"raw"})})}, {raw("x", 3)});
@@ -579,15 +582,17 @@ TEST(a_map_entry_value_given_twice_merges) {
   // In a batch whose other records the learned layout takes, and between them: the same values.
   std::vector<std::string> records;
   for (int i = 0; i < 12; ++i) {
-    records.push_back(i % 4 == 3 ? record({int64s({i}), int64s({100 + i})}) : example({{"x", int64s({i})}}));
+    records.push_back(i % 4 == 3 ? record({int64s({i}), int64s({100 + i})})
+                                 : example({{"x", int64s({i})}}));
   }
   d = decode(records, ints);
   CHECK(d.ints(0) == (std::vector<int64_t>{0, 1, 2, 3, 103, 4, 5, 6, 7, 107, 8, 9, 10, 11, 111}));
 
   // A FeatureList given twice: the steps of both. A context Feature: as in an Example.
-  const std::string seq = message(1, entry_with_values("c", {floats({1.5f}), floats({2.5f})})) +
-                          message(2, entry_with_values("s", {feature_list({int64s({1}), int64s({2, 3})}),
-                                                             feature_list({int64s({4})})}));
+  const std::string seq =
+      message(1, entry_with_values("c", {floats({1.5f}), floats({2.5f})})) +
+      message(2, entry_with_values("s", {feature_list({int64s({1}), int64s({2, 3})}),
+                                         feature_list({int64s({4})})}));
   d = decode({seq}, {var("c", Kind::kFloat), steps(var("s", Kind::kInt64))}, true);
   CHECK(d.reals(0) == (std::vector<float>{1.5f, 2.5f}));
   CHECK(d.ints(1) == (std::vector<int64_t>{1, 2, 3, 4}));
@@ -596,7 +601,8 @@ TEST(a_map_entry_value_given_twice_merges) {
 
   // The kind scan: the merged Feature's kind (a part without a list keeps the kind before it).
   const std::vector<std::string> scanned = {
-      record({floats({1.0f}), ""}), message(1, entry_with_values("y", {floats({1.0f}), int64s({2})})),
+      record({floats({1.0f}), ""}),
+      message(1, entry_with_values("y", {floats({1.0f}), int64s({2})})),
       message(1, entry_with_values("z", {"", ""}))};
   std::string joined;
   std::vector<int64_t> offsets{0};
@@ -604,8 +610,8 @@ TEST(a_map_entry_value_given_twice_merges) {
     joined += r;
     offsets.push_back(int64_t(joined.size()));
   }
-  const auto kinds = tfr::feature_kinds(reinterpret_cast<const uint8_t*>(joined.data()), offsets.data(),
-                                        scanned.size(), false, true);
+  const auto kinds = tfr::feature_kinds(reinterpret_cast<const uint8_t*>(joined.data()),
+                                        offsets.data(), scanned.size(), false, true);
   REQUIRE_EQ(kinds.size(), 3u);
   CHECK(kinds[0].kind == Kind::kFloat);
   CHECK(kinds[1].kind == Kind::kInt64);
@@ -658,9 +664,9 @@ TEST(names_of_every_length_in_any_order) {
 }
 
 TEST(sequence_examples) {
-  const std::vector<FieldSpec> specs = {
-      var("id", Kind::kInt64), steps(var("tokens", Kind::kInt64)),
-      steps(fixed("xy", Kind::kFloat, 2)), steps(var("id", Kind::kBytes))};
+  const std::vector<FieldSpec> specs = {var("id", Kind::kInt64), steps(var("tokens", Kind::kInt64)),
+                                        steps(fixed("xy", Kind::kFloat, 2)),
+                                        steps(var("id", Kind::kBytes))};
   const std::string r0 = sequence_example(
       {{"id", int64s({7})}}, {{"tokens", feature_list({int64s({1, 2}), int64s({}), int64s({3})})},
                               {"xy", feature_list({floats({1, 2}), floats({3, 4})})},
@@ -697,8 +703,8 @@ TEST(sequence_examples) {
 // shape, never a read outside the record.
 TEST(every_byte_cut_or_changed) {
   const std::vector<FieldSpec> specs = {
-      var("ints", Kind::kInt64), var("reals", Kind::kFloat),
-      var("strs", Kind::kBytes), with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
+      var("ints", Kind::kInt64), var("reals", Kind::kFloat), var("strs", Kind::kBytes),
+      with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
       with_default(fixed("one", Kind::kInt64, 1), std::vector<int64_t>{0})};
   const std::string record = example({{"ints", int64s({1, -1, 300})},
                                       {"reals", floats({1.5f, 2.5f}, false)},
@@ -761,7 +767,9 @@ bool same_columns(const Decoded& a, const Decoded& b) {
 
 TEST(threads_decode_parts_joined_as_one_thread_does) {
   const std::vector<FieldSpec> specs = {
-      var("ints", Kind::kInt64), var("reals", Kind::kFloat), var("strs", Kind::kBytes),
+      var("ints", Kind::kInt64),
+      var("reals", Kind::kFloat),
+      var("strs", Kind::kBytes),
       with_default(raw("raw", 3), std::vector<uint8_t>{1, 2, 3}),
       with_default(fixed("one", Kind::kInt64, 1), std::vector<int64_t>{0}),
       fixed("two", Kind::kBytes, 2)};
@@ -792,8 +800,8 @@ TEST(threads_decode_parts_joined_as_one_thread_does) {
   records[650] = records[650].substr(0, 5);
   records[123] = example({{"two", strings({"only one"})}});
   for (size_t threads : {1, 2, 5}) {
-    std::optional<tfr::ParseError> e = check::thrown<tfr::ParseError>(
-        [&] { decode(records, specs, false, "", threads); });
+    std::optional<tfr::ParseError> e =
+        check::thrown<tfr::ParseError>([&] { decode(records, specs, false, "", threads); });
     expect_error(e, 123, "two", "has 1 values, the spec asks for 2");
   }
 }
@@ -805,8 +813,9 @@ std::string row_of(const Decoded& d, const std::vector<FieldSpec>& specs, size_t
   const Column& c = d.columns[k];
   const auto* data = reinterpret_cast<const char*>(d.data.get());
   auto bytes_value = [&](size_t j) {
-    return c.starts[j] < 0 ? std::string("<default>")
-                           : "[" + std::string(data + c.starts[j], size_t(c.ends[j] - c.starts[j])) + "]";
+    return c.starts[j] < 0
+               ? std::string("<default>")
+               : "[" + std::string(data + c.starts[j], size_t(c.ends[j] - c.starts[j])) + "]";
   };
   const size_t width = s.kind == Kind::kInt64 ? 8 : 4;
   std::string out;
@@ -825,7 +834,8 @@ std::string row_of(const Decoded& d, const std::vector<FieldSpec>& specs, size_t
   for (int64_t j = c.row_splits[i]; j < c.row_splits[i + 1]; ++j) {
     out += s.kind == Kind::kBytes
                ? bytes_value(size_t(j))
-               : std::string(reinterpret_cast<const char*>(c.values.data()) + size_t(j) * width, width);
+               : std::string(reinterpret_cast<const char*>(c.values.data()) + size_t(j) * width,
+                             width);
   }
   return out;
 }
@@ -834,8 +844,8 @@ std::string row_of(const Decoded& d, const std::vector<FieldSpec>& specs, size_t
 // first ones' layout) and each alone (the general paths only: a one-record batch never has a
 // layout when it is decoded); both must agree on every record, or fail at the same record with the
 // same error.
-void expect_paths_agree(const std::vector<std::string>& records, const std::vector<FieldSpec>& specs,
-                        const std::string& context) {
+void expect_paths_agree(const std::vector<std::string>& records,
+                        const std::vector<FieldSpec>& specs, const std::string& context) {
   std::optional<Decoded> batch;
   std::optional<tfr::ParseError> batch_error;
   try {
@@ -880,7 +890,8 @@ std::vector<std::string> varied_records(std::mt19937& rng, size_t n) {
     std::vector<int64_t> ids(odd ? pick(40) : 1 + pick(4));
     for (int64_t& v : ids) v = pick(3) == 0 ? int64_t(rng()) - (1 << 30) : int64_t(pick(100));
     std::vector<float> box(odd ? pick(9) : 4, 0.25f * float(i % 7));
-    std::vector<std::string> words(1 + (odd ? pick(3) : 0), std::string(pick(odd ? 300 : 9), 'a' + char(i % 26)));
+    std::vector<std::string> words(1 + (odd ? pick(3) : 0),
+                                   std::string(pick(odd ? 300 : 9), 'a' + char(i % 26)));
     Entries e = {{"label", int64s({int64_t(odd ? rng() : pick(10))})},
                  {"image", strings({std::string(odd ? 200 + pick(200) : 40, char(i))})},
                  {"score", floats({float(i)})},
@@ -891,13 +902,27 @@ std::vector<std::string> varied_records(std::mt19937& rng, size_t n) {
                  {"skipped", int64s({1, 2, 3})}};
     if (odd) {
       switch (pick(7)) {
-        case 0: e.erase(e.begin() + long(pick(e.size()))); break;       // one missing
-        case 1: std::swap(e[pick(e.size())], e[pick(e.size())]); break;  // reordered
-        case 2: e.push_back(e[pick(e.size())]); break;                   // a key twice
-        case 3: e.push_back({"label", floats({1.0f})}); break;           // the last of a key wins
-        case 4: e[pick(e.size())].second += key(9, 0) + varint(7); break;  // an unknown field
-        case 5: e[3].second = message(3, ""); break;                      // an empty list
-        case 6: e[5].second = ""; break;                                   // a Feature with no list
+        case 0:
+          e.erase(e.begin() + long(pick(e.size())));
+          break;  // one missing
+        case 1:
+          std::swap(e[pick(e.size())], e[pick(e.size())]);
+          break;  // reordered
+        case 2:
+          e.push_back(e[pick(e.size())]);
+          break;  // a key twice
+        case 3:
+          e.push_back({"label", floats({1.0f})});
+          break;  // the last of a key wins
+        case 4:
+          e[pick(e.size())].second += key(9, 0) + varint(7);
+          break;  // an unknown field
+        case 5:
+          e[3].second = message(3, "");
+          break;  // an empty list
+        case 6:
+          e[5].second = "";
+          break;  // a Feature with no list
       }
     }
     std::string record = example(e);
@@ -905,8 +930,9 @@ std::vector<std::string> varied_records(std::mt19937& rng, size_t n) {
       const size_t at = pick(e.size());
       std::string body;
       for (size_t j = 0; j < e.size(); ++j) {
-        const std::string inner = j == at ? message(1, e[j].first) + key(7, 0) + varint(300) + message(2, e[j].second)
-                                          : message(1, e[j].first) + message(2, e[j].second);
+        const std::string inner =
+            j == at ? message(1, e[j].first) + key(7, 0) + varint(300) + message(2, e[j].second)
+                    : message(1, e[j].first) + message(2, e[j].second);
         body += message(1, inner);
       }
       record = message(1, body);
@@ -1039,8 +1065,8 @@ TEST(feature_kinds_takes_a_keys_last_entry) {
     joined += r;
     offsets.push_back(int64_t(joined.size()));
   }
-  const auto kinds = tfr::feature_kinds(reinterpret_cast<const uint8_t*>(joined.data()), offsets.data(),
-                                        records.size(), false, true);
+  const auto kinds = tfr::feature_kinds(reinterpret_cast<const uint8_t*>(joined.data()),
+                                        offsets.data(), records.size(), false, true);
   REQUIRE_EQ(kinds.size(), 2u);
   CHECK_EQ(kinds[0].name, std::string("k"));
   CHECK(kinds[0].kind == Kind::kFloat) << "the last entry's kind";

@@ -99,9 +99,15 @@ TEST(one_read_per_span_agrees_with_the_scatter_read) {
   const std::vector<uint8_t> data = random_bytes(3 << 20, 2);
   write_file(path, data);
   Open f(path);
-  std::vector<std::vector<size_t>> layouts = {
-      {}, {0}, {12, 0, 100, 4}, {1 << 20, 12, 1 << 20, 4}, {3 << 20}, {(3 << 20) + 7},
-      {5, (3 << 20) - 5, 10}, std::vector<size_t>(1000, 3000), std::vector<size_t>(3000, 16)};
+  std::vector<std::vector<size_t>> layouts = {{},
+                                              {0},
+                                              {12, 0, 100, 4},
+                                              {1 << 20, 12, 1 << 20, 4},
+                                              {3 << 20},
+                                              {(3 << 20) + 7},
+                                              {5, (3 << 20) - 5, 10},
+                                              std::vector<size_t>(1000, 3000),
+                                              std::vector<size_t>(3000, 16)};
   std::mt19937 rng(3);
   for (int k = 0; k < 40; ++k) {
     std::vector<size_t> sizes(1 + rng() % 60);
@@ -118,9 +124,8 @@ TEST(one_read_per_span_agrees_with_the_scatter_read) {
         return platform::read_spans_one_by_one(f.file, s, n, o, path);
       });
       CHECK(got == want) << "layout " << li << " at " << offset;
-      const size_t expect = offset >= data.size()
-                                ? 0
-                                : std::min<size_t>(want.second.size(), data.size() - offset);
+      const size_t expect =
+          offset >= data.size() ? 0 : std::min<size_t>(want.second.size(), data.size() - offset);
       CHECK_EQ(want.first, expect) << "layout " << li << " at " << offset;
       CHECK(expect == 0 || std::equal(want.second.begin(), want.second.begin() + long(expect),
                                       data.begin() + long(offset)))
@@ -157,19 +162,20 @@ TEST(offsets_past_4_gib) {
 
 TEST(bad_paths) {
   const std::string missing = temp_path("no such file");
-  const auto io = check::thrown<tfr::IoError>(
-      [&] { platform::open_read(missing, platform::Access::kRandom); });
+  const auto io =
+      check::thrown<tfr::IoError>([&] { platform::open_read(missing, platform::Access::kRandom); });
   REQUIRE(io.has_value());
   CHECK_EQ(io->err, ENOENT);
   CHECK(std::string(io->what()).find(missing) != std::string::npos) << io->what();
-  const auto nul = check::thrown<std::invalid_argument>(
-      [&] { platform::open_read(missing + std::string(1, '\0') + "x", platform::Access::kRandom); });
+  const auto nul = check::thrown<std::invalid_argument>([&] {
+    platform::open_read(missing + std::string(1, '\0') + "x", platform::Access::kRandom);
+  });
   CHECK(nul.has_value()) << "a NUL in the path";
-  CHECK(check::thrown<std::invalid_argument>(
-            [&] { platform::create_write(missing + std::string(1, '\0')); })
-            .has_value());
-  const auto no_dir = check::thrown<tfr::IoError>(
-      [&] { platform::create_write(temp_path("no such dir") + "/x"); });
+  CHECK(check::thrown<std::invalid_argument>([&] {
+          platform::create_write(missing + std::string(1, '\0'));
+        }).has_value());
+  const auto no_dir =
+      check::thrown<tfr::IoError>([&] { platform::create_write(temp_path("no such dir") + "/x"); });
   REQUIRE(no_dir.has_value());
   CHECK_EQ(no_dir->err, ENOENT);
 }

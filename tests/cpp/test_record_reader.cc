@@ -116,13 +116,14 @@ TEST(records_of_every_small_size_in_batches_of_every_limit) {
     }
     for (const auto* payloads : {&one_size, &mixed}) {
       const std::string stream = frames(*payloads);
-      for (size_t max_records : {size_t(1), size_t(7), size_t(8), size_t(9), size_t(17), SIZE_MAX}) {
+      for (size_t max_records :
+           {size_t(1), size_t(7), size_t(8), size_t(9), size_t(17), SIZE_MAX}) {
         for (size_t max_bytes : {size_t(0), size, 8 * size + 1, 9 * size, SIZE_MAX}) {
           tfr::RecordReader reader(fixtures::source(stream), buffer_of(4096));
           auto got = read_all(reader, max_records, max_bytes);  // checks every batch's limits
           CHECK(!got.loss) << "size " << size;
-          CHECK(got.records == *payloads) << "size " << size << ", max_records " << max_records
-                                          << ", max_bytes " << max_bytes;
+          CHECK(got.records == *payloads)
+              << "size " << size << ", max_records " << max_records << ", max_bytes " << max_bytes;
           auto offsets = header_offsets(*payloads);
           offsets.pop_back();
           CHECK(got.positions == offsets) << "size " << size;
@@ -184,7 +185,8 @@ TEST(lengths_sharing_a_slot_of_the_known_checksums) {
   // in the slot and its checksum is that length's. A damaged length field that names another
   // known length, or a damaged checksum of a known length, is refused at its record.
   std::vector<std::string> payloads;
-  for (size_t i = 0; i < 60; ++i) payloads.push_back(numbered(i, i % 3 == 0 ? 10 : 266 + 256 * (i % 2)));
+  for (size_t i = 0; i < 60; ++i)
+    payloads.push_back(numbered(i, i % 3 == 0 ? 10 : 266 + 256 * (i % 2)));
   const auto offsets = header_offsets(payloads);
   expect_records(frames(payloads), payloads, {}, {}, "alternating lengths");
   for (size_t victim : {size_t(20), size_t(21), size_t(33), size_t(50)}) {
@@ -193,10 +195,11 @@ TEST(lengths_sharing_a_slot_of_the_known_checksums) {
       uint8_t* header = reinterpret_cast<uint8_t*>(&stream[size_t(offsets[victim])]);
       const uint64_t length = tfr::load_le64(header);
       if (how == 0) tfr::store_le64(header, length == 10 ? 266 : 10);  // another known length
-      if (how == 1) header[8] ^= 0x40;                                   // its checksum
+      if (how == 1) header[8] ^= 0x40;                                 // its checksum
       if (how == 2) tfr::store_le64(header, length + 256);             // the same slot
       auto got = read_all(stream);
-      const std::string context = "record " + std::to_string(victim) + ", how " + std::to_string(how);
+      const std::string context =
+          "record " + std::to_string(victim) + ", how " + std::to_string(how);
       CHECK(got.records == fixtures::first(payloads, victim)) << context;
       REQUIRE(got.loss) << context;
       CHECK_EQ(got.loss->reason, LossReason::kLengthChecksum) << context;

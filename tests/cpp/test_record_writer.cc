@@ -116,9 +116,19 @@ TEST(write_all_is_a_run_of_writes) {
 TEST(headers_of_repeated_and_changing_sizes) {
   // Records of one size share a header the writer computes once; each new size gets its own,
   // in and out of the buffer (a record past half the buffer goes to the sink directly).
-  const std::vector<std::string> payloads = {"aaaa", "bbbb", "cccc", "", "", "dd", "eeee",
-                                             std::string(3000, 'f'), std::string(3000, 'g'),
-                                             "hhhh", std::string(3000, 'i'), "", "jjjj"};
+  const std::vector<std::string> payloads = {"aaaa",
+                                             "bbbb",
+                                             "cccc",
+                                             "",
+                                             "",
+                                             "dd",
+                                             "eeee",
+                                             std::string(3000, 'f'),
+                                             std::string(3000, 'g'),
+                                             "hhhh",
+                                             std::string(3000, 'i'),
+                                             "",
+                                             "jjjj"};
   Written w = writer_into_memory(4096);
   for (const std::string& p : payloads) write(*w.writer, p);
   w.writer->close();

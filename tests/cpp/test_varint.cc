@@ -122,7 +122,9 @@ TEST(long_runs_of_one_byte_values_at_every_length) {
       const auto block = exact(bytes);
       std::vector<uint64_t> want(size + 1), got(size + 1);
       const size_t n = reference(block.get(), block.get() + size, want.data(), want.size());
-      REQUIRE_EQ(tfr::decode_varints_with(backend, block.get(), block.get() + size, got.data(), got.size()), n)
+      REQUIRE_EQ(tfr::decode_varints_with(backend, block.get(), block.get() + size, got.data(),
+                                          got.size()),
+                 n)
           << backend << " size " << size;
       CHECK(std::memcmp(want.data(), got.data(), n * 8) == 0) << backend << " size " << size;
     }
@@ -135,13 +137,14 @@ TEST(cut_short_and_overlong_varints_are_refused) {
       std::vector<uint8_t> ok(lead, 1);
       for (const std::vector<uint8_t>& tail :
            {std::vector<uint8_t>{0x80}, std::vector<uint8_t>(9, 0xff),
-            std::vector<uint8_t>{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}}) {
+            std::vector<uint8_t>{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                 0x01}}) {
         std::vector<uint8_t> bytes = ok;
         bytes.insert(bytes.end(), tail.begin(), tail.end());
         const auto block = exact(bytes);
         std::vector<uint64_t> out(bytes.size() + 1);
-        CHECK_EQ(tfr::decode_varints_with(backend, block.get(), block.get() + bytes.size(), out.data(),
-                                          out.size()),
+        CHECK_EQ(tfr::decode_varints_with(backend, block.get(), block.get() + bytes.size(),
+                                          out.data(), out.size()),
                  tfr::kBadVarints)
             << backend << " lead " << lead << " tail " << tail.size();
         if (tail.size() == 11) {  // the same followed by more: still refused
@@ -177,10 +180,17 @@ TEST(unpacked_runs_stop_where_the_pairs_do) {
         put_varint(bytes, values.back());
       }
       switch (rng() % 4) {  // what ends the run
-        case 0: break;                                     // the end
-        case 1: bytes.insert(bytes.end(), {0x10, 1}); break;  // another field
-        case 2: bytes.insert(bytes.end(), {8, 0x80}); break;  // a value cut short
-        case 3: bytes.insert(bytes.end(), {8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 8, 1});
+        case 0:
+          break;  // the end
+        case 1:
+          bytes.insert(bytes.end(), {0x10, 1});
+          break;  // another field
+        case 2:
+          bytes.insert(bytes.end(), {8, 0x80});
+          break;  // a value cut short
+        case 3:
+          bytes.insert(bytes.end(),
+                       {8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 8, 1});
       }
       const auto block = exact(bytes);
       for (size_t room : {pairs, pairs + 3, pairs / 2}) {

@@ -38,9 +38,10 @@ namespace {
 // Names of the conformance corpus (so seeds match), of every length class the decoder's name
 // comparison treats differently (empty, < 8, 8..16, > 16 bytes).
 const char* const kNames[16] = {
-    "",         "f",        "w",         "id",          "ids",        "label",
-    "index",    "tokens",   "words",     "embeddings",  "image_raw",  "feature0",
-    "feature1", "feature3", "ints_100k", "image/object/bbox/xmin",
+    "",         "f",          "w",         "id",
+    "ids",      "label",      "index",     "tokens",
+    "words",    "embeddings", "image_raw", "feature0",
+    "feature1", "feature3",   "ints_100k", "image/object/bbox/xmin",
 };
 const uint8_t kSeparator[4] = {0xfe, 'R', 'E', 'C'};
 
@@ -48,8 +49,8 @@ const uint8_t kSeparator[4] = {0xfe, 'R', 'E', 'C'};
   std::fprintf(stderr, "fuzz_example_decoder: %s\n", what);
   std::abort();
 }
-#define CHECK(cond) \
-  do {              \
+#define CHECK(cond)                               \
+  do {                                            \
     if (!(cond)) finding("check failed: " #cond); \
   } while (0)
 
@@ -57,8 +58,8 @@ size_t value_size(tfr::Kind kind) { return kind == tfr::Kind::kInt64 ? 8 : 4; }
 
 // The shape each column must have after decoding n records of `records` (a buffer of `total`
 // bytes).
-void check_columns(const std::vector<tfr::Column>& columns, const std::vector<tfr::FieldSpec>& specs,
-                   size_t n, size_t total) {
+void check_columns(const std::vector<tfr::Column>& columns,
+                   const std::vector<tfr::FieldSpec>& specs, size_t n, size_t total) {
   CHECK(columns.size() == specs.size());
   for (size_t k = 0; k < specs.size(); ++k) {
     const tfr::FieldSpec& s = specs[k];
@@ -73,7 +74,8 @@ void check_columns(const std::vector<tfr::Column>& columns, const std::vector<tf
       CHECK(0 <= c.starts[j] && c.starts[j] <= c.ends[j] && uint64_t(c.ends[j]) <= total);
     }
     const size_t values = bytes ? c.starts.size() : c.values.size() / value_size(s.kind);
-    if (!bytes && s.layout != tfr::Layout::kRawBytes) CHECK(c.values.size() % value_size(s.kind) == 0);
+    if (!bytes && s.layout != tfr::Layout::kRawBytes)
+      CHECK(c.values.size() % value_size(s.kind) == 0);
     if (!bytes) CHECK(c.starts.empty());
     if (s.layout == tfr::Layout::kVar || s.sequence) {
       CHECK(c.row_splits.size() == n + 1 && c.row_splits[0] == 0);
@@ -106,7 +108,8 @@ bool same_columns(const std::vector<tfr::Column>& a, const std::vector<tfr::Colu
     const tfr::Column& x = a[k];
     const tfr::Column& y = b[k];
     if (x.values.size() != y.values.size() ||
-        (x.values.size() != 0 && std::memcmp(x.values.data(), y.values.data(), x.values.size()) != 0) ||
+        (x.values.size() != 0 &&
+         std::memcmp(x.values.data(), y.values.data(), x.values.size()) != 0) ||
         x.starts != y.starts || x.ends != y.ends || x.row_splits != y.row_splits ||
         x.step_splits != y.step_splits || x.present != y.present) {
       return false;
@@ -130,7 +133,8 @@ std::string row_of(const std::vector<tfr::Column>& columns, const uint8_t* data,
   };
   auto numbers = [&](size_t from, size_t to) {
     const size_t width = s.layout == tfr::Layout::kRawBytes ? 1 : value_size(s.kind);
-    return std::string(reinterpret_cast<const char*>(c.values.data()) + from * width, (to - from) * width);
+    return std::string(reinterpret_cast<const char*>(c.values.data()) + from * width,
+                       (to - from) * width);
   };
   std::string out;
   auto values = [&](size_t from, size_t to) {
@@ -175,8 +179,9 @@ Outcome decode_batch(const uint8_t* data, const std::vector<int64_t>& offsets, s
     check_columns(out.columns, specs, n, size_t(offsets[n]));
   } catch (const tfr::ParseError& e) {
     CHECK(e.record_index < n);
-    CHECK(!e.has_feature || std::any_of(specs.begin(), specs.end(),
-                                        [&](const tfr::FieldSpec& s) { return s.name == e.feature; }));
+    CHECK(!e.has_feature || std::any_of(specs.begin(), specs.end(), [&](const tfr::FieldSpec& s) {
+      return s.name == e.feature;
+    }));
     out.failed = true;
     out.failed_at = e.record_index;
     out.feature = e.feature;
@@ -187,8 +192,10 @@ Outcome decode_batch(const uint8_t* data, const std::vector<int64_t>& offsets, s
 
 // The batch by the general paths alone (no layout): the same columns, or the same error.
 void decode_without_layouts(const uint8_t* data, const std::vector<int64_t>& offsets,
-                            const std::vector<tfr::FieldSpec>& specs, bool sequences, const Outcome& fast) {
-  const Outcome general = decode_batch(data, offsets, offsets.size() - 1, specs, sequences, 1, false);
+                            const std::vector<tfr::FieldSpec>& specs, bool sequences,
+                            const Outcome& fast) {
+  const Outcome general =
+      decode_batch(data, offsets, offsets.size() - 1, specs, sequences, 1, false);
   CHECK(fast.failed == general.failed);
   if (fast.failed) {
     CHECK(fast.failed_at == general.failed_at);
@@ -239,7 +246,8 @@ void compare_with_each_alone(const uint8_t* batch_data, const std::vector<int64_
     }
     CHECK(!alone.failed);
     for (size_t k = 0; k < specs.size(); ++k) {
-      CHECK(row_of(rows->columns, batch_data, specs, k, i) == row_of(alone.columns, one.get(), specs, k, 0));
+      CHECK(row_of(rows->columns, batch_data, specs, k, i) ==
+            row_of(alone.columns, one.get(), specs, k, 0));
     }
   }
 }
@@ -264,11 +272,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t a = data[pos], b = data[pos + 1], fill = data[pos + 2];
     tfr::FieldSpec s;
     s.name = kNames[a & 15];
-    s.kind = (a >> 4 & 3) == 0 ? tfr::Kind::kInt64
-             : (a >> 4 & 3) == 1 ? tfr::Kind::kFloat : tfr::Kind::kBytes;
+    s.kind = (a >> 4 & 3) == 0   ? tfr::Kind::kInt64
+             : (a >> 4 & 3) == 1 ? tfr::Kind::kFloat
+                                 : tfr::Kind::kBytes;
     s.sequence = sequences && (a & 0x80) != 0;
-    s.layout = (b & 3) == 0 ? tfr::Layout::kFixed
-               : (b & 3) == 2 ? tfr::Layout::kRawBytes : tfr::Layout::kVar;
+    s.layout = (b & 3) == 0   ? tfr::Layout::kFixed
+               : (b & 3) == 2 ? tfr::Layout::kRawBytes
+                              : tfr::Layout::kVar;
     s.count = b >> 2;
     if (s.layout == tfr::Layout::kVar) s.count = 0;
     if (s.layout == tfr::Layout::kRawBytes) {
@@ -278,7 +288,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if ((a & 0x40) != 0 && !s.sequence && s.layout != tfr::Layout::kVar) {
       s.has_default = true;
       const size_t bytes = s.layout == tfr::Layout::kFixed && s.kind != tfr::Kind::kBytes
-                               ? s.count * value_size(s.kind) : s.count;
+                               ? s.count * value_size(s.kind)
+                               : s.count;
       s.default_value.assign(bytes, fill);
     }
     const bool taken = std::any_of(specs.begin(), specs.end(), [&](const tfr::FieldSpec& t) {

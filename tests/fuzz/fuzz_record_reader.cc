@@ -37,8 +37,8 @@ constexpr uint64_t kMaxStreamBytes = 16 << 20;
   std::fprintf(stderr, "fuzz_record_reader: %s\n", what);
   std::abort();
 }
-#define CHECK(cond) \
-  do {              \
+#define CHECK(cond)                               \
+  do {                                            \
     if (!(cond)) finding("check failed: " #cond); \
   } while (0)
 
@@ -77,11 +77,13 @@ struct Config {
 std::unique_ptr<tfr::RecordReader> open(const Config& c, const uint8_t* data, size_t size) {
   std::unique_ptr<tfr::Source> source = std::make_unique<tfr::MemorySource>(data, size);
   if (c.source_shape != 0) {
-    source = std::make_unique<ShapedSource>(std::move(source),
-                                            c.source_shape == 2 ? 13 : c.source_shape == 3 ? 4097 : 0);
+    source = std::make_unique<ShapedSource>(std::move(source), c.source_shape == 2   ? 13
+                                                               : c.source_shape == 3 ? 4097
+                                                                                     : 0);
   }
   if (c.compression != tfr::Compression::kNone) {
-    source = std::make_unique<ShapedSource>(tfr::maybe_inflate(std::move(source), c.compression), 0);
+    source =
+        std::make_unique<ShapedSource>(tfr::maybe_inflate(std::move(source), c.compression), 0);
   }
   return std::make_unique<tfr::RecordReader>(std::move(source), c.options);
 }

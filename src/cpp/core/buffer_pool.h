@@ -7,8 +7,8 @@
 // memory, and until it does they are reused without page faults.
 #pragma once
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,9 +25,10 @@ class BufferPool {
   // Keeps at most max_buffers buffers of at most max_bytes (their capacities) together; more
   // batches than that alive at once simply allocate. Of those bytes, the ones past hot_bytes
   // are kept only where the OS can take them back lazily.
-  explicit BufferPool(size_t max_buffers, size_t max_bytes = SIZE_MAX,
-                      size_t hot_bytes = SIZE_MAX)
-      : max_buffers_(max_buffers), max_bytes_(max_bytes), hot_bytes_(std::min(hot_bytes, max_bytes)) {}
+  explicit BufferPool(size_t max_buffers, size_t max_bytes = SIZE_MAX, size_t hot_bytes = SIZE_MAX)
+      : max_buffers_(max_buffers),
+        max_bytes_(max_bytes),
+        hot_bytes_(std::min(hot_bytes, max_bytes)) {}
 
   // For a batch of `wanted` bytes: the smallest kept buffer that holds them, emptied, or an empty
   // new one when none does or the best is far larger (a small batch must not pin a large buffer).

@@ -41,7 +41,7 @@ bool ColumnFiller::feature_lists(size_t k, const EntryValue& feature, Kind* kind
     feature.each_part([&](Cursor part) {
       if (part.p >= run_start) return;
       if (part.end > run_start) part.end = run_start;  // a field boundary
-      for (Cursor c = part; !c.done();) {  // validated by the first pass
+      for (Cursor c = part; !c.done();) {              // validated by the first pass
         Cursor list;
         c.tag(&field, &wire_type);
         if (wire_type != wire::kLengthDelimited) {
@@ -76,7 +76,8 @@ void ColumnFiller::check_replaced_list(size_t k, uint32_t list_field, Cursor lis
   while (!list.done()) {
     Cursor packed;
     if (!list.tag(&field, &wire_type)) errors_.wrong(k, "a bad field tag in a replaced value list");
-    if (field != wire::kListValue || wire_type != wire::kLengthDelimited || list_field == wire::kBytesList) {
+    if (field != wire::kListValue || wire_type != wire::kLengthDelimited ||
+        list_field == wire::kBytesList) {
       if (!list.skip(wire_type)) errors_.wrong(k, "a truncated replaced value list");
     } else if (!list.sub(&packed)) {
       errors_.wrong(k, "a truncated replaced value list");
@@ -112,7 +113,8 @@ void ColumnFiller::append_values(size_t k, Cursor list, Sink& sink) {
     }
     if constexpr (Sink::kBytes) {
       Cursor value;
-      if (wire_type != wire::kLengthDelimited || !list.sub(&value)) errors_.wrong(k, "a bad bytes value");
+      if (wire_type != wire::kLengthDelimited || !list.sub(&value))
+        errors_.wrong(k, "a bad bytes value");
       sink.put(value.p - data_, value.end - data_);
     } else if (fields_[k].kind == Kind::kFloat) {
       append_floats(k, wire_type, list, sink);
@@ -203,11 +205,13 @@ void ColumnFiller::fill_feature(size_t k, const EntryValue& feature) {
       feature_values(k, feature, sink);
       return check_count(k, sink.count);
     }
-    case Handler::kRawBytes: return fill_raw_bytes(k, feature);
+    case Handler::kRawBytes:
+      return fill_raw_bytes(k, feature);
     case Handler::kVar:
       append_feature(k, feature, *f.column);
       return end_var_record(k, true);
-    case Handler::kSequence: return fill_sequence(k, feature);
+    case Handler::kSequence:
+      return fill_sequence(k, feature);
   }
 }
 
@@ -216,7 +220,8 @@ void ColumnFiller::fill_missing(size_t k) {
   const Field& f = fields_[k];
   switch (f.handler) {
     case Handler::kFixedNumbers:
-    case Handler::kRawBytes: return fill_default(k, f.slots + index_ * f.slot_bytes);
+    case Handler::kRawBytes:
+      return fill_default(k, f.slots + index_ * f.slot_bytes);
     case Handler::kFixedBytes: {
       if (!spec.has_default) errors_.wrong(k, "is missing and has no default");
       BytesSlot sink = bytes_slot(f);
@@ -238,7 +243,8 @@ void ColumnFiller::fill_missing(size_t k) {
 void ColumnFiller::fill_default(size_t k, uint8_t* slot) const {
   const FieldSpec& spec = specs_[k];
   if (!spec.has_default) errors_.wrong(k, "is missing and has no default");
-  if (!spec.default_value.empty()) std::memcpy(slot, spec.default_value.data(), spec.default_value.size());
+  if (!spec.default_value.empty())
+    std::memcpy(slot, spec.default_value.data(), spec.default_value.size());
 }
 
 void ColumnFiller::fill_raw_bytes(size_t k, const EntryValue& feature) {
@@ -247,7 +253,8 @@ void ColumnFiller::fill_raw_bytes(size_t k, const EntryValue& feature) {
   if (sink.count != 1) errors_.wrong_raw_values(k, sink.count);
   const size_t size = size_t(sink.end - sink.start);
   if (size != specs_[k].count) errors_.wrong_raw_size(k, size);
-  if (size != 0) std::memcpy(fields_[k].slots + index_ * fields_[k].slot_bytes, data_ + sink.start, size);
+  if (size != 0)
+    std::memcpy(fields_[k].slots + index_ * fields_[k].slot_bytes, data_ + sink.start, size);
 }
 
 // A feature list: each step (a Feature) follows the spec's layout. A list in several parts (a
@@ -267,8 +274,10 @@ void ColumnFiller::fill_sequence(size_t k, const EntryValue& list) {
       }
       if (!part.sub(&feature)) errors_.wrong(k, "a truncated Feature in its FeatureList");
       const size_t count = append_feature(k, EntryValue{feature, {nullptr, nullptr}}, col);
-      if (spec.layout == Layout::kFixed && count != spec.count) errors_.wrong_step_count(k, steps, count);
-      if (spec.layout == Layout::kVar) col.step_splits.push_back(int64_t(values_in(col, spec.kind)));
+      if (spec.layout == Layout::kFixed && count != spec.count)
+        errors_.wrong_step_count(k, steps, count);
+      if (spec.layout == Layout::kVar)
+        col.step_splits.push_back(int64_t(values_in(col, spec.kind)));
       ++steps;
     }
   });
@@ -284,7 +293,8 @@ void ColumnFiller::undo_record(size_t k) {
   switch (fields_[k].handler) {
     case Handler::kFixedNumbers:
     case Handler::kRawBytes:
-    case Handler::kFixedBytes: break;
+    case Handler::kFixedBytes:
+      break;
     case Handler::kVar:  // (its rows have their places already)
       values = size_t(col.row_splits[rows]);
       break;

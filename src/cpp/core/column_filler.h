@@ -23,7 +23,11 @@ class ColumnFiller {
   // record of the part (the columns appended to hold rows from there on).
   ColumnFiller(const uint8_t* data, const std::vector<FieldSpec>& specs,
                const std::vector<Column*>& columns, size_t first, const RecordErrors& errors)
-      : data_(data), specs_(specs), fields_(plan_fields(specs, columns)), first_(first), errors_(errors) {}
+      : data_(data),
+        specs_(specs),
+        fields_(plan_fields(specs, columns)),
+        first_(first),
+        errors_(errors) {}
 
   const Field& field(size_t k) const { return fields_[k]; }
   const uint8_t* data() const { return data_; }
@@ -44,7 +48,8 @@ class ColumnFiller {
     const Field& f = fields_[k];
     uint8_t* slot = f.slots + index_ * f.slot_bytes;
     switch (f.handler) {
-      case Handler::kFixedNumbers: return usual_numbers(f, payload, slot);
+      case Handler::kFixedNumbers:
+        return usual_numbers(f, payload, slot);
       case Handler::kFixedBytes: {
         if (f.count != 1) return false;
         f.ends[index_] = payload.end - data_;
@@ -65,7 +70,8 @@ class ColumnFiller {
         }
         end_var_record(k, true);
         return true;
-      case Handler::kSequence: break;
+      case Handler::kSequence:
+        break;
     }
     return false;
   }
@@ -74,7 +80,9 @@ class ColumnFiller {
   // (given in several parts: merged); throws the record's ParseError for what does not fit the
   // spec.
   void fill_feature(size_t k, const EntryValue& feature);
-  void fill_feature(size_t k, Cursor feature) { fill_feature(k, EntryValue{feature, {nullptr, nullptr}}); }
+  void fill_feature(size_t k, Cursor feature) {
+    fill_feature(k, EntryValue{feature, {nullptr, nullptr}});
+  }
 
   // A record without feature k: its default, an empty row, no steps; or the error.
   void fill_missing(size_t k);
@@ -98,7 +106,8 @@ class ColumnFiller {
     // Under 128 bytes, both lengths are one byte: [list_tag][n - 2] [kPackedTag][n - 4] payload.
     const uint8_t* q = feature.p;
     const size_t n = size_t(feature.end - q);
-    if (n >= 4 && n < 0x80 && q[0] == list_tag && q[1] == n - 2 && q[2] == kPackedTag && q[3] == n - 4) {
+    if (n >= 4 && n < 0x80 && q[0] == list_tag && q[1] == n - 2 && q[2] == kPackedTag &&
+        q[3] == n - 4) {
       *payload = Cursor{q + 4, feature.end};
       return true;
     }
@@ -128,7 +137,8 @@ class ColumnFiller {
       std::memcpy(out, &v, 8);
       return true;
     }
-    return decode_varints(payload.p, payload.end, reinterpret_cast<uint64_t*>(out), f.count) == f.count;
+    return decode_varints(payload.p, payload.end, reinterpret_cast<uint64_t*>(out), f.count) ==
+           f.count;
   }
 
   // Packed numbers appended to a VarLen column (true), or nothing done (false: unusual).

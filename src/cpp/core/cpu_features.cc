@@ -6,8 +6,7 @@
 
 #include "portable.h"  // TFR_MSVC_INTRINSICS
 
-#if (defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)) && \
-    TFR_MSVC_INTRINSICS
+#if (defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)) && TFR_MSVC_INTRINSICS
 #include <immintrin.h>
 #include <intrin.h>
 #elif defined(TFREC_HAVE_SSE42_BACKEND) || defined(TFREC_HAVE_AVX512_BACKEND)
@@ -48,10 +47,10 @@ uint64_t xcr0() {
 #endif
 }
 
-constexpr unsigned kSse42 = 1u << 20, kPclmul = 1u << 1, kOsxsave = 1u << 27;  // leaf 1, ecx
+constexpr unsigned kSse42 = 1u << 20, kPclmul = 1u << 1, kOsxsave = 1u << 27;   // leaf 1, ecx
 constexpr unsigned kAvx2 = 1u << 5, kAvx512f = 1u << 16, kAvx512bw = 1u << 30;  // leaf 7, ebx
-constexpr unsigned kVpclmulqdq = 1u << 10;                                     // leaf 7, ecx
-constexpr uint64_t kYmmState = 0x6;   // XCR0: XMM and YMM
+constexpr unsigned kVpclmulqdq = 1u << 10;                                      // leaf 7, ecx
+constexpr uint64_t kYmmState = 0x6;                                             // XCR0: XMM and YMM
 constexpr uint64_t kZmmState = 0xe6;  // XCR0: XMM, YMM, opmask and both ZMM register halves
 
 // Whether the OS saves the register state `bits` of XCR0 on a context switch.

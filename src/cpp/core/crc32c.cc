@@ -48,8 +48,8 @@ const std::vector<Backend>& runnable_backends() {
 #endif
 #if defined(TFREC_HAVE_ARM64_BACKEND)
     if (cpu_has_arm64_crc()) {
-      out.push_back({"arm64", crc32c_arm64_extend, crc32c_arm64_extend,
-                     many_in_turn<crc32c_arm64_extend>});
+      out.push_back(
+          {"arm64", crc32c_arm64_extend, crc32c_arm64_extend, many_in_turn<crc32c_arm64_extend>});
     }
 #endif
     out.push_back(kPortable);
@@ -72,7 +72,7 @@ bool agrees_with_portable(ExtendFn fn) {
   for (size_t i = kRandom; i < buf.size(); i += kRandom) {  // repeats are fine past the random part
     std::memcpy(&buf[i], buf.data(), std::min(kRandom, buf.size() - i));
   }
-  const size_t lengths[] = {0,   1,   3,    7,    8,    9,     31,    100,
+  const size_t lengths[] = {0,   1,   3,   7,   8,    9,    31,    100,
                             318, 319, 767, 768, 1000, 4095, 24576, 30000};
   for (size_t offset : {0, 1, 7, 63}) {
     for (size_t len : lengths) {

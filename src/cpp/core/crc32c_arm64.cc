@@ -4,11 +4,10 @@
 
 #include <arm_acle.h>
 
-#include "portable.h"
-
 #include <cstring>
 
 #include "crc32c_internal.h"
+#include "portable.h"
 
 namespace tfr {
 

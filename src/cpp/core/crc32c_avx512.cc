@@ -80,14 +80,14 @@ inline __m512i fold_regions(__m512i x0, const uint8_t*& p, size_t& n) {
   for (; n >= kGroupLen + 256; p += kGroupLen, n -= kGroupLen) {
     __m512i x[kRegions];
     x[0] = x0;
-TFREC_UNROLL_8
+    TFREC_UNROLL_8
     for (int r = 1; r < kRegions; ++r) x[r] = load512(p + r * kRegionLen);
     for (size_t i = 64; i < kRegionLen; i += 64) {
-TFREC_UNROLL_8
+      TFREC_UNROLL_8
       for (int r = 0; r < kRegions; ++r) x[r] = fold512(x[r], k64, load512(p + r * kRegionLen + i));
     }
     // Each region's last block lies exactly kRegionLen bytes before the next region's.
-TFREC_UNROLL_8
+    TFREC_UNROLL_8
     for (int r = 1; r < kRegions; ++r) x[r] = fold512(x[r - 1], k_region, x[r]);
     x0 = fold512(x[kRegions - 1], k64, load512(p + kGroupLen));
   }

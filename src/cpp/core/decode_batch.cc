@@ -51,8 +51,10 @@ void join(Column& to, Column& from) {
   to.starts.insert(to.starts.end(), from.starts.begin(), from.starts.end());
   to.ends.insert(to.ends.end(), from.ends.begin(), from.ends.end());
   to.present.insert(to.present.end(), from.present.begin(), from.present.end());
-  if (!from.row_splits.empty()) append_shifted(to.row_splits, from.row_splits, to.row_splits.back());
-  if (!from.step_splits.empty()) append_shifted(to.step_splits, from.step_splits, to.step_splits.back());
+  if (!from.row_splits.empty())
+    append_shifted(to.row_splits, from.row_splits, to.row_splits.back());
+  if (!from.step_splits.empty())
+    append_shifted(to.step_splits, from.step_splits, to.step_splits.back());
 }
 
 // The batch's columns: fixed-size ones sized for every record's slot (each part writes its

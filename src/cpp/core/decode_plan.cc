@@ -9,10 +9,14 @@ namespace {
 
 const char* list_name(Kind kind) {
   switch (kind) {
-    case Kind::kInt64: return "an int64_list";
-    case Kind::kFloat: return "a float_list";
-    case Kind::kBytes: return "a bytes_list";
-    case Kind::kFeature: break;
+    case Kind::kInt64:
+      return "an int64_list";
+    case Kind::kFloat:
+      return "a float_list";
+    case Kind::kBytes:
+      return "a bytes_list";
+    case Kind::kFeature:
+      break;
   }
   return "?";
 }
@@ -25,33 +29,38 @@ const char* list_name(Kind kind) {
 
 size_t bytes_per_record(const FieldSpec& s) {
   const size_t size = s.layout == Layout::kRawBytes ? 1
-                      : s.kind == Kind::kBytes     ? sizeof(int64_t)
-                                                   : value_size(s.kind);
+                      : s.kind == Kind::kBytes      ? sizeof(int64_t)
+                                                    : value_size(s.kind);
   if (s.count > SIZE_MAX / size) throw std::bad_alloc();
   return s.count * size;
 }
 
 void check_spec(const FieldSpec& s) {
   if (s.kind != Kind::kBytes && s.kind != Kind::kFloat && s.kind != Kind::kInt64) {
-    bad_spec(s, std::string("kind ") + kind_name(s.kind) + " is no list (use bytes, float or int64)");
+    bad_spec(s,
+             std::string("kind ") + kind_name(s.kind) + " is no list (use bytes, float or int64)");
   }
   if (s.layout != Layout::kFixed && s.layout != Layout::kVar && s.layout != Layout::kRawBytes) {
     bad_spec(s, "unknown layout");
   }
-  if (s.layout == Layout::kRawBytes && s.kind != Kind::kBytes) bad_spec(s, "raw bytes read a bytes list");
-  if (s.layout == Layout::kRawBytes && s.sequence) bad_spec(s, "a feature list cannot be read as raw bytes");
+  if (s.layout == Layout::kRawBytes && s.kind != Kind::kBytes)
+    bad_spec(s, "raw bytes read a bytes list");
+  if (s.layout == Layout::kRawBytes && s.sequence)
+    bad_spec(s, "a feature list cannot be read as raw bytes");
   if (!s.has_default) return;
-  if (s.sequence || s.layout == Layout::kVar) bad_spec(s, "only a fixed-size feature has a default");
+  if (s.sequence || s.layout == Layout::kVar)
+    bad_spec(s, "only a fixed-size feature has a default");
   const size_t want = s.layout == Layout::kRawBytes ? s.count
-                      : s.kind == Kind::kBytes     ? s.default_value.size()  // one value, any size
-                                                   : s.count * value_size(s.kind);
+                      : s.kind == Kind::kBytes      ? s.default_value.size()  // one value, any size
+                                                    : s.count * value_size(s.kind);
   if (s.default_value.size() != want) {
     bad_spec(s, "a default of " + std::to_string(s.default_value.size()) + " bytes, " +
                     std::to_string(want) + " needed");
   }
 }
 
-std::vector<Field> plan_fields(const std::vector<FieldSpec>& specs, const std::vector<Column*>& columns) {
+std::vector<Field> plan_fields(const std::vector<FieldSpec>& specs,
+                               const std::vector<Column*>& columns) {
   std::vector<Field> fields;
   fields.reserve(specs.size());
   for (size_t k = 0; k < specs.size(); ++k) {
@@ -68,8 +77,9 @@ std::vector<Field> plan_fields(const std::vector<FieldSpec>& specs, const std::v
 }
 
 void RecordErrors::malformed(const char* what) const {
-  throw ParseError(index, false, "", std::string("not a valid tf.train.") +
-                                     (sequences_ ? "SequenceExample: " : "Example: ") + what);
+  throw ParseError(index, false, "",
+                   std::string("not a valid tf.train.") +
+                       (sequences_ ? "SequenceExample: " : "Example: ") + what);
 }
 
 void RecordErrors::wrong(size_t k, const std::string& what) const {
@@ -77,7 +87,8 @@ void RecordErrors::wrong(size_t k, const std::string& what) const {
 }
 
 void RecordErrors::wrong_kind(size_t k, Kind kind) const {
-  wrong(k, std::string("holds ") + list_name(kind) + ", the spec asks for " + list_name(specs_[k].kind));
+  wrong(k, std::string("holds ") + list_name(kind) + ", the spec asks for " +
+               list_name(specs_[k].kind));
 }
 
 void RecordErrors::wrong_count(size_t k, size_t count) const {

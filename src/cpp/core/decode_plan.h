@@ -16,7 +16,8 @@ namespace tfr::decoding {
 
 using wire::Cursor;
 
-static_assert(uint32_t(Kind::kBytes) == wire::kBytesList && uint32_t(Kind::kFloat) == wire::kFloatList &&
+static_assert(uint32_t(Kind::kBytes) == wire::kBytesList &&
+                  uint32_t(Kind::kFloat) == wire::kFloatList &&
                   uint32_t(Kind::kInt64) == wire::kInt64List,
               "Kind values are the Feature.kind field numbers");
 
@@ -33,7 +34,9 @@ constexpr uint8_t kValueTag = wire::tag_byte(wire::kMapValue, wire::kLengthDelim
 // The tag of a list's packed values (or of one bytes value).
 constexpr uint8_t kPackedTag = wire::tag_byte(wire::kListValue, wire::kLengthDelimited);
 
-inline uint8_t list_tag(Kind kind) { return wire::tag_byte(uint32_t(kind), wire::kLengthDelimited); }
+inline uint8_t list_tag(Kind kind) {
+  return wire::tag_byte(uint32_t(kind), wire::kLengthDelimited);
+}
 
 // How a requested feature lands in its column.
 enum class Handler : uint8_t { kVar, kFixedNumbers, kFixedBytes, kRawBytes, kSequence };
@@ -41,9 +44,12 @@ enum class Handler : uint8_t { kVar, kFixedNumbers, kFixedBytes, kRawBytes, kSeq
 inline Handler handler_of(const FieldSpec& s) {
   if (s.sequence) return Handler::kSequence;
   switch (s.layout) {
-    case Layout::kVar: return Handler::kVar;
-    case Layout::kRawBytes: return Handler::kRawBytes;
-    case Layout::kFixed: break;
+    case Layout::kVar:
+      return Handler::kVar;
+    case Layout::kRawBytes:
+      return Handler::kRawBytes;
+    case Layout::kFixed:
+      break;
   }
   return s.kind == Kind::kBytes ? Handler::kFixedBytes : Handler::kFixedNumbers;
 }
@@ -73,18 +79,22 @@ struct Field {
 };
 
 // The plan of each spec over `columns` (the batch's for slots, the part's for the others).
-std::vector<Field> plan_fields(const std::vector<FieldSpec>& specs, const std::vector<Column*>& columns);
+std::vector<Field> plan_fields(const std::vector<FieldSpec>& specs,
+                               const std::vector<Column*>& columns);
 
 // The ParseErrors of the record being decoded. Cold: errors never slow the usual record.
 class RecordErrors {
  public:
-  RecordErrors(const std::vector<FieldSpec>& specs, bool sequences) : specs_(specs), sequences_(sequences) {}
+  RecordErrors(const std::vector<FieldSpec>& specs, bool sequences)
+      : specs_(specs), sequences_(sequences) {}
 
   size_t index = 0;  // of the record in the batch
 
   [[noreturn]] TFR_COLD void malformed(const char* what) const;
   [[noreturn]] TFR_COLD void wrong(size_t k, const std::string& what) const;
-  [[noreturn]] TFR_COLD void wrong(size_t k, const char* what) const { wrong(k, std::string(what)); }
+  [[noreturn]] TFR_COLD void wrong(size_t k, const char* what) const {
+    wrong(k, std::string(what));
+  }
   [[noreturn]] TFR_COLD void wrong_kind(size_t k, Kind kind) const;
   [[noreturn]] TFR_COLD void wrong_count(size_t k, size_t count) const;
   [[noreturn]] TFR_COLD void wrong_step_count(size_t k, int64_t step, size_t count) const;

@@ -38,9 +38,11 @@ int EntryForms::new_match(bool lists, size_t position, Cursor key, Cursor at, Cu
   Hint& h = hints[position];
   h = Hint{key.p, size, MapEntry::kNoSpec, Form::kNone, 0, kRelearns, {0, 0}, {0, 0}};
   for (size_t k = 0; k < specs_.size(); ++k) {
-    if (names(specs_[k], lists, key)) h.spec = h.spec == MapEntry::kNoSpec ? int(k) : MapEntry::kSeveralSpecs;
+    if (names(specs_[k], lists, key))
+      h.spec = h.spec == MapEntry::kNoSpec ? int(k) : MapEntry::kSeveralSpecs;
   }
-  if (h.spec != MapEntry::kSeveralSpecs && key.p != nullptr && value.p != nullptr) learn_form(h, at, value);
+  if (h.spec != MapEntry::kSeveralSpecs && key.p != nullptr && value.p != nullptr)
+    learn_form(h, at, value);
   return h.spec;
 }
 

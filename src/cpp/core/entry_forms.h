@@ -34,7 +34,8 @@ struct MapEntry {
 class EntryForms {
  public:
   // `data_end`: the end of the batch's records, how far a word compare may read.
-  EntryForms(const std::vector<FieldSpec>& specs, const uint8_t* data_end, const RecordErrors& errors)
+  EntryForms(const std::vector<FieldSpec>& specs, const uint8_t* data_end,
+             const RecordErrors& errors)
       : specs_(specs), data_end_(data_end), errors_(errors) {}
 
   // Reads the field of the map (`lists`: a FeatureLists map) at *features: a map entry, the
@@ -60,11 +61,13 @@ class EntryForms {
         }
       }
       if (!features->sub(&raw)) errors_.malformed("a truncated feature map entry");
-      if (!usual_entry(raw, &entry->key, &entry->value) && read_entry(raw, &entry->key, &entry->value)) {
+      if (!usual_entry(raw, &entry->key, &entry->value) &&
+          read_entry(raw, &entry->key, &entry->value)) {
         entry->merged = raw;
       }
       const bool merged = entry->merged.p != nullptr;
-      entry->spec = match(lists, pos, entry->key, at, merged ? Cursor{nullptr, nullptr} : entry->value);
+      entry->spec =
+          match(lists, pos, entry->key, at, merged ? Cursor{nullptr, nullptr} : entry->value);
     }
     *position = pos + 1;
     return true;
@@ -106,7 +109,8 @@ class EntryForms {
   static TFR_INLINE bool short_entry(Cursor* features, Cursor* key, Cursor* value) {
     const uint8_t* q = features->p;
     const size_t left = size_t(features->end - q);
-    if (left < 6 || q[0] != kEntryTag || q[1] >= 0x80 || q[2] != kKeyTag || q[3] >= 0x80) return false;
+    if (left < 6 || q[0] != kEntryTag || q[1] >= 0x80 || q[2] != kKeyTag || q[3] >= 0x80)
+      return false;
     const size_t n = q[1], key_size = q[3];
     if (n + 2 > left || key_size + 4 > n) return false;
     const uint8_t* v = q + 4 + key_size;  // the value's tag and length: inside the entry
@@ -157,9 +161,10 @@ class EntryForms {
       return false;
     }
     const uint8_t* v = q + 5 + h.size;  // the value's tag; its header ends inside the entry
-    if (!two_byte_length(v + 1, &value_size) || value_size != n - h.size - 5 || v[3] != h.list_tag ||
-        !two_byte_length(v + 4, &list_size) || list_size != value_size - 3 || v[6] != kPackedTag ||
-        !two_byte_length(v + 7, &payload_size) || payload_size != list_size - 3) {
+    if (!two_byte_length(v + 1, &value_size) || value_size != n - h.size - 5 ||
+        v[3] != h.list_tag || !two_byte_length(v + 4, &list_size) || list_size != value_size - 3 ||
+        v[6] != kPackedTag || !two_byte_length(v + 7, &payload_size) ||
+        payload_size != list_size - 3) {
       return false;
     }
     *key = Cursor{q + 5, v};

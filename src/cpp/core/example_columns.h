@@ -29,10 +29,14 @@ enum class Kind : uint8_t {
 // "bytes", "float", "int64", "Feature": how error messages name a kind.
 inline const char* kind_name(Kind kind) {
   switch (kind) {
-    case Kind::kBytes: return "bytes";
-    case Kind::kFloat: return "float";
-    case Kind::kInt64: return "int64";
-    case Kind::kFeature: return "Feature";
+    case Kind::kBytes:
+      return "bytes";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kInt64:
+      return "int64";
+    case Kind::kFeature:
+      return "Feature";
   }
   return "unknown";
 }
@@ -46,15 +50,16 @@ enum class Layout : uint8_t {
 
 // The decoder's output for one requested feature over a batch of records (see FieldSpec).
 struct Column {
-  ByteBuffer values;                 // numeric values (int64 / float32) or raw decoded bytes
-  std::vector<int64_t> starts;       // bytes values: [starts[j], ends[j]) in the records' buffer,
-                                     // or -1 for a missing feature's default
+  ByteBuffer values;            // numeric values (int64 / float32) or raw decoded bytes
+  std::vector<int64_t> starts;  // bytes values: [starts[j], ends[j]) in the records' buffer,
+                                // or -1 for a missing feature's default
   std::vector<int64_t> ends;
-  std::vector<int64_t> row_splits;   // kVar: values of record i are [row_splits[i], row_splits[i+1])
-                                     // (for sequences: the steps of record i)
-  std::vector<int64_t> step_splits;  // sequence kVar: values of step j are [step_splits[j], ...[j+1])
-  std::vector<uint8_t> present;      // kVar: 1 where record i holds the feature (missing is not
-                                     // an empty list, for callers such as Arrow's nulls)
+  std::vector<int64_t> row_splits;  // kVar: values of record i are [row_splits[i], row_splits[i+1])
+                                    // (for sequences: the steps of record i)
+  std::vector<int64_t>
+      step_splits;               // sequence kVar: values of step j are [step_splits[j], ...[j+1])
+  std::vector<uint8_t> present;  // kVar: 1 where record i holds the feature (missing is not
+                                 // an empty list, for callers such as Arrow's nulls)
 };
 
 // One bytes value held elsewhere.
@@ -92,16 +97,21 @@ struct ColumnView {
 
   size_t num_values() const {  // in the array of the column's kind
     switch (kind) {
-      case Kind::kInt64: return int64s.size;
-      case Kind::kFloat: return floats.size;
+      case Kind::kInt64:
+        return int64s.size;
+      case Kind::kFloat:
+        return floats.size;
       case Kind::kBytes:
-      case Kind::kFeature: return bytes.size;
+      case Kind::kFeature:
+        return bytes.size;
     }
     return 0;
   }
   size_t num_rows() const { return row_splits.empty() ? num_values() : row_splits.size - 1; }
   size_t begin(size_t row) const { return row_splits.empty() ? row : size_t(row_splits[row]); }
-  size_t end(size_t row) const { return row_splits.empty() ? row + 1 : size_t(row_splits[row + 1]); }
+  size_t end(size_t row) const {
+    return row_splits.empty() ? row + 1 : size_t(row_splits[row + 1]);
+  }
   bool has(size_t row) const { return present.empty() || present[row] != 0; }
 };
 

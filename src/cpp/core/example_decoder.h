@@ -36,9 +36,9 @@ class ParseError : public std::runtime_error {
         has_feature(about_feature),
         feature(std::move(feature_name)) {}
   size_t record_index;
-  bool has_feature;     // false when the record as a whole is malformed
+  bool has_feature;  // false when the record as a whole is malformed
   std::string feature;
-  std::string source;   // the records' file, when the caller knows it
+  std::string source;  // the records' file, when the caller knows it
 };
 
 // Parses records data[offsets[i], offsets[i+1]) for i < n (offsets never decreasing; nothing is

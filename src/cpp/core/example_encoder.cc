@@ -19,7 +19,8 @@ constexpr uint8_t kValueTag = tag(wire::kMapValue);
 constexpr uint8_t kListValueTag = tag(wire::kListValue);
 constexpr uint8_t kFeatureListsTag = tag(wire::kSequenceFeatureLists);
 constexpr uint8_t kStepTag = tag(wire::kFeatureListFeature);
-static_assert(uint32_t(Kind::kBytes) == wire::kBytesList && uint32_t(Kind::kFloat) == wire::kFloatList &&
+static_assert(uint32_t(Kind::kBytes) == wire::kBytesList &&
+                  uint32_t(Kind::kFloat) == wire::kFloatList &&
                   uint32_t(Kind::kInt64) == wire::kInt64List,
               "Kind values are the Feature.kind field numbers");
 
@@ -89,7 +90,8 @@ inline uint64_t entry_size(const std::string& name, uint64_t feature) {
 }
 
 // The Features message of one row, from its payload sizes.
-uint64_t features_size(const std::vector<ColumnView>& columns, size_t row, const uint64_t* payloads) {
+uint64_t features_size(const std::vector<ColumnView>& columns, size_t row,
+                       const uint64_t* payloads) {
   uint64_t n = 0;
   for (size_t f = 0; f < columns.size(); ++f) {
     const ColumnView& c = columns[f];
@@ -169,9 +171,10 @@ uint8_t* put_example(const std::vector<ColumnView>& columns, size_t row, const u
 template <typename Put>
 void append_records(const std::vector<size_t>& sizes, RecordBatch& out, Put put) {
   const size_t base = out.data.size();
-  int64_t position = out.positions.empty() ? 0
-                                           : out.positions.back() + int64_t(kFramingSize) +
-                                                 (out.offsets.back() - out.offsets[out.offsets.size() - 2]);
+  int64_t position = out.positions.empty()
+                         ? 0
+                         : out.positions.back() + int64_t(kFramingSize) +
+                               (out.offsets.back() - out.offsets[out.offsets.size() - 2]);
   size_t total = base;
   out.offsets.reserve(out.offsets.size() + sizes.size());
   out.positions.reserve(out.positions.size() + sizes.size());
@@ -198,12 +201,15 @@ void validate(const ColumnView& c, size_t num_rows) {
     case Kind::kInt64:
     case Kind::kFloat:
     case Kind::kBytes:
-    case Kind::kFeature: break;
-    default: fail(c, "unknown kind");
+    case Kind::kFeature:
+      break;
+    default:
+      fail(c, "unknown kind");
   }
   const size_t values = c.num_values();
   if (!c.present.empty() && c.present.size != num_rows) {
-    fail(c, std::to_string(c.present.size) + " present flags for " + std::to_string(num_rows) + " rows");
+    fail(c, std::to_string(c.present.size) + " present flags for " + std::to_string(num_rows) +
+                " rows");
   }
   if (c.num_rows() != num_rows) {
     fail(c, "has " + std::to_string(c.num_rows()) + " rows, not " + std::to_string(num_rows) +
@@ -261,7 +267,8 @@ uint8_t* put_row_feature(const ColumnView& c, size_t row, uint8_t* p) {
 }
 
 void validate_steps(const ColumnView& steps, size_t num_steps) {
-  if (!steps.present.empty()) fail(steps, "a step cannot be left out (present flags are for Example columns)");
+  if (!steps.present.empty())
+    fail(steps, "a step cannot be left out (present flags are for Example columns)");
   validate(steps, num_steps);
 }
 
@@ -277,7 +284,8 @@ uint64_t feature_list_size(const FeatureListView& l, size_t row) {
 // The FeatureLists message of one record.
 uint64_t feature_lists_size(const std::vector<FeatureListView>& lists, size_t row) {
   uint64_t n = 0;
-  for (const FeatureListView& l : lists) n += field_size(entry_size(l.steps.name, feature_list_size(l, row)));
+  for (const FeatureListView& l : lists)
+    n += field_size(entry_size(l.steps.name, feature_list_size(l, row)));
   return n;
 }
 
@@ -311,7 +319,8 @@ void encode_sequence_examples(const std::vector<ColumnView>& context,
                         " records (N + 1 needed)");
     }
     for (size_t i = 0; i < num_rows; ++i) {
-      if (l.splits[i] < 0 || l.splits[i + 1] < l.splits[i] || uint64_t(l.splits[i + 1]) > l.num_steps) {
+      if (l.splits[i] < 0 || l.splits[i + 1] < l.splits[i] ||
+          uint64_t(l.splits[i + 1]) > l.num_steps) {
         fail(l.steps, i, "bad step splits");
       }
     }

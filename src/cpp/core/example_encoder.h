@@ -6,8 +6,9 @@
 //   Entry     { string key = 1; Feature value = 2 }           0x0a len key 0x12 len Feature
 //   Feature   { oneof { BytesList = 1; FloatList = 2; Int64List = 3 } }   tag len List
 //   BytesList { repeated bytes value = 1 }                    per value: 0x0a len bytes
-//   FloatList { repeated float value = 1 [packed] }           0x0a len fixed32... (nothing if empty)
-//   Int64List { repeated int64 value = 1 [packed] }           0x0a len varint...  (nothing if empty)
+//   FloatList { repeated float value = 1 [packed] }           0x0a len fixed32... (nothing if
+//   empty) Int64List { repeated int64 value = 1 [packed] }           0x0a len varint...  (nothing
+//   if empty)
 // This is exactly what protobuf's SerializeToString writes for the same message (entries in the
 // order given), so the bytes are identical to protobuf's whenever its entry order is the same.
 //

@@ -50,8 +50,9 @@ class KindScanner {
   };
 
   [[noreturn]] void malformed(const std::string& what) const {
-    throw ParseError(index_, false, "", std::string("not a valid tf.train.") +
-                                     (sequences_ ? "SequenceExample: " : "Example: ") + what);
+    throw ParseError(index_, false, "",
+                     std::string("not a valid tf.train.") +
+                         (sequences_ ? "SequenceExample: " : "Example: ") + what);
   }
 
   void scan(Cursor features) {
@@ -118,9 +119,9 @@ class KindScanner {
 
   bool sequences_;
   size_t index_ = 0;
-  std::vector<FeatureKind> found_;                       // in the order first seen
-  std::unordered_map<std::string, size_t> index_of_;     // name -> its place in found_
-  std::vector<Entry> entries_;                           // the current record's features
+  std::vector<FeatureKind> found_;                          // in the order first seen
+  std::unordered_map<std::string, size_t> index_of_;        // name -> its place in found_
+  std::vector<Entry> entries_;                              // the current record's features
   std::unordered_map<std::string_view, size_t> in_record_;  // name -> its place in entries_
 };
 

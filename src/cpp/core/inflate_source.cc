@@ -85,8 +85,8 @@ class InflateSource final : public Source {
   z_stream z_{};
   bool input_done_ = false;  // the last refill found no more input (for now)
   bool member_done_ = false;
-  bool saw_input_ = false;  // an empty file is an empty stream, as for gzip -d
-  std::string damage_;      // the stream is damaged here: every later read() throws it
+  bool saw_input_ = false;           // an empty file is an empty stream, as for gzip -d
+  std::string damage_;               // the stream is damaged here: every later read() throws it
   std::exception_ptr source_error_;  // the compressed source failed: every later read() rethrows
 };
 

@@ -27,7 +27,7 @@ enum class Access { kSequential, kRandom };
 // character is std::invalid_argument (Python: ValueError, as open() says): every OS would read it
 // as the shorter path before the NUL, another file.
 File open_read(const std::string& path, Access access);
-File create_write(const std::string& path);  // created, or truncated if it exists
+File create_write(const std::string& path);      // created, or truncated if it exists
 void close(File file, const std::string& name);  // throws if closing reports an error
 void close_quietly(File file) noexcept;
 FileInfo info(File file, const std::string& name);

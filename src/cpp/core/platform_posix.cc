@@ -26,7 +26,8 @@
 namespace tfr::platform {
 namespace {
 
-static_assert(sizeof(off_t) >= 8, "offsets past 2 GiB need a 64-bit off_t (-D_FILE_OFFSET_BITS=64)");
+static_assert(sizeof(off_t) >= 8,
+              "offsets past 2 GiB need a 64-bit off_t (-D_FILE_OFFSET_BITS=64)");
 
 // Bytes one call moves at most: macOS refuses (EINVAL) a read or write of more than INT_MAX bytes,
 // Linux stops short of 2 GiB; the loops around each call take the rest.

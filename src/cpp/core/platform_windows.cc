@@ -75,12 +75,12 @@ std::string describe(DWORD error) {
     if (size > 0) WideCharToMultiByte(CP_UTF8, 0, text, int(n), &out[0], size, nullptr, nullptr);
   }
   LocalFree(text);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == '.' ||
-                          out.back() == ' ')) {
+  while (!out.empty() &&
+         (out.back() == '\n' || out.back() == '\r' || out.back() == '.' || out.back() == ' ')) {
     out.pop_back();
   }
-  return (out.empty() ? std::string("error") : out) + " (Windows error " +
-         std::to_string(error) + ")";
+  return (out.empty() ? std::string("error") : out) + " (Windows error " + std::to_string(error) +
+         ")";
 }
 
 [[noreturn]] void fail_with(DWORD error, const char* what, const std::string& name) {
@@ -93,21 +93,21 @@ std::string describe(DWORD error) {
 
 std::wstring wide(const std::string& utf8) {
   if (utf8.empty()) return std::wstring();
-  const int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, utf8.data(),
-                                    int(utf8.size()), nullptr, 0);
+  const int n =
+      MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, utf8.data(), int(utf8.size()), nullptr, 0);
   if (n <= 0) throw IoError(ENOENT, "cannot open '" + utf8 + "': the path is not UTF-8");
   std::wstring out(size_t(n), L'\0');
   MultiByteToWideChar(CP_UTF8, 0, utf8.data(), int(utf8.size()), out.data(), n);
   return out;
 }
 
-File open_with(const std::string& path, DWORD access, DWORD share, DWORD disposition,
-               DWORD flags, const char* what) {
+File open_with(const std::string& path, DWORD access, DWORD share, DWORD disposition, DWORD flags,
+               const char* what) {
   check_path(path);
   SECURITY_ATTRIBUTES attributes{sizeof(SECURITY_ATTRIBUTES), nullptr, FALSE};  // not inherited
   const std::wstring wide_path = wide(path);
-  HANDLE h = CreateFileW(wide_path.c_str(), access, share, &attributes, disposition, flags,
-                         nullptr);
+  HANDLE h =
+      CreateFileW(wide_path.c_str(), access, share, &attributes, disposition, flags, nullptr);
   if (h != INVALID_HANDLE_VALUE) return reinterpret_cast<File>(h);
   const DWORD error = GetLastError();
   const DWORD kind = GetFileAttributesW(wide_path.c_str());

@@ -104,31 +104,34 @@ struct Cursor {
     uint64_t ignored;
     Cursor sub_cursor;
     switch (wire_type) {
-      case kVarint: return varint(&ignored);
+      case kVarint:
+        return varint(&ignored);
       case kFixed64:
         if (end - p < 8) return false;
         p += 8;
         return true;
-      case kLengthDelimited: return sub(&sub_cursor);
+      case kLengthDelimited:
+        return sub(&sub_cursor);
       case kFixed32:
         if (end - p < 4) return false;
         p += 4;
         return true;
-      default: return false;
+      default:
+        return false;
     }
   }
 };
 
 // Field numbers of tf.train.Example & co (tensorflow/core/example/{example,feature}.proto).
-constexpr uint32_t kExampleFeatures = 1;         // Example.features
-constexpr uint32_t kFeaturesEntry = 1;           // Features.feature (map entry)
-constexpr uint32_t kMapKey = 1, kMapValue = 2;   // map entry
+constexpr uint32_t kExampleFeatures = 1;                            // Example.features
+constexpr uint32_t kFeaturesEntry = 1;                              // Features.feature (map entry)
+constexpr uint32_t kMapKey = 1, kMapValue = 2;                      // map entry
 constexpr uint32_t kBytesList = 1, kFloatList = 2, kInt64List = 3;  // Feature.kind
-constexpr uint32_t kListValue = 1;               // {Bytes,Float,Int64}List.value
-constexpr uint32_t kSequenceContext = 1;         // SequenceExample.context
-constexpr uint32_t kSequenceFeatureLists = 2;    // SequenceExample.feature_lists
-constexpr uint32_t kFeatureListsEntry = 1;       // FeatureLists.feature_list (map entry)
-constexpr uint32_t kFeatureListFeature = 1;      // FeatureList.feature
+constexpr uint32_t kListValue = 1;                                  // {Bytes,Float,Int64}List.value
+constexpr uint32_t kSequenceContext = 1;                            // SequenceExample.context
+constexpr uint32_t kSequenceFeatureLists = 2;                       // SequenceExample.feature_lists
+constexpr uint32_t kFeatureListsEntry = 1;   // FeatureLists.feature_list (map entry)
+constexpr uint32_t kFeatureListFeature = 1;  // FeatureList.feature
 
 // The tag of a field numbered below 16, which is one byte: what serializers write for these.
 constexpr uint8_t tag_byte(uint32_t field, WireType wire_type) {

@@ -38,9 +38,9 @@ void check_framed(const std::string& path, size_t index, int64_t entry_offset, i
   const uint64_t offset = uint64_t(entry_offset);
   const uint64_t size = uint64_t(entry_size);
   if (got_end < offset + size) {
-    throw_mismatch(path, index, entry_offset, "the index says it takes " + std::to_string(size) +
-                                             " bytes but the file ends at " +
-                                             std::to_string(got_end));
+    throw_mismatch(path, index, entry_offset,
+                   "the index says it takes " + std::to_string(size) +
+                       " bytes but the file ends at " + std::to_string(got_end));
   }
   if (verify && crc32c_mask(crc32c(frame, 8)) != load_le32(frame + 8)) {
     throw_mismatch(path, index, entry_offset,
@@ -50,8 +50,8 @@ void check_framed(const std::string& path, size_t index, int64_t entry_offset, i
   if (length != size - kFramingSize) {
     throw_mismatch(path, index, entry_offset,
                    "the index says it takes " + std::to_string(size) +
-                       " bytes but its header says " + std::to_string(length) +
-                       " bytes of data (" + std::to_string(length + kFramingSize) + " framed)");
+                       " bytes but its header says " + std::to_string(length) + " bytes of data (" +
+                       std::to_string(length + kFramingSize) + " framed)");
   }
   if (verify && crc32c_mask(crc32c(payload, size_t(length))) != load_le32(frame + kHeaderSize)) {
     throw DataLoss(LossReason::kDataChecksum, path, index, offset,
@@ -64,7 +64,8 @@ bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 }  // namespace
 
-void scan_index(const std::string& path, std::vector<int64_t>* offsets, std::vector<int64_t>* sizes) {
+void scan_index(const std::string& path, std::vector<int64_t>* offsets,
+                std::vector<int64_t>* sizes) {
   ReaderOptions options;
   options.verify = true;  // only the length CRCs: payloads are skipped
   RecordReader reader(std::make_unique<FileSource>(path), options);
@@ -131,10 +132,10 @@ void parse_index(const char* text, size_t n, const std::string& name, std::vecto
 }
 
 struct RandomAccessReader::Wanted {
-  size_t index;     // position in the index
-  int64_t offset;   // of its header
-  int64_t size;     // framed
-  size_t out;       // first position in the batch that asked for it
+  size_t index;    // position in the index
+  int64_t offset;  // of its header
+  int64_t size;    // framed
+  size_t out;      // first position in the batch that asked for it
 };
 
 RandomAccessReader::RandomAccessReader(const std::string& path, std::vector<int64_t> offsets,
@@ -147,11 +148,10 @@ RandomAccessReader::RandomAccessReader(const std::string& path, std::vector<int6
   for (size_t i = 0; i < offsets_.size(); ++i) {
     if (offsets_[i] < 0 || sizes_[i] < int64_t(kFramingSize) ||
         sizes_[i] > INT64_MAX - offsets_[i]) {
-      throw std::invalid_argument("index of '" + path + "': entry " + std::to_string(i) +
-                                  " (offset " + std::to_string(offsets_[i]) + ", size " +
-                                  std::to_string(sizes_[i]) +
-                                  ") is impossible: a record takes at least " +
-                                  std::to_string(kFramingSize) + " bytes");
+      throw std::invalid_argument(
+          "index of '" + path + "': entry " + std::to_string(i) + " (offset " +
+          std::to_string(offsets_[i]) + ", size " + std::to_string(sizes_[i]) +
+          ") is impossible: a record takes at least " + std::to_string(kFramingSize) + " bytes");
     }
   }
   options_.max_gap = std::min<uint64_t>(options_.max_gap, 1 << 20);
@@ -188,9 +188,7 @@ RandomAccessReader::RandomAccessReader(const std::string& path, std::vector<int6
   }
 }
 
-RandomAccessReader::~RandomAccessReader() {
-  platform::close_quietly(file_);
-}
+RandomAccessReader::~RandomAccessReader() { platform::close_quietly(file_); }
 
 void RandomAccessReader::mismatch(size_t index, const std::string& detail) const {
   throw_mismatch(path_, index, offsets_[index], detail);
@@ -199,9 +197,9 @@ void RandomAccessReader::mismatch(size_t index, const std::string& detail) const
 void RandomAccessReader::check_stale() const {
   if (stale_.empty()) return;
   throw DataLoss(LossReason::kIndexMismatch, path_, stale_index_,
-                 stale_index_ < offsets_.size() ? uint64_t(offsets_[stale_index_])
-                                                : uint64_t(offsets_.empty() ? 0
-                                                      : offsets_.back() + sizes_.back()),
+                 stale_index_ < offsets_.size()
+                     ? uint64_t(offsets_[stale_index_])
+                     : uint64_t(offsets_.empty() ? 0 : offsets_.back() + sizes_.back()),
                  stale_ + kHint);
 }
 
@@ -229,8 +227,9 @@ std::unique_ptr<RecordBatch> RandomAccessReader::read(const int64_t* indices, si
   for (size_t k = 0; k < n; ++k) {
     const int64_t i = indices[k];
     if (i < 0 || size_t(i) >= offsets_.size()) {
-      throw std::out_of_range("record index " + std::to_string(i) + " out of range for an index of " +
-                              std::to_string(offsets_.size()) + " records");
+      throw std::out_of_range("record index " + std::to_string(i) +
+                              " out of range for an index of " + std::to_string(offsets_.size()) +
+                              " records");
     }
     check_fits(size_t(i), &file_size);
     batch->offsets[k + 1] = batch->offsets[k] + sizes_[size_t(i)] - int64_t(kFramingSize);
@@ -247,7 +246,9 @@ std::unique_ptr<RecordBatch> RandomAccessReader::read(const int64_t* indices, si
 
   // The distinct records in file order; each is read once, into the first place that wants it.
   auto by_file_order = [](const Wanted& a, const Wanted& b) {
-    return a.offset != b.offset ? a.offset < b.offset : a.index != b.index ? a.index < b.index : a.out < b.out;
+    return a.offset != b.offset ? a.offset < b.offset
+           : a.index != b.index ? a.index < b.index
+                                : a.out < b.out;
   };
   if (!std::is_sorted(wanted.begin(), wanted.end(), by_file_order)) {
     std::sort(wanted.begin(), wanted.end(), by_file_order);
@@ -331,8 +332,8 @@ void RandomAccessReader::check_record(size_t index, const uint8_t* frame, const 
 }
 
 std::unique_ptr<RecordBatch> check_fetched(const std::string& name, const uint8_t* data,
-                                           size_t data_size, const FetchedRecord* records,
-                                           size_t n, bool verify) {
+                                           size_t data_size, const FetchedRecord* records, size_t n,
+                                           bool verify) {
   auto batch = std::make_unique<RecordBatch>();
   batch->offsets.resize(n + 1);
   batch->positions.resize(n);
@@ -386,9 +387,8 @@ void RandomAccessReader::read_one(size_t index, uint8_t* payload) const {
     check_record(index, frame, payload, start + got);
     return;
   }
-  platform::Span iov[3] = {{frame, kHeaderSize},
-                  {payload, payload_size(index)},
-                  {frame + kHeaderSize, kFooterSize}};
+  platform::Span iov[3] = {
+      {frame, kHeaderSize}, {payload, payload_size(index)}, {frame + kHeaderSize, kFooterSize}};
   const size_t got = platform::read_spans_at(file_, iov, 3, start, path_);
   check_record(index, frame, payload, start + got);
 }

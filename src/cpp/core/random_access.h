@@ -20,7 +20,8 @@ namespace tfr {
 // Scans a file reading only record headers (the length checksums are checked, payloads skipped
 // with lseek) and appends each record's offset and framed size. Throws DataLoss for a damaged or
 // cut file, IoError when it cannot be read.
-void scan_index(const std::string& path, std::vector<int64_t>* offsets, std::vector<int64_t>* sizes);
+void scan_index(const std::string& path, std::vector<int64_t>* offsets,
+                std::vector<int64_t>* sizes);
 
 // The text form of an index.
 std::string format_index(const int64_t* offsets, const int64_t* sizes, size_t n);
@@ -45,8 +46,8 @@ struct FetchedRecord {
 // one batch in the given order, positions[k] = records[k].offset. std::invalid_argument if a
 // record lies outside [data, data + data_size).
 std::unique_ptr<RecordBatch> check_fetched(const std::string& name, const uint8_t* data,
-                                           size_t data_size, const FetchedRecord* records,
-                                           size_t n, bool verify);
+                                           size_t data_size, const FetchedRecord* records, size_t n,
+                                           bool verify);
 
 struct RandomAccessOptions {
   bool verify = true;                // check both CRCs (the length field is always checked)

@@ -51,13 +51,15 @@ bool RecordDecoder::walk_map(Cursor features, bool lists, Pass pass) {
   size_t position = 0;
   MapEntry entry;
   while (!features.done()) {
-    if (!forms_.next(&features, lists, &position, &entry) || entry.spec == MapEntry::kNoSpec) continue;
+    if (!forms_.next(&features, lists, &position, &entry) || entry.spec == MapEntry::kNoSpec)
+      continue;
     if (pass == Pass::kLocate) {
       locate(lists, entry);
       continue;
     }
     const size_t k = size_t(entry.spec);
-    if (entry.spec == MapEntry::kSeveralSpecs || entry.merged.p != nullptr || seen_[k] == stamp()) return false;
+    if (entry.spec == MapEntry::kSeveralSpecs || entry.merged.p != nullptr || seen_[k] == stamp())
+      return false;
     seen_[k] = stamp();
     ++decoded_;
     const bool filled = entry.payload.p != nullptr ? filler_.fill_payload(k, entry.payload)
@@ -71,7 +73,8 @@ bool RecordDecoder::walk_map(Cursor features, bool lists, Pass pass) {
 void RecordDecoder::locate(bool lists, const MapEntry& entry) {
   for (size_t k = 0; k < specs_.size(); ++k) {
     if (!names(specs_[k], lists, entry.key)) continue;
-    Located& l = located_[k];  // member by member: copying a whole Located stalls on store forwarding
+    Located& l =
+        located_[k];  // member by member: copying a whole Located stalls on store forwarding
     l.present = true;
     l.feature = entry.feature();
   }
@@ -80,7 +83,8 @@ void RecordDecoder::locate(bool lists, const MapEntry& entry) {
 void RecordDecoder::fill_located(size_t k) {
   const Located& l = located_[k];
   if (!l.present) return filler_.fill_missing(k);
-  if (l.feature.merged() || !filler_.fill_usual_feature(k, l.feature.value)) filler_.fill_feature(k, l.feature);
+  if (l.feature.merged() || !filler_.fill_usual_feature(k, l.feature.value))
+    filler_.fill_feature(k, l.feature);
 }
 
 }  // namespace tfr::decoding

@@ -30,7 +30,8 @@ class RecordDecoder {
   // last record teaches none: no record would use it; `first`: none do). `columns`: as
   // ColumnFiller takes them.
   RecordDecoder(const uint8_t* data, const uint8_t* data_end, const std::vector<FieldSpec>& specs,
-                bool sequences, size_t first, size_t learn_before, const std::vector<Column*>& columns)
+                bool sequences, size_t first, size_t learn_before,
+                const std::vector<Column*>& columns)
       : specs_(specs),
         sequences_(sequences),
         errors_(specs, sequences),

@@ -42,7 +42,10 @@ void vary(std::vector<uint8_t>& mask, size_t at, size_t width) {
 
 RecordLayout::RecordLayout(const std::vector<FieldSpec>& specs, ColumnFiller& filler,
                            const uint8_t* data_end)
-    : specs_(specs), filler_(filler), data_end_(data_end), sized_(specs.size(), 0),
+    : specs_(specs),
+      filler_(filler),
+      data_end_(data_end),
+      sized_(specs.size(), 0),
       varied_(specs.size(), 0) {}
 
 bool RecordLayout::learn(Cursor record) {
@@ -126,7 +129,8 @@ bool RecordLayout::learn_entry(const uint8_t* entry, const uint8_t* end, Learned
   p += key_size;
   if (*p++ != kValueTag) return false;
   const size_t value_length_at = size_t(p - entry);
-  if (!read_length(&p, entry_end, &value_width, &value_size) || value_size != uint64_t(entry_end - p)) {
+  if (!read_length(&p, entry_end, &value_width, &value_size) ||
+      value_size != uint64_t(entry_end - p)) {
     return false;
   }
   int k = -1;
@@ -195,7 +199,8 @@ bool RecordLayout::learn_value(const FieldSpec& spec, size_t k, const uint8_t* e
   mask.push_back(0xff);
   size_t list_width;
   uint64_t list_size, continuation_mask, continuation_want;
-  if (!read_length(&p, end, &list_width, &list_size) || list_size != uint64_t(end - p)) return false;
+  if (!read_length(&p, end, &list_width, &list_size) || list_size != uint64_t(end - p))
+    return false;
   const uint8_t* const body = p;
   step.list_length_width = uint8_t(list_width);
   continuation_bits(list_width, &continuation_mask, &continuation_want);
@@ -203,7 +208,8 @@ bool RecordLayout::learn_value(const FieldSpec& spec, size_t k, const uint8_t* e
   step.list_continuation_want = uint32_t(continuation_want);
   *reads = std::max<size_t>(*reads, bytes.size() + 4);
   const Handler handler = handler_of(spec);
-  if (spec.kind == Kind::kBytes && handler != Handler::kRawBytes) {  // [packed tag][length][bytes]...
+  if (spec.kind == Kind::kBytes &&
+      handler != Handler::kRawBytes) {  // [packed tag][length][bytes]...
     Cursor list{body, end}, value;
     size_t count = 0;
     while (!list.done()) {
@@ -212,7 +218,8 @@ bool RecordLayout::learn_value(const FieldSpec& spec, size_t k, const uint8_t* e
     }
     if (handler == Handler::kFixedBytes && count != spec.count) return false;
     step.op = handler == Handler::kFixedBytes ? Op::kBytesFixed : Op::kBytesVar;
-    if (step.op == Op::kBytesFixed && count == 1) {  // [packed tag][length][bytes]: its length's width
+    if (step.op == Op::kBytesFixed &&
+        count == 1) {  // [packed tag][length][bytes]: its length's width
       const uint8_t* at = body + 1;
       size_t width;
       uint64_t size;
@@ -243,7 +250,8 @@ bool RecordLayout::learn_value(const FieldSpec& spec, size_t k, const uint8_t* e
       step.op = Op::kCopy;
       break;
     case Handler::kFixedNumbers:
-      if (count != spec.count || (spec.kind == Kind::kFloat && payload_size != 4 * spec.count)) return false;
+      if (count != spec.count || (spec.kind == Kind::kFloat && payload_size != 4 * spec.count))
+        return false;
       if (spec.kind == Kind::kFloat) {
         step.op = Op::kCopy;
       } else if (spec.count == 1 && payload_size <= 8) {
@@ -257,7 +265,8 @@ bool RecordLayout::learn_value(const FieldSpec& spec, size_t k, const uint8_t* e
       if (spec.kind == Kind::kFloat && payload_size % 4 != 0) return false;
       step.op = spec.kind == Kind::kFloat ? Op::kFloatVar : Op::kInt64Var;
       return true;
-    default: return false;
+    default:
+      return false;
   }
   if (step.op != Op::kCopy && step.op != Op::kInt64Sized) return true;
   // Every length fixed by the payload's size: all of them signed whole, up to the payload.

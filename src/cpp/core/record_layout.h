@@ -47,7 +47,8 @@ class RecordLayout {
     if (header_width_ != 0) {
       if (data_end_ - p < 5 || p[0] != kFeaturesTag) return false;
       size_t size;
-      if (!checked_length(p + 1, header_width_, header_continuation_mask_, header_continuation_want_, &size) ||
+      if (!checked_length(p + 1, header_width_, header_continuation_mask_,
+                          header_continuation_want_, &size) ||
           size != size_t(end - p) - 1 - header_width_) {
         return false;
       }
@@ -84,22 +85,22 @@ class RecordLayout {
   // One map entry of the layout, and where its values go.
   struct Step {
     Op op;
-    uint8_t chunks;               // 16-byte words signed (and readable) from the entry's tag
-    uint8_t entry_length_width;   // bytes of the entry's length, after its tag
-    uint8_t value_length_at;      // where the value's length starts (from the entry's tag)
+    uint8_t chunks;              // 16-byte words signed (and readable) from the entry's tag
+    uint8_t entry_length_width;  // bytes of the entry's length, after its tag
+    uint8_t value_length_at;     // where the value's length starts (from the entry's tag)
     uint8_t value_length_width;
-    uint8_t value_at;             // where the value starts
-    uint8_t list_length_width;    // list ops: the bytes of the list's length
-    uint8_t payload_length_width; // kBytesOne: of its value's length
+    uint8_t value_at;              // where the value starts
+    uint8_t list_length_width;     // list ops: the bytes of the list's length
+    uint8_t payload_length_width;  // kBytesOne: of its value's length
     uint32_t list_continuation_mask, list_continuation_want;  // their bytes' high bits
     uint32_t payload_continuation_mask, payload_continuation_want;
-    uint32_t entry_minus_value;   // the entry's length less its value's: the key and the widths
-    uint32_t fixed_size;          // kCopy, kInt64Sized: the whole entry (0: lengths vary)
-    uint32_t payload_at;          // kCopy, kInt64Sized: where the payload starts
-    uint32_t payload_size;        // kCopy, kInt64Sized: its bytes
+    uint32_t entry_minus_value;  // the entry's length less its value's: the key and the widths
+    uint32_t fixed_size;         // kCopy, kInt64Sized: the whole entry (0: lengths vary)
+    uint32_t payload_at;         // kCopy, kInt64Sized: where the payload starts
+    uint32_t payload_size;       // kCopy, kInt64Sized: its bytes
     uint64_t int_continuation_mask, int_continuation_want;  // kInt64Sized: its bytes' high bits
-    uint32_t k;                   // the spec
-    uint32_t more_words;          // chunks past the third: their words in more_signature_
+    uint32_t k;                                             // the spec
+    uint32_t more_words;  // chunks past the third: their words in more_signature_
     // Where its values go (the filler's plan of spec k).
     uint8_t* slots;
     size_t slot_bytes;
@@ -121,7 +122,9 @@ class RecordLayout {
     return (x & 0x7fu) | ((x >> 1) & 0x3f80u) | ((x >> 2) & 0x1fc000u) | ((x >> 3) & 0xfe00000u);
   }
 
-  static uint32_t mask_of(size_t width) { return width >= 4 ? 0x0fffffffu : (uint32_t(1) << (7 * width)) - 1; }
+  static uint32_t mask_of(size_t width) {
+    return width >= 4 ? 0x0fffffffu : (uint32_t(1) << (7 * width)) - 1;
+  }
 
   // A length of a known width (1 to 4) whose continuation bits the signature has checked.
   static TFR_INLINE size_t length_at(const uint8_t* p, size_t width) {
@@ -182,7 +185,8 @@ class RecordLayout {
         } else {  // kInt64Sized: a varint of a known width at a known place
           const uint64_t word = varints::load_le64(p + s.payload_at);
           if ((word & s.int_continuation_mask) != s.int_continuation_want) return false;
-          const uint64_t v = s.payload_size == 1 ? word & 0x7f : varints::pack7(word, s.payload_size);
+          const uint64_t v =
+              s.payload_size == 1 ? word & 0x7f : varints::pack7(word, s.payload_size);
           std::memcpy(s.slots + row * 8, &v, 8);
         }
         p += s.fixed_size;
@@ -191,7 +195,8 @@ class RecordLayout {
       const size_t entry_size = length_at(p + 1, s.entry_length_width);
       const size_t value_size = length_at(p + s.value_length_at, s.value_length_width);
       const size_t header = 1 + size_t(s.entry_length_width);
-      if (entry_size - value_size != s.entry_minus_value || left < header || entry_size > left - header) {
+      if (entry_size - value_size != s.entry_minus_value || left < header ||
+          entry_size > left - header) {
         return false;
       }
       const uint8_t* const next = p + header + entry_size;
@@ -230,8 +235,10 @@ class RecordLayout {
         return true;
       }
       case Op::kBytesFixed:
-      case Op::kBytesVar: return fill_bytes(s, row, body, next);
-      default: break;
+      case Op::kBytesVar:
+        return fill_bytes(s, row, body, next);
+      default:
+        break;
     }
     Cursor payload{body, body};
     if (list_size != 0) {  // [packed tag][length] payload, filling the list
@@ -246,13 +253,14 @@ class RecordLayout {
         return true;
       }
       case Op::kInt64Fixed:
-        return decode_varints(payload.p, payload.end, reinterpret_cast<uint64_t*>(s.slots + row * s.slot_bytes),
+        return decode_varints(payload.p, payload.end,
+                              reinterpret_cast<uint64_t*>(s.slots + row * s.slot_bytes),
                               s.count) == s.count;
       case Op::kInt64Var: {
         const size_t bytes = size_t(payload.end - payload.p);
         ByteBuffer& values = s.column->values;
-        const size_t n = decode_varints(payload.p, payload.end,
-                                        reinterpret_cast<uint64_t*>(values.grow_for(bytes * 8)), bytes);
+        const size_t n = decode_varints(
+            payload.p, payload.end, reinterpret_cast<uint64_t*>(values.grow_for(bytes * 8)), bytes);
         if (n == kBadVarints) return false;
         values.resize(values.size() + n * 8);
         return true;
@@ -265,7 +273,8 @@ class RecordLayout {
         values.resize(values.size() + bytes);
         return true;
       }
-      default: return false;
+      default:
+        return false;
     }
   }
 
@@ -296,7 +305,8 @@ class RecordLayout {
   struct Learned;
   bool learn_entry(const uint8_t* entry, const uint8_t* end, Learned& out, const uint8_t** next);
   bool learn_value(const FieldSpec& spec, size_t k, const uint8_t* entry, const uint8_t* end,
-                   Step& step, std::vector<uint8_t>& bytes, std::vector<uint8_t>& mask, size_t* reads);
+                   Step& step, std::vector<uint8_t>& bytes, std::vector<uint8_t>& mask,
+                   size_t* reads);
 
   const std::vector<FieldSpec>& specs_;
   ColumnFiller& filler_;
@@ -308,7 +318,7 @@ class RecordLayout {
   std::vector<Step> steps_;
   size_t reach_ = 0;  // the most bytes a step's words reach from its start
   std::vector<uint64_t> more_signature_, more_mask_;  // the steps' chunks past their third
-  std::vector<size_t> absent_;       // requested features the layout lacks
+  std::vector<size_t> absent_;                        // requested features the layout lacks
   std::vector<size_t> present_var_;  // VarLen features it holds (a row to end, or to undo)
   // Per spec, for learning: the width of its int64 in the last layout (kInt64Sized), and whether
   // a record showed another (then any width: kInt64One).

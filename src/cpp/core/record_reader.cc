@@ -45,7 +45,7 @@ RecordReader::RecordReader(std::unique_ptr<Source> source, ReaderOptions options
 std::string RecordReader::compression_hint(LossReason reason, uint64_t start) const {
   if (!options_.hint_compression || start != 0 || reason == LossReason::kDataChecksum) return "";
   const uint8_t* h = in_.head();
-  const char* kind = h[0] == 0x1f && h[1] == 0x8b                                  ? "gzip"
+  const char* kind = h[0] == 0x1f && h[1] == 0x8b                                     ? "gzip"
                      : (h[0] & 0x0f) == 8 && ((unsigned(h[0]) << 8) | h[1]) % 31 == 0 ? "zlib"
                                                                                       : nullptr;
   if (kind == nullptr) return "";
@@ -92,8 +92,8 @@ bool RecordReader::recover(const DataLoss& loss) {
         }
         if (plausible_header(in_.peek())) break;
       }
-      skipped_.back().detail += "; resumed at the next valid header, offset " +
-                                std::to_string(in_.offset());
+      skipped_.back().detail +=
+          "; resumed at the next valid header, offset " + std::to_string(in_.offset());
       return true;
     }
     default:  // truncated, or a compressed stream that cannot be inflated further

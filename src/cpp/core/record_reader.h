@@ -19,8 +19,8 @@
 namespace tfr {
 
 struct ReaderOptions {
-  bool verify = true;               // check both CRCs
-  size_t buffer_size = 1 << 20;     // bytes per read from the source
+  bool verify = true;            // check both CRCs
+  size_t buffer_size = 1 << 20;  // bytes per read from the source
   // Skip damaged records instead of stopping: a record whose data fails its checksum is dropped;
   // after a damaged header the reader searches for the next header whose length checksum holds;
   // a truncated tail or a broken compressed stream ends the stream. Each skip is reported.
@@ -60,8 +60,8 @@ class RecordReader {
   // allocations). Readers of one job may share a pool.
   void set_pool(std::shared_ptr<BufferPool> pool);
 
-  uint64_t tell();             // offset of the next record's header
-  uint64_t records_read();     // records delivered (or counted) so far
+  uint64_t tell();          // offset of the next record's header
+  uint64_t records_read();  // records delivered (or counted) so far
   const std::string& name() const { return source_->name(); }
 
  private:
@@ -71,9 +71,9 @@ class RecordReader {
   // The common case, with no I/O: takes the records that are wholly buffered, intact and fit.
   // Returns how many it took.
   size_t read_buffered_records(RecordBatch& batch, size_t max_records, size_t max_bytes);
-  bool skip_record();                    // false at the clean end
+  bool skip_record();  // false at the clean end
   [[noreturn]] void fail_stream(const StreamError& e, uint64_t start);
-  uint64_t read_header();                // returns the payload length; input positioned after it
+  uint64_t read_header();  // returns the payload length; input positioned after it
   void check_length(uint64_t start, uint64_t length);
   void read_payload(uint64_t start, uint64_t length, ByteBuffer& out);
   [[noreturn]] void fail(LossReason reason, uint64_t start, const std::string& detail);
@@ -94,10 +94,10 @@ class RecordReader {
   const bool size_known_;  // the source knows its size, so check_length bounds every payload
   uint64_t records_ = 0;
   std::exception_ptr pending_;
-  std::vector<DataLoss> skipped_;   // not yet taken by the caller
-  uint64_t skipped_total_ = 0;      // records skipped so far (they keep their place in the count)
-  bool ended_ = false;              // skip_corrupt hit damage past which nothing can be read
-  size_t last_batch_records_ = 0;   // how many records the last batch held
+  std::vector<DataLoss> skipped_;  // not yet taken by the caller
+  uint64_t skipped_total_ = 0;     // records skipped so far (they keep their place in the count)
+  bool ended_ = false;             // skip_corrupt hit damage past which nothing can be read
+  size_t last_batch_records_ = 0;  // how many records the last batch held
   // Masked CRCs of record lengths, by length modulo the table's size: a header's checksum is a
   // function of its length field alone, so a header whose length is here is checked by a compare
   // (records of one size, or of a few hundred sizes, compute no header checksum after the first).

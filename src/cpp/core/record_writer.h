@@ -48,7 +48,7 @@ class RecordWriter {
   size_t capacity_;
   // The header of the last record written: records of one size (the usual case) share it.
   uint8_t header_[kHeaderSize] = {};
-  size_t header_length_ = SIZE_MAX;  // its length field, or none yet
+  size_t header_length_ = SIZE_MAX;   // its length field, or none yet
   std::atomic<uint64_t> records_{0};  // written under mu_, read without it
   bool closed_ = false;
   bool failed_ = false;

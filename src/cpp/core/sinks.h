@@ -7,7 +7,6 @@
 #include <string>
 
 #include "platform.h"
-
 #include "sources.h"  // Compression
 
 namespace tfr {

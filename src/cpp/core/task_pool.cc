@@ -82,9 +82,9 @@ class TaskPool {
   struct Job {
     const std::function<void(size_t)>* task;
     size_t count;
-    size_t threads;       // at most this many of its parts run at once
-    size_t next = 0;      // the next part to start
-    size_t running = 0;   // parts running now
+    size_t threads;               // at most this many of its parts run at once
+    size_t next = 0;              // the next part to start
+    size_t running = 0;           // parts running now
     std::atomic<size_t> done{0};  // parts finished (read without the lock by the caller)
   };
 
@@ -146,9 +146,9 @@ class TaskPool {
   }
 
   std::mutex mutex_;
-  std::condition_variable wake_;      // workers: a job has a part to start
-  std::condition_variable finished_;  // callers: a job's last part is done
-  std::deque<Job*> jobs_;             // jobs with parts left to start, oldest first
+  std::condition_variable wake_;       // workers: a job has a part to start
+  std::condition_variable finished_;   // callers: a job's last part is done
+  std::deque<Job*> jobs_;              // jobs with parts left to start, oldest first
   std::atomic<size_t> open_parts_{0};  // parts not yet started, over all jobs (a hint to spinners)
   std::atomic<size_t> awake_{0};       // workers not asleep on wake_ (a hint to callers)
   uint64_t wakes_ = 0;                 // sleepers woken without a job by wake(), so far

@@ -39,13 +39,14 @@ size_t decode_avx2(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t r
   return rest == kBadVarints ? kBadVarints : n + rest;
 }
 
-size_t tagged_avx2(const uint8_t** at, const uint8_t* end, uint8_t tag, uint64_t* out, size_t room) {
+size_t tagged_avx2(const uint8_t** at, const uint8_t* end, uint8_t tag, uint64_t* out,
+                   size_t room) {
   const uint8_t* p = *at;
   size_t n = 0;
   const __m256i tags = _mm256_set1_epi8(char(tag));
   // The odd bytes (the values) of each 16-byte lane, to the lane's low 8 bytes.
-  const __m256i odd = _mm256_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, -1, -1, -1, -1, -1, -1, -1, -1,
-                                       1, 3, 5, 7, 9, 11, 13, 15, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i odd = _mm256_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, -1, -1, -1, -1, -1, -1, -1, -1, 1,
+                                       3, 5, 7, 9, 11, 13, 15, -1, -1, -1, -1, -1, -1, -1, -1);
   while (end - p >= 32 && room - n >= 16) {
     const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     const uint32_t is_tag = uint32_t(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, tags)));
@@ -53,7 +54,8 @@ size_t tagged_avx2(const uint8_t** at, const uint8_t* end, uint8_t tag, uint64_t
     if ((is_tag & 0x55555555u) == 0x55555555u && (high & 0xaaaaaaaau) == 0) {
       // 16 pairs of [tag][one-byte value]
       const __m256i values = _mm256_shuffle_epi8(bytes, odd);
-      const __m128i low = _mm256_castsi256_si128(values), upper = _mm256_extracti128_si256(values, 1);
+      const __m128i low = _mm256_castsi256_si128(values),
+                    upper = _mm256_extracti128_si256(values, 1);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + n), _mm256_cvtepu8_epi64(low));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + n + 4),
                           _mm256_cvtepu8_epi64(_mm_srli_si128(low, 4)));

@@ -137,7 +137,8 @@ const Backend& active_backend() {
 // The first call through either pointer lands here and installs the chosen backend (two threads
 // may both do so; they store the same values).
 size_t resolve_decode(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room);
-size_t resolve_tagged(const uint8_t** p, const uint8_t* end, uint8_t tag, uint64_t* out, size_t room);
+size_t resolve_tagged(const uint8_t** p, const uint8_t* end, uint8_t tag, uint64_t* out,
+                      size_t room);
 
 std::atomic<varints::DecodeFn> g_decode{resolve_decode};
 std::atomic<varints::TaggedFn> g_tagged{resolve_tagged};
@@ -152,7 +153,8 @@ size_t resolve_decode(const uint8_t* p, const uint8_t* end, uint64_t* out, size_
   return active_backend().decode(p, end, out, room);
 }
 
-size_t resolve_tagged(const uint8_t** p, const uint8_t* end, uint8_t tag, uint64_t* out, size_t room) {
+size_t resolve_tagged(const uint8_t** p, const uint8_t* end, uint8_t tag, uint64_t* out,
+                      size_t room) {
   install();
   return active_backend().tagged(p, end, tag, out, room);
 }

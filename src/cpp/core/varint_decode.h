@@ -15,9 +15,9 @@ namespace tfr {
 constexpr size_t kBadVarints = SIZE_MAX;
 
 // Decodes the varints filling [p, end) into out[0, room), as protobuf reads int64 values (bits
-// past the 64th dropped, an 11th byte an error) (decode_wide_varints: through the backend always). Returns how many, or kBadVarints when a varint
-// is cut short or too long, or more than `room` values are there (out[0, room) may then have
-// been written). Never reads outside [p, end).
+// past the 64th dropped, an 11th byte an error) (decode_wide_varints: through the backend always).
+// Returns how many, or kBadVarints when a varint is cut short or too long, or more than `room`
+// values are there (out[0, room) may then have been written). Never reads outside [p, end).
 size_t decode_wide_varints(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room);
 inline size_t decode_varints(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room) {
   // A few one-byte values (labels, class ids), the usual short list: inline, no call.

@@ -16,7 +16,8 @@ using DecodeFn = size_t (*)(const uint8_t*, const uint8_t*, uint64_t*, size_t);
 using TaggedFn = size_t (*)(const uint8_t**, const uint8_t*, uint8_t, uint64_t*, size_t);
 
 size_t decode_portable(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room);
-size_t tagged_portable(const uint8_t** p, const uint8_t* end, uint8_t tag, uint64_t* out, size_t room);
+size_t tagged_portable(const uint8_t** p, const uint8_t* end, uint8_t tag, uint64_t* out,
+                       size_t room);
 
 // Defined only in builds with TFREC_HAVE_X86_VARINTS (x86-64); need AVX2 / AVX-512F+BW.
 size_t decode_avx2(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t room);
@@ -72,7 +73,8 @@ inline bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
 // clears the lowest of them, so no iteration waits on the one before it to know where it starts,
 // and nothing branches on a value's width. Stops before a varint of more than 8 bytes. Returns
 // the bytes consumed.
-inline unsigned varints_in_block(const uint8_t* p, uint64_t cont, unsigned last, uint64_t* out, size_t* n) {
+inline unsigned varints_in_block(const uint8_t* p, uint64_t cont, unsigned last, uint64_t* out,
+                                 size_t* n) {
   uint64_t ends = ~cont;
   unsigned start = 0;
   size_t k = *n;

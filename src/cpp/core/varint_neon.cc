@@ -40,7 +40,8 @@ size_t decode_neon(const uint8_t* p, const uint8_t* end, uint64_t* out, size_t r
   return rest == kBadVarints ? kBadVarints : n + rest;
 }
 
-size_t tagged_neon(const uint8_t** at, const uint8_t* end, uint8_t tag, uint64_t* out, size_t room) {
+size_t tagged_neon(const uint8_t** at, const uint8_t* end, uint8_t tag, uint64_t* out,
+                   size_t room) {
   const uint8_t* p = *at;
   size_t n = 0;
   const uint8x16_t tags = vdupq_n_u8(tag);

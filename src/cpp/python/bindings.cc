@@ -12,8 +12,8 @@
 
 #include "errors.h"
 #include "example_decoder.h"
-#include "record_format.h"
 #include "py_common.h"
+#include "record_format.h"
 
 namespace tfr::py_bind {
 namespace {
@@ -32,10 +32,10 @@ void raise_io_error(const IoError& e) {
 
 void raise_parse_error(const ParseError& e) {
   py::object cls = py::module_::import("tfrec_fast.errors").attr("ExampleParseError");
-  py::object err = cls(e.what(), py::arg("path") = e.source.empty() ? "<records>" : e.source,
-                       py::arg("record_index") = e.record_index,
-                       py::arg("feature") = e.has_feature ? py::object(py::str(e.feature))
-                                                          : py::object(py::none()));
+  py::object err = cls(
+      e.what(), py::arg("path") = e.source.empty() ? "<records>" : e.source,
+      py::arg("record_index") = e.record_index,
+      py::arg("feature") = e.has_feature ? py::object(py::str(e.feature)) : py::object(py::none()));
   PyErr_SetObject(cls.ptr(), err.ptr());
 }
 
@@ -62,7 +62,8 @@ void translate(std::exception_ptr p) {
 void refuse_unbuilt(py::handle src, const py::detail::type_info* type) {
   if (!src || type == nullptr || !PyObject_TypeCheck(src.ptr(), type->type)) return;  // not ours
   auto v_h = reinterpret_cast<py::detail::instance*>(src.ptr())->get_value_and_holder(type, false);
-  if (v_h.inst != nullptr && v_h.value_ptr() == nullptr) throw_unbuilt(src);  // (v_h's bool: value_ptr())
+  if (v_h.inst != nullptr && v_h.value_ptr() == nullptr)
+    throw_unbuilt(src);  // (v_h's bool: value_ptr())
 }
 
 void throw_unbuilt(py::handle self) {
@@ -71,10 +72,11 @@ void throw_unbuilt(py::handle self) {
 }
 
 PythonError::PythonError(const py::error_already_set& e)
-    : value_(new py::object(e.value()), [](py::object* p) {
-        py::gil_scoped_acquire gil;
-        delete p;
-      }),
+    : value_(new py::object(e.value()),
+             [](py::object* p) {
+               py::gil_scoped_acquire gil;
+               delete p;
+             }),
       what_(e.what()) {}
 
 void PythonError::restore() const {
@@ -154,14 +156,15 @@ void define_reduce(py::module_& m) {
           py::handle type = py::type::handle_of(self);
           py::object getstate = py::getattr(type, "__getstate__", py::none());
           if (getstate.is_none() || getstate.is(default_getstate)) {
-            throw py::type_error("cannot pickle '" + std::string(Py_TYPE(self.ptr())->tp_name) + "' object");
+            throw py::type_error("cannot pickle '" + std::string(Py_TYPE(self.ptr())->tp_name) +
+                                 "' object");
           }
           return py::make_tuple(newobj, py::make_tuple(type), getstate(self));
         },
         py::is_method(cls));
-    cls.attr("__reduce_ex__") = py::cpp_function(
-        [](py::handle self, py::handle) { return self.attr("__reduce__")(); }, py::is_method(cls),
-        py::arg("protocol"));
+    cls.attr("__reduce_ex__") =
+        py::cpp_function([](py::handle self, py::handle) { return self.attr("__reduce__")(); },
+                         py::is_method(cls), py::arg("protocol"));
   }
 }
 

@@ -132,8 +132,9 @@ py::object record_view(const py::object& base_view, const RecordBatch& batch, si
 
 py::object record_bytes(const RecordBatch& batch, size_t i) {
   const int64_t start = batch.offsets[i];
-  PyObject* bytes = PyBytes_FromStringAndSize(reinterpret_cast<const char*>(data_ptr(batch) + start),
-                                              py::ssize_t(batch.offsets[i + 1] - start));
+  PyObject* bytes =
+      PyBytes_FromStringAndSize(reinterpret_cast<const char*>(data_ptr(batch) + start),
+                                py::ssize_t(batch.offsets[i + 1] - start));
   if (bytes == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(bytes);
 }
@@ -202,11 +203,13 @@ void register_batch(py::module_& m) {
              const auto& b = self.cast<const RecordBatch&>();
              return record_view(memoryview_of(self), b, checked_index(b, i));
            })
-      .def("__iter__",
-           [](py::object self, bool copy) {
-             return BatchIterator{self.cast<std::shared_ptr<RecordBatch>>(), memoryview_of(self), copy};
-           },
-           py::arg("copy") = false)
+      .def(
+          "__iter__",
+          [](py::object self, bool copy) {
+            return BatchIterator{self.cast<std::shared_ptr<RecordBatch>>(), memoryview_of(self),
+                                 copy};
+          },
+          py::arg("copy") = false)
       .def_property_readonly("data",
                              [](py::object self) {
                                const auto& b = self.cast<const RecordBatch&>();
@@ -223,11 +226,12 @@ void register_batch(py::module_& m) {
                                return readonly_view(b.positions.data(), b.positions.size(), self);
                              })
       .def_property_readonly("nbytes", [](const RecordBatch& b) { return b.data.size(); })
-      .def("to_list", [](const RecordBatch& b) {
-        py::list out(b.size());
-        for (size_t i = 0; i < b.size(); ++i) out[i] = record_bytes(b, i);
-        return out;
-      })
+      .def("to_list",
+           [](const RecordBatch& b) {
+             py::list out(b.size());
+             for (size_t i = 0; i < b.size(); ++i) out[i] = record_bytes(b, i);
+             return out;
+           })
       .def(
           "to_arrow",
           [](py::object self, bool large_types) {  // the mapping lives in tfrec_fast.arrow
@@ -247,12 +251,12 @@ void register_batch(py::module_& m) {
   PyType_Modified(&batch_type->ht_type);
 
   auto iterator = py::class_<BatchIterator>(m, "_BatchIterator")
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__", [](BatchIterator& it) {
-        py::object record = next_record(it);
-        if (!record) throw py::stop_iteration();
-        return record;
-      });
+                      .def("__iter__", [](py::object self) { return self; })
+                      .def("__next__", [](BatchIterator& it) {
+                        py::object record = next_record(it);
+                        if (!record) throw py::stop_iteration();
+                        return record;
+                      });
   auto* type = reinterpret_cast<PyTypeObject*>(iterator.ptr());
   type->tp_iternext = batch_iternext;
   PyType_Modified(type);

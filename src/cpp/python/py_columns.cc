@@ -80,7 +80,8 @@ py::tuple gather_bytes(const py::object& values, const Offsets& starts, const Of
   {
     py::gil_scoped_release release;
     for (py::ssize_t j = 0; j < n; ++j) {
-      if (ns[j] >= 0 && ne[j] > ns[j]) std::memcpy(to + ns[j], source.data() + s[j], size_t(ne[j] - ns[j]));
+      if (ns[j] >= 0 && ne[j] > ns[j])
+        std::memcpy(to + ns[j], source.data() + s[j], size_t(ne[j] - ns[j]));
     }
   }
   return py::make_tuple(out, new_starts, new_ends);

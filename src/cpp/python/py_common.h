@@ -37,7 +37,7 @@ class PyBytesView {
   size_t itemsize() const { return itemsize_; }
 
  private:
-  Py_buffer view_{};          // held only when the memory is immutable
+  Py_buffer view_{};           // held only when the memory is immutable
   std::vector<uint8_t> copy_;  // otherwise the bytes live here
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
@@ -73,7 +73,8 @@ auto call_python(F&& f) -> decltype(f()) {
   }
 }
 
-// DataLoss -> a tfrec_fast.errors.DataLossError instance (an OSError) with the fields users inspect.
+// DataLoss -> a tfrec_fast.errors.DataLossError instance (an OSError) with the fields users
+// inspect.
 py::object data_loss_error(const DataLoss& e);
 
 // "" / "gzip" / "zlib" as the Python layer normalised them.
@@ -126,10 +127,10 @@ void register_columns(py::module_& m);
 }  // namespace tfr::py_bind
 
 // At global scope, after T is complete and before anything casts it.
-#define TFR_BUILT_ONLY(T)                                                             \
-  namespace pybind11::detail {                                                        \
-  template <>                                                                         \
-  class type_caster<T> : public tfr::py_bind::built_only_caster<T> {};               \
+#define TFR_BUILT_ONLY(T)                                              \
+  namespace pybind11::detail {                                         \
+  template <>                                                          \
+  class type_caster<T> : public tfr::py_bind::built_only_caster<T> {}; \
   }
 
 // (Not the enums Kind and Layout: pybind11 3 casts them through casters of its own. A

@@ -1,8 +1,8 @@
 // CRC32C for Python: plain, masked, and per backend for tests and benchmarks.
+#include <pybind11/stl.h>
+
 #include "crc32c.h"
 #include "py_common.h"
-
-#include <pybind11/stl.h>
 
 namespace tfr::py_bind {
 namespace {
@@ -23,18 +23,21 @@ void register_crc(py::module_& m) {
   m.def(
       "crc32c",
       [](py::handle data, uint32_t value) {
-        return with_bytes(data, [&](const uint8_t* p, size_t n) { return crc32c_extend(value, p, n); });
+        return with_bytes(data,
+                          [&](const uint8_t* p, size_t n) { return crc32c_extend(value, p, n); });
       },
       py::arg("data"), py::arg("value") = 0,
       "CRC32C (Castagnoli) of a bytes-like object, extending `value`.");
   m.def(
       "masked_crc32c",
       [](py::handle data) {
-        return with_bytes(data, [](const uint8_t* p, size_t n) { return crc32c_mask(crc32c(p, n)); });
+        return with_bytes(data,
+                          [](const uint8_t* p, size_t n) { return crc32c_mask(crc32c(p, n)); });
       },
       py::arg("data"), "The masked CRC32C that TFRecord stores.");
-  m.def("crc32c_backend", [] { return std::string(crc32c_backend()); },
-        "The CRC32C backend in use: 'avx512', 'sse42', 'arm64' or 'portable'.");
+  m.def(
+      "crc32c_backend", [] { return std::string(crc32c_backend()); },
+      "The CRC32C backend in use: 'avx512', 'sse42', 'arm64' or 'portable'.");
   m.def("crc32c_backends", &crc32c_available_backends, "The backends this CPU can run.");
   m.def(
       "crc32c_with",

@@ -39,10 +39,10 @@ namespace {
 // point into the inner vectors' heap memory, which stays put when the outer vectors grow.)
 struct Owned {
   std::list<PyBytesView> views;
-  std::vector<py::object> lists;                // copied lists (they hold their items), converted values
-  std::vector<std::vector<BytesRef>> values;    // where each bytes value is
-  std::vector<std::vector<float>> floats;       // float64 values rounded to float32
-  std::vector<std::vector<int64_t>> int64s;     // ints from a list
+  std::vector<py::object> lists;  // copied lists (they hold their items), converted values
+  std::vector<std::vector<BytesRef>> values;  // where each bytes value is
+  std::vector<std::vector<float>> floats;     // float64 values rounded to float32
+  std::vector<std::vector<int64_t>> int64s;   // ints from a list
 };
 
 // What the features of one Example (encode_example) need made here: each one's row_splits, and
@@ -57,7 +57,8 @@ struct OneRow {
   };
   explicit OneRow(size_t features) { slots.reserve(features); }
   Slot& next() {
-    if (slots.size() == slots.capacity()) throw std::logic_error("OneRow: more features than reserved");
+    if (slots.size() == slots.capacity())
+      throw std::logic_error("OneRow: more features than reserved");
     return slots.emplace_back();
   }
   std::vector<Slot> slots;
@@ -130,13 +131,15 @@ Span<BytesRef> bytes_in_list(Owned& owned, py::handle values, const std::string&
       type_error(name, "BYTES values in a list are bytes objects, not " + type_name(item) +
                            " (element " + std::to_string(j) + ")");
     }
-    refs[j] = {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(item)), size_t(PyBytes_GET_SIZE(item))};
+    refs[j] = {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(item)),
+               size_t(PyBytes_GET_SIZE(item))};
   }
   return {refs.data(), refs.size()};
 }
 
 // BYTES and FEATURE values: a list of bytes objects, or a buffer and where each value lies in it.
-Span<BytesRef> take_bytes(Owned& owned, py::handle values, py::handle offsets, const std::string& name) {
+Span<BytesRef> take_bytes(Owned& owned, py::handle values, py::handle offsets,
+                          const std::string& name) {
   if (PyList_Check(values.ptr())) {
     if (!offsets.is_none()) type_error(name, "values in a list of bytes objects take no offsets");
     return bytes_in_list(owned, values, name);
@@ -175,7 +178,8 @@ std::string key_of(py::handle key) {
     if (s == nullptr) throw py::error_already_set();
     return std::string(s, size_t(n));
   }
-  if (PyBytes_Check(key.ptr())) return std::string(PyBytes_AS_STRING(key.ptr()), size_t(PyBytes_GET_SIZE(key.ptr())));
+  if (PyBytes_Check(key.ptr()))
+    return std::string(PyBytes_AS_STRING(key.ptr()), size_t(PyBytes_GET_SIZE(key.ptr())));
   throw py::type_error("feature names must be str, not " + type_name(key));
 }
 
@@ -188,7 +192,8 @@ ColumnView column_named(py::handle key, py::handle spec, size_t min_size, size_t
     type_error(c.name, std::string("a column is a tuple ") + shape + ", not " + type_name(spec));
   }
   const auto t = py::reinterpret_borrow<py::tuple>(spec);
-  if (t.size() < min_size || t.size() > max_size) type_error(c.name, std::string("a column is a tuple ") + shape);
+  if (t.size() < min_size || t.size() > max_size)
+    type_error(c.name, std::string("a column is a tuple ") + shape);
   try {
     c.kind = t[0].cast<Kind>();
   } catch (const py::cast_error&) {
@@ -203,8 +208,8 @@ ColumnView column_named(py::handle key, py::handle spec, size_t min_size, size_t
 // float32's range (from half an ulp above FLT_MAX) it is +-inf, where a plain cast is undefined.
 float to_float32(double d) {
   constexpr double kFirstInf = 0x1.ffffffp+127;
-  if (std::fabs(d) >= kFirstInf) return d > 0 ? std::numeric_limits<float>::infinity()
-                                              : -std::numeric_limits<float>::infinity();
+  if (std::fabs(d) >= kFirstInf)
+    return d > 0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
   return static_cast<float>(d);
 }
 
@@ -232,14 +237,16 @@ Span<float> take_floats(Owned& owned, py::handle values, const std::string& name
 // A list of Python ints (INT64) or ints and floats (FLOAT), converted here, once: a copy of the
 // list is read, so the caller changing it meanwhile changes nothing.
 template <typename T>
-Span<T> numbers_in_list(std::vector<std::vector<T>>& store, py::handle values, const std::string& name) {
+Span<T> numbers_in_list(std::vector<std::vector<T>>& store, py::handle values,
+                        const std::string& name) {
   auto list = py::reinterpret_steal<py::object>(PySequence_List(values.ptr()));
   if (!list) throw py::error_already_set();
   std::vector<T>& out = store.emplace_back(size_t(PyList_GET_SIZE(list.ptr())));
   for (size_t j = 0; j < out.size(); ++j) {
     PyObject* item = PyList_GET_ITEM(list.ptr(), py::ssize_t(j));
     if constexpr (std::is_same_v<T, int64_t>) {
-      if (!PyLong_Check(item)) type_error(name, "INT64 values in a list are ints, not " + type_name(item));
+      if (!PyLong_Check(item))
+        type_error(name, "INT64 values in a list are ints, not " + type_name(item));
       int overflow = 0;
       out[j] = PyLong_AsLongLongAndOverflow(item, &overflow);
       if (overflow != 0) {
@@ -265,10 +272,13 @@ void take_values(ColumnView& c, Owned& owned, py::handle values, py::handle offs
                       : take<int64_t>(owned, values, c.name, "INT64 values");
       return;
     case Kind::kFloat:
-      c.floats = list ? numbers_in_list(owned.floats, values, c.name) : take_floats(owned, values, c.name);
+      c.floats =
+          list ? numbers_in_list(owned.floats, values, c.name) : take_floats(owned, values, c.name);
       return;
     case Kind::kBytes:
-    case Kind::kFeature: c.bytes = take_bytes(owned, values, offsets, c.name); return;
+    case Kind::kFeature:
+      c.bytes = take_bytes(owned, values, offsets, c.name);
+      return;
   }
   value_error(c.name, "unknown kind");
 }
@@ -296,7 +306,8 @@ bool single_value(ColumnView& c, PyObject* v, bool has_offsets, OneRow::Slot& sl
     int overflow = 0;
     const long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (overflow) {
-      const std::string what = "feature '" + c.name + "': int " + py::repr(v).cast<std::string>() + " out of int64 range";
+      const std::string what = "feature '" + c.name + "': int " + py::repr(v).cast<std::string>() +
+                               " out of int64 range";
       PyErr_SetString(PyExc_OverflowError, what.c_str());
       throw py::error_already_set();
     }
@@ -305,8 +316,10 @@ bool single_value(ColumnView& c, PyObject* v, bool has_offsets, OneRow::Slot& sl
   } else if (c.kind == Kind::kFloat && PyFloat_Check(v)) {
     slot.floating = to_float32(PyFloat_AS_DOUBLE(v));  // as protobuf: +-inf beyond range
     c.floats = {&slot.floating, 1};
-  } else if ((c.kind == Kind::kBytes || c.kind == Kind::kFeature) && PyBytes_Check(v) && !has_offsets) {
-    slot.bytes = {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(v)), size_t(PyBytes_GET_SIZE(v))};
+  } else if ((c.kind == Kind::kBytes || c.kind == Kind::kFeature) && PyBytes_Check(v) &&
+             !has_offsets) {
+    slot.bytes = {reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(v)),
+                  size_t(PyBytes_GET_SIZE(v))};
     c.bytes = {&slot.bytes, 1};
   } else {
     return false;
@@ -324,7 +337,8 @@ ColumnView feature_of(py::handle key, py::handle spec, Owned& owned, OneRow& row
   ColumnView c = column_named(key, spec, 3, 3, "(kind, values, offsets)");
   const auto t = py::reinterpret_borrow<py::tuple>(spec);
   OneRow::Slot& slot = row.next();
-  if (!single_value(c, PyTuple_GET_ITEM(t.ptr(), 1), !t[2].is_none(), slot)) take_values(c, owned, t[1], t[2]);
+  if (!single_value(c, PyTuple_GET_ITEM(t.ptr(), 1), !t[2].is_none(), slot))
+    take_values(c, owned, t[1], t[2]);
   one_row(c, slot);
   return c;
 }
@@ -391,7 +405,8 @@ py::bytes encode_example(py::handle features, py::handle convert) {
       c.name = key_of(pair[0]);
       c.kind = *kind;
       OneRow::Slot& slot = row.next();
-      if (!single_value(c, value, false, slot)) take_values(c, owned, pair[1], py::none());  // a list
+      if (!single_value(c, value, false, slot))
+        take_values(c, owned, pair[1], py::none());  // a list
       one_row(c, slot);
     } else if (convert.is_none()) {
       columns.push_back(feature_of(pair[0], pair[1], owned, row));

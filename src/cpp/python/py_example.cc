@@ -27,7 +27,8 @@ FieldSpecs field_specs(const py::iterable& items) {
   FieldSpecs out;
   for (py::handle s : items) {
     if (!py::isinstance<FieldSpec>(s)) {
-      throw py::type_error(std::string("specs are FieldSpec objects, not ") + Py_TYPE(s.ptr())->tp_name);
+      throw py::type_error(std::string("specs are FieldSpec objects, not ") +
+                           Py_TYPE(s.ptr())->tp_name);
     }
     out.specs.push_back(s.cast<const FieldSpec&>());
   }
@@ -108,8 +109,10 @@ py::tuple column_arrays(Column& c, const FieldSpec& s, bool presence,
     values = adopt_values<float>(std::move(c.values), s, pool);
   }
   if (s.layout == Layout::kVar || s.sequence) row_splits = adopt<int64_t>(std::move(c.row_splits));
-  if (s.layout == Layout::kVar && s.sequence) step_splits = adopt<int64_t>(std::move(c.step_splits));
-  if (s.layout == Layout::kVar && !s.sequence && presence) present = adopt<uint8_t>(std::move(c.present));
+  if (s.layout == Layout::kVar && s.sequence)
+    step_splits = adopt<int64_t>(std::move(c.step_splits));
+  if (s.layout == Layout::kVar && !s.sequence && presence)
+    present = adopt<uint8_t>(std::move(c.present));
   return py::make_tuple(values, starts, ends, row_splits, step_splits, present);
 }
 
@@ -170,20 +173,21 @@ void register_example(py::module_& m) {
       .def_property_readonly("default",
                              [](const FieldSpec& s) -> py::object {
                                if (!s.has_default) return py::none();
-                               return py::bytes(reinterpret_cast<const char*>(s.default_value.data()),
-                                                s.default_value.size());
+                               return py::bytes(
+                                   reinterpret_cast<const char*>(s.default_value.data()),
+                                   s.default_value.size());
                              })
       .def_readonly("sequence", &FieldSpec::sequence)
       .def_readonly("required", &FieldSpec::required)
       .def("__repr__", [](const FieldSpec& s) {
         return "FieldSpec(" + py::repr(py::str(s.name)).cast<std::string>() + ", " +
                py::repr(py::cast(s.kind)).cast<std::string>() + ", " +
-               py::repr(py::cast(s.layout)).cast<std::string>() + ", count=" + std::to_string(s.count) +
-               (s.has_default ? ", default=..." : "") + (s.sequence ? ", sequence=True" : "") +
-               (s.required ? ", required=True" : "") + ")";
+               py::repr(py::cast(s.layout)).cast<std::string>() +
+               ", count=" + std::to_string(s.count) + (s.has_default ? ", default=..." : "") +
+               (s.sequence ? ", sequence=True" : "") + (s.required ? ", required=True" : "") + ")";
       });
-  py::class_<FieldSpecs>(m, "FieldSpecs",
-                         "FieldSpec objects checked and copied once, for many decode_examples calls.")
+  py::class_<FieldSpecs>(
+      m, "FieldSpecs", "FieldSpec objects checked and copied once, for many decode_examples calls.")
       .def(py::init(&field_specs), py::arg("specs"))
       .def("__len__", [](const FieldSpecs& f) { return f.specs.size(); })
       .def("__getitem__",
@@ -231,7 +235,8 @@ void register_example(py::module_& m) {
         FieldSpecs listed;  // specs given as a list: copied for this call
         const bool compiled = py::isinstance<FieldSpecs>(spec_obj);
         if (!compiled) listed = field_specs(spec_obj);
-        const std::vector<FieldSpec>& specs = compiled ? spec_obj.cast<const FieldSpecs&>().specs : listed.specs;
+        const std::vector<FieldSpec>& specs =
+            compiled ? spec_obj.cast<const FieldSpecs&>().specs : listed.specs;
         // (an object, not a shared_ptr argument: pybind11 takes None for one only on its second,
         // converting pass over all the arguments, which costs more than a small decode)
         const auto pool = pool_obj.is_none() ? std::shared_ptr<BufferPool>()
@@ -259,8 +264,7 @@ void register_example(py::module_& m) {
       // Not keyword-only: pybind11 makes a string per keyword argument on every call, which
       // costs more than decoding a small batch; tfrec_fast passes them by position.
       py::arg("batch"), py::arg("specs"), py::arg("name"), py::arg("sequence_examples") = false,
-      py::arg("num_threads") = py::none(), py::arg("presence") = true,
-      py::arg("pool") = py::none(),
+      py::arg("num_threads") = py::none(), py::arg("presence") = true, py::arg("pool") = py::none(),
       "Decodes the Examples (or SequenceExamples) of a RecordBatch into raw columns: per spec\n"
       "(values, starts, ends, row_splits, step_splits, present), each an array where the\n"
       "layout has it and None elsewhere. values: int64 / float32 numbers, or uint8 raw bytes;\n"
@@ -276,9 +280,9 @@ void register_example(py::module_& m) {
   py::module_ os = py::module_::import("os");
   if (py::hasattr(os, "register_at_fork")) {
     os.attr("register_at_fork")(py::arg("after_in_child") = py::cpp_function([] {
-      forget_task_pool_after_fork();
-      forget_usable_cores();
-    }));
+                                  forget_task_pool_after_fork();
+                                  forget_usable_cores();
+                                }));
   }
 }
 

@@ -38,8 +38,8 @@ class PyIndexedReader {
   PyIndexedReader(const std::string& path, std::vector<int64_t> offsets, std::vector<int64_t> sizes,
                   RandomAccessOptions options) {
     py::gil_scoped_release release;
-    reader_ = std::make_shared<RandomAccessReader>(path, std::move(offsets), std::move(sizes),
-                                                   options);
+    reader_ =
+        std::make_shared<RandomAccessReader>(path, std::move(offsets), std::move(sizes), options);
     size_ = reader_->size();
     path_ = path;
   }
@@ -50,8 +50,8 @@ class PyIndexedReader {
     const std::vector<int64_t> idx = to_vector(indices, "indices");
     for (const int64_t i : idx) {  // here, so that it is an IndexError, not a ValueError
       if (i < 0 || uint64_t(i) >= size_) {
-        throw std::out_of_range("record index " + std::to_string(i) + " out of range for " +
-                              path_ + " (" + std::to_string(size_) + " records)");
+        throw std::out_of_range("record index " + std::to_string(i) + " out of range for " + path_ +
+                                " (" + std::to_string(size_) + " records)");
       }
     }
     std::shared_ptr<RecordBatch> batch;
@@ -67,7 +67,7 @@ class PyIndexedReader {
     auto reader = live();
     if (index < 0 || uint64_t(index) >= size_) {
       throw std::out_of_range("record index " + std::to_string(index) + " out of range for " +
-                            path_ + " (" + std::to_string(size_) + " records)");
+                              path_ + " (" + std::to_string(size_) + " records)");
     }
     const size_t n = reader->payload_size(size_t(index));
     auto out = py::reinterpret_steal<py::bytes>(PyBytes_FromStringAndSize(nullptr, py::ssize_t(n)));
@@ -121,7 +121,8 @@ void register_index(py::module_& m) {
       "format_index",
       [](const Int64Array& offsets, const Int64Array& sizes) {
         if (offsets.ndim() != 1 || sizes.ndim() != 1 || offsets.size() != sizes.size()) {
-          throw std::invalid_argument("offsets and sizes must be one-dimensional and of equal length");
+          throw std::invalid_argument(
+              "offsets and sizes must be one-dimensional and of equal length");
         }
         std::string text;
         {
@@ -151,18 +152,19 @@ void register_index(py::module_& m) {
          const Int64Array& indices, const Int64Array& offsets, const Int64Array& sizes,
          bool verify) {
         const size_t n = size_t(starts.size());
-        if (starts.ndim() != 1 || indices.ndim() != 1 || offsets.ndim() != 1 ||
-            sizes.ndim() != 1 || size_t(indices.size()) != n || size_t(offsets.size()) != n ||
+        if (starts.ndim() != 1 || indices.ndim() != 1 || offsets.ndim() != 1 || sizes.ndim() != 1 ||
+            size_t(indices.size()) != n || size_t(offsets.size()) != n ||
             size_t(sizes.size()) != n) {
-          throw std::invalid_argument("starts, indices, offsets and sizes must be one-dimensional "
-                                "and of equal length");
+          throw std::invalid_argument(
+              "starts, indices, offsets and sizes must be one-dimensional "
+              "and of equal length");
         }
         // Copied while the GIL is held; `data` is an immutable bytes object we hold.
         std::vector<FetchedRecord> records(n);
         for (size_t k = 0; k < n; ++k) {
           if (indices.data()[k] < 0) throw std::invalid_argument("negative record index");
-          records[k] = FetchedRecord{starts.data()[k], size_t(indices.data()[k]),
-                                     offsets.data()[k], sizes.data()[k]};
+          records[k] = FetchedRecord{starts.data()[k], size_t(indices.data()[k]), offsets.data()[k],
+                                     sizes.data()[k]};
         }
         PyBytesView view(data);
         std::shared_ptr<RecordBatch> batch;

@@ -298,78 +298,84 @@ TFR_BUILT_ONLY(tfr::py_bind::PyReader)
 namespace tfr::py_bind {
 
 // The options every open_* takes, by keyword only (reader.py names each one).
-#define OPEN_OPTIONS                                                                            \
+#define OPEN_OPTIONS                                                                             \
   py::kw_only(), py::arg("compression") = "", py::arg("verify") = true, py::arg("copy") = false, \
-      py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),                  \
-      py::arg("skip_corrupt") = false
+                 py::arg("buffer_size"), py::arg("batch_records"), py::arg("batch_bytes"),       \
+                 py::arg("skip_corrupt") = false
 
 void register_reader(py::module_& m) {
   py::class_<BufferPool, std::shared_ptr<BufferPool>>(
-      m, "BufferPool", "Byte buffers of dead batches, kept for the next batches of the readers sharing it.")
+      m, "BufferPool",
+      "Byte buffers of dead batches, kept for the next batches of the readers sharing it.")
       .def(py::init<size_t, size_t, size_t>(), py::arg("max_buffers"),
            py::arg("max_bytes") = SIZE_MAX, py::arg("hot_bytes") = SIZE_MAX)
       .def_property_readonly("max_buffers", &BufferPool::max_buffers)
       .def_property_readonly("max_bytes", &BufferPool::max_bytes)
       .def_property_readonly("hot_bytes", &BufferPool::hot_bytes)
       .def_property_readonly("kept_bytes", &BufferPool::kept_bytes);
-  auto cls = py::class_<PyReader>(m, "RecordReader", "Reads TFRecord records; see tfrec_fast.TFRecordReader.")
-      .def_static(
-          "open_path",
-          [](const std::string& path, const std::string& compression, bool verify, bool copy,
-             size_t buffer_size, size_t batch_records, size_t batch_bytes, bool skip_corrupt) {
-            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes,
-                                        skip_corrupt);
-            std::unique_ptr<Source> source;
-            {
-              py::gil_scoped_release release;
-              source = maybe_inflate(std::make_unique<FileSource>(path), parse_compression(compression));
-            }
-            return std::make_unique<PyReader>(std::move(source), nullptr, options);
-          },
-          py::arg("path"), OPEN_OPTIONS)
-      .def_static(
-          "open_memory",
-          [](py::handle data, const std::string& name, const std::string& compression, bool verify,
-             bool copy, size_t buffer_size, size_t batch_records, size_t batch_bytes, bool skip_corrupt) {
-            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes,
-                                        skip_corrupt);
-            auto memory = std::make_unique<PyBytesView>(data);
-            auto source = maybe_inflate(
-                std::make_unique<MemorySource>(memory->data(), memory->size(), name),
-                parse_compression(compression));
-            return std::make_unique<PyReader>(std::move(source), std::move(memory), options);
-          },
-          py::arg("data"), py::arg("name"), OPEN_OPTIONS)
-      .def_static(
-          "open_file",
-          [](py::object file, const std::string& name, const std::string& compression, bool verify,
-             bool copy, size_t buffer_size, size_t batch_records, size_t batch_bytes, bool skip_corrupt) {
-            auto options = make_options(compression, verify, copy, buffer_size, batch_records, batch_bytes,
-                                        skip_corrupt);
-            auto source = maybe_inflate(std::make_unique<PyFileSource>(std::move(file), name),
-                                        parse_compression(compression));
-            return std::make_unique<PyReader>(std::move(source), nullptr, options);
-          },
-          py::arg("file"), py::arg("name"), OPEN_OPTIONS)
+  auto cls =
+      py::class_<PyReader>(m, "RecordReader",
+                           "Reads TFRecord records; see tfrec_fast.TFRecordReader.")
+          .def_static(
+              "open_path",
+              [](const std::string& path, const std::string& compression, bool verify, bool copy,
+                 size_t buffer_size, size_t batch_records, size_t batch_bytes, bool skip_corrupt) {
+                auto options = make_options(compression, verify, copy, buffer_size, batch_records,
+                                            batch_bytes, skip_corrupt);
+                std::unique_ptr<Source> source;
+                {
+                  py::gil_scoped_release release;
+                  source = maybe_inflate(std::make_unique<FileSource>(path),
+                                         parse_compression(compression));
+                }
+                return std::make_unique<PyReader>(std::move(source), nullptr, options);
+              },
+              py::arg("path"), OPEN_OPTIONS)
+          .def_static(
+              "open_memory",
+              [](py::handle data, const std::string& name, const std::string& compression,
+                 bool verify, bool copy, size_t buffer_size, size_t batch_records,
+                 size_t batch_bytes, bool skip_corrupt) {
+                auto options = make_options(compression, verify, copy, buffer_size, batch_records,
+                                            batch_bytes, skip_corrupt);
+                auto memory = std::make_unique<PyBytesView>(data);
+                auto source = maybe_inflate(
+                    std::make_unique<MemorySource>(memory->data(), memory->size(), name),
+                    parse_compression(compression));
+                return std::make_unique<PyReader>(std::move(source), std::move(memory), options);
+              },
+              py::arg("data"), py::arg("name"), OPEN_OPTIONS)
+          .def_static(
+              "open_file",
+              [](py::object file, const std::string& name, const std::string& compression,
+                 bool verify, bool copy, size_t buffer_size, size_t batch_records,
+                 size_t batch_bytes, bool skip_corrupt) {
+                auto options = make_options(compression, verify, copy, buffer_size, batch_records,
+                                            batch_bytes, skip_corrupt);
+                auto source = maybe_inflate(std::make_unique<PyFileSource>(std::move(file), name),
+                                            parse_compression(compression));
+                return std::make_unique<PyReader>(std::move(source), nullptr, options);
+              },
+              py::arg("file"), py::arg("name"), OPEN_OPTIONS)
 #undef OPEN_OPTIONS
-      .def("__iter__", [](py::object self) { return self; })
-      .def("__next__",
-           [](PyReader& r) {
-             py::object record = r.next();
-             if (!record) throw py::stop_iteration();
-             return record;
-           })
-      .def("read_batch", &PyReader::read_batch, py::arg("max_records"), py::arg("max_bytes"))
-      .def("count", &PyReader::count)
-      .def("tell", &PyReader::tell)
-      .def_property_readonly("records_read", &PyReader::records_read)
-      .def("close", &PyReader::close)
-      .def("set_pool", &PyReader::set_pool, py::arg("pool"),
-           "Batches take their buffers from (and give them back to) this BufferPool.")
-      .def("skipped", &PyReader::skipped,
-           "DataLossErrors for the damage skipped since the last call (skip_corrupt=True).")
-      .def_property_readonly("closed", &PyReader::closed)
-      .def_property_readonly("name", &PyReader::name);
+          .def("__iter__", [](py::object self) { return self; })
+          .def("__next__",
+               [](PyReader& r) {
+                 py::object record = r.next();
+                 if (!record) throw py::stop_iteration();
+                 return record;
+               })
+          .def("read_batch", &PyReader::read_batch, py::arg("max_records"), py::arg("max_bytes"))
+          .def("count", &PyReader::count)
+          .def("tell", &PyReader::tell)
+          .def_property_readonly("records_read", &PyReader::records_read)
+          .def("close", &PyReader::close)
+          .def("set_pool", &PyReader::set_pool, py::arg("pool"),
+               "Batches take their buffers from (and give them back to) this BufferPool.")
+          .def("skipped", &PyReader::skipped,
+               "DataLossErrors for the damage skipped since the last call (skip_corrupt=True).")
+          .def_property_readonly("closed", &PyReader::closed)
+          .def_property_readonly("name", &PyReader::name);
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   type->tp_iternext = reader_iternext;
   PyType_Modified(type);

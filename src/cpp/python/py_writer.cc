@@ -155,8 +155,7 @@ int checked_level(Compression compression, int level) {
 // write() without pybind11's argument dispatch and type lookup, which cost more than copying a
 // small record: a plain CPython method (vectorcall, one argument, positional or `record=`).
 // Only installed on RecordWriter, whose method descriptor checks that `self` is one.
-PyObject* writer_write(PyObject* self, PyObject* const* args, Py_ssize_t nargs,
-                       PyObject* kwnames) {
+PyObject* writer_write(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   PyObject* record = nargs + nkw == 1 ? args[0] : nullptr;
   if (record == nullptr ||
@@ -186,35 +185,38 @@ TFR_BUILT_ONLY(tfr::py_bind::PyWriter)
 namespace tfr::py_bind {
 
 void register_writer(py::module_& m) {
-  auto cls = py::class_<PyWriter>(m, "RecordWriter", "Writes TFRecord records; see tfrec_fast.TFRecordWriter.")
-      .def_static(
-          "create_path",
-          [](const std::string& path, const std::string& compression, int level, size_t buffer_size) {
-            const Compression c = parse_compression(compression);
-            const int lvl = checked_level(c, level);
-            std::unique_ptr<Sink> sink;
-            {
-              py::gil_scoped_release release;
-              sink = maybe_deflate(std::make_unique<FileSink>(path), c, lvl);
-            }
-            return std::make_unique<PyWriter>(std::move(sink), buffer_size, false);
-          },
-          py::arg("path"), py::arg("compression"), py::arg("level"), py::arg("buffer_size"))
-      .def_static(
-          "create_file",
-          [](py::object file, const std::string& name, const std::string& compression, int level,
-             size_t buffer_size) {
-            const Compression c = parse_compression(compression);
-            auto sink = maybe_deflate(std::make_unique<PySink>(std::move(file), name), c,
-                                      checked_level(c, level));
-            return std::make_unique<PyWriter>(std::move(sink), buffer_size, true);
-          },
-          py::arg("file"), py::arg("name"), py::arg("compression"), py::arg("level"),
-          py::arg("buffer_size"))
-      .def("write_batch", &PyWriter::write_batch, py::arg("records"))
-      .def("flush", &PyWriter::flush, py::arg("sync") = false)
-      .def("close", &PyWriter::close)
-      .def_property_readonly("records_written", &PyWriter::records_written);
+  auto cls =
+      py::class_<PyWriter>(m, "RecordWriter",
+                           "Writes TFRecord records; see tfrec_fast.TFRecordWriter.")
+          .def_static(
+              "create_path",
+              [](const std::string& path, const std::string& compression, int level,
+                 size_t buffer_size) {
+                const Compression c = parse_compression(compression);
+                const int lvl = checked_level(c, level);
+                std::unique_ptr<Sink> sink;
+                {
+                  py::gil_scoped_release release;
+                  sink = maybe_deflate(std::make_unique<FileSink>(path), c, lvl);
+                }
+                return std::make_unique<PyWriter>(std::move(sink), buffer_size, false);
+              },
+              py::arg("path"), py::arg("compression"), py::arg("level"), py::arg("buffer_size"))
+          .def_static(
+              "create_file",
+              [](py::object file, const std::string& name, const std::string& compression,
+                 int level, size_t buffer_size) {
+                const Compression c = parse_compression(compression);
+                auto sink = maybe_deflate(std::make_unique<PySink>(std::move(file), name), c,
+                                          checked_level(c, level));
+                return std::make_unique<PyWriter>(std::move(sink), buffer_size, true);
+              },
+              py::arg("file"), py::arg("name"), py::arg("compression"), py::arg("level"),
+              py::arg("buffer_size"))
+          .def("write_batch", &PyWriter::write_batch, py::arg("records"))
+          .def("flush", &PyWriter::flush, py::arg("sync") = false)
+          .def("close", &PyWriter::close)
+          .def_property_readonly("records_written", &PyWriter::records_written);
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   auto write = py::reinterpret_steal<py::object>(PyDescr_NewMethod(type, &write_method));
   if (!write || PyObject_SetAttrString(cls.ptr(), "write", write.ptr()) != 0) {
