@@ -88,7 +88,12 @@ def frame_record(data, crc_fn) -> bytes:
     """length u64 LE | masked crc32c(length) u32 LE | data | masked crc32c(data) u32 LE."""
     length = struct.pack("<Q", len(data))
     return b"".join(
-        (length, struct.pack("<I", masked(crc_fn(length))), data, struct.pack("<I", masked(crc_fn(data))))
+        (
+            length,
+            struct.pack("<I", masked(crc_fn(length))),
+            data,
+            struct.pack("<I", masked(crc_fn(data))),
+        )
     )
 
 
@@ -158,7 +163,9 @@ def header(args, text: str) -> str:
     """The first lines of a script's Markdown: how it measured, its own words, and a warning when
     tfrec_fast is not importable."""
     tfr, why = probe_tfrec_fast()
-    return f"{harness.method(args)} {text}\n" + ("" if tfr else f"**tfrec_fast rows skipped: {why}.**\n")
+    return f"{harness.method(args)} {text}\n" + (
+        "" if tfr else f"**tfrec_fast rows skipped: {why}.**\n"
+    )
 
 
 def add_writer_arguments(ap) -> None:

@@ -44,7 +44,9 @@ def write_data(opts) -> dict:
     from tfrec_fast import arrow as ta
 
     parquet = os.path.join(opts.dir, opts.dataset + ".parquet")
-    pq.write_table(ta.read_table(made["file"], D.tfrec_fast_spec(opts.dataset)), parquet, compression="none")
+    pq.write_table(
+        ta.read_table(made["file"], D.tfrec_fast_spec(opts.dataset)), parquet, compression="none"
+    )
     return dict(made, parquet=parquet, pyarrow=H.need("pyarrow").__version__)
 
 
@@ -58,7 +60,11 @@ def _rows(columns: dict) -> int:
 
 def _check_key(name: str) -> str:
     """The first int64 FixedLen feature of a data set: the column the Arrow rows' check compares."""
-    return next(k for k, (layout, kind) in D.EXAMPLE_SPECS[name].items() if (layout, kind) == ("fixed", "int64"))
+    return next(
+        k
+        for k, (layout, kind) in D.EXAMPLE_SPECS[name].items()
+        if (layout, kind) == ("fixed", "int64")
+    )
 
 
 def _setup(opts):
@@ -73,7 +79,9 @@ def _arrow_check(opts, tfr, spec, values):
     key = _check_key(opts.dataset)
 
     def check():
-        want = np.concatenate([b[key] for b in tfr.read_examples(opts.file, spec, batch_size=opts.batch_size)])
+        want = np.concatenate(
+            [b[key] for b in tfr.read_examples(opts.file, spec, batch_size=opts.batch_size)]
+        )
         got = values(key)
         return None if np.array_equal(got, want) else f"column {key} differs from read_examples'"
 
@@ -87,7 +95,10 @@ def kept(opts):
         batches = list(tfr.read_examples(opts.file, spec, batch_size=bs))
         return sum(map(_rows, batches))
 
-    return H.Body(run, info=f"list(read_examples(file, spec, batch_size={bs})): numpy columns, every batch kept")
+    return H.Body(
+        run,
+        info=f"list(read_examples(file, spec, batch_size={bs})): numpy columns, every batch kept",
+    )
 
 
 def streamed(opts):
@@ -103,8 +114,10 @@ def arrow_table(opts):
     def values(key):
         return ta.read_table(opts.file, spec, batch_size=bs).column(key).to_numpy()
 
-    return H.Body(lambda: ta.read_table(opts.file, spec, batch_size=bs).num_rows,
-                  check=_arrow_check(opts, tfr, spec, values))
+    return H.Body(
+        lambda: ta.read_table(opts.file, spec, batch_size=bs).num_rows,
+        check=_arrow_check(opts, tfr, spec, values),
+    )
 
 
 def arrow_batches(opts):
@@ -113,10 +126,16 @@ def arrow_batches(opts):
     from tfrec_fast import arrow as ta
 
     def values(key):
-        return pa.Table.from_batches(list(ta.iter_batches(opts.file, spec, batch_size=bs))).column(key).to_numpy()
+        return (
+            pa.Table.from_batches(list(ta.iter_batches(opts.file, spec, batch_size=bs)))
+            .column(key)
+            .to_numpy()
+        )
 
-    return H.Body(H.summing(lambda: ta.iter_batches(opts.file, spec, batch_size=bs)),
-                  check=_arrow_check(opts, tfr, spec, values))
+    return H.Body(
+        H.summing(lambda: ta.iter_batches(opts.file, spec, batch_size=bs)),
+        check=_arrow_check(opts, tfr, spec, values),
+    )
 
 
 def parse_in_memory(opts):
@@ -127,15 +146,19 @@ def parse_in_memory(opts):
         tfr.parse_examples(batch, spec)
         return len(batch)
 
-    return H.Body(run, info="parse_examples(one RecordBatch of every record, read in setup) -> numpy columns")
+    return H.Body(
+        run, info="parse_examples(one RecordBatch of every record, read in setup) -> numpy columns"
+    )
 
 
 def _parquet(opts, threads: bool):
     if not opts.parquet:
         raise H.Skip("no Parquet copy (pyarrow missing)")
     pq = H.need("pyarrow.parquet")
-    return H.Body(lambda: pq.read_table(opts.parquet, use_threads=threads).num_rows,
-                  info=f"uncompressed Parquet of the same table, use_threads={threads} ({os.cpu_count()} CPUs)")
+    return H.Body(
+        lambda: pq.read_table(opts.parquet, use_threads=threads).num_rows,
+        info=f"uncompressed Parquet of the same table, use_threads={threads} ({os.cpu_count()} CPUs)",
+    )
 
 
 def parquet_1(opts):
@@ -158,18 +181,34 @@ CASES = [
 
 
 def columns(n: int):
-    return [H.per_second("records/s", n),
-            H.Versus("vs read_examples kept", "kept", within=TARGET_WITHIN, mine=lambda r: r.name == "arrow_table"),
-            H.Versus("vs read_examples streamed", "streamed", within=TARGET_WITHIN,
-                     mine=lambda r: r.name == "arrow_batches"),
-            H.Versus("vs Parquet 1 thread", "parquet_1"),
-            H.figure("CPU s", lambda r: statistics.median(r.extra["cpu_s"]), ".4f"), *H.timing(".4f")]
+    return [
+        H.per_second("records/s", n),
+        H.Versus(
+            "vs read_examples kept",
+            "kept",
+            within=TARGET_WITHIN,
+            mine=lambda r: r.name == "arrow_table",
+        ),
+        H.Versus(
+            "vs read_examples streamed",
+            "streamed",
+            within=TARGET_WITHIN,
+            mine=lambda r: r.name == "arrow_batches",
+        ),
+        H.Versus("vs Parquet 1 thread", "parquet_1"),
+        H.figure("CPU s", lambda r: statistics.median(r.extra["cpu_s"]), ".4f"),
+        *H.timing(".4f"),
+    ]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(ap, repeats=7, min_time=0.5)
-    ap.add_argument("--datasets", default="mnist,tutorial,voc", help="comma list: mnist, tutorial, voc")
+    ap.add_argument(
+        "--datasets", default="mnist,tutorial,voc", help="comma list: mnist, tutorial, voc"
+    )
     ap.add_argument("--records", type=int, default=0, help="records per data set (0: its default)")
     ap.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     args = ap.parse_args(argv)
@@ -177,21 +216,44 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
             print(f"== arrow {name}", file=sys.stderr)
-            made = H.call(write_data, {"dir": tmp, "dataset": name, "records": args.records},
-                          log_dir=C.log_dir(f"arrow-data-{name}"))
+            made = H.call(
+                write_data,
+                {"dir": tmp, "dataset": name, "records": args.records},
+                log_dir=C.log_dir(f"arrow-data-{name}"),
+            )
             if not md:
-                md.append(C.header(args, f"tfrec_fast {made['tfrec_fast']}, pyarrow {made['pyarrow']}, batch_size "
-                                         f"{args.batch_size}. Ratios >1: faster than that row. ✅/❌: the Arrow "
-                                         f"hand-over's target, within {TARGET_WITHIN:g}x read_examples' time. "
-                                         "'CPU s': the case process's CPU time per run (all its threads)."))
-            opts = {"file": made["file"], "parquet": made["parquet"], "dataset": name, "batch_size": args.batch_size}
-            res = H.measure(H.select(CASES, args.cases), opts, log_dir=C.log_dir(f"arrow-{name}"),
-                            **H.timing_options(args))
+                md.append(
+                    C.header(
+                        args,
+                        f"tfrec_fast {made['tfrec_fast']}, pyarrow {made['pyarrow']}, batch_size "
+                        f"{args.batch_size}. Ratios >1: faster than that row. ✅/❌: the Arrow "
+                        f"hand-over's target, within {TARGET_WITHIN:g}x read_examples' time. "
+                        "'CPU s': the case process's CPU time per run (all its threads).",
+                    )
+                )
+            opts = {
+                "file": made["file"],
+                "parquet": made["parquet"],
+                "dataset": name,
+                "batch_size": args.batch_size,
+            }
+            res = H.measure(
+                H.select(CASES, args.cases),
+                opts,
+                log_dir=C.log_dir(f"arrow-{name}"),
+                **H.timing_options(args),
+            )
             n = made["n_records"]
             H.expect_records(res, n)
             cols = columns(n)
             text, notes = H.table(res, cols)
-            md.append(H.section(f"{made['label']} ({n:,} records, {made['file_bytes'] / 1e6:.1f} MB)", text, notes))
+            md.append(
+                H.section(
+                    f"{made['label']} ({n:,} records, {made['file_bytes'] / 1e6:.1f} MB)",
+                    text,
+                    notes,
+                )
+            )
             summary += H.targets(res, cols, f"arrow {name}")
             raw[name] = H.raw(res)
     return H.emit(md, raw, args.markdown, args.json, summary)

@@ -46,23 +46,33 @@ def crc_backend(opts):
 
 def crc_package(opts):
     crc32c = H.need("crc32c")
-    return _body(opts, crc32c.crc32c, f"{H.versions(['crc32c'])}, hardware_based={crc32c.hardware_based}")
+    return _body(
+        opts, crc32c.crc32c, f"{H.versions(['crc32c'])}, hardware_based={crc32c.hardware_based}"
+    )
 
 
 def crc_google(opts):
     google_crc32c = H.need("google_crc32c")
-    return _body(opts, google_crc32c.value, f"{H.versions(['google-crc32c'])}, implementation="
-                                            f"{google_crc32c.implementation}")
+    return _body(
+        opts,
+        google_crc32c.value,
+        f"{H.versions(['google-crc32c'])}, implementation={google_crc32c.implementation}",
+    )
 
 
 def cases():
     """tfrec_fast's default, each of its backends this CPU runs, the two packages."""
     tfr, _ = C.probe_tfrec_fast()
     backends = tfr._core.crc32c_backends() if tfr is not None else []
-    return [H.Case("tfrec_fast", "tfrec_fast.crc32c", crc_tfrec_fast),
-            *(H.Case(f"backend_{b}", f"tfrec_fast._core.crc32c_with('{b}')", crc_backend) for b in backends),
-            H.Case("crc32c", "`crc32c` package", crc_package),
-            H.Case("google_crc32c", "google_crc32c.value", crc_google)]
+    return [
+        H.Case("tfrec_fast", "tfrec_fast.crc32c", crc_tfrec_fast),
+        *(
+            H.Case(f"backend_{b}", f"tfrec_fast._core.crc32c_with('{b}')", crc_backend)
+            for b in backends
+        ),
+        H.Case("crc32c", "`crc32c` package", crc_package),
+        H.Case("google_crc32c", "google_crc32c.value", crc_google),
+    ]
 
 
 def agrees(r, results):
@@ -71,13 +81,19 @@ def agrees(r, results):
 
 
 def columns(size):
-    return [H.per_second("GB/s", lambda r: size * r.records / 1e9, ".2f"), H.Versus("vs crc32c pkg", "crc32c"),
-            H.figure("us/call", lambda r: r.median / r.records * 1e6, ".2f"), *H.timing(".5f"),
-            H.Column("checksum", agrees)]
+    return [
+        H.per_second("GB/s", lambda r: size * r.records / 1e9, ".2f"),
+        H.Versus("vs crc32c pkg", "crc32c"),
+        H.figure("us/call", lambda r: r.median / r.records * 1e6, ".2f"),
+        *H.timing(".5f"),
+        H.Column("checksum", agrees),
+    ]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(ap, repeats=9, min_time=0.1)
     ap.add_argument("--sizes", default=",".join(SIZES), help="comma list of: " + ", ".join(SIZES))
     args = ap.parse_args(argv)
@@ -86,8 +102,12 @@ def main(argv=None) -> int:
     md, raw = [H.method(args) + "\n"], {}
     for name in [s.strip() for s in args.sizes.split(",") if s.strip()]:
         print(f"== {name}", file=sys.stderr)
-        res = H.measure(chosen, {"size": SIZES[name]}, log_dir=C.log_dir(f"crc-{SIZES[name]}"),
-                        **H.timing_options(args))
+        res = H.measure(
+            chosen,
+            {"size": SIZES[name]},
+            log_dir=C.log_dir(f"crc-{SIZES[name]}"),
+            **H.timing_options(args),
+        )
         md.append(H.section(f"CRC32C of a {name} buffer", *H.table(res, columns(SIZES[name]))))
         raw[name] = H.raw(res)
     return H.emit(md, raw, args.markdown, args.json)

@@ -22,10 +22,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
-
 import _common as C
 import make_example_data as D
+import numpy as np
 from _common import harness as H
 
 # ---- cases -----------------------------------------------------------------------------------------
@@ -90,14 +89,24 @@ def ex_parse_tfrec_fast(opts):
             return _ex_compare(col.tolist(), None, want)
         return _ex_compare(col.values.tolist(), col.row_lengths.tolist(), want)
 
-    return H.Body(run, check=check, info=f"parse_examples(RecordBatch of {bs}, FixedLen/VarLen spec); "
-                                       "bytes features come back as zero-copy BytesColumn views")
+    return H.Body(
+        run,
+        check=check,
+        info=f"parse_examples(RecordBatch of {bs}, FixedLen/VarLen spec); "
+        "bytes features come back as zero-copy BytesColumn views",
+    )
 
 
 def _tf_features(tf, name):
     dt = {"int64": tf.int64, "float": tf.float32, "bytes": tf.string}
-    return {k: (tf.io.FixedLenFeature([], dt[kind]) if layout == "fixed" else tf.io.VarLenFeature(dt[kind]))
-            for k, (layout, kind) in D.EXAMPLE_SPECS[name].items()}
+    return {
+        k: (
+            tf.io.FixedLenFeature([], dt[kind])
+            if layout == "fixed"
+            else tf.io.VarLenFeature(dt[kind])
+        )
+        for k, (layout, kind) in D.EXAMPLE_SPECS[name].items()
+    }
 
 
 def _ex_parse_tf(opts, use_function: bool):
@@ -106,11 +115,13 @@ def _ex_parse_tf(opts, use_function: bool):
     name, meta, bs = _ex_setup(opts)
     features = _tf_features(tf, name)
     records = C.read_payloads_py(opts.file)
-    batches = [tf.constant(records[a:a + bs]) for a in range(0, len(records), bs)]
+    batches = [tf.constant(records[a : a + bs]) for a in range(0, len(records), bs)]
     del records
     if use_function:
-        parse = tf.function(lambda s: tf.io.parse_example(s, features),
-                            input_signature=[tf.TensorSpec([None], tf.string)])
+        parse = tf.function(
+            lambda s: tf.io.parse_example(s, features),
+            input_signature=[tf.TensorSpec([None], tf.string)],
+        )
         parse(batches[0])  # trace once, untimed
     else:
         parse = lambda s: tf.io.parse_example(s, features)  # noqa: E731
@@ -131,9 +142,15 @@ def _ex_parse_tf(opts, use_function: bool):
             return _ex_compare(col.values.numpy().tolist(), lengths.tolist(), want)
         return _ex_compare(col.numpy().tolist(), None, want)
 
-    how = "tf.function(input_signature=[None] strings), traced in setup" if use_function else "eager"
-    return H.Body(run, check=check, info=f"TF {tf.__version__}, tf.io.parse_example on tf.constant batches of {bs}, "
-                                       f"{how}; VarLen -> SparseTensor")
+    how = (
+        "tf.function(input_signature=[None] strings), traced in setup" if use_function else "eager"
+    )
+    return H.Body(
+        run,
+        check=check,
+        info=f"TF {tf.__version__}, tf.io.parse_example on tf.constant batches of {bs}, "
+        f"{how}; VarLen -> SparseTensor",
+    )
 
 
 def ex_parse_tf_eager(opts):
@@ -174,10 +191,14 @@ def ex_parse_tfrecord(opts):
             return _ex_compare([int(np.asarray(v).reshape(-1)[0]) for v in rows], None, want)
         return _ex_compare([int(v) for row in rows for v in row], [len(row) for row in rows], want)
 
-    return H.Body(run, check=check, info="per record, what tfrecord.reader.example_loader runs per record: "
-                                       "example_pb2.Example().ParseFromString(bytes) + "
-                                       "reader.extract_feature_dict(features, description, mapping); "
-                                       "file reading (tfrecord_iterator) not timed")
+    return H.Body(
+        run,
+        check=check,
+        info="per record, what tfrecord.reader.example_loader runs per record: "
+        "example_pb2.Example().ParseFromString(bytes) + "
+        "reader.extract_feature_dict(features, description, mapping); "
+        "file reading (tfrecord_iterator) not timed",
+    )
 
 
 def _enc_setup(opts):
@@ -192,7 +213,11 @@ def _enc_check(encode_row, rows, parse) -> str | None:
     for row in rows[:10]:
         ex = parse(encode_row(row))
         f = ex.features.feature
-        got = (f["index"].int64_list.value[0], f["label"].int64_list.value[0], f["image_raw"].bytes_list.value[0])
+        got = (
+            f["index"].int64_list.value[0],
+            f["label"].int64_list.value[0],
+            f["image_raw"].bytes_list.value[0],
+        )
         if got != row or len(f) != 3:
             return f"row {row[0]}: encoded record parses to other values"
     return None
@@ -206,17 +231,29 @@ def ex_enc_tfrec_fast_columns(opts):
     n, seed = _enc_setup(opts)
     cols = D.mnist_columns(n, seed)
     bs = opts.batch_records or EXAMPLE_BATCH
-    chunks = [{"index": cols["index"][a:a + bs], "label": cols["label"][a:a + bs],
-               "image_raw": Bytes(cols["image_raw"][a:a + bs])} for a in range(0, n, bs)]
+    chunks = [
+        {
+            "index": cols["index"][a : a + bs],
+            "label": cols["label"][a : a + bs],
+            "image_raw": Bytes(cols["image_raw"][a : a + bs]),
+        }
+        for a in range(0, n, bs)
+    ]
 
     def check():
         got = [bytes(r) for r in encode_examples(chunks[0])][:10]
-        rows = [(int(cols["index"][k]), int(cols["label"][k]), cols["image_raw"][k].tobytes()) for k in range(10)]
+        rows = [
+            (int(cols["index"][k]), int(cols["label"][k]), cols["image_raw"][k].tobytes())
+            for k in range(10)
+        ]
         return _enc_check(lambda row: got[row[0]], rows, Example.FromString)
 
-    return H.Body(H.summing(lambda: map(encode_examples, chunks)), check=check,
-                  info=f"encode_examples(columns) per {bs} rows: int64 numpy columns + Bytes(uint8 array [rows, "
-                       "784]) -> a RecordBatch")
+    return H.Body(
+        H.summing(lambda: map(encode_examples, chunks)),
+        check=check,
+        info=f"encode_examples(columns) per {bs} rows: int64 numpy columns + Bytes(uint8 array [rows, "
+        "784]) -> a RecordBatch",
+    )
 
 
 def ex_enc_tfrec_fast_each(opts):
@@ -235,31 +272,47 @@ def ex_enc_tfrec_fast_each(opts):
             encode_example({"index": i, "label": lab, "image_raw": img})
         return len(rows)
 
-    return H.Body(run, check=lambda: _enc_check(encode_row, rows, Example.FromString),
-                info="encode_example({'index': int, 'label': int, 'image_raw': bytes}) per row")
+    return H.Body(
+        run,
+        check=lambda: _enc_check(encode_row, rows, Example.FromString),
+        info="encode_example({'index': int, 'label': int, 'image_raw': bytes}) per row",
+    )
 
 
 def _enc_protobuf(opts, mod, parse, info):
     n, seed = _enc_setup(opts)
     rows = D.mnist_rows(n, seed)
-    Example, Features, Feature, Int64List, BytesList = (mod.Example, mod.Features, mod.Feature, mod.Int64List,
-                                                        mod.BytesList)
+    Example, Features, Feature, Int64List, BytesList = (
+        mod.Example,
+        mod.Features,
+        mod.Feature,
+        mod.Int64List,
+        mod.BytesList,
+    )
 
     def encode_row(row):
         i, lab, img = row
-        return Example(features=Features(feature={
-            "index": Feature(int64_list=Int64List(value=[i])),
-            "label": Feature(int64_list=Int64List(value=[lab])),
-            "image_raw": Feature(bytes_list=BytesList(value=[img])),
-        })).SerializeToString()
+        return Example(
+            features=Features(
+                feature={
+                    "index": Feature(int64_list=Int64List(value=[i])),
+                    "label": Feature(int64_list=Int64List(value=[lab])),
+                    "image_raw": Feature(bytes_list=BytesList(value=[img])),
+                }
+            )
+        ).SerializeToString()
 
     def run():
         for i, lab, img in rows:
-            Example(features=Features(feature={
-                "index": Feature(int64_list=Int64List(value=[i])),
-                "label": Feature(int64_list=Int64List(value=[lab])),
-                "image_raw": Feature(bytes_list=BytesList(value=[img])),
-            })).SerializeToString()
+            Example(
+                features=Features(
+                    feature={
+                        "index": Feature(int64_list=Int64List(value=[i])),
+                        "label": Feature(int64_list=Int64List(value=[lab])),
+                        "image_raw": Feature(bytes_list=BytesList(value=[img])),
+                    }
+                )
+            ).SerializeToString()
         return len(rows)
 
     return H.Body(run, check=lambda: _enc_check(encode_row, rows, parse), info=info)
@@ -269,30 +322,56 @@ def ex_enc_proto_tf(opts):
     tf = H.need("tensorflow")
     from google.protobuf.internal import api_implementation
 
-    return _enc_protobuf(opts, tf.train, tf.train.Example.FromString,
-                         f"TF {tf.__version__}: tf.train.Example(features=Features(feature={{...Feature(...List(value=[v]))}}))"
-                         f".SerializeToString() per row; protobuf runtime: {api_implementation.Type()}")
+    return _enc_protobuf(
+        opts,
+        tf.train,
+        tf.train.Example.FromString,
+        f"TF {tf.__version__}: tf.train.Example(features=Features(feature={{...Feature(...List(value=[v]))}}))"
+        f".SerializeToString() per row; protobuf runtime: {api_implementation.Type()}",
+    )
 
 
 def ex_enc_proto_tfrec_fast(opts):
     H.need("tfrec_fast")
     from google.protobuf.internal import api_implementation
+
     from tfrec_fast import proto
 
-    return _enc_protobuf(opts, proto, proto.Example.FromString,
-                         "tfrec_fast.proto.Example built the same way, .SerializeToString() per row; "
-                         f"protobuf runtime: {api_implementation.Type()}")
+    return _enc_protobuf(
+        opts,
+        proto,
+        proto.Example.FromString,
+        "tfrec_fast.proto.Example built the same way, .SerializeToString() per row; "
+        f"protobuf runtime: {api_implementation.Type()}",
+    )
 
 
-PARSE = [H.Case("ex_tfrec_fast", "tfrec_fast parse_examples (batch 1024)", ex_parse_tfrec_fast),
-         H.Case("ex_tf_eager", "TensorFlow tf.io.parse_example (batch 1024, eager)", ex_parse_tf_eager),
-         H.Case("ex_tf_function", "TensorFlow tf.io.parse_example (batch 1024, tf.function)", ex_parse_tf_function),
-         H.Case("ex_tfrecord", "tfrecord example_loader per-record decode", ex_parse_tfrecord)]
-ENCODE = [H.Case("enc_tfrec_fast_columns", "tfrec_fast encode_examples (columns, 1024 rows)", ex_enc_tfrec_fast_columns),
-          H.Case("enc_tfrec_fast_each", "tfrec_fast encode_example (per row)", ex_enc_tfrec_fast_each),
-          H.Case("enc_proto_tf", "protobuf tf.train.Example.SerializeToString (per row)", ex_enc_proto_tf),
-          H.Case("enc_proto_tfrec_fast", "protobuf tfrec_fast.proto.Example.SerializeToString (per row)",
-                 ex_enc_proto_tfrec_fast)]
+PARSE = [
+    H.Case("ex_tfrec_fast", "tfrec_fast parse_examples (batch 1024)", ex_parse_tfrec_fast),
+    H.Case("ex_tf_eager", "TensorFlow tf.io.parse_example (batch 1024, eager)", ex_parse_tf_eager),
+    H.Case(
+        "ex_tf_function",
+        "TensorFlow tf.io.parse_example (batch 1024, tf.function)",
+        ex_parse_tf_function,
+    ),
+    H.Case("ex_tfrecord", "tfrecord example_loader per-record decode", ex_parse_tfrecord),
+]
+ENCODE = [
+    H.Case(
+        "enc_tfrec_fast_columns",
+        "tfrec_fast encode_examples (columns, 1024 rows)",
+        ex_enc_tfrec_fast_columns,
+    ),
+    H.Case("enc_tfrec_fast_each", "tfrec_fast encode_example (per row)", ex_enc_tfrec_fast_each),
+    H.Case(
+        "enc_proto_tf", "protobuf tf.train.Example.SerializeToString (per row)", ex_enc_proto_tf
+    ),
+    H.Case(
+        "enc_proto_tfrec_fast",
+        "protobuf tfrec_fast.proto.Example.SerializeToString (per row)",
+        ex_enc_proto_tfrec_fast,
+    ),
+]
 TF_PARSE = ("ex_tf_eager", "ex_tf_function")
 PROTOBUF = ("enc_proto_tf", "enc_proto_tfrec_fast")
 TARGET_TF, TARGET_TFRECORD, TARGET_PROTO = 20.0, 50.0, 10.0
@@ -304,25 +383,39 @@ def parse_columns(meta):
     def mine(r):
         return r.name == "ex_tfrec_fast"
 
-    return [H.per_second("records/s", meta["n_records"]), H.per_second("MB/s", meta["file_bytes"] / 1e6, ".0f"),
-            H.Versus("vs TF batched", *TF_PARSE, target=TARGET_TF, mine=mine),
-            H.Versus("vs tfrecord", "ex_tfrecord", target=TARGET_TFRECORD, mine=mine), *H.timing(".4f")]
+    return [
+        H.per_second("records/s", meta["n_records"]),
+        H.per_second("MB/s", meta["file_bytes"] / 1e6, ".0f"),
+        H.Versus("vs TF batched", *TF_PARSE, target=TARGET_TF, mine=mine),
+        H.Versus("vs tfrecord", "ex_tfrecord", target=TARGET_TFRECORD, mine=mine),
+        *H.timing(".4f"),
+    ]
 
 
 def encode_columns(n):
     def mine(r):
         return r.name.startswith("enc_tfrec_fast")
 
-    return [H.per_second("records/s", n), H.Versus("vs protobuf (faster)", *PROTOBUF, target=TARGET_PROTO, mine=mine),
-            H.Versus("vs tf.train.Example", "enc_proto_tf"), H.Versus("vs tfrec_fast.proto.Example", "enc_proto_tfrec_fast"),
-            *H.timing(".4f")]
+    return [
+        H.per_second("records/s", n),
+        H.Versus("vs protobuf (faster)", *PROTOBUF, target=TARGET_PROTO, mine=mine),
+        H.Versus("vs tf.train.Example", "enc_proto_tf"),
+        H.Versus("vs tfrec_fast.proto.Example", "enc_proto_tfrec_fast"),
+        *H.timing(".4f"),
+    ]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(ap, repeats=5, min_time=0.5)
-    ap.add_argument("--datasets", default="mnist,tutorial,voc", help="comma list: mnist, tutorial, voc")
-    ap.add_argument("--batch-records", type=int, default=EXAMPLE_BATCH, help="records per parse/encode batch")
+    ap.add_argument(
+        "--datasets", default="mnist,tutorial,voc", help="comma list: mnist, tutorial, voc"
+    )
+    ap.add_argument(
+        "--batch-records", type=int, default=EXAMPLE_BATCH, help="records per parse/encode batch"
+    )
     ap.add_argument("--no-parse", action="store_true")
     ap.add_argument("--no-encode", action="store_true")
     args = ap.parse_args(argv)
@@ -332,12 +425,19 @@ def main(argv=None) -> int:
     metas = {name: D.example_meta(name) for name in need}
     for name, meta in metas.items():
         if meta is None:
-            print(f"error: {D.example_path(name)} missing or stale: run bench/make_example_data.py first",
-                  file=sys.stderr)
+            print(
+                f"error: {D.example_path(name)} missing or stale: run bench/make_example_data.py first",
+                file=sys.stderr,
+            )
             return 2
-    md = [C.header(args, "Records are read from the file before timing; only parsing (or encoding) is timed. ✅/❌ "
-                         "mark the tfrec_fast targets (parse ≥20x TF batched, ≥50x tfrecord; encode ≥10x protobuf). "
-                         "MB/s counts the file's bytes.")]
+    md = [
+        C.header(
+            args,
+            "Records are read from the file before timing; only parsing (or encoding) is timed. ✅/❌ "
+            "mark the tfrec_fast targets (parse ≥20x TF batched, ≥50x tfrecord; encode ≥10x protobuf). "
+            "MB/s counts the file's bytes.",
+        )
+    ]
     raw, summary = {}, []
     timing = H.timing_options(args)
 
@@ -345,8 +445,12 @@ def main(argv=None) -> int:
         for name in names:
             meta, path = metas[name], D.example_path(name)
             print(f"== parse {name}: {path}", file=sys.stderr)
-            res = H.measure(H.select(PARSE, args.cases), {"file": str(path), "batch_records": args.batch_records},
-                            log_dir=C.log_dir(f"parse-{name}"), **timing)
+            res = H.measure(
+                H.select(PARSE, args.cases),
+                {"file": str(path), "batch_records": args.batch_records},
+                log_dir=C.log_dir(f"parse-{name}"),
+                **timing,
+            )
             H.expect_records(res, meta["n_records"])
             columns = parse_columns(meta)
             text, notes = H.table(res, columns)
@@ -361,13 +465,19 @@ def main(argv=None) -> int:
     if not args.no_encode:
         meta, path = metas["mnist"], D.example_path("mnist")
         print("== encode mnist rows", file=sys.stderr)
-        res = H.measure(H.select(ENCODE, args.cases), {"file": str(path), "batch_records": args.batch_records},
-                        log_dir=C.log_dir("encode"), **timing)
+        res = H.measure(
+            H.select(ENCODE, args.cases),
+            {"file": str(path), "batch_records": args.batch_records},
+            log_dir=C.log_dir("encode"),
+            **timing,
+        )
         H.expect_records(res, meta["n_records"])
         columns = encode_columns(meta["n_records"])
         text, notes = H.table(res, columns)
-        notes.append("'vs protobuf' is against the faster of the two protobuf rows; the output of every case is "
-                     "checked (after the warm-up) to parse back to the same rows")
+        notes.append(
+            "'vs protobuf' is against the faster of the two protobuf rows; the output of every case is "
+            "checked (after the warm-up) to parse back to the same rows"
+        )
         title = f"Encode: MNIST-like rows ({meta['n_records']:,} records: index, label, 784-byte image_raw)"
         md.append(H.section(title, text, notes))
         summary += H.targets(res, columns, "encode")

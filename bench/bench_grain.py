@@ -53,7 +53,10 @@ from _common import harness as H
 
 SEED = 7
 DATASETS = ("mnist", "voc")
-CHECK_KEY = {"mnist": "index", "voc": "image/height"}  # an int64 FixedLen feature, summed by check()
+CHECK_KEY = {
+    "mnist": "index",
+    "voc": "image/height",
+}  # an int64 FixedLen feature, summed by check()
 
 
 # ---- data (written in a process of its own) ------------------------------------------------------
@@ -74,12 +77,12 @@ def write_data(opts) -> dict:
     os.unlink(whole)
     files, ar_files, bounds = [], [], [n * k // opts.shards for k in range(opts.shards + 1)]
     for k in range(opts.shards):
-        part = records[bounds[k]:bounds[k + 1]]
+        part = records[bounds[k] : bounds[k + 1]]
         path = os.path.join(opts.dir, f"{opts.dataset}-{k:05d}-of-{opts.shards:05d}.tfrecord")
         with tfr.TFRecordWriter(path) as w:
             w.write_batch(part)
         tfr.create_index(path, path + ".idx")
-        ar_path = path[:-len(".tfrecord")] + ".array_record"
+        ar_path = path[: -len(".tfrecord")] + ".array_record"
         writer = ar.ArrayRecordWriter(ar_path, "group_size:1,uncompressed")
         for r in part:
             writer.write(r)
@@ -90,16 +93,25 @@ def write_data(opts) -> dict:
     for r in records:
         in_order = zlib.crc32(r, in_order)
     key = CHECK_KEY[opts.dataset]
-    return {"files": files, "ar_files": ar_files, "n_records": n, "label": spec["label"],
-            "file_bytes": sum(os.path.getsize(f) for f in files),
-            "ar_bytes": sum(os.path.getsize(f) for f in ar_files),
-            "crc_in_order": in_order, "crc_sum": sum(zlib.crc32(r) for r in records),
-            "key_sum": int(cols[key].sum()), "tfrec_fast": tfr.__version__,
-            "grain": _version("grain", grain), "array_record": _version("array_record", None)}
+    return {
+        "files": files,
+        "ar_files": ar_files,
+        "n_records": n,
+        "label": spec["label"],
+        "file_bytes": sum(os.path.getsize(f) for f in files),
+        "ar_bytes": sum(os.path.getsize(f) for f in ar_files),
+        "crc_in_order": in_order,
+        "crc_sum": sum(zlib.crc32(r) for r in records),
+        "key_sum": int(cols[key].sum()),
+        "tfrec_fast": tfr.__version__,
+        "grain": _version("grain", grain),
+        "array_record": _version("array_record", None),
+    }
 
 
 def _version(name, module) -> str:
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version(name)
     except PackageNotFoundError:
@@ -117,41 +129,61 @@ def _grain(opts):
 
 def _spec(name: str) -> dict:
     from tfrec_fast import FixedLen
+
     if name == "mnist":
-        return {"index": FixedLen((), "int64"), "label": FixedLen((), "int64"),
-                "image_raw": FixedLen((28, 28), "uint8")}
+        return {
+            "index": FixedLen((), "int64"),
+            "label": FixedLen((), "int64"),
+            "image_raw": FixedLen((28, 28), "uint8"),
+        }
     return D.tfrec_fast_spec(name)
 
 
 def _proto_parser(name: str):
     """A per-record protobuf parse into the numpy values TFRecordDataSource(spec) gives."""
     import numpy as np
+
     from tfrec_fast.proto import Example
 
     if name == "mnist":
+
         def parse(record):
             f = Example.FromString(record).features.feature
-            return {"index": np.int64(f["index"].int64_list.value[0]),
-                    "label": np.int64(f["label"].int64_list.value[0]),
-                    "image_raw": np.frombuffer(f["image_raw"].bytes_list.value[0], np.uint8).reshape(28, 28)}
+            return {
+                "index": np.int64(f["index"].int64_list.value[0]),
+                "label": np.int64(f["label"].int64_list.value[0]),
+                "image_raw": np.frombuffer(f["image_raw"].bytes_list.value[0], np.uint8).reshape(
+                    28, 28
+                ),
+            }
+
         return parse
 
     def parse(record):
         f = Example.FromString(record).features.feature
-        out = {"image/encoded": f["image/encoded"].bytes_list.value[0],
-               "image/height": np.int64(f["image/height"].int64_list.value[0]),
-               "image/width": np.int64(f["image/width"].int64_list.value[0]),
-               "image/object/class/label": np.array(f["image/object/class/label"].int64_list.value, np.int64),
-               "image/object/class/text": np.array(list(f["image/object/class/text"].bytes_list.value) or [],
-                                                   dtype=object)}
+        out = {
+            "image/encoded": f["image/encoded"].bytes_list.value[0],
+            "image/height": np.int64(f["image/height"].int64_list.value[0]),
+            "image/width": np.int64(f["image/width"].int64_list.value[0]),
+            "image/object/class/label": np.array(
+                f["image/object/class/label"].int64_list.value, np.int64
+            ),
+            "image/object/class/text": np.array(
+                list(f["image/object/class/text"].bytes_list.value) or [], dtype=object
+            ),
+        }
         for c in D.VOC_BOX:
-            out[f"image/object/bbox/{c}"] = np.array(f[f"image/object/bbox/{c}"].float_list.value, np.float32)
+            out[f"image/object/bbox/{c}"] = np.array(
+                f[f"image/object/bbox/{c}"].float_list.value, np.float32
+            )
         return out
+
     return parse
 
 
 def _ours(opts, parsed: bool):
     from tfrec_fast.grain import TFRecordDataSource
+
     return TFRecordDataSource(opts.files, _spec(opts.dataset) if parsed else None)
 
 
@@ -163,16 +195,30 @@ def _array_record(opts):
 def _check(opts, items, parsed: bool, ordered: bool):
     """check(): the records of an epoch (``items()``: records, or rows when ``parsed``) against
     the data written."""
+
     def check():
         if parsed:
             got = sum(int(row[CHECK_KEY[opts.dataset]]) for row in items())
-            return None if got == opts.key_sum else f"sum of {CHECK_KEY[opts.dataset]} {got} != {opts.key_sum}"
+            return (
+                None
+                if got == opts.key_sum
+                else f"sum of {CHECK_KEY[opts.dataset]} {got} != {opts.key_sum}"
+            )
         if ordered:
             crc = 0
             for r in items():
                 crc = zlib.crc32(r, crc)
-            return None if crc == opts.crc_in_order else "records differ from the data written (in order)"
-        return None if sum(map(zlib.crc32, items())) == opts.crc_sum else "records differ from the data written"
+            return (
+                None
+                if crc == opts.crc_in_order
+                else "records differ from the data written (in order)"
+            )
+        return (
+            None
+            if sum(map(zlib.crc32, items())) == opts.crc_sum
+            else "records differ from the data written"
+        )
+
     return check
 
 
@@ -187,14 +233,18 @@ def _rows_of(batch):
 def _body(ds, opts, parsed: bool, ordered: bool, batched: bool = False, info: str = ""):
     """Body: one epoch of ``ds`` (records, or batches when ``batched``) counted in records."""
     if batched:
+
         def run():
             return sum(len(b) if isinstance(b, list) else len(next(iter(b.values()))) for b in ds)
 
         def items():
             for b in ds:
                 yield from _rows_of(b)
+
         return H.Body(run, check=_check(opts, items, parsed, ordered), info=info)
-    return H.Body(H.counting(lambda: ds), check=_check(opts, lambda: ds, parsed, ordered), info=info)
+    return H.Body(
+        H.counting(lambda: ds), check=_check(opts, lambda: ds, parsed, ordered), info=info
+    )
 
 
 def _pipeline(opts, source, shuffle: bool, parse=None):
@@ -225,6 +275,7 @@ def _grain_batch_pipeline(opts, parse, shuffle: bool):
     Grain reads record by record into each batch; batch_fn makes what read_batch gives (a list
     of records, or stacked columns: FixedLen stacked, VarLen a list)."""
     import numpy as np
+
     grain, read = _grain(opts)
     ds = grain.MapDataset.source(_array_record(opts))
     if shuffle:
@@ -233,6 +284,7 @@ def _grain_batch_pipeline(opts, parse, shuffle: bool):
         batch_fn = list
     else:
         from tfrec_fast import FixedLen
+
         spec = _spec(opts.dataset)
         ds = ds.map(parse)
 
@@ -248,26 +300,35 @@ def _grain_batch_pipeline(opts, parse, shuffle: bool):
                 else:
                     out[name] = np.stack(values)
             return out
+
     ds = ds.batch(opts.batch, batch_fn=batch_fn).to_iter_dataset(read)
-    return _body(ds, opts, parse is not None, not shuffle, batched=True, info=f"batches of {opts.batch}")
+    return _body(
+        ds, opts, parse is not None, not shuffle, batched=True, info=f"batches of {opts.batch}"
+    )
 
 
 def _batched(opts, read, parsed: bool):
     """The source's batched read called directly, --batch shuffled indices a call."""
     import numpy as np
+
     order = np.random.default_rng(SEED).permutation(opts.n_records).tolist()
     b = opts.batch
 
     def items():
         for k in range(0, len(order), b):
-            yield from read(order[k:k + b])
-    return H.Body(H.counting(items), check=_check(opts, items, parsed, False),
-                  info=f"{b} shuffled indices a call, no Grain pipeline")
+            yield from read(order[k : k + b])
+
+    return H.Body(
+        H.counting(items),
+        check=_check(opts, items, parsed, False),
+        info=f"{b} shuffled indices a call, no Grain pipeline",
+    )
 
 
 def _tfrecord_iter(opts, parse=None):
     _grain(opts)
     from grain.experimental import InterleaveIterDataset, TFRecordIterDataset
+
     ds = InterleaveIterDataset([TFRecordIterDataset(p) for p in opts.files], cycle_length=1)
     if parse is not None:
         ds = ds.map(parse)
@@ -358,6 +419,7 @@ def rand_ar_proto(opts):
 
 def rand_ar_ours(opts):
     from tfrec_fast import parse_example
+
     spec = _spec(opts.dataset)
     return _pipeline(opts, _array_record(opts), True, lambda r: parse_example(r, spec))
 
@@ -380,49 +442,71 @@ def batch_ar_proto(opts):
     return _batched(opts, lambda idx: [parse(r) for r in read(idx)], True)
 
 
-OURS, AR, TFR = "tfrec_fast TFRecordDataSource", "ArrayRecordDataSource", "grain TFRecordIterDataset"
+OURS, AR, TFR = (
+    "tfrec_fast TFRecordDataSource",
+    "ArrayRecordDataSource",
+    "grain TFRecordIterDataset",
+)
 PIPE_OURS = "MapDataset.range(n){}.batch(B, batch_fn=TFRecordDataSource{}.read_batch)"
 PIPE_AR = "MapDataset.source(ArrayRecordDataSource){}.batch(B)"
 TABLES = {
     "sequential epoch, raw records": (
-        [H.Case("seq_ours", OURS, seq_ours),
-         H.Case("seq_ar", AR, seq_ar),
-         H.Case("seq_tfr", TFR, seq_tfr),
-         H.Case("seq_pipe_ours", PIPE_OURS.format("", ""), seq_pipe_ours),
-         H.Case("seq_pipe_ar", PIPE_AR.format(""), seq_pipe_ar)],
-        ("seq_ar", "seq_tfr")),
+        [
+            H.Case("seq_ours", OURS, seq_ours),
+            H.Case("seq_ar", AR, seq_ar),
+            H.Case("seq_tfr", TFR, seq_tfr),
+            H.Case("seq_pipe_ours", PIPE_OURS.format("", ""), seq_pipe_ours),
+            H.Case("seq_pipe_ar", PIPE_AR.format(""), seq_pipe_ar),
+        ],
+        ("seq_ar", "seq_tfr"),
+    ),
     "random epoch (shuffle), raw records": (
-        [H.Case("rand_ours", OURS, rand_ours),
-         H.Case("rand_ar", AR, rand_ar),
-         H.Case("rand_tfr", TFR, rand_tfr),
-         H.Case("pipe_ours", PIPE_OURS.format(".shuffle()", ""), pipe_ours),
-         H.Case("pipe_ar", PIPE_AR.format(".shuffle()"), pipe_ar),
-         H.Case("batch_ours", f"{OURS}._getitems, direct", batch_ours),
-         H.Case("batch_ar", f"{AR}.__getitems__, direct", batch_ar)],
-        ("rand_ar", "pipe_ar")),
+        [
+            H.Case("rand_ours", OURS, rand_ours),
+            H.Case("rand_ar", AR, rand_ar),
+            H.Case("rand_tfr", TFR, rand_tfr),
+            H.Case("pipe_ours", PIPE_OURS.format(".shuffle()", ""), pipe_ours),
+            H.Case("pipe_ar", PIPE_AR.format(".shuffle()"), pipe_ar),
+            H.Case("batch_ours", f"{OURS}._getitems, direct", batch_ours),
+            H.Case("batch_ar", f"{AR}.__getitems__, direct", batch_ar),
+        ],
+        ("rand_ar", "pipe_ar"),
+    ),
     "sequential epoch, parsed into numpy": (
-        [H.Case("seq_ours_spec", f"{OURS}(spec)", seq_ours_spec),
-         H.Case("seq_ar_proto", f"{AR} + protobuf parse", seq_ar_proto),
-         H.Case("seq_tfr_proto", f"{TFR} + protobuf parse", seq_tfr_proto),
-         H.Case("seq_pipe_ours_spec", PIPE_OURS.format("", "(spec)"), seq_pipe_ours_spec),
-         H.Case("seq_pipe_ar_proto", PIPE_AR.format(".map(protobuf parse)"), seq_pipe_ar_proto)],
-        ("seq_ar_proto", "seq_tfr_proto")),
+        [
+            H.Case("seq_ours_spec", f"{OURS}(spec)", seq_ours_spec),
+            H.Case("seq_ar_proto", f"{AR} + protobuf parse", seq_ar_proto),
+            H.Case("seq_tfr_proto", f"{TFR} + protobuf parse", seq_tfr_proto),
+            H.Case("seq_pipe_ours_spec", PIPE_OURS.format("", "(spec)"), seq_pipe_ours_spec),
+            H.Case("seq_pipe_ar_proto", PIPE_AR.format(".map(protobuf parse)"), seq_pipe_ar_proto),
+        ],
+        ("seq_ar_proto", "seq_tfr_proto"),
+    ),
     "random epoch (shuffle), parsed into numpy": (
-        [H.Case("rand_ours_spec", f"{OURS}(spec)", rand_ours_spec),
-         H.Case("rand_ar_proto", f"{AR} + protobuf parse", rand_ar_proto),
-         H.Case("rand_ar_ours", f"{AR} + tfrec_fast.parse_example", rand_ar_ours),
-         H.Case("pipe_ours_spec", PIPE_OURS.format(".shuffle()", "(spec)"), pipe_ours_spec),
-         H.Case("pipe_ar_proto", PIPE_AR.format(".shuffle().map(protobuf parse)"), pipe_ar_proto),
-         H.Case("batch_ours_spec", f"{OURS}(spec)._getitems, direct", batch_ours_spec),
-         H.Case("batch_ar_proto", f"{AR}.__getitems__ + protobuf parse, direct", batch_ar_proto)],
-        ("rand_ar_proto", "pipe_ar_proto")),
+        [
+            H.Case("rand_ours_spec", f"{OURS}(spec)", rand_ours_spec),
+            H.Case("rand_ar_proto", f"{AR} + protobuf parse", rand_ar_proto),
+            H.Case("rand_ar_ours", f"{AR} + tfrec_fast.parse_example", rand_ar_ours),
+            H.Case("pipe_ours_spec", PIPE_OURS.format(".shuffle()", "(spec)"), pipe_ours_spec),
+            H.Case(
+                "pipe_ar_proto", PIPE_AR.format(".shuffle().map(protobuf parse)"), pipe_ar_proto
+            ),
+            H.Case("batch_ours_spec", f"{OURS}(spec)._getitems, direct", batch_ours_spec),
+            H.Case("batch_ar_proto", f"{AR}.__getitems__ + protobuf parse, direct", batch_ar_proto),
+        ],
+        ("rand_ar_proto", "pipe_ar_proto"),
+    ),
 }
 
 
 def _columns(n: int, peers) -> list:
     ar, other = peers
-    return [H.per_second("records/s", n), H.Versus(f"vs {_label(ar)}", ar), H.Versus(f"vs {_label(other)}", other),
-            *H.timing(".4f")]
+    return [
+        H.per_second("records/s", n),
+        H.Versus(f"vs {_label(ar)}", ar),
+        H.Versus(f"vs {_label(other)}", other),
+        *H.timing(".4f"),
+    ]
 
 
 def _label(name: str) -> str:
@@ -434,12 +518,19 @@ def _label(name: str) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(ap, repeats=5, min_time=0.5)
     ap.add_argument("--datasets", default="mnist,voc", help="comma list: mnist, voc")
     ap.add_argument("--records", type=int, default=0, help="records per data set (0: its default)")
     ap.add_argument("--shards", type=int, default=4, help="files per data set")
-    ap.add_argument("--threads", type=int, default=0, help="Grain ReadOptions(num_threads=...) (0: Grain's default)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="Grain ReadOptions(num_threads=...) (0: Grain's default)",
+    )
     ap.add_argument("--batch", type=int, default=256, help="indices per direct batched read")
     args = ap.parse_args(argv)
     md, raw = [], {}
@@ -448,25 +539,42 @@ def main(argv=None) -> int:
             if name not in DATASETS:
                 ap.error(f"unknown data set {name!r}: {', '.join(DATASETS)}")
             print(f"== grain {name}", file=sys.stderr)
-            made = H.call(write_data, {"dir": tmp, "dataset": name, "records": args.records, "shards": args.shards},
-                          log_dir=C.log_dir(f"grain-data-{name}"))
+            made = H.call(
+                write_data,
+                {"dir": tmp, "dataset": name, "records": args.records, "shards": args.shards},
+                log_dir=C.log_dir(f"grain-data-{name}"),
+            )
             if not md:
-                md.append(C.header(args, f"tfrec_fast {made['tfrec_fast']}, grain {made['grain']}, array_record "
-                                         f"{made['array_record']}; {args.shards} files per data set; Grain "
-                                         f"ReadOptions {'num_threads=' + str(args.threads) if args.threads else 'default'}"
-                                         ". Ratios >1: faster than that row."))
+                md.append(
+                    C.header(
+                        args,
+                        f"tfrec_fast {made['tfrec_fast']}, grain {made['grain']}, array_record "
+                        f"{made['array_record']}; {args.shards} files per data set; Grain "
+                        f"ReadOptions {'num_threads=' + str(args.threads) if args.threads else 'default'}"
+                        ". Ratios >1: faster than that row.",
+                    )
+                )
             opts = dict(made, dataset=name, threads=args.threads, batch=args.batch)
             n = made["n_records"]
             for title, (cases, peers) in TABLES.items():
-                res = H.measure(H.select(cases, args.cases), opts, log_dir=C.log_dir(f"grain-{name}"),
-                                **H.timing_options(args))
+                res = H.measure(
+                    H.select(cases, args.cases),
+                    opts,
+                    log_dir=C.log_dir(f"grain-{name}"),
+                    **H.timing_options(args),
+                )
                 if not res:
                     continue
                 H.expect_records(res, n)
                 text, notes = H.table(res, _columns(n, peers))
-                md.append(H.section(f"{made['label']}: {title} ({n:,} records, TFRecord "
-                                    f"{made['file_bytes'] / 1e6:.1f} MB, ArrayRecord {made['ar_bytes'] / 1e6:.1f} MB)",
-                                    text, notes))
+                md.append(
+                    H.section(
+                        f"{made['label']}: {title} ({n:,} records, TFRecord "
+                        f"{made['file_bytes'] / 1e6:.1f} MB, ArrayRecord {made['ar_bytes'] / 1e6:.1f} MB)",
+                        text,
+                        notes,
+                    )
+                )
                 raw[f"{name}/{title}"] = H.raw(res)
     return H.emit(md, raw, args.markdown, args.json)
 

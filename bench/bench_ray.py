@@ -70,8 +70,9 @@ def _columns(dataset: str, n: int):
         return D.COLUMNS[dataset](n, spec["seed"]), spec["label"]
     cols = D.voc_columns(2 * n + 100, D.EXAMPLE_DATASETS["voc"]["seed"])
     keep = [i for i, row in enumerate(cols["image/object/class/label"]) if len(row) >= 2][:n]
-    return {k: ([v[i] for i in keep] if isinstance(v, list) else v[keep])
-            for k, v in cols.items()}, VOC2_LABEL
+    return {
+        k: ([v[i] for i in keep] if isinstance(v, list) else v[keep]) for k, v in cols.items()
+    }, VOC2_LABEL
 
 
 def write_shards(opts) -> dict:
@@ -87,8 +88,13 @@ def write_shards(opts) -> dict:
         part = {name: values[a:b] for name, values in cols.items()}
         D.write_tfrec_fast(os.path.join(directory, f"part-{k:05d}.tfrecords"), part, b - a, tfr)
     size = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
-    return {"dir": directory, "n_records": n, "file_bytes": size, "label": label,
-            "digest": digest(cols)}
+    return {
+        "dir": directory,
+        "n_records": n,
+        "file_bytes": size,
+        "label": label,
+        "digest": digest(cols),
+    }
 
 
 def digest(columns) -> dict:
@@ -133,21 +139,28 @@ def digest_mismatch(want: dict, got: dict) -> "str | None":
         return f"columns {sorted(got)}, expected {sorted(want)}"
     for name, (n, total, nb, byte_sum) in want.items():
         g = got[name]
-        if (g[0], g[2], g[3]) != (n, nb, byte_sum) or \
-                not math.isclose(g[1], total, rel_tol=1e-6, abs_tol=1e-3):
+        if (g[0], g[2], g[3]) != (n, nb, byte_sum) or not math.isclose(
+            g[1], total, rel_tol=1e-6, abs_tol=1e-3
+        ):
             return f"column {name!r}: {g}, expected {[n, total, nb, byte_sum]}"
     return None
 
 
 # ---- a cluster, a source, a body -----------------------------------------------------------------
 
+
 def _cluster(nodes: int):
     """This process's Ray: one node of 2 CPUs, or two nodes of 1 CPU (127.0.0.1 only)."""
     ray = H.need("ray")
     H.need("ray.data")
     if nodes == 1:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 _node_ip_address="127.0.0.1", object_store_memory=2 * NODE_STORE)
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            _node_ip_address="127.0.0.1",
+            object_store_memory=2 * NODE_STORE,
+        )
     else:
         from ray._private import ray_constants
         from ray.cluster_utils import Cluster
@@ -156,7 +169,9 @@ def _cluster(nodes: int):
         os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = "0"
         ray_constants.ENABLE_RAY_CLUSTER = False
         common = dict(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=NODE_STORE)
-        cluster = Cluster(initialize_head=True, head_node_args=dict(common, include_dashboard=False))
+        cluster = Cluster(
+            initialize_head=True, head_node_args=dict(common, include_dashboard=False)
+        )
         cluster.add_node(**common)
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False)
@@ -180,12 +195,20 @@ def _source(opts):
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-c", S3_SERVER, str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-c", S3_SERVER, str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     atexit.register(_stop, server)
-    fs = pafs.S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
-                           endpoint_override=f"127.0.0.1:{port}", scheme="http",
-                           allow_bucket_creation=True)
+    fs = pafs.S3FileSystem(
+        access_key="testing",
+        secret_key="testing",
+        region="us-east-1",
+        endpoint_override=f"127.0.0.1:{port}",
+        scheme="http",
+        allow_bucket_creation=True,
+    )
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -196,8 +219,10 @@ def _source(opts):
                 raise RuntimeError("moto's S3 server did not start") from None
             time.sleep(0.2)
     for name in sorted(os.listdir(opts.dir)):
-        with open(os.path.join(opts.dir, name), "rb") as f, \
-                fs.open_output_stream(f"{BUCKET}/data/{name}") as out:
+        with (
+            open(os.path.join(opts.dir, name), "rb") as f,
+            fs.open_output_stream(f"{BUCKET}/data/{name}") as out,
+        ):
             out.write(f.read())
     return f"{BUCKET}/data", fs
 
@@ -263,8 +288,11 @@ class _PeakStore:
 def _breakdown(ds) -> dict:
     """Seconds of the last run, summed over tasks, from Ray Data's stats."""
     summary = ds._get_stats_summary()
-    figures = {"blocks_s": "block_generation_time", "store_s": "block_serialization_time_s",
-               "held_s": "task_submission_backpressure_time"}
+    figures = {
+        "blocks_s": "block_generation_time",
+        "store_s": "block_serialization_time_s",
+        "held_s": "task_submission_backpressure_time",
+    }
     out = dict.fromkeys(figures, 0.0)
     out["tasks_s"] = 0.0
     for stats in [summary, *summary.parents]:
@@ -287,8 +315,10 @@ def _streaming(read, opts, info: str) -> H.Body:
         ds = read(path, filesystem=fs)
         with peak:
             try:
-                rows = sum(len(next(iter(b.values())))
-                           for b in ds.iter_batches(batch_size=BATCH, batch_format="numpy"))
+                rows = sum(
+                    len(next(iter(b.values())))
+                    for b in ds.iter_batches(batch_size=BATCH, batch_format="numpy")
+                )
             except Exception as error:  # Ray's own reader fails on mixed value counts
                 raise RayReadFailed(_cause(error)) from None
         last.update(_breakdown(ds), peak_store_mib=peak.peak / 2**20)
@@ -305,8 +335,12 @@ def _streaming(read, opts, info: str) -> H.Body:
         return digest_mismatch(opts.digest, got)
 
     topology = "1 node x 2 CPUs" if opts.nodes == 1 else "2 nodes x 1 CPU"
-    return H.Body(run, check=check, info=f"ray {ray.__version__}, {topology}, {opts.source}; "
-                  f"{info}", extras=lambda: dict(last))
+    return H.Body(
+        run,
+        check=check,
+        info=f"ray {ray.__version__}, {topology}, {opts.source}; {info}",
+        extras=lambda: dict(last),
+    )
 
 
 class RayReadFailed(Exception):
@@ -321,6 +355,7 @@ def _cause(error: Exception) -> str:
 
 
 # ---- cases ---------------------------------------------------------------------------------------
+
 
 def ray_tfrec_fast(opts):
     tray = H.need("tfrec_fast.ray")
@@ -366,11 +401,16 @@ def _in_process_split(directory: str) -> str:
     # Arrow building is what converting costs beyond parsing alone: a difference of two timings,
     # so it is given only where it stands out of their noise (a tenth of the conversion).
     arrow_s = convert_s - parse_s
-    arrow = f"{rows / arrow_s / 1e6:.2f}" if arrow_s > 0.1 * convert_s else \
-        "(within the noise of parsing)"
-    return (f"in one process, M rows/s: reading {rows / read_s / 1e6:.2f}, parsing "
-            f"{rows / parse_s / 1e6:.2f}, converting (parsing + Arrow) "
-            f"{rows / convert_s / 1e6:.2f}, building Arrow blocks {arrow}")
+    arrow = (
+        f"{rows / arrow_s / 1e6:.2f}"
+        if arrow_s > 0.1 * convert_s
+        else "(within the noise of parsing)"
+    )
+    return (
+        f"in one process, M rows/s: reading {rows / read_s / 1e6:.2f}, parsing "
+        f"{rows / parse_s / 1e6:.2f}, converting (parsing + Arrow) "
+        f"{rows / convert_s / 1e6:.2f}, building Arrow blocks {arrow}"
+    )
 
 
 def ray_data(opts):
@@ -381,8 +421,10 @@ def ray_data(opts):
     return _streaming(ray.data.read_tfrecords, opts, "ray.data.read_tfrecords(path) (TensorFlow)")
 
 
-CASES = [H.Case("tfrec_fast", "tfrec_fast.ray.read_tfrecords", ray_tfrec_fast),
-         H.Case("ray_data", "ray.data.read_tfrecords (TensorFlow)", ray_data)]
+CASES = [
+    H.Case("tfrec_fast", "tfrec_fast.ray.read_tfrecords", ray_tfrec_fast),
+    H.Case("ray_data", "ray.data.read_tfrecords (TensorFlow)", ray_data),
+]
 
 
 def _median_extra(key: str):
@@ -390,50 +432,87 @@ def _median_extra(key: str):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(ap, repeats=3, min_time=0.0)
     ap.set_defaults(timeout=600.0)  # Ray can hang when its workers fail to start
-    ap.add_argument("--datasets", default="mnist,voc2,voc",
-                    help="comma list: mnist, tutorial, voc, voc2 (VOC-like, 2+ objects each)")
+    ap.add_argument(
+        "--datasets",
+        default="mnist,voc2,voc",
+        help="comma list: mnist, tutorial, voc, voc2 (VOC-like, 2+ objects each)",
+    )
     ap.add_argument("--records", type=int, default=0, help="records per data set (0: its default)")
     ap.add_argument("--shards", type=int, default=8, help="files per data set")
     ap.add_argument("--sources", default="local,s3", help="comma list: local, s3")
     ap.add_argument("--nodes", default="1,2", help="comma list: 1 (one node), 2 (two nodes)")
     args = ap.parse_args(argv)
-    md = [C.header(args, f"{H.versions(['ray', 'tensorflow-cpu'])}. 'vs ray.data.read_tfrecords': "
-                         "how many times faster than Ray's own reader (>1 = faster), same "
-                         "topology and source. Ray 2.60 has no tfx_read_options path.")]
-    columns = [H.Versus("vs ray.data.read_tfrecords", "ray_data", target=30,
-                        mine=lambda r: r.name == "tfrec_fast"),
-               H.figure("peak store MiB", _median_extra("peak_store_mib"), ".0f"),
-               *(H.figure(h, _median_extra(k), ".2f") for h, k in (
-                   ("tasks s", "tasks_s"), ("blocks s", "blocks_s"), ("store s", "store_s"),
-                   ("held s", "held_s"), ("fetch s", "fetch_s"), ("format s", "format_s"))),
-               *H.timing(".3f")]
+    md = [
+        C.header(
+            args,
+            f"{H.versions(['ray', 'tensorflow-cpu'])}. 'vs ray.data.read_tfrecords': "
+            "how many times faster than Ray's own reader (>1 = faster), same "
+            "topology and source. Ray 2.60 has no tfx_read_options path.",
+        )
+    ]
+    columns = [
+        H.Versus(
+            "vs ray.data.read_tfrecords",
+            "ray_data",
+            target=30,
+            mine=lambda r: r.name == "tfrec_fast",
+        ),
+        H.figure("peak store MiB", _median_extra("peak_store_mib"), ".0f"),
+        *(
+            H.figure(h, _median_extra(k), ".2f")
+            for h, k in (
+                ("tasks s", "tasks_s"),
+                ("blocks s", "blocks_s"),
+                ("store s", "store_s"),
+                ("held s", "held_s"),
+                ("fetch s", "fetch_s"),
+                ("format s", "format_s"),
+            )
+        ),
+        *H.timing(".3f"),
+    ]
     raw, targets = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
-            made = H.call(write_shards, {"dir": tmp, "dataset": name, "records": args.records,
-                                         "shards": args.shards},
-                          log_dir=C.log_dir(f"ray-data-{name}"))
+            made = H.call(
+                write_shards,
+                {"dir": tmp, "dataset": name, "records": args.records, "shards": args.shards},
+                log_dir=C.log_dir(f"ray-data-{name}"),
+            )
             n = made["n_records"]
             for source in [s.strip() for s in args.sources.split(",") if s.strip()]:
                 for nodes in [int(k) for k in args.nodes.split(",") if k.strip()]:
                     where = f"{'1 node' if nodes == 1 else '2 nodes'}, {source}"
                     print(f"== ray {name}, {where}", file=sys.stderr)
-                    res = H.measure(H.select(CASES, args.cases),
-                                    {"dir": made["dir"], "source": source, "nodes": nodes,
-                                     "digest": made["digest"]},
-                                    log_dir=C.log_dir(f"ray-{name}-{source}-{nodes}"),
-                                    **H.timing_options(args))
+                    res = H.measure(
+                        H.select(CASES, args.cases),
+                        {
+                            "dir": made["dir"],
+                            "source": source,
+                            "nodes": nodes,
+                            "digest": made["digest"],
+                        },
+                        log_dir=C.log_dir(f"ray-{name}-{source}-{nodes}"),
+                        **H.timing_options(args),
+                    )
                     H.expect_records(res, n)
                     cols = [H.per_second("rows/s", n), *columns]
                     text, notes = H.table(res, cols, first="reader")
                     targets += H.targets(res, cols, f"{name}, {where}")
-                    md.append(H.section(f"{made['label']}, {where} ({n:,} records in "
-                                        f"{args.shards} files, {made['file_bytes'] / 1e6:.1f} "
-                                        "MB)", text, notes))
+                    md.append(
+                        H.section(
+                            f"{made['label']}, {where} ({n:,} records in "
+                            f"{args.shards} files, {made['file_bytes'] / 1e6:.1f} "
+                            "MB)",
+                            text,
+                            notes,
+                        )
+                    )
                     raw[f"{name}-{source}-{nodes}"] = H.raw(res)
     if targets:
         md.append(H.section("Targets (tfrec_fast ≥ 30x Ray's own reader)", "", targets))

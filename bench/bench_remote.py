@@ -40,16 +40,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 import _common as C
+import numpy as np
 from _common import harness as H
 
 SERVERS = C.BENCH_DIR.parent / "tests" / "_servers.py"
 SECTIONS = ("streaming", "planning", "s3")
-_MOTO = ("import sys; from moto.server import ThreadedMotoServer; "
-         "s = ThreadedMotoServer(ip_address='127.0.0.1', port=int(sys.argv[1]), verbose=False); "
-         "s.start(); print('ready', flush=True); sys.stdin.read()")
+_MOTO = (
+    "import sys; from moto.server import ThreadedMotoServer; "
+    "s = ThreadedMotoServer(ip_address='127.0.0.1', port=int(sys.argv[1]), verbose=False); "
+    "s.start(); print('ready', flush=True); sys.stdin.read()"
+)
 _HTTP = r"""
 import http.server, os, re, sys, time
 port, path, latency = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]) / 1000
@@ -82,9 +83,11 @@ server.serve_forever()
 LATENCIES_MS = (0, 20)
 BATCH = 256
 # name -> (label, smallest and largest record): each data set is --size-mb MB of records.
-DATASETS = {"large": ("75-125 KB records", 75_000, 125_000),
-            "small": ("0.5-1.5 KB records", 500, 1_500),
-            "tiny": ("64-256 B records", 64, 256)}
+DATASETS = {
+    "large": ("75-125 KB records", 75_000, 125_000),
+    "small": ("0.5-1.5 KB records", 500, 1_500),
+    "tiny": ("64-256 B records", 64, 256),
+}
 
 
 def free_port() -> int:
@@ -97,8 +100,13 @@ def free_port() -> int:
 def server(script: str, *args):
     """A server in its own process (so that it does not compete for a case's GIL): its port."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", script, str(port), *map(str, args)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(port), *map(str, args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         if proc.stdout.readline().strip() != "ready":
             raise RuntimeError("server did not start")
@@ -114,7 +122,7 @@ def make_records(size_mb: int, low: int, high: int, seed: int = 1):
     sizes = rng.integers(low, high + 1, size_mb * 2_000_000 // (low + high) + 1)
     data = rng.bytes(int(sizes.sum()))
     ends = np.cumsum(sizes)
-    return [data[e - n:e] for e, n in zip(ends.tolist(), sizes.tolist())]
+    return [data[e - n : e] for e, n in zip(ends.tolist(), sizes.tolist())]
 
 
 # ---- cases (opts: storage_options, files = [the s3:// URL], local = the same file on disk) -----------
@@ -139,7 +147,7 @@ def tfrecord_on_fsspec(opts):
     os.path.getsize pointed at the filesystem's (this process is the case's own)."""
     peer = H.need("tfrecord.reader")
     fs = _s3(opts)
-    path = opts.files[0][len("s3://"):]
+    path = opts.files[0][len("s3://") :]
 
     class _IO:
         open = staticmethod(lambda p, mode="rb": fs.open(p, mode))
@@ -149,8 +157,10 @@ def tfrecord_on_fsspec(opts):
             getsize = staticmethod(fs.size)
 
     peer.io, peer.os = _IO, _OS
-    return H.Body(lambda: sum(1 for _ in peer.tfrecord_iterator(path)), info=f"{H.versions(['tfrecord'])}, "
-                  "no CRC check")
+    return H.Body(
+        lambda: sum(1 for _ in peer.tfrecord_iterator(path)),
+        info=f"{H.versions(['tfrecord'])}, no CRC check",
+    )
 
 
 class RequestCounter:
@@ -163,6 +173,7 @@ class RequestCounter:
         async def counted(*args, **kwargs):
             self.count += 1
             return await inner(*args, **kwargs)
+
         fs._cat_file = counted
 
 
@@ -228,13 +239,27 @@ def tfrec_fast_write(opts):
 
 
 CAT = H.Case("cat", "fs.cat() (transport limit)", cat)
-SEQUENTIAL = [CAT, *H.READ_CASES[:2], H.Case("tfrecord", "tfrecord on fs.open()", tfrecord_on_fsspec)]
-BATCHES = [H.Case(f"get_batch_{ms}", f"get_batch(256): coalesced, concurrent; {ms} ms round trip", get_batch)
-           for ms in LATENCIES_MS]
-SINGLES = [H.Case(f"single_{ms}", f"reader[i] 256 times, one after another; {ms} ms round trip", one_by_one)
-           for ms in LATENCIES_MS]
-WRITE = [H.Case("pipe", "fs.pipe_file() of the bytes in memory (transport limit)", pipe_file),
-         H.Case("tfrec_fast_write", "tfrec_fast TFRecordWriter('s3://...')", tfrec_fast_write)]
+SEQUENTIAL = [
+    CAT,
+    *H.READ_CASES[:2],
+    H.Case("tfrecord", "tfrecord on fs.open()", tfrecord_on_fsspec),
+]
+BATCHES = [
+    H.Case(
+        f"get_batch_{ms}", f"get_batch(256): coalesced, concurrent; {ms} ms round trip", get_batch
+    )
+    for ms in LATENCIES_MS
+]
+SINGLES = [
+    H.Case(
+        f"single_{ms}", f"reader[i] 256 times, one after another; {ms} ms round trip", one_by_one
+    )
+    for ms in LATENCIES_MS
+]
+WRITE = [
+    H.Case("pipe", "fs.pipe_file() of the bytes in memory (transport limit)", pipe_file),
+    H.Case("tfrec_fast_write", "tfrec_fast TFRecordWriter('s3://...')", tfrec_fast_write),
+]
 
 
 # ---- streaming at link speed (opts: urls = the shards, one = the large object) -------------------
@@ -257,14 +282,22 @@ def cat_urls(opts):
 def read_urls(opts):
     tfr = H.need("tfrec_fast")
     urls = opts.urls if opts.case.endswith("many") else [opts.one]
-    return H.Body(H.counting(lambda: tfr.read_records(urls, num_threads=1)),
-                  info="both CRCs checked; ranges of 4 MiB, at most 64 MiB and 32 requests held")
+    return H.Body(
+        H.counting(lambda: tfr.read_records(urls, num_threads=1)),
+        info="both CRCs checked; ranges of 4 MiB, at most 64 MiB and 32 requests held",
+    )
 
 
-STREAMING = {"many": [H.Case("cat_many", "fs.cat(urls) (all shards at once)", cat_urls),
-                      H.Case("read_many", "tfrec_fast read_records(urls)", read_urls)],
-             "one": [H.Case("cat_one", "fs.cat(url)", cat_urls),
-                     H.Case("read_one", "tfrec_fast read_records(url)", read_urls)]}
+STREAMING = {
+    "many": [
+        H.Case("cat_many", "fs.cat(urls) (all shards at once)", cat_urls),
+        H.Case("read_many", "tfrec_fast read_records(urls)", read_urls),
+    ],
+    "one": [
+        H.Case("cat_one", "fs.cat(url)", cat_urls),
+        H.Case("read_one", "tfrec_fast read_records(url)", read_urls),
+    ],
+}
 
 
 # ---- planning: bytes and requests (opts: base = the server, files = {name: [paths]}) ------------
@@ -273,6 +306,7 @@ STREAMING = {"many": [H.Case("cat_many", "fs.cat(urls) (all shards at once)", ca
 def _stats(base: str, reset: bool = False) -> dict:
     import json
     import urllib.request
+
     with urllib.request.urlopen(f"{base}/{'_reset' if reset else '_stats'}") as answer:
         return json.loads(answer.read())
 
@@ -285,10 +319,17 @@ def _ddp(opts, pattern: str, caches, epochs: int = 1) -> int:
 
     n = 0
     for rank in range(2):
-        ds = TFRecordDataset(pattern, spec={"id": tfr.FixedLen((), "int64")}, batch_size=256,
-                             rank=rank, world_size=2, storage_options={"index_cache": caches[rank]})
-        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
-                                             multiprocessing_context="fork")
+        ds = TFRecordDataset(
+            pattern,
+            spec={"id": tfr.FixedLen((), "int64")},
+            batch_size=256,
+            rank=rank,
+            world_size=2,
+            storage_options={"index_cache": caches[rank]},
+        )
+        loader = torch.utils.data.DataLoader(
+            ds, batch_size=None, num_workers=2, multiprocessing_context="fork"
+        )
         for epoch in range(epochs):
             ds.set_epoch(epoch)
             n += sum(len(b["id"]) for b in loader)
@@ -298,6 +339,7 @@ def _ddp(opts, pattern: str, caches, epochs: int = 1) -> int:
 def plan_case(opts):
     """One planning case in a process of its own: {"bytes", "requests", "records"}."""
     import tempfile
+
     tfr = H.need("tfrec_fast")
     base, name = opts.base, opts.which
     caches = [tempfile.mkdtemp(prefix=f"tfrec-cache-{r}-") for r in range(2)]
@@ -311,32 +353,48 @@ def plan_case(opts):
         records = _ddp(opts, plain, caches)
     elif name == "indexed_dataset":
         from tfrec_fast.torch import IndexedTFRecordDataset
-        records = len(IndexedTFRecordDataset(plain, {"id": tfr.FixedLen((), "int64")},
-                                             storage_options={"index_cache": caches[0]}))
+
+        records = len(
+            IndexedTFRecordDataset(
+                plain, {"id": tfr.FixedLen((), "int64")}, storage_options={"index_cache": caches[0]}
+            )
+        )
     else:
         records = sum(info.index is not None for info in tfr.storage.describe(indexed))
     return {**_stats(base), "records": records}
 
 
-PLANNING = [("ddp_indexed", "DDP job, 2 ranks x 2 workers, .idx beside the shards", 1.10),
-            ("ddp_plain", "the same without indexes, each rank its own machine", 3.0),
-            ("ddp_second_epoch", "the same, the next job (counts in the index cache)", 1.0),
-            ("indexed_dataset", "IndexedTFRecordDataset without indexes (one scan)", 1.0),
-            ("describe", "storage.describe(glob): sizes, versions, indexes", 0.10)]
+PLANNING = [
+    ("ddp_indexed", "DDP job, 2 ranks x 2 workers, .idx beside the shards", 1.10),
+    ("ddp_plain", "the same without indexes, each rank its own machine", 3.0),
+    ("ddp_second_epoch", "the same, the next job (counts in the index cache)", 1.0),
+    ("indexed_dataset", "IndexedTFRecordDataset without indexes (one scan)", 1.0),
+    ("describe", "storage.describe(glob): sizes, versions, indexes", 0.10),
+]
 
 
 # ---- tables ------------------------------------------------------------------------------------------
 
 
 def sequential_columns(size):
-    return [H.per_second("MB/s", size / 1e6, ".0f"), H.Versus("of fs.cat()", "cat", suffix=""),
-            H.Versus("vs tfrecord", "tfrecord"), *H.timing(".2f")]
+    return [
+        H.per_second("MB/s", size / 1e6, ".0f"),
+        H.Versus("of fs.cat()", "cat", suffix=""),
+        H.Versus("vs tfrecord", "tfrecord"),
+        *H.timing(".2f"),
+    ]
 
 
 RANDOM_COLUMNS = [
-    H.Column("latency per 256 records", lambda r, _: f"{r.median * 1e3:.0f} ms median (max {max(r.times) * 1e3:.0f})"),
-    H.Column("range requests per 256 records",
-             lambda r, _: f"{np.median(r.extra['requests']):.0f} median, {max(r.extra['requests'])} max")]
+    H.Column(
+        "latency per 256 records",
+        lambda r, _: f"{r.median * 1e3:.0f} ms median (max {max(r.times) * 1e3:.0f})",
+    ),
+    H.Column(
+        "range requests per 256 records",
+        lambda r, _: f"{np.median(r.extra['requests']):.0f} median, {max(r.extra['requests'])} max",
+    ),
+]
 
 
 def streaming_tables(args, tmp) -> tuple[list[str], dict]:
@@ -345,25 +403,40 @@ def streaming_tables(args, tmp) -> tuple[list[str], dict]:
     root.mkdir()
     # Written by a process of its own: a child's peak RSS starts at its parent's RSS when it is
     # forked, so this process must never hold the data.
-    sizes, size = H.call(make_streaming_data, {"root": str(root), "shards": args.shards,
-                                               "shard_mb": args.shard_mb})
+    sizes, size = H.call(
+        make_streaming_data, {"root": str(root), "shards": args.shards, "shard_mb": args.shard_mb}
+    )
     md, raw = [], {}
     with http_server(root, args.latency_ms, args.bandwidth_mb) as base:
-        opts = {"urls": [f"{base}/part-{k:05d}.tfrecord" for k in range(args.shards)],
-                "one": f"{base}/one.tfrecord"}
-        for which, total, what in (("many", sizes, f"{args.shards} shards of {args.shard_mb} MB"),
-                                   ("one", size, f"one object of {size / 1e6:.0f} MB")):
+        opts = {
+            "urls": [f"{base}/part-{k:05d}.tfrecord" for k in range(args.shards)],
+            "one": f"{base}/one.tfrecord",
+        }
+        for which, total, what in (
+            ("many", sizes, f"{args.shards} shards of {args.shard_mb} MB"),
+            ("one", size, f"one object of {size / 1e6:.0f} MB"),
+        ):
             cases = H.select(STREAMING[which], args.cases)
             log = C.log_dir(f"remote-streaming-{which}")
             res = H.measure(cases, opts, log_dir=log, **dict(H.timing_options(args), min_time=0))
             rss = {r.name: r for r in H.measure_rss(cases, opts, log_dir=log)}
-            columns = [H.per_second("MB/s", total / 1e6, ".0f"),
-                       H.Versus("of fs.cat()", f"cat_{which}", target=0.8, suffix="x",
-                                mine=lambda r: r.name.startswith("read_")),
-                       H.Column("peak RSS", lambda r, _: _rss(rss.get(r.name))), *H.timing(".2f")]
-            title = (f"Streaming {what} ({total / 1e6:.0f} MB, ~100 KB records) over HTTP: "
-                     f"{args.latency_ms:g} ms before each answer, {args.bandwidth_mb:g} MB/s per "
-                     f"connection (median of {args.repeats})")
+            columns = [
+                H.per_second("MB/s", total / 1e6, ".0f"),
+                H.Versus(
+                    "of fs.cat()",
+                    f"cat_{which}",
+                    target=0.8,
+                    suffix="x",
+                    mine=lambda r: r.name.startswith("read_"),
+                ),
+                H.Column("peak RSS", lambda r, _: _rss(rss.get(r.name))),  # noqa: B023 (used now)
+                *H.timing(".2f"),
+            ]
+            title = (
+                f"Streaming {what} ({total / 1e6:.0f} MB, ~100 KB records) over HTTP: "
+                f"{args.latency_ms:g} ms before each answer, {args.bandwidth_mb:g} MB/s per "
+                f"connection (median of {args.repeats})"
+            )
             text, lines = H.table(res, columns, first="reader")
             md.append(H.section(title, text, lines + H.targets(res, columns, f"streaming {which}")))
             raw[f"streaming_{which}"] = {"time": H.raw(res), "rss": H.raw(list(rss.values()))}
@@ -384,36 +457,58 @@ def planning_tables(args, tmp) -> tuple[list[str], dict]:
     """Bytes and requests the server counts for each planning case, over the same shards with
     and without index files beside them."""
     root = Path(tmp) / "planning"
-    data = H.call(make_planning_data, {"root": str(root), "shards": args.shards,
-                                       "plan_mb": args.plan_mb})
+    data = H.call(
+        make_planning_data, {"root": str(root), "shards": args.shards, "plan_mb": args.plan_mb}
+    )
     rows, raw = [], {}
     with http_server(root, args.latency_ms, args.bandwidth_mb) as base:
         for name, label, target in PLANNING:
             if args.cases and name not in args.cases.split(","):
                 continue
             try:
-                got = H.call(plan_case, {"base": base, "which": name},
-                             log_dir=C.log_dir("remote-planning"))
+                got = H.call(
+                    plan_case, {"base": base, "which": name}, log_dir=C.log_dir("remote-planning")
+                )
             except (H.Skip, RuntimeError) as error:
                 rows.append([label, "—", "—", f"not run: {error}"])
                 continue
             raw[name] = got
             ratio = got["bytes"] / data
-            rows.append([label, f"{got['bytes'] / 1e6:.1f} MB = {ratio:.3f}x", str(got["requests"]),
-                         f"{'✅' if ratio <= target else '❌'} ≤ {target:g}x"])
-    title = (f"Planning: bytes and requests the server counted, {args.shards} shards, "
-             f"{data / 1e6:.0f} MB of Examples (~1 KB records)")
+            rows.append(
+                [
+                    label,
+                    f"{got['bytes'] / 1e6:.1f} MB = {ratio:.3f}x",
+                    str(got["requests"]),
+                    f"{'✅' if ratio <= target else '❌'} ≤ {target:g}x",
+                ]
+            )
+    title = (
+        f"Planning: bytes and requests the server counted, {args.shards} shards, "
+        f"{data / 1e6:.0f} MB of Examples (~1 KB records)"
+    )
     text = H.md_table(["case", "bytes fetched (x the data)", "requests", "target"], rows)
-    return [H.section(title, text, ["Each case in a fresh process with fresh index caches "
-                                    "(the second-epoch row ran a first job before counting)."])], raw
+    return [
+        H.section(
+            title,
+            text,
+            [
+                "Each case in a fresh process with fresh index caches "
+                "(the second-epoch row ran a first job before counting)."
+            ],
+        )
+    ], raw
 
 
 def make_streaming_data(opts) -> tuple:
     """The shards and the one large object: (bytes of the shards, bytes of the object)."""
     root = Path(opts.root)
-    sizes = sum(write_file(root / f"part-{k:05d}.tfrecord", opts.shard_mb, *DATASETS["large"][1:], seed=k)
-                for k in range(opts.shards))
-    return sizes, write_file(root / "one.tfrecord", opts.shards * opts.shard_mb, *DATASETS["large"][1:], seed=99)
+    sizes = sum(
+        write_file(root / f"part-{k:05d}.tfrecord", opts.shard_mb, *DATASETS["large"][1:], seed=k)
+        for k in range(opts.shards)
+    )
+    return sizes, write_file(
+        root / "one.tfrecord", opts.shards * opts.shard_mb, *DATASETS["large"][1:], seed=99
+    )
 
 
 def make_planning_data(opts) -> int:
@@ -444,17 +539,33 @@ def write_examples(path: Path, size_mb: int, seed: int) -> int:
     n = size_mb * 1000
     rng = np.random.default_rng(seed)
     with tfr.TFRecordWriter(str(path)) as writer:
-        writer.write_examples({"id": np.arange(n) + seed * 10_000_000,
-                               "payload": [b"p" * int(k) for k in rng.integers(500, 1500, n)]})
+        writer.write_examples(
+            {
+                "id": np.arange(n) + seed * 10_000_000,
+                "payload": [b"p" * int(k) for k in rng.integers(500, 1500, n)],
+            }
+        )
     return os.path.getsize(path)
 
 
 @contextlib.contextmanager
 def http_server(root: Path, latency_ms: float, bandwidth_mb: float):
     """tests/_servers.py serving ``root`` in its own process: its base URL."""
-    proc = subprocess.Popen([sys.executable, str(SERVERS), str(root), "--latency-ms", str(latency_ms),
-                             "--bandwidth-mb", str(bandwidth_mb)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(SERVERS),
+            str(root),
+            "--latency-ms",
+            str(latency_ms),
+            "--bandwidth-mb",
+            str(bandwidth_mb),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = proc.stdout.readline().split()
         if line[:1] != ["ready"]:
@@ -474,25 +585,36 @@ def s3_tables(args, options, tmp) -> tuple[list[str], dict]:
         url, local, records = upload(fs, tmp, name, make_records(args.size_mb, low, high))
         size = os.path.getsize(local)
         opts = dict(H.read_options([url], storage_options=options), local=local)
-        res = H.measure(H.select(SEQUENTIAL, args.cases), opts, log_dir=C.log_dir(f"remote-{name}"), **timing)
+        res = H.measure(
+            H.select(SEQUENTIAL, args.cases), opts, log_dir=C.log_dir(f"remote-{name}"), **timing
+        )
         H.expect_records(res, len(records), exempt=["cat"])
         title = f"Sequential read: {size / 1e6:.0f} MB object, {len(records):,} {label} (median of {args.repeats})"
         md.append(H.section(title, *H.table(res, sequential_columns(size), first="reader")))
         raw[f"sequential_{name}"] = H.raw(res)
         fs.rm(url)
 
-    url, local, records = upload(fs, tmp, "data", make_records(args.size_mb, *DATASETS["large"][1:]))
+    url, local, records = upload(
+        fs, tmp, "data", make_records(args.size_mb, *DATASETS["large"][1:])
+    )
     size = os.path.getsize(local)
     with contextlib.ExitStack() as stack:
-        urls = {str(ms): f"http://127.0.0.1:{stack.enter_context(server(_HTTP, local, ms))}/data.tfrecord"
-                for ms in LATENCIES_MS}
+        urls = {
+            str(
+                ms
+            ): f"http://127.0.0.1:{stack.enter_context(server(_HTTP, local, ms))}/data.tfrecord"
+            for ms in LATENCIES_MS
+        }
         opts = {"urls": urls, "local": local}
         log = C.log_dir("remote-random")
-        res = (H.measure(H.select(BATCHES, args.cases), opts, log_dir=log, **dict(timing, repeats=args.batches))
-               + H.measure(H.select(SINGLES, args.cases), opts, log_dir=log, **timing))
+        res = H.measure(
+            H.select(BATCHES, args.cases), opts, log_dir=log, **dict(timing, repeats=args.batches)
+        ) + H.measure(H.select(SINGLES, args.cases), opts, log_dir=log, **timing)
     H.expect_records(res, BATCH)
-    title = (f"Random access: 256 random records of the {size / 1e6:.0f} MB object ({len(records):,} records), "
-             f"HTTP server with Range support (get_batch: {args.batches} batches; reader[i]: {args.repeats} x 256)")
+    title = (
+        f"Random access: 256 random records of the {size / 1e6:.0f} MB object ({len(records):,} records), "
+        f"HTTP server with Range support (get_batch: {args.batches} batches; reader[i]: {args.repeats} x 256)"
+    )
     md.append(H.section(title, *H.table(res, RANDOM_COLUMNS, first="how")))
     raw["random_access"] = H.raw(res)
 
@@ -500,8 +622,19 @@ def s3_tables(args, options, tmp) -> tuple[list[str], dict]:
     res = H.measure(H.select(WRITE, args.cases), opts, log_dir=C.log_dir("remote-write"), **timing)
     H.expect_records(res, len(records), exempt=["pipe"])
     title = f"Write: {size / 1e6:.0f} MB (median of {args.repeats})"
-    md.append(H.section(title, *H.table(res, [H.per_second("MB/s", size / 1e6, ".0f"),
-                                                  H.Versus("of fs.pipe_file()", "pipe", suffix="")], first="writer")))
+    md.append(
+        H.section(
+            title,
+            *H.table(
+                res,
+                [
+                    H.per_second("MB/s", size / 1e6, ".0f"),
+                    H.Versus("of fs.pipe_file()", "pipe", suffix=""),
+                ],
+                first="writer",
+            ),
+        )
+    )
     raw["write"] = H.raw(res)
     return md, raw
 
@@ -520,12 +653,16 @@ def environment() -> str:
     from tfrec_fast.index import RANGE_MAX_GAP
     from tfrec_fast.storage import DEFAULTS
 
-    return "\n".join([*(f"- {line}" for line in H.machine()),
-                      f"- {H.versions(['tfrec_fast', 'fsspec', 's3fs', 'aiohttp', 'moto', 'aiobotocore', 'torch', 'tfrecord'])}",
-                      f"- The servers run on the same CPUs. Streaming: ranges of {DEFAULTS.range_size >> 20} MiB, at most "
-                      f"{DEFAULTS.read_ahead >> 20} MiB and {DEFAULTS.concurrency} requests held (the defaults); random "
-                      f"access: ranges within {RANGE_MAX_GAP >> 10} KiB coalesced, up to {DEFAULTS.concurrency} requests "
-                      "in flight"])
+    return "\n".join(
+        [
+            *(f"- {line}" for line in H.machine()),
+            f"- {H.versions(['tfrec_fast', 'fsspec', 's3fs', 'aiohttp', 'moto', 'aiobotocore', 'torch', 'tfrecord'])}",
+            f"- The servers run on the same CPUs. Streaming: ranges of {DEFAULTS.range_size >> 20} MiB, at most "
+            f"{DEFAULTS.read_ahead >> 20} MiB and {DEFAULTS.concurrency} requests held (the defaults); random "
+            f"access: ranges within {RANGE_MAX_GAP >> 10} KiB coalesced, up to {DEFAULTS.concurrency} requests "
+            "in flight",
+        ]
+    )
 
 
 NOTES = """Reading the numbers:
@@ -553,17 +690,33 @@ NOTES = """Reading the numbers:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(parser, repeats=3, min_time=0)
-    parser.add_argument("--repeat", type=int, dest="repeats", default=argparse.SUPPRESS, help="the same as --repeats")
-    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        dest="repeats",
+        default=argparse.SUPPRESS,
+        help="the same as --repeats",
+    )
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}"
+    )
     parser.add_argument("--shards", type=int, default=6, help="streaming and planning: shards")
     parser.add_argument("--shard-mb", type=int, default=24, help="streaming: MB per shard")
     parser.add_argument("--plan-mb", type=int, default=4, help="planning: MB per shard")
-    parser.add_argument("--latency-ms", type=float, default=20.0, help="HTTP server: before each answer")
-    parser.add_argument("--bandwidth-mb", type=float, default=40.0, help="HTTP server: MB/s per connection")
+    parser.add_argument(
+        "--latency-ms", type=float, default=20.0, help="HTTP server: before each answer"
+    )
+    parser.add_argument(
+        "--bandwidth-mb", type=float, default=40.0, help="HTTP server: MB/s per connection"
+    )
     parser.add_argument("--size-mb", type=int, default=200, help="s3: MB per data set")
-    parser.add_argument("--batches", type=int, default=20, help="s3: get_batch(256) calls measured per latency")
+    parser.add_argument(
+        "--batches", type=int, default=20, help="s3: get_batch(256) calls measured per latency"
+    )
     args = parser.parse_args(argv)
     sections = args.sections.split(",")
     md, raw = [], {}
@@ -576,8 +729,11 @@ def main(argv=None) -> int:
             md, raw = md + part, {**raw, **data}
         if "s3" in sections:
             with server(_MOTO) as port:
-                part, data = s3_tables(args, {"endpoint_url": f"http://127.0.0.1:{port}", "key": "bench",
-                                              "secret": "bench"}, tmp)
+                part, data = s3_tables(
+                    args,
+                    {"endpoint_url": f"http://127.0.0.1:{port}", "key": "bench", "secret": "bench"},
+                    tmp,
+                )
             md, raw = md + part, {**raw, **data}
     section = f"{environment()}\n- {H.method(args)}\n\n" + "\n".join(md) + f"\n{NOTES}"
     return H.emit([section], raw, args.markdown, args.json)

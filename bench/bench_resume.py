@@ -33,9 +33,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import _common as C
+import numpy as np
 from _common import harness as H
 
 FEATURE_WIDTH = 16
@@ -53,6 +52,7 @@ def shard_paths(records: int, shards: int):
 def make_data(records: int, shards: int) -> list:
     """The shards and their indexes (written once, untimed)."""
     import tfrec_fast as tfr
+
     paths = shard_paths(records, shards)
     paths[0].parent.mkdir(parents=True, exist_ok=True)
     bounds = np.linspace(0, records, shards + 1).astype(np.int64)
@@ -64,13 +64,14 @@ def make_data(records: int, shards: int) -> list:
         x = np.random.default_rng(k).random((len(ids), FEATURE_WIDTH), dtype=np.float32)
         with tfr.TFRecordWriter(str(path)) as writer:
             for a in range(0, len(ids), 65536):
-                writer.write_examples({"id": ids[a:a + 65536], "x": x[a:a + 65536]})
+                writer.write_examples({"id": ids[a : a + 65536], "x": x[a : a + 65536]})
         tfr.create_index(str(path), str(index))
     return [str(p) for p in paths]
 
 
 def _spec():
     import tfrec_fast as tfr
+
     return {"id": tfr.FixedLen((), "int64"), "x": tfr.FixedLen((FEATURE_WIDTH,), "float32")}
 
 
@@ -103,8 +104,7 @@ def _setup(opts, shuffled: bool, resumed: bool, stateless: bool = False) -> H.Bo
         return Stateless(ds) if stateless else ds
 
     def loader(ds):
-        return stateful.StatefulDataLoader(ds, batch_size=opts.batch_size,
-                                           num_workers=opts.workers)
+        return stateful.StatefulDataLoader(ds, batch_size=opts.batch_size, num_workers=opts.workers)
 
     state, expected = None, None
     if resumed:  # untimed: a run to --at of the epoch, its state, and the batch that follows
@@ -136,8 +136,11 @@ def _setup(opts, shuffled: bool, resumed: bool, stateless: bool = False) -> H.Bo
         dl = loader(dataset())
         dl.load_state_dict(state)
         got = next(iter(dl))["id"].tolist()
-        return None if got == expected else "the first batch after the resume is not the one " \
-                                             "the uninterrupted run gave"
+        return (
+            None
+            if got == expected
+            else "the first batch after the resume is not the one the uninterrupted run gave"
+        )
 
     what = f"shuffle_buffer={kw['shuffle_buffer']}, batch {opts.batch_size}, {opts.workers} workers"
     if resumed:
@@ -175,7 +178,9 @@ CASES = [
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(ap, repeats=5, min_time=0.0)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--shards", type=int, default=4)
@@ -186,15 +191,29 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     H.need("tfrec_fast")
     files = make_data(args.records, args.shards)
-    md = [C.header(args, "Time from making the dataset and a StatefulDataLoader to its first "
-                         "batch (DataLoader workers started in the timed region).")]
-    opts = {"files": files, "records": args.records, "batch_size": args.batch_size,
-            "workers": args.workers, "at": args.at, "shuffle_buffer": args.shuffle_buffer}
-    res = H.measure(H.select(CASES, args.cases), opts, log_dir=C.log_dir("resume"),
-                    **H.timing_options(args))
+    md = [
+        C.header(
+            args,
+            "Time from making the dataset and a StatefulDataLoader to its first "
+            "batch (DataLoader workers started in the timed region).",
+        )
+    ]
+    opts = {
+        "files": files,
+        "records": args.records,
+        "batch_size": args.batch_size,
+        "workers": args.workers,
+        "at": args.at,
+        "shuffle_buffer": args.shuffle_buffer,
+    }
+    res = H.measure(
+        H.select(CASES, args.cases), opts, log_dir=C.log_dir("resume"), **H.timing_options(args)
+    )
     columns = [H.Versus("vs fallback", "fallback"), H.Versus("vs fresh", "fresh"), *H.timing()]
-    title = (f"Resuming: first batch, {args.records:,} records in {args.shards} shards, batches of "
-             f"{args.batch_size}, num_workers={args.workers}")
+    title = (
+        f"Resuming: first batch, {args.records:,} records in {args.shards} shards, batches of "
+        f"{args.batch_size}, num_workers={args.workers}"
+    )
     md.append(H.section(title, *H.table(res, columns, first="case")))
     return H.emit(md, {"resume": H.raw(res)}, args.markdown, args.json, [])
 

@@ -65,13 +65,26 @@ from _common import harness as H
 
 DATA = C.DATA_DIR / "tfds"
 DATASETS = {
-    "bench_mnist": dict(n=60_000, shape=(28, 28, 1), fmt="png", classes=10,
-                        label="60,000 MNIST-like examples: 28x28x1 PNG + label"),
-    "bench_photos": dict(n=4_000, shape=(128, 128, 3), fmt="jpeg", classes=100,
-                         label="4,000 photo-like examples: 128x128x3 JPEG + label"),
-    "bench_rlds": dict(n=200, rlds=True,
-                       label="RLDS episodes of 20 to 80 steps: 64x64x3 JPEG + 32x32x3 PNG, "
-                             "state, action, language per step"),
+    "bench_mnist": dict(
+        n=60_000,
+        shape=(28, 28, 1),
+        fmt="png",
+        classes=10,
+        label="60,000 MNIST-like examples: 28x28x1 PNG + label",
+    ),
+    "bench_photos": dict(
+        n=4_000,
+        shape=(128, 128, 3),
+        fmt="jpeg",
+        classes=100,
+        label="4,000 photo-like examples: 128x128x3 JPEG + label",
+    ),
+    "bench_rlds": dict(
+        n=200,
+        rlds=True,
+        label="RLDS episodes of 20 to 80 steps: 64x64x3 JPEG + 32x32x3 PNG, "
+        "state, action, language per step",
+    ),
 }
 RLDS_STEPS = (20, 80)  # steps per episode, uniform
 SHARDS = 8
@@ -79,6 +92,7 @@ VERSION = "1.0.0"
 
 
 # ---- data ---------------------------------------------------------------------------------------
+
 
 def _images(name: str, spec: dict):
     """(encoded image, label) for each example, seeded: smooth noise (so JPEG stays realistic)."""
@@ -93,8 +107,9 @@ def _images(name: str, spec: dict):
         small = rng.integers(0, 256, (h // 4 + 1, w // 4 + 1, c), dtype=np.uint8)
         pixels = np.repeat(np.repeat(small, 4, axis=0), 4, axis=1)[:h, :w]
         pixels = (pixels.astype(np.int16) + rng.integers(-8, 9, pixels.shape)).clip(0, 255)
-        image = Image.fromarray(pixels.astype(np.uint8).squeeze(-1) if c == 1 else
-                                pixels.astype(np.uint8))
+        image = Image.fromarray(
+            pixels.astype(np.uint8).squeeze(-1) if c == 1 else pixels.astype(np.uint8)
+        )
         out = io.BytesIO()
         image.save(out, format=spec["fmt"].upper(), **({"quality": 90} if c == 3 else {}))
         yield out.getvalue(), i % spec["classes"]
@@ -111,9 +126,15 @@ def build(opts) -> str:
     spec = DATASETS[name]
 
     def _info(self):
-        return tfds.core.DatasetInfo(builder=self, features=tfds.features.FeaturesDict({
-            "image": tfds.features.Image(shape=spec["shape"], encoding_format=spec["fmt"]),
-            "label": tfds.features.ClassLabel(num_classes=spec["classes"])}))
+        return tfds.core.DatasetInfo(
+            builder=self,
+            features=tfds.features.FeaturesDict(
+                {
+                    "image": tfds.features.Image(shape=spec["shape"], encoding_format=spec["fmt"]),
+                    "label": tfds.features.ClassLabel(num_classes=spec["classes"]),
+                }
+            ),
+        )
 
     def _split_generators(self, dl_manager):
         return {"train": self._generate_examples()}
@@ -124,17 +145,24 @@ def build(opts) -> str:
 
     # The class name makes the dataset's name (BenchMnist -> bench_mnist).
     camel = "".join(part.title() for part in name.split("_"))
-    Builder = type(camel, (tfds.core.GeneratorBasedBuilder,), dict(
-        VERSION=tfds.core.Version(VERSION), _info=_info, _split_generators=_split_generators,
-        _generate_examples=_generate_examples))
+    Builder = type(
+        camel,
+        (tfds.core.GeneratorBasedBuilder,),
+        dict(
+            VERSION=tfds.core.Version(VERSION),
+            _info=_info,
+            _split_generators=_split_generators,
+            _generate_examples=_generate_examples,
+        ),
+    )
     builder = Builder(data_dir=str(DATA))
-    builder.download_and_prepare(
-        download_config=tfds.download.DownloadConfig(num_shards=SHARDS))
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(num_shards=SHARDS))
     return str(path)
 
 
 def _rlds_lengths(n: int) -> list:
     import numpy as np
+
     return np.random.default_rng(7).integers(RLDS_STEPS[0], RLDS_STEPS[1] + 1, n).tolist()
 
 
@@ -151,24 +179,34 @@ def build_rlds(opts) -> str:
     camera = DATASETS["bench_photos"]
 
     def _info(self):
-        return tfds.core.DatasetInfo(builder=self, features=F.FeaturesDict({
-            "steps": F.Dataset({
-                "observation": {
-                    "image": F.Image(shape=(64, 64, 3), encoding_format="jpeg"),
-                    "wrist_image": F.Image(shape=(32, 32, 3), encoding_format="png"),
-                    "state": F.Tensor(shape=(8,), dtype=np.float32),
-                },
-                "action": F.Tensor(shape=(7,), dtype=np.float32),
-                "reward": F.Scalar(dtype=np.float32),
-                "discount": F.Scalar(dtype=np.float32),
-                "is_first": F.Scalar(dtype=np.bool_),
-                "is_last": F.Scalar(dtype=np.bool_),
-                "is_terminal": F.Scalar(dtype=np.bool_),
-                "language_instruction": F.Text(),
-                "language_embedding": F.Tensor(shape=(16,), dtype=np.float32),
-            }),
-            "episode_metadata": {"file_path": F.Text(), "episode_id": F.Scalar(dtype=np.int64)},
-        }))
+        return tfds.core.DatasetInfo(
+            builder=self,
+            features=F.FeaturesDict(
+                {
+                    "steps": F.Dataset(
+                        {
+                            "observation": {
+                                "image": F.Image(shape=(64, 64, 3), encoding_format="jpeg"),
+                                "wrist_image": F.Image(shape=(32, 32, 3), encoding_format="png"),
+                                "state": F.Tensor(shape=(8,), dtype=np.float32),
+                            },
+                            "action": F.Tensor(shape=(7,), dtype=np.float32),
+                            "reward": F.Scalar(dtype=np.float32),
+                            "discount": F.Scalar(dtype=np.float32),
+                            "is_first": F.Scalar(dtype=np.bool_),
+                            "is_last": F.Scalar(dtype=np.bool_),
+                            "is_terminal": F.Scalar(dtype=np.bool_),
+                            "language_instruction": F.Text(),
+                            "language_embedding": F.Tensor(shape=(16,), dtype=np.float32),
+                        }
+                    ),
+                    "episode_metadata": {
+                        "file_path": F.Text(),
+                        "episode_id": F.Scalar(dtype=np.int64),
+                    },
+                }
+            ),
+        )
 
     def _split_generators(self, dl_manager):
         return {"train": self._generate_examples()}
@@ -181,23 +219,44 @@ def build_rlds(opts) -> str:
         wrist = [image for image, _ in wrists]
         for e, length in enumerate(_rlds_lengths(n)):
             embedding = rng.standard_normal(16).astype(np.float32)
-            steps = [{"observation": {"image": images[(e + t) % 64],
-                                      "wrist_image": wrist[(e * 7 + t) % 64],
-                                      "state": rng.standard_normal(8).astype(np.float32)},
-                      "action": rng.uniform(-1, 1, 7).astype(np.float32),
-                      "reward": np.float32(t == length - 1), "discount": np.float32(1),
-                      "is_first": t == 0, "is_last": t == length - 1,
-                      "is_terminal": t == length - 1, "language_instruction": "pick up the cup",
-                      "language_embedding": embedding} for t in range(length)]
-            yield e, {"steps": steps,
-                      "episode_metadata": {"file_path": f"episode_{e}", "episode_id": e}}
+            steps = [
+                {
+                    "observation": {
+                        "image": images[(e + t) % 64],
+                        "wrist_image": wrist[(e * 7 + t) % 64],
+                        "state": rng.standard_normal(8).astype(np.float32),
+                    },
+                    "action": rng.uniform(-1, 1, 7).astype(np.float32),
+                    "reward": np.float32(t == length - 1),
+                    "discount": np.float32(1),
+                    "is_first": t == 0,
+                    "is_last": t == length - 1,
+                    "is_terminal": t == length - 1,
+                    "language_instruction": "pick up the cup",
+                    "language_embedding": embedding,
+                }
+                for t in range(length)
+            ]
+            yield (
+                e,
+                {
+                    "steps": steps,
+                    "episode_metadata": {"file_path": f"episode_{e}", "episode_id": e},
+                },
+            )
 
-    Builder = type("BenchRlds", (tfds.core.GeneratorBasedBuilder,), dict(
-        VERSION=tfds.core.Version(version), _info=_info, _split_generators=_split_generators,
-        _generate_examples=_generate_examples))
+    Builder = type(
+        "BenchRlds",
+        (tfds.core.GeneratorBasedBuilder,),
+        dict(
+            VERSION=tfds.core.Version(version),
+            _info=_info,
+            _split_generators=_split_generators,
+            _generate_examples=_generate_examples,
+        ),
+    )
     builder = Builder(data_dir=str(DATA))
-    builder.download_and_prepare(
-        download_config=tfds.download.DownloadConfig(num_shards=SHARDS))
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(num_shards=SHARDS))
     return str(path)
 
 
@@ -210,6 +269,7 @@ def expected(name: str, episodes: int = 0) -> tuple:
 
 
 # ---- cases (opts: name, path = the prepared directory, expected = (examples, label sum)) ----------
+
 
 def _image_sum(image) -> int:
     """What a case adds up of one image: the pixels of its first row, or its encoded bytes."""
@@ -242,8 +302,9 @@ def tfds_load(opts) -> H.Body:
     tf, tfds = H.need("tensorflow"), H.need("tensorflow_datasets")
     tf.config.set_visible_devices([], "GPU")
     decoders = {"image": tfds.decode.SkipDecoding()} if opts.case == "tfds_skip" else None
-    ds = tfds.as_numpy(tfds.load(opts.name, split="train", data_dir=str(DATA), decoders=decoders,
-                                 download=False))
+    ds = tfds.as_numpy(
+        tfds.load(opts.name, split="train", data_dir=str(DATA), decoders=decoders, download=False)
+    )
     return _epochs(opts, lambda: ds, f"tensorflow-datasets {tfds.__version__}, TF {tf.__version__}")
 
 
@@ -258,16 +319,21 @@ def tfrec_get_batch(opts) -> H.Body:
     split = tfds.open(opts.path)["train"]
     split.get_batch(np.arange(len(split)))  # builds (or loads) the shard indexes, untimed
     order = np.random.default_rng(0).permutation(len(split))
-    batches = [order[i:i + 256] for i in range(0, len(order), 256)]
-    return _epochs(opts, lambda: itertools.chain.from_iterable(map(split.get_batch, batches)),
-                   f"{len(batches)} calls, each example once")
+    batches = [order[i : i + 256] for i in range(0, len(order), 256)]
+    return _epochs(
+        opts,
+        lambda: itertools.chain.from_iterable(map(split.get_batch, batches)),
+        f"{len(batches)} calls, each example once",
+    )
 
 
 # ---- RLDS cases (opts also: expected = (episodes, steps, is_last sum)) ----------------------------
 
+
 def _action_bits(action) -> int:
     """The float32 bit patterns of actions summed as integers: exact in any order."""
     import numpy as np
+
     return int(np.asarray(action, dtype=np.float32).view(np.int32).sum(dtype=np.int64))
 
 
@@ -323,19 +389,27 @@ def rlds_tfds(opts) -> H.Body:
     tf, tfds = H.need("tensorflow"), H.need("tensorflow_datasets")
     tf.config.set_visible_devices([], "GPU")
     skip = tfds.decode.SkipDecoding()
-    decoders = ({"steps": {"observation": {"image": skip, "wrist_image": skip}}}
-                if opts.case == "tfds_skip" else None)
-    ds = tfds.as_numpy(tfds.builder_from_directory(opts.path).as_dataset(
-        split="train", decoders=decoders))
-    return _episodes(opts, lambda: ds, f"tensorflow-datasets {tfds.__version__}, "
-                                       f"TF {tf.__version__}")
+    decoders = (
+        {"steps": {"observation": {"image": skip, "wrist_image": skip}}}
+        if opts.case == "tfds_skip"
+        else None
+    )
+    ds = tfds.as_numpy(
+        tfds.builder_from_directory(opts.path).as_dataset(split="train", decoders=decoders)
+    )
+    return _episodes(
+        opts, lambda: ds, f"tensorflow-datasets {tfds.__version__}, TF {tf.__version__}"
+    )
 
 
 def rlds_tfrec(opts) -> H.Body:
     tfds = H.need("tfrec_fast.tfds")
     columns = opts.case == "tfrec_columns"
-    split = tfds.open(opts.path, decode_images=opts.case != "tfrec_bytes",
-                      nested="columns" if columns else "steps")["train"]
+    split = tfds.open(
+        opts.path,
+        decode_images=opts.case != "tfrec_bytes",
+        nested="columns" if columns else "steps",
+    )["train"]
     return _episodes(opts, lambda: split, "", columns)
 
 
@@ -356,21 +430,30 @@ def rlds_steps(opts) -> H.Body:
             last += bool(item["steps"]["is_last"])
             sums.step(item["steps"], item["step_index"] == 0)
         if (len(seen), n, last) != (episodes, total, ends):  # (no empty episodes here)
-            raise AssertionError(f"(episodes, steps, is_last) {(len(seen), n, last)}, "
-                                 f"expected {(episodes, total, ends)}")
+            raise AssertionError(
+                f"(episodes, steps, is_last) {(len(seen), n, last)}, "
+                f"expected {(episodes, total, ends)}"
+            )
         content.update(sums.sums)
         return len(seen)
 
-    return H.Body(run, info="StepsDataset, one item per step, in the benchmark's process",
-                  extras=lambda: dict(content))
+    return H.Body(
+        run,
+        info="StepsDataset, one item per step, in the benchmark's process",
+        extras=lambda: dict(content),
+    )
 
 
 RLDS_CASES = [
-    H.Case("tfds", "TFDS `tfds.as_numpy(...)`, each episode's steps iterated, images decoded",
-           rlds_tfds),
+    H.Case(
+        "tfds",
+        "TFDS `tfds.as_numpy(...)`, each episode's steps iterated, images decoded",
+        rlds_tfds,
+    ),
     H.Case("tfds_skip", "TFDS, images SkipDecoding (bytes)", rlds_tfds),
-    H.Case("tfrec", "tfrec_fast.tfds, `decode_images=True` (steps: a list of step dicts)",
-           rlds_tfrec),
+    H.Case(
+        "tfrec", "tfrec_fast.tfds, `decode_images=True` (steps: a list of step dicts)", rlds_tfrec
+    ),
     H.Case("tfrec_bytes", "tfrec_fast.tfds, `decode_images=False` (bytes)", rlds_tfrec),
     H.Case("tfrec_columns", "tfrec_fast.tfds, `nested='columns'`, images decoded", rlds_tfrec),
     H.Case("tfrec_steps", "tfrec_fast.tfds.torch `StepsDataset` (one item per step)", rlds_steps),
@@ -382,14 +465,23 @@ CASES = [
     H.Case("tfds_skip", "TFDS, `decoders={'image': SkipDecoding()}` (bytes)", tfds_load),
     H.Case("tfrec", "tfrec_fast.tfds, `decode_images=True`", tfrec_open),
     H.Case("tfrec_bytes", "tfrec_fast.tfds, `decode_images=False` (bytes)", tfrec_open),
-    H.Case("tfrec_random", "tfrec_fast.tfds `get_batch` of 256 random indices (bytes)", tfrec_get_batch),
+    H.Case(
+        "tfrec_random", "tfrec_fast.tfds `get_batch` of 256 random indices (bytes)", tfrec_get_batch
+    ),
 ]
 TARGET = 5.0  # tfrec_fast.tfds without decoding against tfds.as_numpy without decoding
 
 
 # Which TFDS case reads what a case reads (images decoded, or their bytes).
-PEER = {"tfds": None, "tfds_skip": None, "tfrec": "tfds", "tfrec_bytes": "tfds_skip",
-        "tfrec_random": "tfds_skip", "tfrec_columns": "tfds", "tfrec_steps": "tfds"}
+PEER = {
+    "tfds": None,
+    "tfds_skip": None,
+    "tfrec": "tfds",
+    "tfrec_bytes": "tfds_skip",
+    "tfrec_random": "tfds_skip",
+    "tfrec_columns": "tfds",
+    "tfrec_steps": "tfds",
+}
 JPEG_LEVELS = 16  # the most a JPEG pixel decoded by Pillow differs from TensorFlow's
 CONTENT = ("images", "actions", "first_image", "first_wrist")  # the sums compared
 
@@ -415,51 +507,83 @@ def same_content(results, name: str, episodes: int = 0) -> None:
             theirs, mine = peer.extra[key][0], r.extra[key][0]
             allowed = jpeg.get(key, 0) if decoded else 0
             if abs(mine - theirs) > allowed:
-                r.error = (f"read other content than {peer.name}: {key} sums to {mine}, "
-                           f"{peer.name}'s to {theirs}")
+                r.error = (
+                    f"read other content than {peer.name}: {key} sums to {mine}, "
+                    f"{peer.name}'s to {theirs}"
+                )
 
 
 def rlds_columns(steps: int) -> list:
-    return [H.per_second("episodes/s", lambda r: r.records),
-            H.per_second("steps/s", steps),
-            H.Versus("vs TFDS decoded", "tfds"),
-            H.Versus("vs TFDS without decoding", "tfds_skip"),
-            *H.timing(".3f")]
+    return [
+        H.per_second("episodes/s", lambda r: r.records),
+        H.per_second("steps/s", steps),
+        H.Versus("vs TFDS decoded", "tfds"),
+        H.Versus("vs TFDS without decoding", "tfds_skip"),
+        *H.timing(".3f"),
+    ]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(ap, repeats=5)
     ap.add_argument("--datasets", default=",".join(DATASETS))
-    ap.add_argument("--rlds-episodes", type=int, default=200,
-                    help="episodes of bench_rlds (20 to 80 steps each)")
+    ap.add_argument(
+        "--rlds-episodes",
+        type=int,
+        default=200,
+        help="episodes of bench_rlds (20 to 80 steps each)",
+    )
     args = ap.parse_args(argv)
     if args.repeats < 3:
         ap.error("--repeats must be at least 3")
-    columns = [H.per_second("samples/s", lambda r: r.records),
-               H.Versus("vs TFDS decoded", "tfds"),
-               H.Versus("vs TFDS without decoding", "tfds_skip", target=TARGET,
-                        mine=lambda r: r.name == "tfrec_bytes"),
-               *H.timing(".3f")]
-    md = [C.header(args, "The dataset object is made before timing; every epoch is checked (examples, label "
-                         "sum; RLDS: episodes, steps, is_last). TFDS keeps datasets under 250 MiB in memory after their first epoch "
-                         "(ReadConfig.try_autocache, on by default): its timed epochs come from memory, "
-                         "tfrec_fast's from the shards.")]
+    columns = [
+        H.per_second("samples/s", lambda r: r.records),
+        H.Versus("vs TFDS decoded", "tfds"),
+        H.Versus(
+            "vs TFDS without decoding",
+            "tfds_skip",
+            target=TARGET,
+            mine=lambda r: r.name == "tfrec_bytes",
+        ),
+        *H.timing(".3f"),
+    ]
+    md = [
+        C.header(
+            args,
+            "The dataset object is made before timing; every epoch is checked (examples, label "
+            "sum; RLDS: episodes, steps, is_last). TFDS keeps datasets under 250 MiB in memory after their first epoch "
+            "(ReadConfig.try_autocache, on by default): its timed epochs come from memory, "
+            "tfrec_fast's from the shards.",
+        )
+    ]
     raw, summary = {}, []
     for name in args.datasets.split(","):
         print(f"== {name}: building with TFDS if needed", file=sys.stderr)
         rlds = DATASETS[name].get("rlds", False)
         n = args.rlds_episodes if rlds else DATASETS[name]["n"]
-        path = H.call(build_rlds if rlds else build, {"name": name, "episodes": n},
-                      timeout=args.timeout, log_dir=C.log_dir(f"tfds-{name}"))
+        path = H.call(
+            build_rlds if rlds else build,
+            {"name": name, "episodes": n},
+            timeout=args.timeout,
+            log_dir=C.log_dir(f"tfds-{name}"),
+        )
         opts = {"name": name, "path": path, "expected": expected(name, n)}
-        res = H.measure(H.select(RLDS_CASES if rlds else CASES, args.cases), opts,
-                        log_dir=C.log_dir(f"tfds-{name}"), **H.timing_options(args))
+        res = H.measure(
+            H.select(RLDS_CASES if rlds else CASES, args.cases),
+            opts,
+            log_dir=C.log_dir(f"tfds-{name}"),
+            **H.timing_options(args),
+        )
         H.expect_records(res, n)
         same_content(res, name, n)
         shown = rlds_columns(opts["expected"][1]) if rlds else columns
-        title = (f"{n} {DATASETS[name]['label']} ({opts['expected'][1]:,} steps, {SHARDS} shards)"
-                 if rlds else f"{DATASETS[name]['label']} ({SHARDS} shards)")
+        title = (
+            f"{n} {DATASETS[name]['label']} ({opts['expected'][1]:,} steps, {SHARDS} shards)"
+            if rlds
+            else f"{DATASETS[name]['label']} ({SHARDS} shards)"
+        )
         md.append(H.section(title, *H.table(res, shown, first="case")))
         summary += H.targets(res, shown, name)
         raw[name] = H.raw(res)

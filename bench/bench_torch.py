@@ -42,10 +42,9 @@ import os
 import struct
 import sys
 
-import numpy as np
-
 import _common as C
 import make_example_data as D
+import numpy as np
 from _common import harness as H
 
 # ---- cases -----------------------------------------------------------------------------------------
@@ -90,9 +89,18 @@ def _loader_case(torch, meta, loader, info, img="image_raw", label="label"):
         hist, pix, n = np.zeros(10, np.int64), 0, 0
         for b in loader:
             x, y = b[img], b[label]
-            if not isinstance(x, torch.Tensor) or x.dtype != torch.uint8 or tuple(x.shape[1:]) != (28, 28):
+            if (
+                not isinstance(x, torch.Tensor)
+                or x.dtype != torch.uint8
+                or tuple(x.shape[1:]) != (28, 28)
+            ):
                 return f"image batch is {type(x).__name__} {getattr(x, 'dtype', '')} {tuple(getattr(x, 'shape', ()))}"
-            if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.dim() != 1 or len(y) != len(x):
+            if (
+                not isinstance(y, torch.Tensor)
+                or y.dtype != torch.int64
+                or y.dim() != 1
+                or len(y) != len(x)
+            ):
                 return f"label batch is {type(y).__name__} {getattr(y, 'dtype', '')} {tuple(getattr(y, 'shape', ()))}"
             hist += np.bincount(y.numpy(), minlength=10)
             pix += int(x.sum(dtype=torch.int64))
@@ -121,11 +129,17 @@ def dl_tfrec_fast_records(opts):
     from tfrec_fast.torch import TFRecordDataset, collate
 
     ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec())
-    loader = torch.utils.data.DataLoader(ds, batch_size=bs, collate_fn=collate, **_dl_kwargs(workers))
-    return _loader_case(torch, meta, loader,
-                        f"tfrec_fast.torch.TFRecordDataset(file, index=FILE.idx, spec={{image_raw: FixedLen((28, 28), "
-                        f"'uint8'), label: FixedLen((), 'int64')}}) -> a dict of tensor views per sample; "
-                        f"DataLoader(batch_size={bs}, num_workers={workers}, collate_fn=tfrec_fast.torch.collate)")
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=bs, collate_fn=collate, **_dl_kwargs(workers)
+    )
+    return _loader_case(
+        torch,
+        meta,
+        loader,
+        f"tfrec_fast.torch.TFRecordDataset(file, index=FILE.idx, spec={{image_raw: FixedLen((28, 28), "
+        f"'uint8'), label: FixedLen((), 'int64')}}) -> a dict of tensor views per sample; "
+        f"DataLoader(batch_size={bs}, num_workers={workers}, collate_fn=tfrec_fast.torch.collate)",
+    )
 
 
 def dl_tfrec_fast_batched(opts):
@@ -135,10 +149,14 @@ def dl_tfrec_fast_batched(opts):
 
     ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec(), batch_size=bs)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, **_dl_kwargs(workers))
-    return _loader_case(torch, meta, loader,
-                        f"the same dataset with batch_size={bs} (one parse_examples per batch, columns -> "
-                        f"torch.from_numpy; batches reach the training process through the worker's "
-                        f"shared-memory ring); DataLoader(batch_size=None, num_workers={workers})")
+    return _loader_case(
+        torch,
+        meta,
+        loader,
+        f"the same dataset with batch_size={bs} (one parse_examples per batch, columns -> "
+        f"torch.from_numpy; batches reach the training process through the worker's "
+        f"shared-memory ring); DataLoader(batch_size=None, num_workers={workers})",
+    )
 
 
 def dl_tfrec_fast_batched_noring(opts):
@@ -149,10 +167,14 @@ def dl_tfrec_fast_batched_noring(opts):
 
     ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec(), batch_size=bs, worker_ring=False)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, **_dl_kwargs(workers))
-    return _loader_case(torch, meta, loader,
-                        f"the same dataset with batch_size={bs}, worker_ring=False: each tensor of each batch "
-                        "handed over by torch (a new shared-memory segment, its file descriptor sent over a "
-                        f"socket); DataLoader(batch_size=None, num_workers={workers})")
+    return _loader_case(
+        torch,
+        meta,
+        loader,
+        f"the same dataset with batch_size={bs}, worker_ring=False: each tensor of each batch "
+        "handed over by torch (a new shared-memory segment, its file descriptor sent over a "
+        f"socket); DataLoader(batch_size=None, num_workers={workers})",
+    )
 
 
 def dl_tfrec_fast_batched_inproc(opts):
@@ -164,9 +186,13 @@ def dl_tfrec_fast_batched_inproc(opts):
 
     ds = TFRecordDataset(opts.file, index=idx, spec=_mnist_spec(), batch_size=bs)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
-    return _loader_case(torch, meta, loader,
-                        f"the same dataset with batch_size={bs}; DataLoader(batch_size=None, num_workers=0): in "
-                        "the training process, like the tf.data row (informational: not the issue's setting)")
+    return _loader_case(
+        torch,
+        meta,
+        loader,
+        f"the same dataset with batch_size={bs}; DataLoader(batch_size=None, num_workers=0): in "
+        "the training process, like the tf.data row (informational: not the issue's setting)",
+    )
 
 
 def dl_tfrec_fast_indexed(opts):
@@ -176,21 +202,30 @@ def dl_tfrec_fast_indexed(opts):
 
     ds = IndexedTFRecordDataset(opts.file, _mnist_spec(), index=idx)
     sampler = torch.utils.data.RandomSampler(ds, generator=torch.Generator().manual_seed(0))
-    loader = torch.utils.data.DataLoader(ds, batch_size=bs, sampler=sampler, collate_fn=collate,
-                                         **_dl_kwargs(workers))
-    return _loader_case(torch, meta, loader,
-                        f"tfrec_fast.torch.IndexedTFRecordDataset(file, spec, index=FILE.idx), RandomSampler "
-                        f"(exact shuffle, a new permutation every epoch); DataLoader(batch_size={bs}, "
-                        f"num_workers={workers}, collate_fn=tfrec_fast.torch.collate): __getitems__ = one "
-                        "get_batch + parse_examples per batch, then stacked and handed over through the ring")
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=bs, sampler=sampler, collate_fn=collate, **_dl_kwargs(workers)
+    )
+    return _loader_case(
+        torch,
+        meta,
+        loader,
+        f"tfrec_fast.torch.IndexedTFRecordDataset(file, spec, index=FILE.idx), RandomSampler "
+        f"(exact shuffle, a new permutation every epoch); DataLoader(batch_size={bs}, "
+        f"num_workers={workers}, collate_fn=tfrec_fast.torch.collate): __getitems__ = one "
+        "get_batch + parse_examples per batch, then stacked and handed over through the ring",
+    )
 
 
 def _tfrecord_decode(x):
     """The transform given to the tfrecord package's dataset: bytes -> uint8 [28, 28], [label] -> int64 []."""
     import torch
 
-    return {"image_raw": torch.from_numpy(np.frombuffer(x["image_raw"], dtype=np.uint8).reshape(28, 28)),
-            "label": torch.from_numpy(x["label"]).reshape(())}
+    return {
+        "image_raw": torch.from_numpy(
+            np.frombuffer(x["image_raw"], dtype=np.uint8).reshape(28, 28)
+        ),
+        "label": torch.from_numpy(x["label"]).reshape(()),
+    }
 
 
 def dl_tfrecord(opts):
@@ -200,13 +235,21 @@ def dl_tfrecord(opts):
 
     # np.frombuffer(bytes) is read-only; torch.from_numpy warns once about it (no copy is made)
     warnings.filterwarnings("ignore", message=".*not writable.*")
-    ds = TFRecordDataset(opts.file, idx, description={"image_raw": "byte", "label": "int"},
-                         transform=_tfrecord_decode)
+    ds = TFRecordDataset(
+        opts.file,
+        idx,
+        description={"image_raw": "byte", "label": "int"},
+        transform=_tfrecord_decode,
+    )
     loader = torch.utils.data.DataLoader(ds, batch_size=bs, **_dl_kwargs(workers))
-    return _loader_case(torch, meta, loader,
-                        f"tfrecord.torch.dataset.TFRecordDataset(file, FILE.idx, description={{'image_raw': 'byte', "
-                        f"'label': 'int'}}, transform=np.frombuffer(...).reshape(28, 28) -> torch.from_numpy); "
-                        f"DataLoader(batch_size={bs}, num_workers={workers}); the index shards the file across workers")
+    return _loader_case(
+        torch,
+        meta,
+        loader,
+        f"tfrecord.torch.dataset.TFRecordDataset(file, FILE.idx, description={{'image_raw': 'byte', "
+        f"'label': 'int'}}, transform=np.frombuffer(...).reshape(28, 28) -> torch.from_numpy); "
+        f"DataLoader(batch_size={bs}, num_workers={workers}); the index shards the file across workers",
+    )
 
 
 class _TFToTorch:
@@ -218,25 +261,39 @@ class _TFToTorch:
     def __iter__(self):
         from_numpy = self.torch.from_numpy
         for b in self.ds:
-            yield {"image_raw": from_numpy(b["image_raw"].numpy()), "label": from_numpy(b["label"].numpy())}
+            yield {
+                "image_raw": from_numpy(b["image_raw"].numpy()),
+                "label": from_numpy(b["label"].numpy()),
+            }
 
 
 def dl_tf(opts):
     torch, meta, idx, bs, workers = _torch_setup(opts)
     tf = H.need("tensorflow")
-    features = {"image_raw": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
+    features = {
+        "image_raw": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+    }
 
     def parse(serialized):
         ex = tf.io.parse_example(serialized, features)
         img = tf.reshape(tf.io.decode_raw(ex["image_raw"], tf.uint8), [-1, 28, 28])
         return {"image_raw": img, "label": ex["label"]}
 
-    ds = (tf.data.TFRecordDataset(opts.file).batch(bs)
-          .map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
-    return _loader_case(torch, meta, _TFToTorch(tf, torch, ds),
-                        f"TF {tf.__version__}: tf.data.TFRecordDataset(file).batch({bs}).map(tf.io.parse_example + "
-                        "tf.io.decode_raw + reshape, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE); each batch "
-                        "-> torch.from_numpy(t.numpy()); no DataLoader (tf.data runs its own threads)")
+    ds = (
+        tf.data.TFRecordDataset(opts.file)
+        .batch(bs)
+        .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    return _loader_case(
+        torch,
+        meta,
+        _TFToTorch(tf, torch, ds),
+        f"TF {tf.__version__}: tf.data.TFRecordDataset(file).batch({bs}).map(tf.io.parse_example + "
+        "tf.io.decode_raw + reshape, num_parallel_calls=AUTOTUNE).prefetch(AUTOTUNE); each batch "
+        "-> torch.from_numpy(t.numpy()); no DataLoader (tf.data runs its own threads)",
+    )
 
 
 # ---------------------------------------------------------------------------------- random access
@@ -283,14 +340,20 @@ def ra_tfrec_fast_batch(opts):
 
     idx, offsets, sizes, which = _ra_setup(opts)
     reader = IndexedTFRecordReader(opts.file, load_index(idx))
-    chunks = [which[a:a + RA_BATCH] for a in range(0, len(which), RA_BATCH)]
+    chunks = [which[a : a + RA_BATCH] for a in range(0, len(which), RA_BATCH)]
 
     def check():
-        return _ra_check(reader.get_batch(which[:RA_BATCH]).to_list(), _ra_expected(opts.file, offsets, sizes, which))
+        return _ra_check(
+            reader.get_batch(which[:RA_BATCH]).to_list(),
+            _ra_expected(opts.file, offsets, sizes, which),
+        )
 
-    return H.Body(H.summing(lambda: map(reader.get_batch, chunks)), check=check,
-                  info=f"IndexedTFRecordReader(file, load_index(FILE.idx)).get_batch(int64 array of {RA_BATCH} "
-                       "random indices) per call; both CRCs and the index's sizes verified")
+    return H.Body(
+        H.summing(lambda: map(reader.get_batch, chunks)),
+        check=check,
+        info=f"IndexedTFRecordReader(file, load_index(FILE.idx)).get_batch(int64 array of {RA_BATCH} "
+        "random indices) per call; both CRCs and the index's sizes verified",
+    )
 
 
 def ra_tfrec_fast_single(opts):
@@ -307,7 +370,9 @@ def ra_tfrec_fast_single(opts):
         return len(indices)
 
     def check():
-        return _ra_check([reader[i] for i in indices[:RA_BATCH]], _ra_expected(opts.file, offsets, sizes, which))
+        return _ra_check(
+            [reader[i] for i in indices[:RA_BATCH]], _ra_expected(opts.file, offsets, sizes, which)
+        )
 
     return H.Body(run, check=check, info="r[i] per record (Python int), both CRCs verified")
 
@@ -330,7 +395,7 @@ def ra_probe(opts):
             raise ValueError(f"record {i}: length {length} does not match the index's size {size}")
         if unpack_from("<I", buf, 8)[0] != masked(crc(mv[:8])):
             raise ValueError(f"record {i}: length CRC mismatch")
-        data = mv[12:12 + length]
+        data = mv[12 : 12 + length]
         if unpack_from("<I", buf, 12 + length)[0] != masked(crc(data)):
             raise ValueError(f"record {i}: data CRC mismatch")
         return data
@@ -352,27 +417,47 @@ def ra_probe(opts):
             os.close(fd)
         return _ra_check(got, _ra_expected(path, offsets, sizes, which))
 
-    return H.Body(run, check=check, info="per record: os.pread(fd, size, offset) from the index + both CRCs with the "
-                                       "`crc32c` package, in Python (the tfrecord package has no random access)")
+    return H.Body(
+        run,
+        check=check,
+        info="per record: os.pread(fd, size, offset) from the index + both CRCs with the "
+        "`crc32c` package, in Python (the tfrecord package has no random access)",
+    )
 
 
 # name -> (row label, setup). Labels are what the tables show.
 
 
 DATALOADER = [
-    H.Case("dl_tfrec_fast_batched", "tfrec_fast TFRecordDataset(batch_size=256)", dl_tfrec_fast_batched),
-    H.Case("dl_tfrec_fast_records", "tfrec_fast TFRecordDataset (per sample)", dl_tfrec_fast_records),
-    H.Case("dl_tfrec_fast_indexed", "tfrec_fast IndexedTFRecordDataset + RandomSampler", dl_tfrec_fast_indexed),
-    H.Case("dl_tfrec_fast_batched_noring", "tfrec_fast TFRecordDataset(batch_size=256, worker_ring=False)",
-           dl_tfrec_fast_batched_noring),
-    H.Case("dl_tfrec_fast_batched_inproc", "tfrec_fast TFRecordDataset(batch_size=256), num_workers=0",
-           dl_tfrec_fast_batched_inproc),
+    H.Case(
+        "dl_tfrec_fast_batched", "tfrec_fast TFRecordDataset(batch_size=256)", dl_tfrec_fast_batched
+    ),
+    H.Case(
+        "dl_tfrec_fast_records", "tfrec_fast TFRecordDataset (per sample)", dl_tfrec_fast_records
+    ),
+    H.Case(
+        "dl_tfrec_fast_indexed",
+        "tfrec_fast IndexedTFRecordDataset + RandomSampler",
+        dl_tfrec_fast_indexed,
+    ),
+    H.Case(
+        "dl_tfrec_fast_batched_noring",
+        "tfrec_fast TFRecordDataset(batch_size=256, worker_ring=False)",
+        dl_tfrec_fast_batched_noring,
+    ),
+    H.Case(
+        "dl_tfrec_fast_batched_inproc",
+        "tfrec_fast TFRecordDataset(batch_size=256), num_workers=0",
+        dl_tfrec_fast_batched_inproc,
+    ),
     H.Case("dl_tfrecord", "tfrecord TFRecordDataset (with index)", dl_tfrecord),
     H.Case("dl_tf", "TensorFlow tf.data -> torch.from_numpy", dl_tf),
 ]
-RANDOM_ACCESS = [H.Case("ra_tfrec_fast_batch", "tfrec_fast get_batch(256 random)", ra_tfrec_fast_batch),
-                 H.Case("ra_tfrec_fast_single", "tfrec_fast r[i]", ra_tfrec_fast_single),
-                 H.Case("ra_probe", "probe: os.pread + crc32c in Python", ra_probe)]
+RANDOM_ACCESS = [
+    H.Case("ra_tfrec_fast_batch", "tfrec_fast get_batch(256 random)", ra_tfrec_fast_batch),
+    H.Case("ra_tfrec_fast_single", "tfrec_fast r[i]", ra_tfrec_fast_single),
+    H.Case("ra_probe", "probe: os.pread + crc32c in Python", ra_probe),
+]
 TARGET_TFRECORD, TARGET_TF = 10.0, 2.0
 
 # ---- tables ------------------------------------------------------------------------------------------
@@ -382,57 +467,86 @@ def dl_columns(meta):
     def mine(r):
         return r.name.startswith("dl_tfrec_fast")
 
-    return [H.per_second("samples/s", meta["n_records"]),
-            H.Versus("vs tfrecord", "dl_tfrecord", target=TARGET_TFRECORD, mine=mine),
-            H.Versus("vs TF tf.data", "dl_tf", target=TARGET_TF, mine=mine), *H.timing(".3f")]
+    return [
+        H.per_second("samples/s", meta["n_records"]),
+        H.Versus("vs tfrecord", "dl_tfrecord", target=TARGET_TFRECORD, mine=mine),
+        H.Versus("vs TF tf.data", "dl_tf", target=TARGET_TF, mine=mine),
+        *H.timing(".3f"),
+    ]
 
 
 def ra_columns(meta, n_access):
     payload = meta["payload_bytes"] / meta["n_records"] if meta.get("payload_bytes") else None
-    return [H.per_second("records/s", n_access),
-            H.per_second("MB/s (payload, approx.)", payload and n_access * payload / 1e6, ".0f"),
-            H.Versus("vs probe", "ra_probe"), *H.timing(".4f")]
+    return [
+        H.per_second("records/s", n_access),
+        H.per_second("MB/s (payload, approx.)", payload and n_access * payload / 1e6, ".0f"),
+        H.Versus("vs probe", "ra_probe"),
+        *H.timing(".4f"),
+    ]
 
 
-HAND_OVER = ("With num_workers > 0 every batch crosses from a DataLoader worker to the training process. torch's own "
-             "way (the worker_ring=False row, and the tfrecord row) moves each tensor to a new shared-memory segment "
-             "and hands its file descriptor over a socket, a fixed cost per tensor; tfrec_fast's batches "
-             "(batch_size=B, or collate_fn=tfrec_fast.torch.collate) go through a shared-memory ring each worker "
-             "sends once. The tf.data row runs in the training process")
+HAND_OVER = (
+    "With num_workers > 0 every batch crosses from a DataLoader worker to the training process. torch's own "
+    "way (the worker_ring=False row, and the tfrecord row) moves each tensor to a new shared-memory segment "
+    "and hands its file descriptor over a socket, a fixed cost per tensor; tfrec_fast's batches "
+    "(batch_size=B, or collate_fn=tfrec_fast.torch.collate) go through a shared-memory ring each worker "
+    "sends once. The tf.data row runs in the training process"
+)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     H.add_arguments(ap, repeats=5, min_time=0.5)
-    ap.add_argument("--datasets", default="small,large", help="random access: comma list of small, large")
+    ap.add_argument(
+        "--datasets", default="small,large", help="random access: comma list of small, large"
+    )
     ap.add_argument("--workers", type=int, default=TORCH_WORKERS, help="DataLoader num_workers")
     ap.add_argument("--batch-size", type=int, default=TORCH_BATCH, help="DataLoader batch size")
-    ap.add_argument("--n-access", type=int, default=None,
-                    help="random accesses per run (default: 262,144 small, 4,096 large)")
+    ap.add_argument(
+        "--n-access",
+        type=int,
+        default=None,
+        help="random accesses per run (default: 262,144 small, 4,096 large)",
+    )
     ap.add_argument("--no-dataloader", action="store_true")
     ap.add_argument("--no-random-access", action="store_true")
     args = ap.parse_args(argv)
 
-    md = [C.header(args, "✅/❌ mark the tfrec_fast targets (DataLoader ≥10x the tfrecord package, ≥2x TensorFlow's "
-                         "tf.data pipeline). Indexes (FILE.idx, tfrecord/DALI format) are made before timing.")]
+    md = [
+        C.header(
+            args,
+            "✅/❌ mark the tfrec_fast targets (DataLoader ≥10x the tfrecord package, ≥2x TensorFlow's "
+            "tf.data pipeline). Indexes (FILE.idx, tfrecord/DALI format) are made before timing.",
+        )
+    ]
     raw, summary = {}, []
     timing = H.timing_options(args)
 
     if not args.no_dataloader:
         meta, path = D.example_meta("mnist"), D.example_path("mnist")
         if meta is None:
-            print(f"error: {path} missing or stale: run bench/make_example_data.py first", file=sys.stderr)
+            print(
+                f"error: {path} missing or stale: run bench/make_example_data.py first",
+                file=sys.stderr,
+            )
             return 2
         C.ensure_index_py(path)
         print(f"== DataLoader: {path}", file=sys.stderr)
-        res = H.measure(H.select(DATALOADER, args.cases),
-                        {"file": str(path), "batch_records": args.batch_size, "workers": args.workers},
-                        log_dir=C.log_dir("dataloader"), **timing)
+        res = H.measure(
+            H.select(DATALOADER, args.cases),
+            {"file": str(path), "batch_records": args.batch_size, "workers": args.workers},
+            log_dir=C.log_dir("dataloader"),
+            **timing,
+        )
         H.expect_records(res, meta["n_records"])
         columns = dl_columns(meta)
         text, notes = H.table(res, columns)
-        title = (f"DataLoader: one epoch of {meta['label']} ({meta['n_records']:,} records), batches of "
-                 f"{args.batch_size}, num_workers={args.workers}")
+        title = (
+            f"DataLoader: one epoch of {meta['label']} ({meta['n_records']:,} records), batches of "
+            f"{args.batch_size}, num_workers={args.workers}"
+        )
         md.append(H.section(title, text, notes + [HAND_OVER]))
         summary += H.targets(res, columns, "DataLoader")
         raw["dataloader"] = H.raw(res)
@@ -441,16 +555,24 @@ def main(argv=None) -> int:
         for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
             meta, path = C.load_meta(name), C.data_path(name)
             if meta is None:
-                print(f"error: {path} missing or stale: run bench/make_data.py first", file=sys.stderr)
+                print(
+                    f"error: {path} missing or stale: run bench/make_data.py first", file=sys.stderr
+                )
                 return 2
             C.ensure_index_py(path)
             n_access = args.n_access or RA_DEFAULT_ACCESS.get(path.name, RA_BATCH * 256)
             print(f"== random access {name}: {path} ({n_access} accesses per run)", file=sys.stderr)
-            res = H.measure(H.select(RANDOM_ACCESS, args.cases), {"file": str(path), "n_access": n_access},
-                            log_dir=C.log_dir(f"random-{name}"), **timing)
+            res = H.measure(
+                H.select(RANDOM_ACCESS, args.cases),
+                {"file": str(path), "n_access": n_access},
+                log_dir=C.log_dir(f"random-{name}"),
+                **timing,
+            )
             H.expect_records(res, n_access)
-            title = (f"Random access: {meta.get('label', name)} ({meta['n_records']:,} records), "
-                     f"{n_access:,} uniform random records per run")
+            title = (
+                f"Random access: {meta.get('label', name)} ({meta['n_records']:,} records), "
+                f"{n_access:,} uniform random records per run"
+            )
             md.append(H.section(title, *H.table(res, ra_columns(meta, n_access))))
             raw[f"random_{name}"] = H.raw(res)
 

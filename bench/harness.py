@@ -105,9 +105,11 @@ def select(cases: Sequence[Case], names: Optional[str]) -> List[Case]:
 #   "quit"
 # Mode "rss" runs once and reports peak RSS; mode "call" returns setup(opts) itself as {"result"}.
 
-_BOOT = ("import importlib.util as u, sys; s = u.spec_from_file_location('tfrec_fast_bench', sys.argv[1]); "
-         "m = u.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m); "
-         "sys.exit(m.worker(sys.argv[2:]))")
+_BOOT = (
+    "import importlib.util as u, sys; s = u.spec_from_file_location('tfrec_fast_bench', sys.argv[1]); "
+    "m = u.module_from_spec(s); sys.modules[s.name] = m; s.loader.exec_module(m); "
+    "sys.exit(m.worker(sys.argv[2:]))"
+)
 
 
 def _say(message: dict) -> None:
@@ -152,8 +154,13 @@ def _timed(body: Body, loops: int) -> dict:
         records = body.run()
         seconds += time.perf_counter() - start
         cpu += time.process_time() - cpu_start
-    return {"seconds": seconds / loops, "cpu_s": cpu / loops, "records": int(records), "loops": loops,
-            **body.extras()}
+    return {
+        "seconds": seconds / loops,
+        "cpu_s": cpu / loops,
+        "records": int(records),
+        "loops": loops,
+        **body.extras(),
+    }
 
 
 def rss_kib() -> int:
@@ -195,8 +202,12 @@ def _peak_rss(body: Body) -> dict:
     peak = _peak_kib() if base_max == base else -1
     if peak < 0:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"records": records, "rss_base_kib": base, "maxrss_base_kib": base_max,
-            "maxrss_kib": peak}
+    return {
+        "records": records,
+        "rss_base_kib": base,
+        "maxrss_base_kib": base_max,
+        "maxrss_kib": peak,
+    }
 
 
 def worker(argv: List[str]) -> int:
@@ -222,7 +233,7 @@ def worker(argv: List[str]) -> int:
     for line in sys.stdin:
         command = line.split()
         if command[:1] == ["run"]:
-            _say(_guarded(lambda: _timed(body, int(command[1]))))
+            _say(_guarded(lambda: _timed(body, int(command[1]))))  # noqa: B023 (called now)
         elif command == ["check"]:
             _say(_guarded(lambda: {"error": body.check()}))
         elif command == ["quit"]:
@@ -278,10 +289,20 @@ class _Worker:
             self.log = open(self.log_path, "w+")
         else:
             self.log_path, self.log = None, tempfile.TemporaryFile("w+")
-        args = [inspect.getfile(case.setup), case.setup.__name__, json.dumps({"case": case.name, **opts}, default=str)]
-        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, __file__, mode, *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
-                                     env=_worker_env())
+        args = [
+            inspect.getfile(case.setup),
+            case.setup.__name__,
+            json.dumps({"case": case.name, **opts}, default=str),
+        ]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, __file__, mode, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            bufsize=1,
+            env=_worker_env(),
+        )
         self.stdin, self.stdout = cast(TextIO, self.proc.stdin), cast(TextIO, self.proc.stdout)
         self.messages: queue.Queue = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -383,9 +404,18 @@ class _Worker:
         self.log.close()
 
 
-def measure(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: int = 1, min_time: float = 0.0,
-            timeout: float = 1800.0, verbose: bool = True, log_dir: Optional[Path] = None,
-            processes: int = 1) -> List[Result]:
+def measure(
+    cases: Sequence[Case],
+    opts: dict,
+    *,
+    repeats: int,
+    warmup: int = 1,
+    min_time: float = 0.0,
+    timeout: float = 1800.0,
+    verbose: bool = True,
+    log_dir: Optional[Path] = None,
+    processes: int = 1,
+) -> List[Result]:
     """Every case with ``opts`` (its setup sees them as attributes, plus ``case``, its name).
     All processes start together (setup is untimed); warm-up rounds, then each case's check, then
     the measured rounds go round-robin. A case faster than ``min_time`` is looped K times per
@@ -403,8 +433,18 @@ def measure(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: int = 1,
         where = log_dir if processes == 1 or log_dir is None else Path(log_dir) / f"process{p}"
         if verbose and processes > 1:
             print(f"  process pass {p + 1} of {processes}", file=sys.stderr)
-        passes.append(_measure_once(cases, opts, repeats=repeats, warmup=warmup, min_time=min_time,
-                                    timeout=timeout, verbose=verbose, log_dir=where))
+        passes.append(
+            _measure_once(
+                cases,
+                opts,
+                repeats=repeats,
+                warmup=warmup,
+                min_time=min_time,
+                timeout=timeout,
+                verbose=verbose,
+                log_dir=where,
+            )
+        )
     if processes == 1:
         return passes[0]
     return [_pooled(list(same_case)) for same_case in zip(*passes)]
@@ -420,7 +460,9 @@ def _pooled(results: List[Result]) -> Result:
             pooled.times, pooled.extra = [], {}
             return pooled
         if pooled.records is not None and r.records != pooled.records:
-            pooled.error = f"record count differs between processes ({pooled.records} -> {r.records})"
+            pooled.error = (
+                f"record count differs between processes ({pooled.records} -> {r.records})"
+            )
             pooled.times, pooled.extra = [], {}
             return pooled
         pooled.records = r.records
@@ -432,14 +474,26 @@ def _pooled(results: List[Result]) -> Result:
     return pooled
 
 
-def _measure_once(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: int, min_time: float,
-                  timeout: float, verbose: bool, log_dir: Optional[Path]) -> List[Result]:
+def _measure_once(
+    cases: Sequence[Case],
+    opts: dict,
+    *,
+    repeats: int,
+    warmup: int,
+    min_time: float,
+    timeout: float,
+    verbose: bool,
+    log_dir: Optional[Path],
+) -> List[Result]:
     workers = [_Worker(c, opts, "loop", log_dir) for c in cases]
     live = [w for w in workers if w.start(timeout)]
     for w in workers:
         if verbose and (w.result.skip or w.result.error):
-            what = f"skip {w.result.name}: {w.result.skip}" if w.result.skip else \
-                f"FAILED {w.result.name}: {w.result.error}"
+            what = (
+                f"skip {w.result.name}: {w.result.skip}"
+                if w.result.skip
+                else f"FAILED {w.result.name}: {w.result.error}"
+            )
             print(f"  {what}", file=sys.stderr)
     loops: Dict[str, int] = {}
 
@@ -456,7 +510,10 @@ def _measure_once(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: in
                 loops[name] = max(1, math.ceil(min_time / max(seconds, 1e-6)))
             if verbose:
                 k_text = f" x{loops[name]}" if keep and loops.get(name, 1) > 1 else ""
-                print(f"  {'run ' if keep else 'warm'} {r}: {name:<24} {seconds:8.4f} s{k_text}", file=sys.stderr)
+                print(
+                    f"  {'run ' if keep else 'warm'} {r}: {name:<24} {seconds:8.4f} s{k_text}",
+                    file=sys.stderr,
+                )
 
     for r in range(warmup):
         one_round(r, keep=False)
@@ -470,8 +527,9 @@ def _measure_once(cases: Sequence[Case], opts: dict, *, repeats: int, warmup: in
     return [w.result for w in workers]
 
 
-def measure_rss(cases: Sequence[Case], opts: dict, *, timeout: float = 1800.0,
-                log_dir: Optional[Path] = None) -> List[Result]:
+def measure_rss(
+    cases: Sequence[Case], opts: dict, *, timeout: float = 1800.0, log_dir: Optional[Path] = None
+) -> List[Result]:
     """Each case run once in a fresh process, one after another. ``extra``: ``rss_base_kib``
     (VmRSS right after the setup), ``maxrss_base_kib`` (the peak by then) and ``maxrss_kib``."""
     results = []
@@ -482,7 +540,11 @@ def measure_rss(cases: Sequence[Case], opts: dict, *, timeout: float = 1800.0,
         except RuntimeError as error:
             message = {"error": str(error)}
         r = w.result
-        r.info, r.skip, r.error = message.pop("info", ""), message.pop("skip", None), message.pop("error", None)
+        r.info, r.skip, r.error = (
+            message.pop("info", ""),
+            message.pop("skip", None),
+            message.pop("error", None),
+        )
         if not (r.skip or r.error):
             r.records = message.pop("records")
             r.extra = {k: [v] for k, v in message.items()}
@@ -492,8 +554,13 @@ def measure_rss(cases: Sequence[Case], opts: dict, *, timeout: float = 1800.0,
     return results
 
 
-def call(function: Callable[[SimpleNamespace], Any], opts: dict, *, timeout: float = 1800.0,
-         log_dir: Optional[Path] = None) -> Any:
+def call(
+    function: Callable[[SimpleNamespace], Any],
+    opts: dict,
+    *,
+    timeout: float = 1800.0,
+    log_dir: Optional[Path] = None,
+) -> Any:
     """``function(opts)`` run in a fresh process (importing what it likes); its JSON-able result.
     Skip when it raises Skip; RuntimeError with the process's last words when it fails."""
     w = _Worker(Case(function.__name__, function.__name__, function), opts, "call", log_dir)
@@ -529,7 +596,9 @@ def spread(times: Sequence[float]) -> float:
 
 def fastest(results: Sequence[Result], names: Sequence[str]) -> Optional[Result]:
     """The ok result with the smallest median among those named, or None."""
-    return min((r for r in results if r.ok and r.name in names), key=lambda r: r.median, default=None)
+    return min(
+        (r for r in results if r.ok and r.name in names), key=lambda r: r.median, default=None
+    )
 
 
 def fmt_rate(x: Optional[float]) -> str:
@@ -554,7 +623,9 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
 
-    return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+    return "\n".join(
+        [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
+    )
 
 
 class Column:
@@ -567,7 +638,9 @@ class Column:
         return self._cell(r, results)
 
 
-def figure(header: str, value: Callable[[Result], Optional[float]], spec: str = ".2f", suffix: str = "") -> Column:
+def figure(
+    header: str, value: Callable[[Result], Optional[float]], spec: str = ".2f", suffix: str = ""
+) -> Column:
     return Column(header, lambda r, _: fmt_num(value(r), spec, suffix))
 
 
@@ -589,11 +662,24 @@ class Versus(Column):
     targets(). ``within=W`` instead holds them to taking at most W times the peer's time (a
     ratio of at least 1/W), for a row that does more than its peer and may cost that little."""
 
-    def __init__(self, header: str, *peers: str, target: Optional[float] = None, within: Optional[float] = None,
-                 mine: Callable[[Result], bool] = lambda r: False, suffix: str = "x"):
+    def __init__(
+        self,
+        header: str,
+        *peers: str,
+        target: Optional[float] = None,
+        within: Optional[float] = None,
+        mine: Callable[[Result], bool] = lambda r: False,
+        suffix: str = "x",
+    ):
         if within is not None:
             target = 1 / within
-        self.header, self.peers, self.target, self.mine, self.suffix = header, peers, target, mine, suffix
+        self.header, self.peers, self.target, self.mine, self.suffix = (
+            header,
+            peers,
+            target,
+            mine,
+            suffix,
+        )
         self.within = within
         self.peer = header[3:] if header.startswith("vs ") else header
 
@@ -620,22 +706,32 @@ class Versus(Column):
 
 def timing(spec: str = ".4f") -> List[Column]:
     """The columns every table ends with: median seconds, IQR/median, runs per sample."""
-    return [figure("median s", lambda r: r.median, spec), figure("IQR/median", lambda r: 100 * spread(r.times), ".0f", "%"),
-            Column("runs/sample", lambda r, _: str(r.loops))]
+    return [
+        figure("median s", lambda r: r.median, spec),
+        figure("IQR/median", lambda r: 100 * spread(r.times), ".0f", "%"),
+        Column("runs/sample", lambda r, _: str(r.loops)),
+    ]
 
 
 def notes(results: Sequence[Result]) -> List[str]:
     """Why rows are missing (skipped: could not run here; FAILED: an error or wrong output), then
     what each row measured."""
-    missing = [f"{r.label}: {'skipped' if r.skip else 'FAILED'} -- {r.skip or r.error or 'no runs'}"
-               for r in results if not r.ok]
-    said = [f"{r.label}: {'; '.join(x for x in (r.info, *r.notes) if x)}" for r in results
-            if r.ok and (r.info or r.notes)]
+    missing = [
+        f"{r.label}: {'skipped' if r.skip else 'FAILED'} -- {r.skip or r.error or 'no runs'}"
+        for r in results
+        if not r.ok
+    ]
+    said = [
+        f"{r.label}: {'; '.join(x for x in (r.info, *r.notes) if x)}"
+        for r in results
+        if r.ok and (r.info or r.notes)
+    ]
     return missing + said
 
 
-def table(results: Sequence[Result], columns: Sequence[Column],
-          first: str = "implementation") -> Tuple[str, List[str]]:
+def table(
+    results: Sequence[Result], columns: Sequence[Column], first: str = "implementation"
+) -> Tuple[str, List[str]]:
     """(Markdown table of the ok rows, notes)."""
     rows = [[r.label, *(c.cell(r, results) for c in columns)] for r in results if r.ok]
     return md_table([first, *(c.header for c in columns)], rows), notes(results)
@@ -650,8 +746,10 @@ def targets(results: Sequence[Result], columns: Sequence[Column], what: str) -> 
         for r in results:
             x = c.ratio(r, results) if c.mine(r) else None
             if x is not None:
-                lines.append(f"{what}, {r.label}: {x:.{1 if c.within is None else 2}f}x {c.peer} ({c.goal(x)}: "
-                             f"{'met' if x >= c.target else 'MISSED'})")
+                lines.append(
+                    f"{what}, {r.label}: {x:.{1 if c.within is None else 2}f}x {c.peer} ({c.goal(x)}: "
+                    f"{'met' if x >= c.target else 'MISSED'})"
+                )
     return lines
 
 
@@ -672,14 +770,26 @@ def raw(results: Sequence[Result]) -> dict:
 
 def add_arguments(parser, *, repeats: int = 5, min_time: float = 0.5) -> None:
     """The options every bench script takes."""
-    parser.add_argument("--repeats", type=int, default=repeats, help="measured runs per case (the median is shown)")
+    parser.add_argument(
+        "--repeats", type=int, default=repeats, help="measured runs per case (the median is shown)"
+    )
     parser.add_argument("--warmup", type=int, default=1, help="unmeasured runs per case first")
-    parser.add_argument("--min-time", type=float, default=min_time,
-                        help="a sample loops a fast case until it takes about this long (0: one run per sample)")
-    parser.add_argument("--processes", type=int, default=1,
-                        help="measure everything this many times, each time in new processes, and pool the samples")
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=min_time,
+        help="a sample loops a fast case until it takes about this long (0: one run per sample)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="measure everything this many times, each time in new processes, and pool the samples",
+    )
     parser.add_argument("--cases", help="comma list of case names to run (default: all)")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per single run")
+    parser.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds allowed per single run"
+    )
     parser.add_argument("--markdown", help="also write the tables to this Markdown file")
     parser.add_argument("--json", help="also write the raw timings to this JSON file")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -687,23 +797,43 @@ def add_arguments(parser, *, repeats: int = 5, min_time: float = 0.5) -> None:
 
 def timing_options(args) -> dict:
     """measure()'s keyword arguments from add_arguments()' options."""
-    return dict(repeats=args.repeats, warmup=args.warmup, min_time=args.min_time, timeout=args.timeout,
-                verbose=not args.quiet, processes=args.processes)
+    return dict(
+        repeats=args.repeats,
+        warmup=args.warmup,
+        min_time=args.min_time,
+        timeout=args.timeout,
+        verbose=not args.quiet,
+        processes=args.processes,
+    )
 
 
 def method(args) -> str:
     """The sentence that says how the tables were measured."""
-    looping = (f"; a sample averages K back-to-back runs of a case faster than {args.min_time} s (K: 'runs/sample')"
-               if args.min_time else "")
-    pooled = (f" The whole measurement made {args.processes} times, each time in new processes, the samples pooled "
-              f"(median of {args.processes * args.repeats})." if args.processes > 1 else "")
-    return (f"Median of {args.repeats} runs after {args.warmup} warm-up, cases interleaved round-robin, each in "
-            f"its own process{looping}.{pooled} Ratios: how many times faster than that row's peer (>1 = faster), "
-            "measured in the same run.")
+    looping = (
+        f"; a sample averages K back-to-back runs of a case faster than {args.min_time} s (K: 'runs/sample')"
+        if args.min_time
+        else ""
+    )
+    pooled = (
+        f" The whole measurement made {args.processes} times, each time in new processes, the samples pooled "
+        f"(median of {args.processes * args.repeats})."
+        if args.processes > 1
+        else ""
+    )
+    return (
+        f"Median of {args.repeats} runs after {args.warmup} warm-up, cases interleaved round-robin, each in "
+        f"its own process{looping}.{pooled} Ratios: how many times faster than that row's peer (>1 = faster), "
+        "measured in the same run."
+    )
 
 
-def emit(md: Sequence[str], raw_data: dict, markdown: Optional[str], json_path: Optional[str],
-         summary: Sequence[str] = ()) -> int:
+def emit(
+    md: Sequence[str],
+    raw_data: dict,
+    markdown: Optional[str],
+    json_path: Optional[str],
+    summary: Sequence[str] = (),
+) -> int:
     """Prints the Markdown sections (and a Targets list when there is a summary), writes them and
     the raw timings to the files asked for; the exit status of a bench script: 1 when a row
     failed (an error, a crash, wrong output or a failed setup; a skip is not a failure).
@@ -761,14 +891,19 @@ def provenance(argv: Optional[Sequence[str]] = None) -> str:
     shown = argv[:1]
     if root and argv and script.is_file():
         shown = [os.path.relpath(script, root)]
-    env = [f"{k}={shlex.quote(os.environ[k])}" for k in ("PYTHONPATH", "OPENBLAS_NUM_THREADS", "TFREC_FAST_CRC32C")
-           if k in os.environ]
+    env = [
+        f"{k}={shlex.quote(os.environ[k])}"
+        for k in ("PYTHONPATH", "OPENBLAS_NUM_THREADS", "TFREC_FAST_CRC32C")
+        if k in os.environ
+    ]
     command = " ".join([*env, shlex.quote(sys.executable), *map(shlex.quote, [*shown, *argv[1:]])])
     where = "not in a git checkout"
     if root:
         commit = _git(["rev-parse", "--short=12", "HEAD"], Path(root)) or "?"
         dirty = _git(["status", "--porcelain", "--untracked-files=no"], Path(root))
-        where = f"from `{root}` at commit {commit}" + (" **+ uncommitted changes**" if dirty else "")
+        where = f"from `{root}` at commit {commit}" + (
+            " **+ uncommitted changes**" if dirty else ""
+        )
     spec = importlib.util.find_spec("tfrec_fast")
     tfr = os.path.dirname(spec.origin) if spec and spec.origin else "not importable"
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -780,7 +915,10 @@ def _lscpu() -> Dict[str, str]:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     except OSError:
         return {}
-    return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+    return {
+        k.strip(): v.strip()
+        for k, v in (line.split(":", 1) for line in out.splitlines() if ":" in line)
+    }
 
 
 def machine() -> List[str]:
@@ -792,11 +930,13 @@ def machine() -> List[str]:
     except (ValueError, OSError, AttributeError):
         memory = "?"
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    return [f"CPU: {cpu.get('Model name', platform.processor() or '?')}; {os.cpu_count()} logical CPUs "
-            f"(threads/core {cpu.get('Thread(s) per core', '?')}, sse4_2={'yes' if 'sse4_2' in flags else 'no'}, "
-            f"pclmulqdq={'yes' if 'pclmulqdq' in flags else 'no'}, hypervisor {cpu.get('Hypervisor vendor', 'none')})",
-            f"Memory: {memory}; kernel {platform.release()}; {platform.platform()}",
-            f"Python {platform.python_version()} ({sys.executable}); load average (1, 5, 15 min) {load}"]
+    return [
+        f"CPU: {cpu.get('Model name', platform.processor() or '?')}; {os.cpu_count()} logical CPUs "
+        f"(threads/core {cpu.get('Thread(s) per core', '?')}, sse4_2={'yes' if 'sse4_2' in flags else 'no'}, "
+        f"pclmulqdq={'yes' if 'pclmulqdq' in flags else 'no'}, hypervisor {cpu.get('Hypervisor vendor', 'none')})",
+        f"Memory: {memory}; kernel {platform.release()}; {platform.platform()}",
+        f"Python {platform.python_version()} ({sys.executable}); load average (1, 5, 15 min) {load}",
+    ]
 
 
 def versions(distributions: Sequence[str]) -> str:
@@ -813,10 +953,18 @@ def versions(distributions: Sequence[str]) -> str:
 # ---- reading: rows of bench/bench_read.py ----------------------
 
 
-def read_options(files: Sequence[str], compression: Optional[str] = None, storage_options: Optional[dict] = None,
-                 batch_records: Optional[int] = None) -> dict:
-    return dict(files=[os.fspath(f) for f in files], compression=compression or None,
-                storage_options=storage_options, batch_records=batch_records)
+def read_options(
+    files: Sequence[str],
+    compression: Optional[str] = None,
+    storage_options: Optional[dict] = None,
+    batch_records: Optional[int] = None,
+) -> dict:
+    return dict(
+        files=[os.fspath(f) for f in files],
+        compression=compression or None,
+        storage_options=storage_options,
+        batch_records=batch_records,
+    )
 
 
 def counting(items: Callable[[], Any]) -> Callable[[], int]:
@@ -848,7 +996,9 @@ def read_batches(opts) -> Body:
 
     def batches():
         for path in opts.files:
-            with tfr.TFRecordReader(path, opts.compression, storage_options=opts.storage_options) as reader:
+            with tfr.TFRecordReader(
+                path, opts.compression, storage_options=opts.storage_options
+            ) as reader:
                 yield from reader.iter_batches(max_records=opts.batch_records)
 
     return Body(summing(batches), info=f"max_records={opts.batch_records}, both CRCs checked")
@@ -856,26 +1006,39 @@ def read_batches(opts) -> Body:
 
 def read_each(opts) -> Body:
     tfr = need("tfrec_fast")
-    return Body(counting(lambda: tfr.read_records(opts.files, opts.compression, storage_options=opts.storage_options)),
-                info="one bytes-like per record, both CRCs checked")
+    return Body(
+        counting(
+            lambda: tfr.read_records(
+                opts.files, opts.compression, storage_options=opts.storage_options
+            )
+        ),
+        info="one bytes-like per record, both CRCs checked",
+    )
 
 
 def read_tf(opts) -> Body:
     tf = need("tensorflow")
     compression = (opts.compression or "").upper()
-    return Body(summing(lambda: tf.data.TFRecordDataset(opts.files, compression_type=compression).batch(1024)),
-                info=f"TF {tf.__version__}, tf.data.TFRecordDataset(files).batch(1024), CRCs checked")
+    return Body(
+        summing(
+            lambda: tf.data.TFRecordDataset(opts.files, compression_type=compression).batch(1024)
+        ),
+        info=f"TF {tf.__version__}, tf.data.TFRecordDataset(files).batch(1024), CRCs checked",
+    )
 
 
 def read_tfrecord(opts) -> Body:
     reader = need("tfrecord.reader")
 
     def records():
-        return itertools.chain.from_iterable(reader.tfrecord_iterator(path, compression_type=opts.compression)
-                                             for path in opts.files)
+        return itertools.chain.from_iterable(
+            reader.tfrecord_iterator(path, compression_type=opts.compression) for path in opts.files
+        )
 
-    return Body(counting(records),
-                info="tfrecord.reader.tfrecord_iterator: raw records, NO CRC check, one reused buffer")
+    return Body(
+        counting(records),
+        info="tfrecord.reader.tfrecord_iterator: raw records, NO CRC check, one reused buffer",
+    )
 
 
 READ_CASES = [

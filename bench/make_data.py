@@ -17,9 +17,8 @@ import os
 import sys
 import time
 
-import numpy as np
-
 import _common as C
+import numpy as np
 
 
 def payloads(spec: dict):
@@ -58,11 +57,17 @@ def write_tfrec_fast(path, spec, tfr) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--which", default="large,small", help="comma list of data sets (large, small)")
     C.add_writer_arguments(ap)
-    ap.add_argument("--large-records", type=int, help="override the record count of 'large' (quick tests)")
-    ap.add_argument("--small-records", type=int, help="override the record count of 'small' (quick tests)")
+    ap.add_argument(
+        "--large-records", type=int, help="override the record count of 'large' (quick tests)"
+    )
+    ap.add_argument(
+        "--small-records", type=int, help="override the record count of 'small' (quick tests)"
+    )
     args = ap.parse_args(argv)
 
     tfr, why = C.data_writer(args)
@@ -75,7 +80,9 @@ def main(argv=None) -> int:
         path, meta = C.data_path(name), C.load_meta(name)
         wanted = {k: spec[k] for k in ("n_records", "min_size", "max_size", "seed")}
         if meta and not args.force and all(meta.get(k) == v for k, v in wanted.items()):
-            print(f"{path}: exists ({meta['n_records']} records, {meta['file_bytes'] / 1e6:.1f} MB), kept")
+            print(
+                f"{path}: exists ({meta['n_records']} records, {meta['file_bytes'] / 1e6:.1f} MB), kept"
+            )
             continue
         t0 = time.perf_counter()
         tmp = path.with_name(path.name + ".tmp")
@@ -89,10 +96,14 @@ def main(argv=None) -> int:
         if size != expect:
             print(f"error: {path} is {size} bytes, expected {expect}", file=sys.stderr)
             return 1
-        meta = dict(wanted, file_bytes=size, payload_bytes=payload_bytes, writer=writer, label=spec["label"])
+        meta = dict(
+            wanted, file_bytes=size, payload_bytes=payload_bytes, writer=writer, label=spec["label"]
+        )
         C.meta_path(name).write_text(json.dumps(meta, indent=1) + "\n")
         dt = time.perf_counter() - t0
-        print(f"{path}: {spec['n_records']} records, {size / 1e6:.1f} MB, writer={writer}, {dt:.1f} s")
+        print(
+            f"{path}: {spec['n_records']} records, {size / 1e6:.1f} MB, writer={writer}, {dt:.1f} s"
+        )
         if tfr is None and args.writer == "auto":
             print(f"  (note: {why}; used the pure-Python framer)")
     return 0

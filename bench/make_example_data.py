@@ -27,32 +27,74 @@ import os
 import sys
 import time
 
+import _common as C
 import numpy as np
 
-import _common as C
-
 EXAMPLE_DATASETS = {
-    "mnist": {"file": "ex_mnist.tfrecord", "n_records": 60_000, "seed": 11,
-              "label": "MNIST-like: index, label, 784-byte image_raw"},
-    "tutorial": {"file": "ex_tutorial.tfrecord", "n_records": 100_000, "seed": 12,
-                 "label": "TF tutorial record: 3 int64/bytes scalars + 1 float"},
-    "voc": {"file": "ex_voc.tfrecord", "n_records": 20_000, "seed": 13,
-            "label": "VOC-like: 2..6 KB image bytes, 0..6 objects (VarLen boxes/labels/texts)"},
+    "mnist": {
+        "file": "ex_mnist.tfrecord",
+        "n_records": 60_000,
+        "seed": 11,
+        "label": "MNIST-like: index, label, 784-byte image_raw",
+    },
+    "tutorial": {
+        "file": "ex_tutorial.tfrecord",
+        "n_records": 100_000,
+        "seed": 12,
+        "label": "TF tutorial record: 3 int64/bytes scalars + 1 float",
+    },
+    "voc": {
+        "file": "ex_voc.tfrecord",
+        "n_records": 20_000,
+        "seed": 13,
+        "label": "VOC-like: 2..6 KB image bytes, 0..6 objects (VarLen boxes/labels/texts)",
+    },
 }
 # data set -> {feature: (layout, kind)}: layout "fixed" (one value per record) or "var" (any number)
 EXAMPLE_SPECS = {
-    "mnist": {"index": ("fixed", "int64"), "label": ("fixed", "int64"), "image_raw": ("fixed", "bytes")},
-    "tutorial": {"feature0": ("fixed", "int64"), "feature1": ("fixed", "int64"),
-                 "feature2": ("fixed", "bytes"), "feature3": ("fixed", "float")},
-    "voc": {"image/encoded": ("fixed", "bytes"), "image/height": ("fixed", "int64"),
-            "image/width": ("fixed", "int64"),
-            **{f"image/object/bbox/{c}": ("var", "float") for c in ("xmin", "ymin", "xmax", "ymax")},
-            "image/object/class/label": ("var", "int64"), "image/object/class/text": ("var", "bytes")},
+    "mnist": {
+        "index": ("fixed", "int64"),
+        "label": ("fixed", "int64"),
+        "image_raw": ("fixed", "bytes"),
+    },
+    "tutorial": {
+        "feature0": ("fixed", "int64"),
+        "feature1": ("fixed", "int64"),
+        "feature2": ("fixed", "bytes"),
+        "feature3": ("fixed", "float"),
+    },
+    "voc": {
+        "image/encoded": ("fixed", "bytes"),
+        "image/height": ("fixed", "int64"),
+        "image/width": ("fixed", "int64"),
+        **{f"image/object/bbox/{c}": ("var", "float") for c in ("xmin", "ymin", "xmax", "ymax")},
+        "image/object/class/label": ("var", "int64"),
+        "image/object/class/text": ("var", "bytes"),
+    },
 }
 ANIMALS = [b"cat", b"dog", b"chicken", b"horse", b"goat"]
-VOC_CLASSES = [b"aeroplane", b"bicycle", b"bird", b"boat", b"bottle", b"bus", b"car", b"cat", b"chair",
-               b"cow", b"diningtable", b"dog", b"horse", b"motorbike", b"person", b"pottedplant",
-               b"sheep", b"sofa", b"train", b"tvmonitor"]
+VOC_CLASSES = [
+    b"aeroplane",
+    b"bicycle",
+    b"bird",
+    b"boat",
+    b"bottle",
+    b"bus",
+    b"car",
+    b"cat",
+    b"chair",
+    b"cow",
+    b"diningtable",
+    b"dog",
+    b"horse",
+    b"motorbike",
+    b"person",
+    b"pottedplant",
+    b"sheep",
+    b"sofa",
+    b"train",
+    b"tvmonitor",
+]
 VOC_BOX = ["xmin", "ymin", "xmax", "ymax"]
 
 
@@ -60,8 +102,10 @@ def tfrec_fast_spec(name: str) -> dict:
     """EXAMPLE_SPECS[name] as tfrec_fast FixedLen/VarLen features (imports tfrec_fast)."""
     from tfrec_fast.example import FixedLen, VarLen
 
-    return {k: (FixedLen((), kind) if layout == "fixed" else VarLen(kind))
-            for k, (layout, kind) in EXAMPLE_SPECS[name].items()}
+    return {
+        k: (FixedLen((), kind) if layout == "fixed" else VarLen(kind))
+        for k, (layout, kind) in EXAMPLE_SPECS[name].items()
+    }
 
 
 def example_path(name: str):
@@ -95,7 +139,9 @@ def mnist_columns(n: int, seed: int) -> dict:
     return {
         "index": np.arange(n, dtype=np.int64),
         "label": rng.integers(0, 10, size=n, dtype=np.int64),
-        "image_raw": rng.integers(0, 256, size=(n, 784), dtype=np.uint8),  # one 784-byte value per row
+        "image_raw": rng.integers(
+            0, 256, size=(n, 784), dtype=np.uint8
+        ),  # one 784-byte value per row
     }
 
 
@@ -103,7 +149,10 @@ def mnist_rows(n: int, seed: int) -> list[tuple[int, int, bytes]]:
     """(index, label, image_raw bytes) per row: the per-row input of the encoding cases."""
     c = mnist_columns(n, seed)
     img = c["image_raw"]
-    return [(i, lab, img[k].tobytes()) for k, (i, lab) in enumerate(zip(c["index"].tolist(), c["label"].tolist()))]
+    return [
+        (i, lab, img[k].tobytes())
+        for k, (i, lab) in enumerate(zip(c["index"].tolist(), c["label"].tolist()))
+    ]
 
 
 def tutorial_columns(n: int, seed: int) -> dict:
@@ -124,7 +173,7 @@ def voc_columns(n: int, seed: int) -> dict:
     ends = np.cumsum(sizes)
     nobj = rng.integers(0, 7, size=n)  # 0..6, ~1/7 of the records have no object
     cols: dict = {
-        "image/encoded": [blob[e - s:e] for s, e in zip(sizes.tolist(), ends.tolist())],
+        "image/encoded": [blob[e - s : e] for s, e in zip(sizes.tolist(), ends.tolist())],
         "image/height": rng.integers(200, 501, size=n, dtype=np.int64),
         "image/width": rng.integers(200, 501, size=n, dtype=np.int64),
     }
@@ -144,7 +193,15 @@ def voc_columns(n: int, seed: int) -> dict:
 
 
 COLUMNS = {"mnist": mnist_columns, "tutorial": tutorial_columns, "voc": voc_columns}
-INT_FEATURES = {"index", "label", "feature0", "feature1", "image/height", "image/width", "image/object/class/label"}
+INT_FEATURES = {
+    "index",
+    "label",
+    "feature0",
+    "feature1",
+    "image/height",
+    "image/width",
+    "image/object/class/label",
+}
 
 
 def _kind(name: str) -> str:
@@ -166,7 +223,7 @@ def write_tfrec_fast(path, cols: dict, n: int, tfr) -> None:
     with tfr.TFRecordWriter(str(path)) as w:
         for a in range(0, n, chunk):
             # forced kinds: the VarLen columns hold empty rows, and image_raw is uint8 raw bytes
-            batch = {k: wrap[_kind(k)](v[a:a + chunk]) for k, v in cols.items()}
+            batch = {k: wrap[_kind(k)](v[a : a + chunk]) for k, v in cols.items()}
             w.write_batch(tfr.encode_examples(batch))
 
 
@@ -179,8 +236,13 @@ def write_temp(opts) -> dict:
     n = opts.records or spec["n_records"]
     path = os.path.join(opts.dir, spec["file"])
     write_tfrec_fast(path, COLUMNS[opts.dataset](n, spec["seed"]), n, tfr)
-    return {"file": path, "n_records": n, "file_bytes": os.path.getsize(path), "label": spec["label"],
-            "tfrec_fast": tfr.__version__}
+    return {
+        "file": path,
+        "n_records": n,
+        "file_bytes": os.path.getsize(path),
+        "label": spec["label"],
+        "tfrec_fast": tfr.__version__,
+    }
 
 
 def write_python(path, cols: dict, n: int) -> None:
@@ -212,10 +274,16 @@ def write_python(path, cols: dict, n: int) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--which", default=",".join(EXAMPLE_DATASETS), help="comma list: mnist, tutorial, voc")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--which", default=",".join(EXAMPLE_DATASETS), help="comma list: mnist, tutorial, voc"
+    )
     C.add_writer_arguments(ap)
-    ap.add_argument("--records", type=int, help="override every data set's record count (quick tests)")
+    ap.add_argument(
+        "--records", type=int, help="override every data set's record count (quick tests)"
+    )
     args = ap.parse_args(argv)
 
     tfr, why = C.data_writer(args)
@@ -224,7 +292,9 @@ def main(argv=None) -> int:
         path, meta = example_path(name), example_meta(name)
         wanted = {k: spec[k] for k in ("n_records", "seed")}
         if meta and not args.force and all(meta.get(k) == v for k, v in wanted.items()):
-            print(f"{path}: exists ({meta['n_records']} records, {meta['file_bytes'] / 1e6:.1f} MB), kept")
+            print(
+                f"{path}: exists ({meta['n_records']} records, {meta['file_bytes'] / 1e6:.1f} MB), kept"
+            )
             continue
         t0 = time.perf_counter()
         cols = COLUMNS[name](spec["n_records"], spec["seed"])
@@ -236,10 +306,14 @@ def main(argv=None) -> int:
             writer = "tfrecord.example_pb2 + python framer"
             write_python(tmp, cols, spec["n_records"])
         os.replace(tmp, path)
-        meta = dict(wanted, dataset=name, file_bytes=path.stat().st_size, writer=writer, label=spec["label"])
+        meta = dict(
+            wanted, dataset=name, file_bytes=path.stat().st_size, writer=writer, label=spec["label"]
+        )
         path.with_name(path.name + ".json").write_text(json.dumps(meta, indent=1) + "\n")
-        print(f"{path}: {spec['n_records']} records, {meta['file_bytes'] / 1e6:.1f} MB, writer={writer}, "
-              f"{time.perf_counter() - t0:.1f} s")
+        print(
+            f"{path}: {spec['n_records']} records, {meta['file_bytes'] / 1e6:.1f} MB, writer={writer}, "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
     return 0
 
 

@@ -3,6 +3,7 @@ Sphinx roles (:func:`read_records`, :class:`~tfrec_fast.DataLossError`), which M
 show as they are typed. Each becomes inline code of the name (``~`` keeps the last part, as in
 Sphinx). mkdocs.yml loads it; it is not part of the package.
 """
+
 from __future__ import annotations
 
 import re

@@ -27,4 +27,6 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"rewritten with compression={compression}: {copy.stat().st_size} bytes, identical")
     same = (Path(tmp) / "copy-None.tfrecord").read_bytes() == SAMPLE.read_bytes()
     print(f"uncompressed copy byte-identical to TensorFlow's file: {same}")
-    assert same and np.array_equal(batch.data[: len(records[0])], np.frombuffer(records[0], np.uint8))
+    assert same and np.array_equal(
+        batch.data[: len(records[0])], np.frombuffer(records[0], np.uint8)
+    )

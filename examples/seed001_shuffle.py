@@ -37,12 +37,17 @@ def write_sorted_mnist_like(path: str) -> None:
     rng = np.random.default_rng(0)
     with tfrec_fast.TFRecordWriter(path) as writer:
         for start in range(0, len(labels), 10_000):
-            lab = labels[start:start + 10_000]
+            lab = labels[start : start + 10_000]
             images = rng.integers(0, 64, (len(lab), 28, 28), dtype=np.uint8)
             rows = np.arange(len(lab))[:, None]
             images[rows, np.arange(4, 24), (10 + lab % 8)[:, None]] = 255  # label-placed stroke
-            writer.write_examples({"index": np.arange(start, start + len(lab)), "label": lab,
-                                   "image_string": Bytes(images)})
+            writer.write_examples(
+                {
+                    "index": np.arange(start, start + len(lab)),
+                    "label": lab,
+                    "image_string": Bytes(images),
+                }
+            )
 
 
 def buffer_shuffle(path: str, draws: int = DRAWS, buffer: int = BUFFER, seed: int = 0):
@@ -86,13 +91,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(args.dir or tmp, "mnist_sorted.tfrecord")
         write_sorted_mnist_like(path)
-        results = {f"shuffle buffer of {BUFFER:,}": buffer_shuffle(path),
-                   "index shuffle (RandomSampler)": index_shuffle(path)}
+        results = {
+            f"shuffle buffer of {BUFFER:,}": buffer_shuffle(path),
+            "index shuffle (RandomSampler)": index_shuffle(path),
+        }
     for name, (_, labels) in results.items():
         missing = sorted(set(range(10)) - set(labels.tolist()))
         print(f"{name}: labels never drawn in {DRAWS:,} draws: {missing or 'none'}")
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:

@@ -4,6 +4,7 @@ The corpus lives in the repository, so a bare clone tests itself; the environmen
 TFREC_FAST_CONFORMANCE points the tests at another copy of the same format (a refreshed corpus).
 A missing corpus is an error, never a skip.
 """
+
 from __future__ import annotations
 
 import json
@@ -72,8 +73,12 @@ def case_params(pytest, predicate=None):
         return [pytest.param(reason, id="CORPUS-MISSING")]
     cases = [c for c in load_cases() if predicate is None or predicate(c)]
     if not cases:
-        return [pytest.param("no corpus case matches the selection in %s" % corpus_dir(),
-                             id="CORPUS-EMPTY-SELECTION")]
+        return [
+            pytest.param(
+                "no corpus case matches the selection in %s" % corpus_dir(),
+                id="CORPUS-EMPTY-SELECTION",
+            )
+        ]
     return [pytest.param(c, id=c.rel) for c in cases]
 
 

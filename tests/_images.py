@@ -2,6 +2,7 @@
 
 Each maker returns what a test needs to check the converted records against the sources.
 """
+
 from __future__ import annotations
 
 import io
@@ -47,10 +48,15 @@ def make_image_folder(root: Path) -> dict:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = image_bytes(fmt, size, mode, seed=i)
         path.write_bytes(data)
-        expected[rel] = {"image/encoded": data, "image/format": fmt_name,
-                         "image/class/label": FOLDER_CLASSES.index(cls),
-                         "image/class/text": cls.encode(), "image/width": size[0],
-                         "image/height": size[1], "image/filename": rel.encode()}
+        expected[rel] = {
+            "image/encoded": data,
+            "image/format": fmt_name,
+            "image/class/label": FOLDER_CLASSES.index(cls),
+            "image/class/text": cls.encode(),
+            "image/width": size[0],
+            "image/height": size[1],
+            "image/filename": rel.encode(),
+        }
     (root / CORRUPT_IMAGE).write_bytes(b"\x00not a jpeg at all" * 10)
     (root / "dog" / "notes.txt").write_text("not an image")
     (root / "README.md").write_text("top-level files belong to no class")
@@ -63,8 +69,11 @@ VOC_SIZES = {"000001": (40, 30), "000002": (50, 20), "000003": (32, 32)}
 # id -> objects: (name, xmin, ymin, xmax, ymax, difficult or None, truncated or None)
 VOC_OBJECTS = {
     "000001": [("dog", 4, 3, 36, 27, 1, 0)],
-    "000002": [("person", 1, 2, 25, 19, 0, 1), ("car", 10, 5, 50, 20, None, None),
-               ("cat", 0, 0, 5, 5, 0, 0)],
+    "000002": [
+        ("person", 1, 2, 25, 19, 0, 1),
+        ("car", 10, 5, 50, 20, None, None),
+        ("cat", 0, 0, 5, 5, 0, 0),
+    ],
     "000003": [("tvmonitor", 8, 8, 24, 24, 0, 0)],
 }
 VOC_MASKS = ("000001", "000003")
@@ -73,16 +82,19 @@ VOC_MASKS = ("000001", "000003")
 def voc_xml(image_id, size, objects, *, with_size=True, depth=3):
     parts = [f"<annotation><folder>VOC2007</folder><filename>{image_id}.jpg</filename>"]
     if with_size:
-        parts.append(f"<size><width>{size[0]}</width><height>{size[1]}</height>"
-                     f"<depth>{depth}</depth></size>")
+        parts.append(
+            f"<size><width>{size[0]}</width><height>{size[1]}</height><depth>{depth}</depth></size>"
+        )
     for name, xmin, ymin, xmax, ymax, difficult, truncated in objects:
         parts.append(f"<object><name>{name}</name><pose>Left</pose>")
         if truncated is not None:
             parts.append(f"<truncated>{truncated}</truncated>")
         if difficult is not None:
             parts.append(f"<difficult>{difficult}</difficult>")
-        parts.append(f"<bndbox><xmin>{xmin}</xmin><ymin>{ymin}</ymin><xmax>{xmax}</xmax>"
-                     f"<ymax>{ymax}</ymax></bndbox></object>")
+        parts.append(
+            f"<bndbox><xmin>{xmin}</xmin><ymin>{ymin}</ymin><xmax>{xmax}</xmax>"
+            f"<ymax>{ymax}</ymax></bndbox></object>"
+        )
     parts.append("</annotation>")
     return "\n".join(parts)
 
@@ -97,7 +109,8 @@ def make_voc(root: Path, split="train", list_kind="Main") -> dict:
         image = image_bytes("JPEG", size, seed=10 + i)
         (root / "JPEGImages" / f"{image_id}.jpg").write_bytes(image)
         (root / "Annotations" / f"{image_id}.xml").write_text(
-            voc_xml(image_id, size, VOC_OBJECTS[image_id]))
+            voc_xml(image_id, size, VOC_OBJECTS[image_id])
+        )
         mask = None
         if image_id in VOC_MASKS:
             mask = image_bytes("PNG", size, "P", seed=20 + i)
@@ -130,8 +143,9 @@ def read_rows(manifest_path) -> list:
 
     manifest = read_manifest(manifest_path)
     rows = []
-    for columns in tfr.read_examples(manifest["paths"], manifest["spec"],
-                                     compression=manifest["compression"] or None):
+    for columns in tfr.read_examples(
+        manifest["paths"], manifest["spec"], compression=manifest["compression"] or None
+    ):
         n = len(next(iter(columns.values())))
         rows.extend({k: _value(c, i) for k, c in columns.items()} for i in range(n))
     return rows

@@ -6,6 +6,7 @@ can check the library against something that does not share its bugs.
 Byte-surgery helpers follow leveldb's log_test (set_byte, flip_bit,
 fix_length_crc, truncate).
 """
+
 from __future__ import annotations
 
 import struct
@@ -79,12 +80,12 @@ def parse(data: bytes):
             raise ValueError("truncated header at %d" % pos)
         (n,) = struct.unpack_from("<Q", data, pos)
         (lc,) = struct.unpack_from("<I", data, pos + 8)
-        if masked_crc32c(data[pos:pos + 8]) != lc:
+        if masked_crc32c(data[pos : pos + 8]) != lc:
             raise ValueError("length crc at %d" % pos)
         end = pos + HEADER + n + FOOTER
         if end > len(data):
             raise ValueError("truncated record at %d" % pos)
-        payload = data[pos + HEADER:pos + HEADER + n]
+        payload = data[pos + HEADER : pos + HEADER + n]
         (dc,) = struct.unpack_from("<I", data, pos + HEADER + n)
         if masked_crc32c(payload) != dc:
             raise ValueError("data crc at %d" % pos)
@@ -94,6 +95,7 @@ def parse(data: bytes):
 
 
 # ---- byte surgery (leveldb log_test style) ---------------------------------
+
 
 def set_byte(data, offset: int, value: int) -> bytes:
     b = bytearray(data)
@@ -116,7 +118,7 @@ def flip_bit(data, offset: int, bit: int = 0) -> bytes:
 def fix_length_crc(data, record_offset: int) -> bytes:
     """Recompute the length CRC of the header at ``record_offset`` (after editing the length)."""
     b = bytearray(data)
-    lb = bytes(b[record_offset:record_offset + 8])
+    lb = bytes(b[record_offset : record_offset + 8])
     struct.pack_into("<I", b, record_offset + 8, masked_crc32c(lb))
     return bytes(b)
 

@@ -1,6 +1,7 @@
 """A Ray cluster of two nodes on this machine (ray.cluster_utils.Cluster, 127.0.0.1 only), and a
 probe that reports, from inside the tasks that produce a dataset's blocks, where they ran and
 which modules their process had loaded."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,12 +25,13 @@ def two_node_cluster(object_store_memory: int = 150 << 20):
     # Ray takes "127.0.0.1" in an address for "this machine" and connects to the IP it finds for
     # it instead: this flag (read by each Ray process as it starts; the driver's, already
     # started, set here) makes that IP the loopback, which the nodes listen on.
-    saved = os.environ.get(ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR), \
-        ray_constants.ENABLE_RAY_CLUSTER
+    saved = (
+        os.environ.get(ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR),
+        ray_constants.ENABLE_RAY_CLUSTER,
+    )
     os.environ[ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR] = "0"
     ray_constants.ENABLE_RAY_CLUSTER = False
-    common = dict(num_cpus=1, node_ip_address="127.0.0.1",
-                  object_store_memory=object_store_memory)
+    common = dict(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=object_store_memory)
     cluster = Cluster(initialize_head=True, head_node_args=dict(common, include_dashboard=False))
     try:
         worker = cluster.add_node(resources={WORKER_RESOURCE: 1}, **common)
@@ -58,7 +60,9 @@ def probe(batch: pa.Table) -> pa.Table:
 
     n = batch.num_rows
     node = ray.get_runtime_context().get_node_id()
-    return (batch.append_column("_node", pa.array([node] * n))
-            .append_column("_pid", pa.array([os.getpid()] * n))
-            .append_column("_tensorflow", pa.array(["tensorflow" in sys.modules] * n))
-            .append_column("_tfrec_core", pa.array(["tfrec_fast._core" in sys.modules] * n)))
+    return (
+        batch.append_column("_node", pa.array([node] * n))
+        .append_column("_pid", pa.array([os.getpid()] * n))
+        .append_column("_tensorflow", pa.array(["tensorflow" in sys.modules] * n))
+        .append_column("_tfrec_core", pa.array(["tfrec_fast._core" in sys.modules] * n))
+    )

@@ -6,6 +6,7 @@ from a state. Cases are plain dicts, so that a state saved here can be resumed i
 reads [(case, state), ...] (pickled) from JOBS, resumes each with a new dataset and a new
 StatefulDataLoader, and writes the batches each gives (lists of record ids) to OUT.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,18 +18,23 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 
 import tfrec_fast as tfr
 
-SPEC = {"id": tfr.FixedLen((), "int64"), "label": tfr.FixedLen((), "int64"),
-        "img": tfr.FixedLen((2, 3), "uint8")}
+SPEC = {
+    "id": tfr.FixedLen((), "int64"),
+    "label": tfr.FixedLen((), "int64"),
+    "img": tfr.FixedLen((2, 3), "uint8"),
+}
 
 
 def dataset(case):
     """The dataset a case describes: kind "stream" (TFRecordDataset), "multi", "indexed", or
     over a TFDS split (``paths``: its directory, ``split``): "split", "steps"."""
     from tfrec_fast.torch import IndexedTFRecordDataset, MultiTFRecordDataset, TFRecordDataset
+
     kw = dict(case.get("kw", {}))
     if case["kind"] in ("split", "steps"):
         import tfrec_fast.tfds
         from tfrec_fast.tfds.torch import SplitDataset, StepsDataset
+
         split = tfrec_fast.tfds.open(case["paths"])[case["split"]]
         return SplitDataset(split) if case["kind"] == "split" else StepsDataset(split, **kw)
     if case.get("storage_options"):
@@ -46,6 +52,7 @@ def loader(case, ds):
         options["batch_size"] = None
     if case["kind"] in ("split", "steps"):
         from tfrec_fast.tfds.torch import collate
+
         options["collate_fn"] = collate
     if case["kind"] in ("indexed", "split"):
         options["shuffle"] = True

@@ -27,6 +27,7 @@ was requested concurrently. ``hold()`` makes range reads wait until ``release()`
 held the GIL while waiting for the network would keep the test from calling release() (the
 hold then times out and says so). No clock is read by the tests themselves.
 """
+
 from __future__ import annotations
 
 import base64
@@ -125,8 +126,12 @@ class _Faults:
         with self._lock:
             self.requests.append((method, path, ranged))
             start = re.match(r"bytes=(\d+)-", ranged or "")
-            if method == "GET" and start and self._queue and \
-                    int(start.group(1)) >= self._queue[0][1]:
+            if (
+                method == "GET"
+                and start
+                and self._queue
+                and int(start.group(1)) >= self._queue[0][1]
+            ):
                 fault = self._queue.popleft()[0]
             gate = self._gate if method == "GET" and ranged else None
             hold = self._hold if method == "GET" and ranged else None
@@ -149,6 +154,7 @@ class _Faults:
 
 
 # ---- HTTP ----------------------------------------------------------------------------------------
+
 
 class _Files(dict):
     """{path: bytes} that remembers, for each path, a version number and the time it was set."""
@@ -173,9 +179,15 @@ class RangeHTTPServer(_Faults):
     in "/" lists the files under it as links (what fsspec's HTTP glob reads). See the module
     docstring for ``etag``, ``latency``, ``bandwidth`` and ``auth``."""
 
-    def __init__(self, *, etag: bool = True, latency: float = 0.0,
-                 bandwidth: "float | None" = None, auth: "tuple | None" = None,
-                 port: int = 0):
+    def __init__(
+        self,
+        *,
+        etag: bool = True,
+        latency: float = 0.0,
+        bandwidth: "float | None" = None,
+        auth: "tuple | None" = None,
+        port: int = 0,
+    ):
         super().__init__()
         self.files = _Files()
         self.etag = etag
@@ -248,7 +260,7 @@ class _Handler(BaseHTTPRequestHandler):
         view = memoryview(body)
         started = time.perf_counter()
         for at in range(0, len(view), _CHUNK):
-            piece = view[at:at + _CHUNK]
+            piece = view[at : at + _CHUNK]
             self.wfile.write(piece)
             owner._sent(path, len(piece))
             if owner.bandwidth:
@@ -285,9 +297,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self._refused(owner):
             return
         if path.endswith("/"):
-            names = sorted(p[len(path):] for p in list(owner.files) if p.startswith(path))
-            links = "".join(f'<a href="{html.escape(n)}">{html.escape(n)}</a>\n'
-                            for n in names if "/" not in n)
+            names = sorted(p[len(path) :] for p in list(owner.files) if p.startswith(path))
+            links = "".join(
+                f'<a href="{html.escape(n)}">{html.escape(n)}</a>\n' for n in names if "/" not in n
+            )
             body = self._send(200, links.encode(), [("Content-Type", "text/html")])
             if not head:
                 self.wfile.write(body)
@@ -304,8 +317,11 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "503":
             self._send(503, b"")
             return
-        headers = [("Accept-Ranges", "bytes"), ("Content-Type", "application/octet-stream"),
-                   ("Last-Modified", email.utils.formatdate(files.mtime[path], usegmt=True))]
+        headers = [
+            ("Accept-Ranges", "bytes"),
+            ("Content-Type", "application/octet-stream"),
+            ("Last-Modified", email.utils.formatdate(files.mtime[path], usegmt=True)),
+        ]
         if owner.etag:
             headers.append(("ETag", etag))
         if head:
@@ -316,14 +332,14 @@ class _Handler(BaseHTTPRequestHandler):
         if match:
             start = int(match.group(1))
             end = min(int(match.group(2)) if match.group(2) else len(data) - 1, len(data) - 1)
-            body = data[start:end + 1]
+            body = data[start : end + 1]
             headers.append(("Content-Range", f"bytes {start}-{end}/{len(data)}"))
             status = 206
         if fault == "short":
-            body = body[:len(body) // 2]
+            body = body[: len(body) // 2]
         self._send(status, body, headers)
         if fault == "drop":
-            self._write(path, body[:len(body) // 2])
+            self._write(path, body[: len(body) // 2])
             self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -332,6 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # ---- S3 (moto) -----------------------------------------------------------------------------------
+
 
 class S3Server(_Faults):
     """moto's ThreadedMotoServer on a free port, its WSGI app wrapped to log and inject faults."""
@@ -359,11 +376,15 @@ class S3Server(_Faults):
         return f"http://{host}:{port}"
 
 
-_SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
-              b'<Message>Please reduce your request rate.</Message></Error>')
-_REFUSED = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code>'
-            b'<Message>The AWS Access Key Id you provided does not exist in our records.'
-            b'</Message></Error>')
+_SLOW_DOWN = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
+    b"<Message>Please reduce your request rate.</Message></Error>"
+)
+_REFUSED = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidAccessKeyId</Code>'
+    b"<Message>The AWS Access Key Id you provided does not exist in our records."
+    b"</Message></Error>"
+)
 
 
 class _FaultApp:
@@ -376,12 +397,16 @@ class _FaultApp:
         fault = self._faults._log(environ["REQUEST_METHOD"], path, environ.get("HTTP_RANGE"))
         signed = re.search(r"Credential=([^/]+)/", environ.get("HTTP_AUTHORIZATION", ""))
         if signed and signed.group(1) in self._faults.refused_keys:
-            start_response("403 Forbidden", [("Content-Type", "application/xml"),
-                                             ("Content-Length", str(len(_REFUSED)))])
+            start_response(
+                "403 Forbidden",
+                [("Content-Type", "application/xml"), ("Content-Length", str(len(_REFUSED)))],
+            )
             return [] if environ["REQUEST_METHOD"] == "HEAD" else [_REFUSED]
         if fault == "503":
-            start_response("503 Slow Down", [("Content-Type", "application/xml"),
-                                             ("Content-Length", str(len(_SLOW_DOWN)))])
+            start_response(
+                "503 Slow Down",
+                [("Content-Type", "application/xml"), ("Content-Length", str(len(_SLOW_DOWN)))],
+            )
             return [_SLOW_DOWN]
         if not fault:
             return self._counted(path, self._app(environ, start_response))
@@ -389,15 +414,15 @@ class _FaultApp:
 
         def keep(status, headers, exc_info=None):
             captured["status"], captured["headers"] = status, headers
+
         body = b"".join(self._app(environ, keep))
         headers = [(k, v) for k, v in captured["headers"] if k.lower() != "content-length"]
         if fault == "short":
-            body = body[:len(body) // 2]
+            body = body[: len(body) // 2]
             start_response(captured["status"], headers + [("Content-Length", str(len(body)))])
             return [body]
         start_response(captured["status"], headers + [("Content-Length", str(len(body)))])
         return _dropping(body, environ)
-
 
     def _counted(self, path, body):
         try:
@@ -412,13 +437,14 @@ class _FaultApp:
 
 def _dropping(body: bytes, environ):
     """Half the body, then the connection closed under the client."""
-    yield body[:len(body) // 2]
+    yield body[: len(body) // 2]
     sock = environ.get("werkzeug.socket")
     if sock is not None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
 # ---- GCS (a fake of the JSON API, enough for gcsfs to read) --------------------------------------
+
 
 class GCSServer(_Faults):
     """The read side of Google Cloud Storage's JSON API on 127.0.0.1, for gcsfs
@@ -481,14 +507,26 @@ class GCSServer(_Faults):
         if found is None:
             return None
         data, generation, updated = found
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(updated)) + \
-            f".{int(updated * 1000) % 1000:03d}Z"
+        stamp = (
+            time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(updated))
+            + f".{int(updated * 1000) % 1000:03d}Z"
+        )
         md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
-        return {"kind": "storage#object", "id": f"{bucket}/{name}/{generation}", "name": name,
-                "bucket": bucket, "generation": str(generation), "metageneration": "1",
-                "contentType": "application/octet-stream", "size": str(len(data)),
-                "md5Hash": md5, "etag": md5, "timeCreated": stamp, "updated": stamp,
-                "storageClass": "STANDARD"}
+        return {
+            "kind": "storage#object",
+            "id": f"{bucket}/{name}/{generation}",
+            "name": name,
+            "bucket": bucket,
+            "generation": str(generation),
+            "metageneration": "1",
+            "contentType": "application/octet-stream",
+            "size": str(len(data)),
+            "md5Hash": md5,
+            "etag": md5,
+            "timeCreated": stamp,
+            "updated": stamp,
+            "storageClass": "STANDARD",
+        }
 
     def listing(self, bucket: str, query: dict) -> dict:
         prefix = query.get("prefix", "")
@@ -502,13 +540,13 @@ class GCSServer(_Faults):
                 continue
             cut = name.find(delimiter, len(prefix)) if delimiter else -1
             if cut >= 0:
-                entries.setdefault(name[:cut + len(delimiter)], "prefix")
+                entries.setdefault(name[: cut + len(delimiter)], "prefix")
             else:
                 entries[name] = "item"
         ordered = sorted(entries)
         first = int(query.get("pageToken") or 0)
         size = int(query.get("maxResults") or 1000)
-        page = ordered[first:first + size]
+        page = ordered[first : first + size]
         out: dict = {"kind": "storage#objects"}
         items = [self.resource(bucket, n) for n in page if entries[n] == "item"]
         prefixes = [n for n in page if entries[n] == "prefix"]
@@ -548,8 +586,11 @@ class _GCSHandler(BaseHTTPRequestHandler):
         self.server.owner._sent(path, len(body))
 
     def _error(self, status: int, message: str, path: str) -> None:
-        self._json(status, {"error": {"code": status, "message": message,
-                                      "errors": [{"message": message}]}}, path)
+        self._json(
+            status,
+            {"error": {"code": status, "message": message, "errors": [{"message": message}]}},
+            path,
+        )
 
     def _serve(self):
         owner = self.server.owner
@@ -582,9 +623,17 @@ class _GCSHandler(BaseHTTPRequestHandler):
             return
         match = _GCS_BUCKET.match(raw_path)
         if match and match.group(1) in owner.buckets:
-            self._json(200, {"kind": "storage#bucket", "id": match.group(1),
-                             "name": match.group(1), "location": "US",
-                             "storageClass": "STANDARD"}, raw_path)
+            self._json(
+                200,
+                {
+                    "kind": "storage#bucket",
+                    "id": match.group(1),
+                    "name": match.group(1),
+                    "location": "US",
+                    "storageClass": "STANDARD",
+                },
+                raw_path,
+            )
             return
         self._error(404, "Not Found", raw_path)
 
@@ -593,8 +642,11 @@ class _GCSHandler(BaseHTTPRequestHandler):
         with owner._lock:
             data, generation, _ = owner.objects[(bucket, name)]
         status, body = 200, data
-        headers = [("Content-Type", "application/octet-stream"),
-                   ("x-goog-generation", str(generation)), ("Accept-Ranges", "bytes")]
+        headers = [
+            ("Content-Type", "application/octet-stream"),
+            ("x-goog-generation", str(generation)),
+            ("Accept-Ranges", "bytes"),
+        ]
         match = _RANGE.match(ranged or "")
         if match:
             start = int(match.group(1))
@@ -602,17 +654,17 @@ class _GCSHandler(BaseHTTPRequestHandler):
                 self._error(416, "Requested range not satisfiable", f"/{bucket}/{name}")
                 return
             end = min(int(match.group(2)) if match.group(2) else len(data) - 1, len(data) - 1)
-            body = data[start:end + 1]
+            body = data[start : end + 1]
             headers.append(("Content-Range", f"bytes {start}-{end}/{len(data)}"))
             status = 206
         if fault == "short":
-            body = body[:len(body) // 2]
+            body = body[: len(body) // 2]
         self.send_response(status)
         for key, value in headers:
             self.send_header(key, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        sent = body[:len(body) // 2] if fault == "drop" else body
+        sent = body[: len(body) // 2] if fault == "drop" else body
         self.wfile.write(sent)
         owner._sent(f"/{bucket}/{name}", len(sent))
         if fault == "drop":
@@ -623,17 +675,20 @@ class _GCSHandler(BaseHTTPRequestHandler):
 
 # ---- a server in its own process, for the benchmarks ---------------------------------------------
 
+
 def _serve_directory(argv) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description="serve a directory over HTTP (Range, ETag)")
     parser.add_argument("root")
     parser.add_argument("--latency-ms", type=float, default=0.0)
-    parser.add_argument("--bandwidth-mb", type=float, default=0.0,
-                        help="per-connection cap, MB/s (0: none)")
+    parser.add_argument(
+        "--bandwidth-mb", type=float, default=0.0, help="per-connection cap, MB/s (0: none)"
+    )
     args = parser.parse_args(argv)
-    server = RangeHTTPServer(latency=args.latency_ms / 1000,
-                             bandwidth=args.bandwidth_mb * 1e6 or None)
+    server = RangeHTTPServer(
+        latency=args.latency_ms / 1000, bandwidth=args.bandwidth_mb * 1e6 or None
+    )
     for dirpath, _, names in os.walk(args.root):
         for name in names:
             full = os.path.join(dirpath, name)

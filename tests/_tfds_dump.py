@@ -42,8 +42,10 @@ def encode(value: Any) -> Any:
     if isinstance(value, dict):
         return {"map": {k: encode(v) for k, v in value.items()}}
     if isinstance(value, Ragged):  # before tuples: a Ragged is a NamedTuple
-        return {"ragged": encode(value.flat_values),
-                "row_lengths": [encode(np.asarray(r, np.int64)) for r in value.nested_row_lengths]}
+        return {
+            "ragged": encode(value.flat_values),
+            "row_lengths": [encode(np.asarray(r, np.int64)) for r in value.nested_row_lengths],
+        }
     if isinstance(value, tuple):
         return {"tuple": [encode(v) for v in value]}
     if isinstance(value, list):
@@ -51,16 +53,23 @@ def encode(value: Any) -> Any:
     if isinstance(value, bytes):
         return {"bytes": _b64(value)}
     if hasattr(value, "nested_row_lengths") and hasattr(value, "flat_values"):  # tf.RaggedTensor
-        return encode(Ragged(value.flat_values.numpy(),
-                             tuple(r.numpy() for r in value.nested_row_lengths())))
+        return encode(
+            Ragged(value.flat_values.numpy(), tuple(r.numpy() for r in value.nested_row_lengths()))
+        )
     if isinstance(value, np.generic):
         return {"scalar": value.dtype.str, "data": _b64(value.tobytes())}
     if isinstance(value, np.ndarray):
         if value.dtype == object:
-            return {"array": "object", "shape": list(value.shape),
-                    "items": [_b64(bytes(v)) for v in value.ravel()]}
-        return {"array": value.dtype.str, "shape": list(value.shape),
-                "data": _b64(np.ascontiguousarray(value).tobytes())}
+            return {
+                "array": "object",
+                "shape": list(value.shape),
+                "items": [_b64(bytes(v)) for v in value.ravel()],
+            }
+        return {
+            "array": value.dtype.str,
+            "shape": list(value.shape),
+            "data": _b64(np.ascontiguousarray(value).tobytes()),
+        }
     if isinstance(value, collections.abc.Iterable):  # a nested dataset, from tfds.as_numpy
         return {"list": [encode(v) for v in value]}
     raise TypeError(f"cannot dump a {type(value).__name__}: {value!r}")
@@ -89,8 +98,11 @@ def decode(obj: Any) -> Any:
 
 def save(path: str, dump: dict) -> None:
     """{key(split, decoded): [example, ...]} -> path (gzipped JSON, no timestamp: reproducible)."""
-    text = json.dumps({k: [encode(v) for v in examples] for k, examples in dump.items()},
-                      sort_keys=True, separators=(",", ":"))
+    text = json.dumps(
+        {k: [encode(v) for v in examples] for k, examples in dump.items()},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
     with open(path, "wb") as f:
         f.write(gzip.compress(text.encode(), mtime=0))
 
@@ -101,6 +113,7 @@ def load(path: str) -> dict:
 
 
 # ---- comparing -----------------------------------------------------------------------------
+
 
 def as_ragged(value: Any) -> Ragged:
     """A tfrec_fast.Ragged (values, row_splits; values may be Ragged again) -> Ragged here."""
@@ -123,8 +136,10 @@ def differences(ours: Any, ref: Any, path: str = "", tolerance=None) -> list:
         if not isinstance(ours, Ragged):
             return [f"{path}: {type(ours).__name__}, expected a ragged value"]
         if len(ours.nested_row_lengths) != len(ref.nested_row_lengths):
-            return [f"{path}: ragged rank {len(ours.nested_row_lengths)}, expected "
-                    f"{len(ref.nested_row_lengths)}"]
+            return [
+                f"{path}: ragged rank {len(ours.nested_row_lengths)}, expected "
+                f"{len(ref.nested_row_lengths)}"
+            ]
         out = differences(ours.flat_values, ref.flat_values, path + "(flat values)", tolerance)
         for k, (a, b) in enumerate(zip(ours.nested_row_lengths, ref.nested_row_lengths)):
             if not np.array_equal(a, b):
@@ -132,15 +147,22 @@ def differences(ours: Any, ref: Any, path: str = "", tolerance=None) -> list:
         return out
     if isinstance(ref, dict):
         if not isinstance(ours, dict) or set(ours) != set(ref):
-            return [f"{path}: {sorted(ours) if isinstance(ours, dict) else type(ours)}, "
-                    f"expected keys {sorted(ref)}"]
+            return [
+                f"{path}: {sorted(ours) if isinstance(ours, dict) else type(ours)}, "
+                f"expected keys {sorted(ref)}"
+            ]
         return [d for k in ref for d in differences(ours[k], ref[k], f"{path}/{k}", tolerance)]
     if isinstance(ref, (tuple, list)):
         if type(ours) is not type(ref) or len(ours) != len(ref):
-            return [f"{path}: {type(ours).__name__} of {_size(ours)}, expected a "
-                    f"{type(ref).__name__} of {len(ref)}"]
-        return [d for i, (a, b) in enumerate(zip(ours, ref))
-                for d in differences(a, b, f"{path}[{i}]", tolerance)]
+            return [
+                f"{path}: {type(ours).__name__} of {_size(ours)}, expected a "
+                f"{type(ref).__name__} of {len(ref)}"
+            ]
+        return [
+            d
+            for i, (a, b) in enumerate(zip(ours, ref))
+            for d in differences(a, b, f"{path}[{i}]", tolerance)
+        ]
     if type(ours) is not type(ref):
         return [f"{path}: {type(ours).__name__}, expected {type(ref).__name__}"]
     if isinstance(ref, np.ndarray):

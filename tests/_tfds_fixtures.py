@@ -7,6 +7,7 @@ with the committed one.
 The test modules import what they use from here; a fixture imported into a test module is a
 fixture there (conftest.py belongs to the whole suite).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,9 +16,9 @@ import os
 import shutil
 import warnings
 
+import _tfds_dump
 import pytest
 
-import _tfds_dump
 import tfrec_fast
 from tfrec_fast import TFRecordWriter, proto, read_records
 
@@ -53,8 +54,7 @@ def own_copy(tmp_path):
 
 def load_dumps(*names) -> dict:
     """{name: {"<split>/<decoded|encoded>": [examples]}}: what tfds.as_numpy gave."""
-    return {name: _tfds_dump.load(os.path.join(DATA, name + ".as_numpy.json.gz"))
-            for name in names}
+    return {name: _tfds_dump.load(os.path.join(DATA, name + ".as_numpy.json.gz")) for name in names}
 
 
 def assert_same(ours, ref, tolerance=None):
@@ -98,6 +98,7 @@ def node(tree, *keys):
 
 
 # ---- the peer tests ----------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tfds():
@@ -155,7 +156,25 @@ def assert_all_same(mine, theirs, tolerance=None):
         assert not problems, (i, problems[:5])
 
 
-__all__ = ["DATA", "FIXTURE", "ORDERED", "RLDS", "CATALOG", "HAVE_SIMPLEJPEG", "JPEG_TOLERANCE",
-           "copy_data", "data_dir", "own_copy", "load_dumps", "assert_same", "rewrite",
-           "read_json", "edit_features", "node", "tfds", "assert_rebuilt_matches", "normalized",
-           "assert_all_same"]
+__all__ = [
+    "DATA",
+    "FIXTURE",
+    "ORDERED",
+    "RLDS",
+    "CATALOG",
+    "HAVE_SIMPLEJPEG",
+    "JPEG_TOLERANCE",
+    "copy_data",
+    "data_dir",
+    "own_copy",
+    "load_dumps",
+    "assert_same",
+    "rewrite",
+    "read_json",
+    "edit_features",
+    "node",
+    "tfds",
+    "assert_rebuilt_matches",
+    "normalized",
+    "assert_all_same",
+]

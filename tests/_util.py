@@ -1,4 +1,5 @@
 """Small helpers shared by the test modules (no fixtures here)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -6,8 +7,14 @@ import struct
 
 import tfrec_fast
 
-VALID_REASONS = {"truncated", "length_checksum", "data_checksum", "length_too_large",
-                 "compressed_stream", "index_mismatch"}
+VALID_REASONS = {
+    "truncated",
+    "length_checksum",
+    "data_checksum",
+    "length_too_large",
+    "compressed_stream",
+    "index_mismatch",
+}
 
 
 def read_all(source, compression=None, **kw):
@@ -35,7 +42,8 @@ def summarize(records):
         "all_payloads_sha256": allh.hexdigest(),
         "total_payload_bytes": sum(lengths),
         "record_lengths_sha256": hashlib.sha256(
-            b"".join(struct.pack("<Q", n) for n in lengths)).hexdigest(),
+            b"".join(struct.pack("<Q", n) for n in lengths)
+        ).hexdigest(),
     }
 
 

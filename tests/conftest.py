@@ -1,4 +1,5 @@
 """Shared fixtures for the tfrec_fast test-suite."""
+
 from __future__ import annotations
 
 import ast
@@ -11,11 +12,9 @@ import re
 import sys
 import textwrap
 
-import pytest
-
 import _corpus
 import _oracle
-
+import pytest
 
 # ---- OS features and peers (markers declared in pyproject.toml) --------------------------
 
@@ -38,9 +37,12 @@ PEERS = {
 
 
 def pytest_addoption(parser):
-    parser.addoption("--require-peers", action="store_true",
-                     help="every selected test must run: a skip (a peer or anything else missing) "
-                          "fails it, and so does a test module skipped whole (CI's peers step)")
+    parser.addoption(
+        "--require-peers",
+        action="store_true",
+        help="every selected test must run: a skip (a peer or anything else missing) "
+        "fails it, and so does a test module skipped whole (CI's peers step)",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -67,8 +69,11 @@ def pytest_collection_modifyitems(config, items):
 # fails (below), so a form this misses shows up as a failure of the core suite, not as a test
 # that never runs anywhere.
 _ASKERS = {"importorskip", "find_spec", "import_module", "__import__", "_has", "need"}
-_REASON_WORDS = re.compile(r"\b(tensorflow[-_]datasets|tensorflow|tfrecord|ray|datasets|torchdata|"
-                           r"grain)\b", re.IGNORECASE)
+_REASON_WORDS = re.compile(
+    r"\b(tensorflow[-_]datasets|tensorflow|tfrecord|ray|datasets|torchdata|"
+    r"grain)\b",
+    re.IGNORECASE,
+)
 
 
 def _peer_of_name(name) -> str | None:
@@ -83,9 +88,12 @@ def _peers_in_code(tree_source: str, top_level_only: bool) -> frozenset:
     except SyntaxError:
         return frozenset()
     if top_level_only:  # a module: its statements, not its functions and classes
-        nodes = [n for stmt in tree.body
-                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                 for n in ast.walk(stmt)]
+        nodes = [
+            n
+            for stmt in tree.body
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            for n in ast.walk(stmt)
+        ]
     else:
         nodes = list(ast.walk(tree))
     found = set()
@@ -123,7 +131,7 @@ def _peers_of(item) -> set:
         for fixturedef in defs:
             needed |= _peers_in_code(_source(fixturedef.func), False)
     callspec = getattr(item, "callspec", None)
-    for value in (callspec.params.values() if callspec else ()):
+    for value in callspec.params.values() if callspec else ():
         if isinstance(value, str) and "import" in value:  # code the test runs (README snippets)
             needed |= _peers_in_code(value, False)
     for mark in item.iter_markers("skipif"):
@@ -151,10 +159,12 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped, and --require-peers lets no test skip: {reason}"
     elif peer is not None and item.get_closest_marker(PEERS[peer]) is None:
         report.outcome = "failed"
-        report.longrepr = (f"skipped for the missing peer {peer!r}, but not marked "
-                           f"{PEERS[peer]!r}: tests/conftest.py's _peers_of does not see how this "
-                           f"test needs it, so CI's peers step (-m peer) would never run it. "
-                           f"Ask for it with pytest.importorskip({peer!r}) ({reason})")
+        report.longrepr = (
+            f"skipped for the missing peer {peer!r}, but not marked "
+            f"{PEERS[peer]!r}: tests/conftest.py's _peers_of does not see how this "
+            f"test needs it, so CI's peers step (-m peer) would never run it. "
+            f"Ask for it with pytest.importorskip({peer!r}) ({reason})"
+        )
     return report
 
 
@@ -166,11 +176,14 @@ def pytest_make_collect_report(collector):
     if report.skipped and collector.config.getoption("require_peers"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
-        report.longrepr = f"{collector.nodeid} skipped whole, and --require-peers lets nothing skip: {reason}"
+        report.longrepr = (
+            f"{collector.nodeid} skipped whole, and --require-peers lets nothing skip: {reason}"
+        )
     return report
 
 
 # ---- corpus -----------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def corpus_dir():
@@ -192,15 +205,18 @@ def corpus_cases(corpus_dir):
 @pytest.fixture(scope="session")
 def corpus_file(corpus_dir):
     """Lookup of a corpus data file by relative path, failing loudly if absent."""
+
     def get(rel):
         p = corpus_dir / rel
         if not p.is_file():
             pytest.fail("corpus file missing: %s" % p)
         return p
+
     return get
 
 
 # ---- reference framing -------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def frame():
@@ -219,6 +235,7 @@ def oracle():
 
 
 # ---- synthetic data ------------------------------------------------------------
+
 
 def make_payloads(seed=1234, lengths=(0, 1, 7, 12, 33, 100, 255, 1000, 4097, 3)):
     rnd = random.Random(seed)
@@ -269,7 +286,7 @@ class StreamOnly(io.RawIOBase):
 
     def readinto(self, b):
         n = min(len(b), self._chunk, len(self._data) - self._pos)
-        b[:n] = self._data[self._pos:self._pos + n]
+        b[:n] = self._data[self._pos : self._pos + n]
         self._pos += n
         return n
 

@@ -27,6 +27,7 @@ def write(path, features_list):
 
 # ---- raw records ------------------------------------------------------------------------------
 
+
 def test_to_arrow_shares_the_batch_memory_and_keeps_it_alive():
     batch = tfr.RecordBatch.from_records([b"ab", b"", b"xyz"])
     data_address = batch.data.ctypes.data
@@ -55,17 +56,41 @@ def test_batches_read_from_a_file_to_arrow(tmp_path):
 # ---- reading with a spec ------------------------------------------------------------------------
 
 FEATURES = [
-    {"label": [3], "score": [0.5], "name": [b"a"], "ids": [1, 2, 3], "vec": [1.0, 2.0],
-     "img": [np.arange(6, dtype=np.uint8).tobytes()], "tags": [b"x", b"y"]},
-    {"label": [4], "score": [1.5], "name": [b"bb"], "ids": tfr.Int64s([]), "vec": [3.0, 4.0],
-     "img": [np.arange(6, 12, dtype=np.uint8).tobytes()], "tags": [b"z"]},
-    {"label": [5], "score": [2.5], "name": [b""], "vec": [5.0, 6.0],
-     "img": [np.arange(12, 18, dtype=np.uint8).tobytes()]},
+    {
+        "label": [3],
+        "score": [0.5],
+        "name": [b"a"],
+        "ids": [1, 2, 3],
+        "vec": [1.0, 2.0],
+        "img": [np.arange(6, dtype=np.uint8).tobytes()],
+        "tags": [b"x", b"y"],
+    },
+    {
+        "label": [4],
+        "score": [1.5],
+        "name": [b"bb"],
+        "ids": tfr.Int64s([]),
+        "vec": [3.0, 4.0],
+        "img": [np.arange(6, 12, dtype=np.uint8).tobytes()],
+        "tags": [b"z"],
+    },
+    {
+        "label": [5],
+        "score": [2.5],
+        "name": [b""],
+        "vec": [5.0, 6.0],
+        "img": [np.arange(12, 18, dtype=np.uint8).tobytes()],
+    },
 ]
-SPEC = {"label": tfr.FixedLen((), "int64"), "score": tfr.FixedLen((), "float32"),
-        "name": tfr.FixedLen((), "bytes"), "ids": tfr.VarLen("int64"),
-        "vec": tfr.FixedLen((2,), "float32"), "img": tfr.FixedLen((2, 3), "uint8"),
-        "tags": tfr.VarLen("bytes")}
+SPEC = {
+    "label": tfr.FixedLen((), "int64"),
+    "score": tfr.FixedLen((), "float32"),
+    "name": tfr.FixedLen((), "bytes"),
+    "ids": tfr.VarLen("int64"),
+    "vec": tfr.FixedLen((2,), "float32"),
+    "img": tfr.FixedLen((2, 3), "uint8"),
+    "tags": tfr.VarLen("bytes"),
+}
 
 
 @pytest.fixture
@@ -77,9 +102,14 @@ def test_read_table_types(records):
     table = ta.read_table(records, SPEC)
     types = dict(zip(table.schema.names, table.schema.types))
     assert types == {
-        "label": pa.int64(), "score": pa.float32(), "name": pa.large_binary(),
-        "ids": pa.large_list(pa.int64()), "vec": pa.list_(pa.float32(), 2),
-        "img": pa.list_(pa.list_(pa.uint8(), 3), 2), "tags": pa.large_list(pa.large_binary())}
+        "label": pa.int64(),
+        "score": pa.float32(),
+        "name": pa.large_binary(),
+        "ids": pa.large_list(pa.int64()),
+        "vec": pa.list_(pa.float32(), 2),
+        "img": pa.list_(pa.list_(pa.uint8(), 3), 2),
+        "tags": pa.large_list(pa.large_binary()),
+    }
 
 
 def test_read_table_values_equal_parse_examples(records):
@@ -127,8 +157,9 @@ def test_text_columns(records, tmp_path):
     assert table.schema.field("name").type == pa.large_string()
     assert table.column("name").to_pylist() == ["a", "bb", ""]
     assert table.column("tags").to_pylist() == [["x", "y"], ["z"], None]
-    bad = write(tmp_path / "bad.tfrecord",
-                [{"name": [b"ok"]}, {"name": [b"ok"]}, {"name": [b"\xff\xfe"]}])
+    bad = write(
+        tmp_path / "bad.tfrecord", [{"name": [b"ok"]}, {"name": [b"ok"]}, {"name": [b"\xff\xfe"]}]
+    )
     with pytest.raises(ExampleParseError) as info:
         ta.read_table(bad, {"name": tfr.FixedLen((), "bytes")}, text=["name"])
     assert info.value.record_index == 2 and info.value.feature == "name"
@@ -140,8 +171,7 @@ def test_fixed_shape_tensor(records):
     column = table.column("img").combine_chunks()
     assert isinstance(column.type, pa.FixedShapeTensorType)
     assert column.type.shape == [2, 3]
-    assert np.array_equal(column.to_numpy_ndarray(),
-                          np.arange(18, dtype=np.uint8).reshape(3, 2, 3))
+    assert np.array_equal(column.to_numpy_ndarray(), np.arange(18, dtype=np.uint8).reshape(3, 2, 3))
     with pytest.raises(ValueError, match="fixed_shape"):
         ta.read_table(records, SPEC, fixed_shape="cube")
 
@@ -154,10 +184,12 @@ def test_fixed_bytes_with_shape_and_default(tmp_path):
 
 # ---- reading without a spec ---------------------------------------------------------------------
 
+
 def test_inferred_schema_nulls_and_empty_lists(tmp_path):
-    path = write(tmp_path / "i.tfrecord", [{"a": [1, 2], "b": [b"x"]},
-                                           {"a": tfr.Int64s([]), "c": [0.5]},
-                                           {"b": [b"y"]}])
+    path = write(
+        tmp_path / "i.tfrecord",
+        [{"a": [1, 2], "b": [b"x"]}, {"a": tfr.Int64s([]), "c": [0.5]}, {"b": [b"y"]}],
+    )
     table = ta.read_table(path)
     assert table.schema.names == ["a", "b", "c"]
     assert table.column("a").type == pa.large_list(pa.int64())
@@ -183,8 +215,10 @@ def test_inference_sees_every_batch_in_read_table(tmp_path):
 
 
 def test_scalars_only_when_asked(tmp_path):
-    path = write(tmp_path / "s.tfrecord", [{"one": [1], "two": [1, 2], "opt": [1]},
-                                           {"one": [2], "two": [3, 4]}])
+    path = write(
+        tmp_path / "s.tfrecord",
+        [{"one": [1], "two": [1, 2], "opt": [1]}, {"one": [2], "two": [3, 4]}],
+    )
     assert ta.read_table(path).column("one").type == pa.large_list(pa.int64())
     table = ta.read_table(path, scalars=True)
     assert table.column("one").type == pa.int64()
@@ -207,23 +241,32 @@ def test_names_only_spec(records):
 
 # ---- SequenceExample ----------------------------------------------------------------------------
 
+
 def test_sequence_examples(tmp_path):
     path = str(tmp_path / "seq.tfrecord")
     with tfr.TFRecordWriter(path) as w:
-        w.write(tfr.encode_sequence_example({"id": [7]},
-                                            {"tok": [[1, 2], [3]], "xy": [[0.0, 1.0]]}))
+        w.write(
+            tfr.encode_sequence_example({"id": [7]}, {"tok": [[1, 2], [3]], "xy": [[0.0, 1.0]]})
+        )
         w.write(tfr.encode_sequence_example({"id": [8]}, {"tok": [], "xy": [[2.0, 3.0]] * 2}))
-    table = ta.read_table(path, {"id": tfr.FixedLen((), "int64")},
-                          sequence_spec={"tok": tfr.VarLenSequence("int64"),
-                                         "xy": tfr.FixedLenSequence((2,), "float32")})
+    table = ta.read_table(
+        path,
+        {"id": tfr.FixedLen((), "int64")},
+        sequence_spec={
+            "tok": tfr.VarLenSequence("int64"),
+            "xy": tfr.FixedLenSequence((2,), "float32"),
+        },
+    )
     assert table.schema.field("tok").type == pa.large_list(pa.large_list(pa.int64()))
     assert table.schema.field("xy").type == pa.large_list(pa.list_(pa.float32(), 2))
     assert table.to_pylist() == [
         {"id": 7, "tok": [[1, 2], [3]], "xy": [[0.0, 1.0]]},
-        {"id": 8, "tok": [], "xy": [[2.0, 3.0], [2.0, 3.0]]}]
+        {"id": 8, "tok": [], "xy": [[2.0, 3.0], [2.0, 3.0]]},
+    ]
 
 
 # ---- paths, streaming, errors -------------------------------------------------------------------
+
 
 def test_globs_lists_and_streaming(tmp_path):
     for i in range(3):
@@ -231,8 +274,9 @@ def test_globs_lists_and_streaming(tmp_path):
     spec = {"v": tfr.FixedLen((), "int64")}
     table = ta.read_table(str(tmp_path / "part-*.tfrecord"), spec)
     assert table.column("v").to_pylist() == [i * 10 + j for i in range(3) for j in range(7)]
-    reader = ta.iter_batches([str(tmp_path / "part-2.tfrecord"), str(tmp_path / "part-0.tfrecord")],
-                             spec, batch_size=4)
+    reader = ta.iter_batches(
+        [str(tmp_path / "part-2.tfrecord"), str(tmp_path / "part-0.tfrecord")], spec, batch_size=4
+    )
     assert isinstance(reader, pa.RecordBatchReader)
     sizes = [b.num_rows for b in reader]
     assert sizes == [4, 4, 4, 2]
@@ -269,24 +313,44 @@ def test_bad_record_names_file_and_record(tmp_path):
 
 # ---- writing ---------------------------------------------------------------------------------
 
+
 def test_write_table_round_trip(tmp_path):
-    table = pa.table({
-        "i": pa.array([1, -2, 3], pa.int64()), "f": pa.array([0.5, 1.5, 2.5], pa.float32()),
-        "s": pa.array(["a", "", "ccc"]), "b": pa.array([b"\x00", b"xy", b""], pa.large_binary()),
-        "li": pa.array([[1], [], [2, 3]], pa.list_(pa.int64())),
-        "lb": pa.array([[b"p"], [b"q", b"r"], []], pa.large_list(pa.binary())),
-        "fx": pa.array([[1.0, 2.0]] * 3, pa.list_(pa.float32(), 2))})
+    table = pa.table(
+        {
+            "i": pa.array([1, -2, 3], pa.int64()),
+            "f": pa.array([0.5, 1.5, 2.5], pa.float32()),
+            "s": pa.array(["a", "", "ccc"]),
+            "b": pa.array([b"\x00", b"xy", b""], pa.large_binary()),
+            "li": pa.array([[1], [], [2, 3]], pa.list_(pa.int64())),
+            "lb": pa.array([[b"p"], [b"q", b"r"], []], pa.large_list(pa.binary())),
+            "fx": pa.array([[1.0, 2.0]] * 3, pa.list_(pa.float32(), 2)),
+        }
+    )
     path = str(tmp_path / "w.tfrecord")
     assert ta.write_table(table, path) == 3
-    spec = {"i": tfr.FixedLen((), "int64"), "f": tfr.FixedLen((), "float32"),
-            "s": tfr.FixedLen((), "bytes"), "b": tfr.FixedLen((), "bytes"),
-            "li": tfr.VarLen("int64"), "lb": tfr.VarLen("bytes"),
-            "fx": tfr.FixedLen((2,), "float32")}
+    spec = {
+        "i": tfr.FixedLen((), "int64"),
+        "f": tfr.FixedLen((), "float32"),
+        "s": tfr.FixedLen((), "bytes"),
+        "b": tfr.FixedLen((), "bytes"),
+        "li": tfr.VarLen("int64"),
+        "lb": tfr.VarLen("bytes"),
+        "fx": tfr.FixedLen((2,), "float32"),
+    }
     back = ta.read_table(path, spec, text=["s"])
-    expected = table.cast(pa.schema([
-        ("i", pa.int64()), ("f", pa.float32()), ("s", pa.large_string()),
-        ("b", pa.large_binary()), ("li", pa.large_list(pa.int64())),
-        ("lb", pa.large_list(pa.large_binary())), ("fx", pa.list_(pa.float32(), 2))]))
+    expected = table.cast(
+        pa.schema(
+            [
+                ("i", pa.int64()),
+                ("f", pa.float32()),
+                ("s", pa.large_string()),
+                ("b", pa.large_binary()),
+                ("li", pa.large_list(pa.int64())),
+                ("lb", pa.large_list(pa.large_binary())),
+                ("fx", pa.list_(pa.float32(), 2)),
+            ]
+        )
+    )
     assert back.equals(expected)
 
 
@@ -308,8 +372,9 @@ def test_write_table_refuses_what_an_example_cannot_hold(tmp_path):
     with pytest.raises(ValueError, match="inside its lists"):
         ta.write_table(pa.table({"x": pa.array([[1, None]])}), path)
     with pytest.raises(ValueError, match="inside its lists"):  # a null inner list
-        ta.write_table(pa.table({"x": pa.array([[[1, 2], None]],
-                                               pa.list_(pa.list_(pa.int64(), 2)))}), path)
+        ta.write_table(
+            pa.table({"x": pa.array([[[1, 2], None]], pa.list_(pa.list_(pa.int64(), 2)))}), path
+        )
     with pytest.raises(ValueError, match="no Example kind"):
         ta.write_table(pa.table({"x": pa.array([[], None], pa.list_(pa.null()))}), path)
     with pytest.raises(ValueError, match="nulls must be"):
@@ -326,14 +391,21 @@ def test_write_table_float64_never_narrows_silently(tmp_path):
     """TFRecord floats are float32: a float64 value float32 cannot hold exactly is an error
     naming the column, the row and the ways out; values it holds exactly (and NaN, inf) go."""
     path = str(tmp_path / "f.tfrecord")
-    exact = pa.table({"x": pa.array([1.5, -2.0, float("nan"), float("inf")], pa.float64()),
-                      "l": pa.array([[0.25], [], [3.0, 4.0], None], pa.list_(pa.float64()))})
+    exact = pa.table(
+        {
+            "x": pa.array([1.5, -2.0, float("nan"), float("inf")], pa.float64()),
+            "l": pa.array([[0.25], [], [3.0, 4.0], None], pa.list_(pa.float64())),
+        }
+    )
     assert ta.write_table(exact, path) == 4
     back = ta.read_table(path, {"x": tfr.FixedLen((), "float32"), "l": tfr.VarLen("float32")})
     assert back.column("x").to_pylist()[:2] == [1.5, -2.0]
     assert back.column("l").to_pylist()[2] == [3.0, 4.0]
-    with pytest.raises(ValueError, match=r"column 'x': the float64 value 0\.1 \(row 5\).*"
-                                         r"cast the column to float32.*float64='round'"):
+    with pytest.raises(
+        ValueError,
+        match=r"column 'x': the float64 value 0\.1 \(row 5\).*"
+        r"cast the column to float32.*float64='round'",
+    ):
         ta.write_table(pa.table({"x": [1.0] * 5 + [0.1]}), path, batch_size=2)
     with pytest.raises(ValueError, match=r"column 'l'.*1e\+300 \(row 1\)"):  # float32: inf
         ta.write_table(pa.table({"l": pa.array([[1.0], [2.0, 1e300]])}), path)
@@ -351,13 +423,16 @@ def records_of(path):
     return [tfr.parse_example(r) for r in tfr.read_records(path)]
 
 
-NULLABLE = pa.table({
-    "i": pa.array([1, None, 3], pa.int64()),
-    "s": pa.array(["a", "b", None]),
-    "l": pa.array([[1.5], None, []], pa.list_(pa.float32())),
-    "b": pa.array([None, [b"x", b""], [b"y"]], pa.large_list(pa.binary())),
-    "fx": pa.array([[1, 2], [3, 4], None], pa.list_(pa.int64(), 2)),
-    "none": pa.array([None, None, None], pa.null())})
+NULLABLE = pa.table(
+    {
+        "i": pa.array([1, None, 3], pa.int64()),
+        "s": pa.array(["a", "b", None]),
+        "l": pa.array([[1.5], None, []], pa.list_(pa.float32())),
+        "b": pa.array([None, [b"x", b""], [b"y"]], pa.large_list(pa.binary())),
+        "fx": pa.array([[1, 2], [3, 4], None], pa.list_(pa.int64(), 2)),
+        "none": pa.array([None, None, None], pa.null()),
+    }
+)
 
 
 def test_write_table_nulls_leave_the_feature_out(tmp_path):
@@ -366,7 +441,8 @@ def test_write_table_nulls_leave_the_feature_out(tmp_path):
     assert records_of(path) == [
         {"i": [1], "s": [b"a"], "l": [1.5], "fx": [1, 2]},
         {"s": [b"b"], "b": [b"x", b""], "fx": [3, 4]},
-        {"i": [3], "l": [], "b": [b"y"]}]
+        {"i": [3], "l": [], "b": [b"y"]},
+    ]
     back = ta.read_table(path)  # null where a record lacks the feature, [] where it is empty
     assert back.column("l").to_pylist() == [[1.5], None, []]
     assert back.column("b").to_pylist() == [None, [b"x", b""], [b"y"]]
@@ -379,7 +455,8 @@ def test_write_table_nulls_as_empty_lists_as_ray_writes_them(tmp_path):
     assert records_of(path) == [
         {"i": [1], "s": [b"a"], "l": [1.5], "b": [], "fx": [1, 2]},
         {"i": [], "s": [b"b"], "l": [], "b": [b"x", b""], "fx": [3, 4]},
-        {"i": [3], "s": [], "l": [], "b": [b"y"], "fx": []}]
+        {"i": [3], "s": [], "l": [], "b": [b"y"], "fx": []},
+    ]
     with pytest.raises(ValueError, match="no Example kind"):
         ta.write_table(NULLABLE.select(["none"]), path, nulls="empty")
 
@@ -387,8 +464,12 @@ def test_write_table_nulls_as_empty_lists_as_ray_writes_them(tmp_path):
 def test_read_table_write_table_reproduces_the_records(tmp_path):
     """A spec-free table of a file with missing features and empty lists writes the same
     Examples back."""
-    features = [{"a": [1, 2], "b": [b"x"]}, {"a": tfr.Int64s([]), "c": [0.5]},
-                {"b": [b"y"], "c": tfr.Floats([])}, {}]
+    features = [
+        {"a": [1, 2], "b": [b"x"]},
+        {"a": tfr.Int64s([]), "c": [0.5]},
+        {"b": [b"y"], "c": tfr.Floats([])},
+        {},
+    ]
     path = write(tmp_path / "in.tfrecord", features)
     out = str(tmp_path / "out.tfrecord")
     ta.write_table(ta.read_table(path), out)
@@ -398,20 +479,27 @@ def test_read_table_write_table_reproduces_the_records(tmp_path):
 
 def test_write_table_takes_dictionaries_views_and_nested_fixed_lists(tmp_path):
     path = str(tmp_path / "d.tfrecord")
-    table = pa.table({
-        "cat": pa.array(["u", "v", "u"]).dictionary_encode(),
-        "view": pa.array(["p", "qq", ""], pa.string_view()),
-        "boxes": pa.array([[[1, 2]], [], [[3, 4], [5, 6]]],
-                          pa.large_list(pa.list_(pa.int64(), 2)))})
+    table = pa.table(
+        {
+            "cat": pa.array(["u", "v", "u"]).dictionary_encode(),
+            "view": pa.array(["p", "qq", ""], pa.string_view()),
+            "boxes": pa.array(
+                [[[1, 2]], [], [[3, 4], [5, 6]]], pa.large_list(pa.list_(pa.int64(), 2))
+            ),
+        }
+    )
     ta.write_table(table, path)
-    assert records_of(path) == [{"cat": [b"u"], "view": [b"p"], "boxes": [1, 2]},
-                                {"cat": [b"v"], "view": [b"qq"], "boxes": []},
-                                {"cat": [b"u"], "view": [b""], "boxes": [3, 4, 5, 6]}]
+    assert records_of(path) == [
+        {"cat": [b"u"], "view": [b"p"], "boxes": [1, 2]},
+        {"cat": [b"v"], "view": [b"qq"], "boxes": []},
+        {"cat": [b"u"], "view": [b""], "boxes": [3, 4, 5, 6]},
+    ]
 
 
 def test_sliced_arrow_input(tmp_path):
-    table = pa.table({"s": pa.array(["aa", "b", "cc", "d"]),
-                      "l": pa.array([[1], [2, 3], [4], []])}).slice(1, 2)
+    table = pa.table(
+        {"s": pa.array(["aa", "b", "cc", "d"]), "l": pa.array([[1], [2, 3], [4], []])}
+    ).slice(1, 2)
     path = str(tmp_path / "slice.tfrecord")
     ta.write_table(table, path)
     back = ta.read_table(path, {"s": tfr.FixedLen((), "bytes"), "l": tfr.VarLen("int64")})
@@ -424,15 +512,22 @@ ROWS = st.integers(0, 40)
 @st.composite
 def tables(draw):
     n = draw(ROWS)
-    ints = draw(st.lists(st.integers(-2**63, 2**63 - 1), min_size=n, max_size=n))
+    ints = draw(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=n, max_size=n))
     blobs = draw(st.lists(st.binary(max_size=300), min_size=n, max_size=n))
-    lists = draw(st.lists(st.lists(st.floats(width=32, allow_nan=False), max_size=5),
-                          min_size=n, max_size=n))
-    fixed = draw(st.lists(st.lists(st.integers(-5, 5), min_size=3, max_size=3),
-                          min_size=n, max_size=n))
-    return pa.table({"i": pa.array(ints, pa.int64()), "b": pa.array(blobs, pa.large_binary()),
-                     "l": pa.array(lists, pa.large_list(pa.float32())),
-                     "k": pa.array(fixed, pa.list_(pa.int64(), 3))})
+    lists = draw(
+        st.lists(st.lists(st.floats(width=32, allow_nan=False), max_size=5), min_size=n, max_size=n)
+    )
+    fixed = draw(
+        st.lists(st.lists(st.integers(-5, 5), min_size=3, max_size=3), min_size=n, max_size=n)
+    )
+    return pa.table(
+        {
+            "i": pa.array(ints, pa.int64()),
+            "b": pa.array(blobs, pa.large_binary()),
+            "l": pa.array(lists, pa.large_list(pa.float32())),
+            "k": pa.array(fixed, pa.list_(pa.int64(), 3)),
+        }
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -440,8 +535,12 @@ def tables(draw):
 def test_round_trip_property(tmp_path_factory, table, batch_size):
     path = str(tmp_path_factory.mktemp("rt") / "p.tfrecord")
     ta.write_table(table, path, batch_size=batch_size)
-    spec = {"i": tfr.FixedLen((), "int64"), "b": tfr.FixedLen((), "bytes"),
-            "l": tfr.VarLen("float32"), "k": tfr.FixedLen((3,), "int64")}
+    spec = {
+        "i": tfr.FixedLen((), "int64"),
+        "b": tfr.FixedLen((), "bytes"),
+        "l": tfr.VarLen("float32"),
+        "k": tfr.FixedLen((3,), "int64"),
+    }
     back = ta.read_table(path, spec, batch_size=batch_size)
     assert back.num_rows == table.num_rows
     for name in ("i", "b", "l", "k"):
@@ -453,9 +552,11 @@ def nullable_tables(draw):
     """Spec-free read_table's own types: large_list of int64 / float32 / large_binary, null
     where a record lacks the feature; each column present in some record."""
     n = draw(st.integers(1, 30))
-    kinds = {"ints": (st.integers(-2**63, 2**63 - 1), pa.int64()),
-             "floats": (st.floats(width=32, allow_nan=False), pa.float32()),
-             "blobs": (st.binary(max_size=50), pa.large_binary())}
+    kinds = {
+        "ints": (st.integers(-(2**63), 2**63 - 1), pa.int64()),
+        "floats": (st.floats(width=32, allow_nan=False), pa.float32()),
+        "blobs": (st.binary(max_size=50), pa.large_binary()),
+    }
     columns = {}
     for name, (values, type_) in kinds.items():
         rows = draw(st.lists(st.none() | st.lists(values, max_size=4), min_size=n, max_size=n))
@@ -476,6 +577,7 @@ def test_round_trip_with_nulls_property(tmp_path_factory, table, batch_size):
 
 # ---- consumers -------------------------------------------------------------------------------
 
+
 def test_polars(records):
     pl = pytest.importorskip("polars")
     frame = pl.from_arrow(ta.read_table(records, SPEC))
@@ -487,14 +589,16 @@ def test_duckdb(records):
     duckdb = pytest.importorskip("duckdb")
     examples = ta.read_table(records, SPEC)  # noqa: F841 - DuckDB finds it by name
     con = duckdb.connect()
-    rows = con.execute("SELECT label, len(ids) AS n FROM examples WHERE score > 1 "
-                       "ORDER BY label").fetchall()
+    rows = con.execute(
+        "SELECT label, len(ids) AS n FROM examples WHERE score > 1 ORDER BY label"
+    ).fetchall()
     assert rows == [(4, 0), (5, None)]
 
 
 def test_hugging_face_datasets(records):
-    datasets = pytest.importorskip("datasets", reason="optional peer `datasets` not installed "
-                                   "(CI's peers step runs this)")
+    datasets = pytest.importorskip(
+        "datasets", reason="optional peer `datasets` not installed (CI's peers step runs this)"
+    )
     ds = datasets.Dataset(ta.read_table(records, SPEC, text=["name"]))
     assert len(ds) == 3
     assert ds[1]["name"] == "bb" and ds[0]["ids"] == [1, 2, 3]

@@ -1,6 +1,7 @@
 """Very large files: a real > 5 GiB file streamed with bounded memory, records past 4 GiB, and
 one record of more than 1 GiB. Opt-in (marker `bigdisk`, needs ~12 GiB free): `pytest -m bigdisk`;
 .ci/run runs them."""
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,9 @@ GiB = 1 << 30
 MiB = 1 << 20
 FOUR_GIB = 4 * GiB
 SEED = 20240601
-RECORD = MiB - 37          # ~1 MiB payloads, not a power of two
-SPAN = 64 * MiB            # every record is a window into one seeded 64 MiB buffer
-N_RECORDS = 5400           # 5400 * (1 MiB - 21) ~ 5.27 GiB on disk
+RECORD = MiB - 37  # ~1 MiB payloads, not a power of two
+SPAN = 64 * MiB  # every record is a window into one seeded 64 MiB buffer
+N_RECORDS = 5400  # 5400 * (1 MiB - 21) ~ 5.27 GiB on disk
 PER_BATCH = 64
 
 
@@ -37,8 +38,10 @@ def window(i):
 def require_free_disk(path, needed):
     free = shutil.disk_usage(path).free
     if free < needed:
-        pytest.fail(f"needs {needed / GiB:.0f} GiB free under {path}, only {free / GiB:.1f} GiB: "
-                    "free some space (this opt-in test is not skipped)")
+        pytest.fail(
+            f"needs {needed / GiB:.0f} GiB free under {path}, only {free / GiB:.1f} GiB: "
+            "free some space (this opt-in test is not skipped)"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +53,12 @@ def big_file(tmp_path_factory):
     t0 = time.perf_counter()
     with tfrec_fast.TFRecordWriter(path) as w:
         for start in range(0, N_RECORDS, PER_BATCH):
-            w.write_batch([base[window(i):window(i) + RECORD]
-                           for i in range(start, min(start + PER_BATCH, N_RECORDS))])
+            w.write_batch(
+                [
+                    base[window(i) : window(i) + RECORD]
+                    for i in range(start, min(start + PER_BATCH, N_RECORDS))
+                ]
+            )
     print(f"\nwrote {path.stat().st_size / GiB:.2f} GiB in {time.perf_counter() - t0:.1f} s")
     try:
         yield path
@@ -107,9 +114,12 @@ print(json.dumps({"records": n, "bad": bad, "past_4g": past_4g, "first_past": fi
 def test_stream_5gib_file_with_bounded_memory(big_file):
     size = big_file.stat().st_size
     assert size > 5 * GiB
-    proc = subprocess.run([sys.executable, "-c", STREAM_SCRIPT, str(big_file),
-                           os.path.dirname(__file__)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", STREAM_SCRIPT, str(big_file), os.path.dirname(__file__)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     print(f"\nstreamed {size / GiB:.2f} GiB: {result}")
@@ -133,8 +143,8 @@ def test_records_past_4gib_by_count_tell_and_index(big_file):
     picks = [0, 4095, FOUR_GIB // framed, FOUR_GIB // framed + 1, N_RECORDS - 2, N_RECORDS - 1]
     reader = tfrec_fast.IndexedTFRecordReader(big_file, (offsets, sizes))
     for i, rec in zip(picks, reader.get_batch(picks)):
-        assert rec == base[window(i):window(i) + RECORD], f"record {i} differs"
-    assert bytes(reader[N_RECORDS - 1]) == base[window(N_RECORDS - 1):][:RECORD]
+        assert rec == base[window(i) : window(i) + RECORD], f"record {i} differs"
+    assert bytes(reader[N_RECORDS - 1]) == base[window(N_RECORDS - 1) :][:RECORD]
     # Sequential reader: skip to just before 4 GiB by counting, then read and tell().
     with tfrec_fast.TFRecordReader(big_file) as r:
         first_past = FOUR_GIB // framed + 1
@@ -142,7 +152,7 @@ def test_records_past_4gib_by_count_tell_and_index(big_file):
             next(r)
         assert r.tell() == first_past * framed > FOUR_GIB
         rec = next(r)
-        assert rec == base[window(first_past):window(first_past) + RECORD]
+        assert rec == base[window(first_past) : window(first_past) + RECORD]
         assert r.records_read == first_past + 1
         assert r.count() == N_RECORDS - first_past - 1
         assert r.tell() == size
@@ -154,7 +164,7 @@ def test_one_record_over_1_gib(tmp_path):
     n = GiB + GiB // 10  # 1.1 GiB
     tile = np.random.default_rng(SEED + 1).integers(0, 256, 8 * MiB + 13, dtype=np.uint8)
     payload = np.resize(tile, n)  # repeats the tile, misaligned to the 8 MiB blocks
-    payload[::(64 * MiB) + 1] ^= 0x5A  # sparse edits so no two tiles are identical
+    payload[:: (64 * MiB) + 1] ^= 0x5A  # sparse edits so no two tiles are identical
     payload = payload.tobytes()
     expected_crc = tfrec_fast.crc32c(payload)
     path = tmp_path / "huge_record.tfrecord"

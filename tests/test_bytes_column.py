@@ -1,10 +1,12 @@
 """BytesColumn.to_list, made in C++ (_core.bytes_values): what the torch datasets and Arrow call for
 every bytes feature, checked against the column's own zero-copy views."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tfrec_fast import _core
 from tfrec_fast.example import BytesColumn
@@ -73,4 +75,8 @@ def test_gather_bytes_checks_every_range():
     with pytest.raises(ValueError):
         _core.gather_bytes(buffer, np.array([0, 1]), np.array([1]))
     values, starts, ends = _core.gather_bytes(buffer, np.array([4, -1, 0]), np.array([6, -1, 2]))
-    assert values.tobytes() == b"efab" and starts.tolist() == [0, -1, 2] and ends.tolist() == [2, -1, 4]
+    assert (
+        values.tobytes() == b"efab"
+        and starts.tolist() == [0, -1, 2]
+        and ends.tolist() == [2, -1, 4]
+    )

@@ -1,4 +1,5 @@
 """The `tfrec-fast` command line (python -m tfrec_fast and the console script)."""
+
 from __future__ import annotations
 
 import gzip
@@ -9,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import _oracle
+import pytest
 from conftest import make_payloads
 
 
@@ -21,8 +21,12 @@ def ok_line(path, n):
 
 
 def run_cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "tfrec_fast", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tfrec_fast", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture
@@ -124,12 +128,15 @@ def test_bench_counts_and_times_both_readers(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("50 records, 0.0 MB of payload; median of 2 runs")
     rows = [line for line in out.splitlines() if line.startswith("| tfrec_fast")]
-    assert [row.split(" | ")[0] for row in rows] == ["| tfrec_fast batched (read_batches)",
-                                                     "| tfrec_fast per record (read_records)"]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| tfrec_fast batched (read_batches)",
+        "| tfrec_fast per record (read_records)",
+    ]
 
 
 def _installed() -> bool:
     from importlib import metadata
+
     try:
         metadata.distribution("tfrec_fast")
         return True
@@ -142,19 +149,24 @@ def test_console_script_is_declared(files, capsys):
     text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert 'tfrec-fast = "tfrec_fast.cli:main"' in text
     from tfrec_fast.cli import main
+
     assert main(["count", str(files["good"])]) == 0
     assert capsys.readouterr().out.startswith("%d\t" % files["n"])
 
 
-@pytest.mark.skipif(not _installed(), reason="run from the source tree: no installed "
-                    "distribution, so no console script (the README's install runs this)")
+@pytest.mark.skipif(
+    not _installed(),
+    reason="run from the source tree: no installed "
+    "distribution, so no console script (the README's install runs this)",
+)
 def test_console_script_installed(files):
     """The `tfrec-fast` console script sits next to the interpreter and works."""
     bindir = Path(sys.executable).parent
     script = bindir / ("tfrec-fast.exe" if os.name == "nt" else "tfrec-fast")
     found = script if script.exists() else shutil.which("tfrec-fast")
     assert found, "tfrec-fast console script not installed in %s" % bindir
-    out = subprocess.run([str(found), "count", str(files["good"])], capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [str(found), "count", str(files["good"])], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("%d\t" % files["n"])

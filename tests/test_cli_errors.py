@@ -1,5 +1,6 @@
 """The tfrec-fast command line: errors as one line (never a traceback), piped input, globs,
 --compression choices, --version, plain help (issue #10, findings B and E)."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,14 +10,13 @@ import subprocess
 import sys
 import zlib
 
+import _oracle
 import numpy as np
 import pytest
+from _images import make_image_folder
 
 import tfrec_fast
 from tfrec_fast.cli import build_parser, main
-
-import _oracle
-from _images import make_image_folder
 
 PAYLOADS = [tfrec_fast.encode_example({"b": b"x" * n}) for n in (0, 5, 100, 3000, 7)]
 
@@ -30,13 +30,22 @@ def files(tmp_path):
     damaged.write_bytes(_oracle.flip_bit(raw, _oracle.record_offsets(PAYLOADS)[3] + 1))
     gz = tmp_path / "good.tfrecord.gz"
     gz.write_bytes(gzip.compress(raw))
-    return {"good": good, "damaged": damaged, "gz": gz, "missing": tmp_path / "missing.tfrecord",
-            "dir": tmp_path}
+    return {
+        "good": good,
+        "damaged": damaged,
+        "gz": gz,
+        "missing": tmp_path / "missing.tfrecord",
+        "dir": tmp_path,
+    }
 
 
 def run_cli(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "tfrec_fast", *map(str, args)], input=stdin,
-                          capture_output=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tfrec_fast", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 # ---- B: piped input ------------------------------------------------------------------------------
@@ -51,7 +60,9 @@ def test_verify_reads_a_pipe(kind, name):
     out = run_cli("verify", name, stdin=data)
     assert out.returncode == 0, out.stderr
     shown = "<stdin>" if name == "-" else name
-    assert out.stdout.decode() == f"OK {shown}: 5 records, {sum(map(len, PAYLOADS))} payload bytes\n"
+    assert (
+        out.stdout.decode() == f"OK {shown}: 5 records, {sum(map(len, PAYLOADS))} payload bytes\n"
+    )
 
 
 @pytest.mark.parametrize("kind", sorted(COMPRESS))
@@ -83,8 +94,14 @@ def test_bench_and_index_with_stdin(files):
 
 # ---- E: errors are one line ------------------------------------------------------------------------
 
-COMMANDS = [["count"], ["verify"], ["index"], ["bench", "--repeat", "1", "--no-peers"], ["cat"],
-            ["schema"]]
+COMMANDS = [
+    ["count"],
+    ["verify"],
+    ["index"],
+    ["bench", "--repeat", "1", "--no-peers"],
+    ["cat"],
+    ["schema"],
+]
 
 
 def check_error(status, err, prefix):
@@ -138,6 +155,7 @@ def test_module_subprocess_reports_without_traceback(files):
 
 # ---- globs on the command line ---------------------------------------------------------------------
 
+
 def test_quoted_patterns(files, capsys):
     pattern = str(files["dir"] / "good.tfrecord*")
     assert main(["count", pattern]) == 0
@@ -154,6 +172,7 @@ def test_quoted_patterns(files, capsys):
 
 
 # ---- options, version, help ------------------------------------------------------------------------
+
 
 def test_compression_choices(files, capsys):
     with pytest.raises(SystemExit) as info:
@@ -192,6 +211,7 @@ def test_help_has_no_restructuredtext_markup():
 
 # ---- convert ---------------------------------------------------------------------------------------
 
+
 def test_convert_existing_output_names_the_option(tmp_path, capsys):
     np.savez(tmp_path / "a.npz", x=np.arange(3))
     args = ["convert", "numpy", str(tmp_path / "a.npz"), str(tmp_path / "out")]
@@ -205,8 +225,18 @@ def test_convert_existing_output_names_the_option(tmp_path, capsys):
 
 def test_convert_summary_names_ignored_files(tmp_path, capsys):
     make_image_folder(tmp_path / "src")
-    assert main(["convert", "imagefolder", str(tmp_path / "src"), str(tmp_path / "out"),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "convert",
+                "imagefolder",
+                str(tmp_path / "src"),
+                str(tmp_path / "out"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "2 ignored" in out
     assert "ignored files: README.md, dog/notes.txt\n" in out
@@ -214,7 +244,8 @@ def test_convert_summary_names_ignored_files(tmp_path, capsys):
 
 def test_convert_numpy_from_stdin(tmp_path):
     np.savez(tmp_path / "a.npz", x=np.arange(3))
-    out = run_cli("convert", "numpy", "-", tmp_path / "out",
-                  stdin=(tmp_path / "a.npz").read_bytes())
+    out = run_cli(
+        "convert", "numpy", "-", tmp_path / "out", stdin=(tmp_path / "a.npz").read_bytes()
+    )
     assert out.returncode == 0, out.stderr
     assert tfrec_fast.count_records(str(tmp_path / "out" / "data-*.tfrecord")) == 3

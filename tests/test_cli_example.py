@@ -1,4 +1,5 @@
 """`tfrec-fast cat` (Examples as JSON lines) and `tfrec-fast schema` (a spec as Python code)."""
+
 from __future__ import annotations
 
 import base64
@@ -17,27 +18,48 @@ import tfrec_fast as tfr
 from tfrec_fast import proto
 from tfrec_fast.describe import py_str, show_bytes
 
-EXAMPLE_FILES = ["edge_values", "long_lists", "mnist_like", "packed_lists", "tutorial_1000",
-                 "unpacked_lists_handbuilt", "voc_like"]
+EXAMPLE_FILES = [
+    "edge_values",
+    "long_lists",
+    "mnist_like",
+    "packed_lists",
+    "tutorial_1000",
+    "unpacked_lists_handbuilt",
+    "voc_like",
+]
 SEQUENCE_FILE = "sequence/sequence_example_200.tfrecord"
 # corrupt/ files derived from example/packed_lists.tfrecord (gzip_truncated_mid_stream holds
 # raw, non-Example records)
-DAMAGED_FILES = ["data_crc_bitflip", "length_2pow60", "length_bitflip", "payload_bitflip",
-                 "trailing_garbage_5", "truncated_in_final_crc", "truncated_mid_header",
-                 "truncated_mid_payload"]
+DAMAGED_FILES = [
+    "data_crc_bitflip",
+    "length_2pow60",
+    "length_bitflip",
+    "payload_bitflip",
+    "trailing_garbage_5",
+    "truncated_in_final_crc",
+    "truncated_mid_header",
+    "truncated_mid_payload",
+]
 
 
 def run_cli(*args, env=None, timeout=120):
     environ = dict(os.environ, PYTHONIOENCODING="utf-8")
     environ.update(env or {})
-    return subprocess.run([sys.executable, "-m", "tfrec_fast", *map(str, args)],
-                          capture_output=True, encoding="utf-8", env=environ, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tfrec_fast", *map(str, args)],
+        capture_output=True,
+        encoding="utf-8",
+        env=environ,
+        timeout=timeout,
+    )
 
 
 def strict_json(line):
     """json.loads refusing NaN / Infinity / -Infinity (not JSON)."""
+
     def bad(token):
         raise ValueError("not JSON: %s" % token)
+
     return json.loads(line, parse_constant=bad)
 
 
@@ -70,8 +92,11 @@ def assert_values_equal(shown, values, where):
                 assert got == ("inf" if want > 0 else "-inf"), where
             else:
                 # printed as the shortest decimal of the float32: reads back to the same bits
-                assert isinstance(got, float) and f32_bits(got) == f32_bits(want), (where, got,
-                                                                                     want)
+                assert isinstance(got, float) and f32_bits(got) == f32_bits(want), (
+                    where,
+                    got,
+                    want,
+                )
         else:
             assert type(got) is int and got == want, where
 
@@ -90,6 +115,7 @@ def cat_lines(*args, **kw):
 
 
 # ---- cat ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", EXAMPLE_FILES)
 def test_cat_matches_example_to_dict(corpus_file, name):
@@ -156,7 +182,7 @@ def test_cat_nan_and_inf_are_strings(corpus_file):
     assert line["f32_nan_payloads"] == ["nan", "nan", "nan"]
     assert [math.copysign(1, v) for v in line["f32_signed_zero"]] == [-1, 1]
     assert line["f32_denormals"][0] == 1e-45
-    assert line["f32_limits"][:3] == [1.1754944e-38, 3.4028235e+38, -3.4028235e+38]
+    assert line["f32_limits"][:3] == [1.1754944e-38, 3.4028235e38, -3.4028235e38]
     assert line["f32_limits"][6] == 0.1  # shortest float32 decimal, not 0.10000000149011612
 
 
@@ -172,15 +198,15 @@ def test_cat_bytes_shortened(corpus_file):
     with "…(N bytes)"; --max-bytes 0 never cuts."""
     path = corpus_file("example/edge_values.tfrecord")
     line = cat_lines(path, "--skip", "2", "--limit", "1")[0]
-    assert line["bytes_all_256_values"] == [
-        "0x" + bytes(range(32)).hex() + "\u2026(256 bytes)"]
+    assert line["bytes_all_256_values"] == ["0x" + bytes(range(32)).hex() + "\u2026(256 bytes)"]
     assert line["bytes_invalid_utf8"] == ["0xfffec328", "0xeda080"]
     assert line["bytes_empty_value"] == [""]
     assert line["bytes_many_values"][3] == "xxx"
     assert line["bytes_many_values"][39] == "x" * 32 + "\u2026(39 bytes)"
     with_nul = proto.example_to_dict(read_all(path)[0][2])["bytes_with_nul"]
     assert line["bytes_with_nul"] == [
-        ("0x" + v.hex()) if b"\0" in v else v.decode() for v in with_nul]
+        ("0x" + v.hex()) if b"\0" in v else v.decode() for v in with_nul
+    ]
 
     line = cat_lines(path, "--skip", "2", "--limit", "1", "--max-bytes", "4")[0]
     assert line["bytes_all_256_values"] == ["0x00010203\u2026(256 bytes)"]
@@ -217,7 +243,8 @@ def test_cat_not_a_sequence_example_exit_1(corpus_file):
     out = run_cli("cat", "--sequence", corpus_file("raw/crc_lengths.tfrecord"))
     assert out.returncode == 1
     assert [strict_json(line) for line in out.stdout.splitlines()] == [
-        {"context": {}, "feature_lists": {}}]
+        {"context": {}, "feature_lists": {}}
+    ]
     assert "record 1" in out.stderr and "SequenceExample" in out.stderr
 
 
@@ -265,7 +292,7 @@ def test_cat_damaged_gzip_examples(tmp_path, corpus_file):
     """A gzip Example file cut mid-stream: the intact records, then DAMAGED, exit 1."""
     data = gzip.compress(corpus_file("example/tutorial_1000.tfrecord").read_bytes())
     path = tmp_path / "cut.tfrecord.gz"
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
     records, error = read_all(path, "gzip")
     assert error is not None and 0 < len(records) < 1000
     out = run_cli("cat", path, "--limit", "0")
@@ -288,8 +315,11 @@ def test_cat_stops_reading_at_the_limit(corpus_file):
 def test_cat_broken_pipe_is_quiet(corpus_file):
     """`tfrec-fast cat ... | head -c 100`: no traceback, no error message, status 0."""
     path = corpus_file("example/long_lists.tfrecord")  # a ~1 MB line, more than a pipe holds
-    proc = subprocess.Popen([sys.executable, "-m", "tfrec_fast", "cat", str(path), "--limit", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfrec_fast", "cat", str(path), "--limit", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     head = proc.stdout.read(100)
     proc.stdout.close()
     stderr = proc.stderr.read()
@@ -307,7 +337,8 @@ def test_cat_ascii_stdout(corpus_file):
     assert utf8.returncode == ascii_.returncode == 0, ascii_.stderr
     assert ascii_.stdout.isascii() and not utf8.stdout.isascii()
     assert [json.loads(x) for x in ascii_.stdout.splitlines()] == [
-        json.loads(x) for x in utf8.stdout.splitlines()]
+        json.loads(x) for x in utf8.stdout.splitlines()
+    ]
 
 
 def test_cat_bad_arguments_and_missing_file(tmp_path, corpus_file):
@@ -323,6 +354,7 @@ def test_cat_empty_file(corpus_file):
 
 
 # ---- schema -------------------------------------------------------------------------------------
+
 
 def run_schema(*args):
     out = run_cli("schema", *args)
@@ -353,8 +385,9 @@ def step_values(step):
 
 def same_values(got, want):
     if want and isinstance(want[0], float):
-        return np.array_equal(np.array(got, np.float32).view(np.uint32),
-                              np.array(want, np.float32).view(np.uint32))
+        return np.array_equal(
+            np.array(got, np.float32).view(np.uint32), np.array(want, np.float32).view(np.uint32)
+        )
     return got == want
 
 
@@ -439,6 +472,7 @@ def write_examples(path, examples):
 def test_schema_edge_cases(tmp_path):
     """Mixed kinds -> a commented-out line (left out of the spec); a Feature with no list set
     fits any kind; a constant length of 3 -> FixedLen((3,)); always 0 values -> VarLen."""
+
     def example(**features):
         ex = proto.Example()
         for name, feature in features.items():
@@ -451,12 +485,27 @@ def test_schema_edge_cases(tmp_path):
     ints = lambda *v: F(int64_list=proto.Int64List(value=v))  # noqa: E731
     raw = lambda *v: F(bytes_list=proto.BytesList(value=v))  # noqa: E731
     path = tmp_path / "edge.tfrecord"
-    write_examples(path, [
-        example(mixed=ints(1), triple=floats(1, 2, 3), unset=F(), empty=ints(), sometimes_unset=F(),
-                **{"we\"ird\\name\n": raw(b"a")}),
-        example(mixed=raw(b"x"), triple=floats(4, 5, 6), unset=F(), empty=ints(),
-                sometimes_unset=ints(7, 8), **{"we\"ird\\name\n": raw(b"b")}),
-    ])
+    write_examples(
+        path,
+        [
+            example(
+                mixed=ints(1),
+                triple=floats(1, 2, 3),
+                unset=F(),
+                empty=ints(),
+                sometimes_unset=F(),
+                **{'we"ird\\name\n': raw(b"a")},
+            ),
+            example(
+                mixed=raw(b"x"),
+                triple=floats(4, 5, 6),
+                unset=F(),
+                empty=ints(),
+                sometimes_unset=ints(7, 8),
+                **{'we"ird\\name\n': raw(b"b")},
+            ),
+        ],
+    )
     text, ns = run_schema(path)
     spec = ns["spec"]
     assert "mixed" not in spec
@@ -465,11 +514,11 @@ def test_schema_edge_cases(tmp_path):
     assert isinstance(spec["empty"], tfr.VarLen)
     assert isinstance(spec["unset"], tfr.VarLen)
     assert isinstance(spec["sometimes_unset"], tfr.VarLen)
-    assert isinstance(spec["we\"ird\\name\n"], tfr.FixedLen)
+    assert isinstance(spec['we"ird\\name\n'], tfr.FixedLen)
     columns = tfr.parse_examples(tfr.TFRecordReader(path).read_batch(), spec)
     assert columns["triple"].tolist() == [[1, 2, 3], [4, 5, 6]]
     assert columns["sometimes_unset"].to_list() == [[], [7, 8]]
-    assert columns["we\"ird\\name\n"].to_list() == [b"a", b"b"]
+    assert columns['we"ird\\name\n'].to_list() == [b"a", b"b"]
 
 
 def test_schema_sequence_edge_cases(tmp_path):
@@ -483,9 +532,11 @@ def test_schema_sequence_edge_cases(tmp_path):
             seq.context.feature["id"].int64_list.value.append(i)
         for step in range(i + 1):
             seq.feature_lists.feature_list["pairs"].feature.add().bytes_list.value.extend(
-                [b"a", b"b"])
+                [b"a", b"b"]
+            )
             seq.feature_lists.feature_list["ragged"].feature.add().int64_list.value.extend(
-                range(step))
+                range(step)
+            )
         records.append(seq)
     write_examples(path, records)
     text, ns = run_schema(path, "--sequence")
@@ -494,8 +545,7 @@ def test_schema_sequence_edge_cases(tmp_path):
     assert isinstance(ns["sequence_spec"]["ragged"], tfr.VarLenSequence)
     assert "0..2 values per step, 1..3 steps" in text
     batch = tfr.TFRecordReader(path).read_batch()
-    context, sequences = tfr.parse_sequence_examples(batch, ns["context_spec"],
-                                                     ns["sequence_spec"])
+    context, sequences = tfr.parse_sequence_examples(batch, ns["context_spec"], ns["sequence_spec"])
     assert context["id"].to_list() == [[], [1], [2]]
     assert [len(sequences["pairs"][i]) for i in range(3)] == [1, 2, 3]
 
@@ -518,8 +568,16 @@ def test_schema_empty_file(corpus_file):
 
 
 def test_py_str_literals():
-    for s in ["plain", 'quo"te', "back\\slash", "new\nline", "\x00\x7f", "café",
-              "emoji_\U0001F600", "\u2028"]:
+    for s in [
+        "plain",
+        'quo"te',
+        "back\\slash",
+        "new\nline",
+        "\x00\x7f",
+        "café",
+        "emoji_\U0001f600",
+        "\u2028",
+    ]:
         for ascii_only in (False, True):
             literal = py_str(s, ascii_only)
             assert eval(literal) == s

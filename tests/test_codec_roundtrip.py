@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import tfrec_fast as tfr
 
-INT64 = st.integers(-(2 ** 63), 2 ** 63 - 1)
+INT64 = st.integers(-(2**63), 2**63 - 1)
 FLOAT32 = st.floats(width=32, allow_nan=False)
 KINDS = {
     "int64": (st.lists(INT64, max_size=12).map(tfr.Int64s), "int64"),
@@ -14,9 +14,13 @@ KINDS = {
     "bytes": (st.lists(st.binary(max_size=30), max_size=6).map(tfr.Bytes), "bytes"),
 }
 feature = st.sampled_from(sorted(KINDS)).flatmap(
-    lambda kind: st.tuples(st.just(kind), KINDS[kind][0]))
-rows = st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "long/name", ""]), feature,
-                                max_size=5), min_size=1, max_size=20)
+    lambda kind: st.tuples(st.just(kind), KINDS[kind][0])
+)
+rows = st.lists(
+    st.dictionaries(st.sampled_from(["a", "b", "c", "long/name", ""]), feature, max_size=5),
+    min_size=1,
+    max_size=20,
+)
 
 
 def _values(typed):
@@ -49,16 +53,21 @@ def test_encode_example_then_parse_examples(records):
 @given(st.integers(1, 40), st.integers(0, 5), st.randoms(use_true_random=False))
 def test_encode_examples_columns_then_parse_fixed(n, width, rnd):
     """Columnar encoding of numpy columns and back through FixedLen specs, raw bytes included."""
-    rng = np.random.default_rng(rnd.randint(0, 2 ** 32))
+    rng = np.random.default_rng(rnd.randint(0, 2**32))
     columns = {
-        "ids": rng.integers(-2 ** 62, 2 ** 62, size=(n, width)),
+        "ids": rng.integers(-(2**62), 2**62, size=(n, width)),
         "scores": rng.standard_normal((n, width)).astype(np.float32),
         "image": tfr.Bytes(rng.integers(0, 256, size=(n, 3, 4), dtype=np.uint8)),
     }
     batch = tfr.encode_examples(columns)
-    parsed = tfr.parse_examples(batch, {"ids": tfr.FixedLen((width,), "int64"),
-                                        "scores": tfr.FixedLen((width,), "float32"),
-                                        "image": tfr.FixedLen((3, 4), "uint8")})
+    parsed = tfr.parse_examples(
+        batch,
+        {
+            "ids": tfr.FixedLen((width,), "int64"),
+            "scores": tfr.FixedLen((width,), "float32"),
+            "image": tfr.FixedLen((3, 4), "uint8"),
+        },
+    )
     np.testing.assert_array_equal(parsed["ids"], columns["ids"])
     np.testing.assert_array_equal(parsed["scores"], columns["scores"])
     np.testing.assert_array_equal(parsed["image"], columns["image"].values)

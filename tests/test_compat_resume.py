@@ -1,6 +1,7 @@
 """The `tfrecord`-package datasets of tfrec_fast.compat under torchdata's StatefulDataLoader:
 Examples and SequenceExamples, single and mixed, resumed exactly by a new dataset and a new
 DataLoader, with and without workers and shuffling."""
+
 from __future__ import annotations
 
 import pickle
@@ -8,15 +9,16 @@ import pickle
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.torch,
-              pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning"),
-              pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")]
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning"),
+    pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning"),
+]
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchdata")
 
 import tfrec_fast.compat.tfrecord as tfrecord  # noqa: E402
-from tfrec_fast.compat.tfrecord.torch.dataset import (MultiTFRecordDataset,  # noqa: E402
-                                                      TFRecordDataset)
+from tfrec_fast.compat.tfrecord.torch.dataset import MultiTFRecordDataset, TFRecordDataset  # noqa: E402
 
 
 def write(path, ids, sequences: bool):
@@ -47,15 +49,23 @@ def make(tmp_path, kind: str, sequences: bool):
         path = tmp_path / "one.tfrecord"
         if not path.exists():
             write(path, range(90), sequences)
-        return TFRecordDataset(str(path), None, description, shuffle_queue_size=16,
-                               transform=noisy, **seq)
+        return TFRecordDataset(
+            str(path), None, description, shuffle_queue_size=16, transform=noisy, **seq
+        )
     for k, split in enumerate(["a", "b"]):
         path = tmp_path / f"mix-{split}.tfrecord"
         if not path.exists():
             write(path, range(100 * k, 100 * k + 40 + 20 * k), sequences)
-    return MultiTFRecordDataset(str(tmp_path / "mix-{}.tfrecord"), None, {"a": 1, "b": 2},
-                                description, shuffle_queue_size=8, infinite=False,
-                                transform=noisy, **seq)
+    return MultiTFRecordDataset(
+        str(tmp_path / "mix-{}.tfrecord"),
+        None,
+        {"a": 1, "b": 2},
+        description,
+        shuffle_queue_size=8,
+        infinite=False,
+        transform=noisy,
+        **seq,
+    )
 
 
 def collate(batch):
@@ -73,9 +83,13 @@ def test_compat_datasets_resume_exactly(tmp_path, kind, sequences, workers):
 
     def loader():
         # (workers' seeds come from the DataLoader's generator, the same in every run)
-        return StatefulDataLoader(make(tmp_path, kind, sequences), batch_size=4,
-                                  num_workers=workers, collate_fn=collate,
-                                  generator=torch.Generator().manual_seed(3))
+        return StatefulDataLoader(
+            make(tmp_path, kind, sequences),
+            batch_size=4,
+            num_workers=workers,
+            collate_fn=collate,
+            generator=torch.Generator().manual_seed(3),
+        )
 
     np.random.seed(11)
     dl = loader()
@@ -99,8 +113,10 @@ def test_compat_datasets_resume_exactly(tmp_path, kind, sequences, workers):
 
 def test_sequence_state_of_another_layout_is_refused(tmp_path):
     from torchdata.stateful_dataloader import StatefulDataLoader
-    dl = StatefulDataLoader(make(tmp_path, "single", True), batch_size=4, num_workers=0,
-                            collate_fn=collate)
+
+    dl = StatefulDataLoader(
+        make(tmp_path, "single", True), batch_size=4, num_workers=0, collate_fn=collate
+    )
     it = iter(dl)
     next(it)
     state = dl.state_dict()

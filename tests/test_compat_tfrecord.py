@@ -1,5 +1,6 @@
 """tfrec_fast.compat.tfrecord: the `tfrecord` package's values and errors (its README and its
 own test suite run in test_compat_tfrecord_readme.py and CI's peers step)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +24,9 @@ def path(tmp_path):
 
 
 def test_values_are_the_packages(path):
-    first = next(tfrecord.example_loader(path, None, {"label": "int", "tags": "byte", "x": "float"}))
+    first = next(
+        tfrecord.example_loader(path, None, {"label": "int", "tags": "byte", "x": "float"})
+    )
     assert first["label"].dtype == np.int64 and first["label"].tolist() == [0]
     assert first["x"].dtype == np.float32
     assert first["tags"].dtype == np.dtype("S1") and first["tags"].tolist() == [b"a", b"b"]
@@ -47,19 +50,28 @@ def test_wrong_type_is_type_error(path):
 def test_sequence_datum(tmp_path):
     p = str(tmp_path / "s.tfrecord")
     with tfrecord.TFRecordWriter(p) as writer:
-        writer.write({"length": (2, "int")}, {"tok": ([[1, 2], [3]], "int"),
-                                              "w": ([b"x", b"yz"], "byte")})
+        writer.write(
+            {"length": (2, "int")}, {"tok": ([[1, 2], [3]], "int"), "w": ([b"x", b"yz"], "byte")}
+        )
     (record,) = tfrecord.tfrecord_iterator(p)
-    assert sequence_example_to_dict(record) == ({"length": [2]},
-                                                {"tok": [[1, 2], [3]], "w": [[b"x"], [b"yz"]]})
+    assert sequence_example_to_dict(record) == (
+        {"length": [2]},
+        {"tok": [[1, 2], [3]], "w": [[b"x"], [b"yz"]]},
+    )
 
 
 def test_iterator_utils_and_multi_loader(path, tmp_path):
     np.random.seed(0)
     assert sorted(tfrecord.shuffle_iterator(iter(range(10)), 4)) == list(range(10))
-    mixed = list(tfrecord.sample_iterators([lambda: iter("ab"), lambda: iter("xyz")], [1, 1],
-                                           infinite=False))
+    mixed = list(
+        tfrecord.sample_iterators([lambda: iter("ab"), lambda: iter("xyz")], [1, 1], infinite=False)
+    )
     assert sorted(mixed) == list("abxyz")
-    it = tfrecord.multi_tfrecord_loader(path.replace("a.tfrecord", "{}.tfrecord"), None,
-                                        {"a": 1.0}, {"label": "int"}, infinite=False)
+    it = tfrecord.multi_tfrecord_loader(
+        path.replace("a.tfrecord", "{}.tfrecord"),
+        None,
+        {"a": 1.0},
+        {"label": "int"},
+        infinite=False,
+    )
     assert [r["label"].item() for r in it] == [0, 1, 2, 3, 4]

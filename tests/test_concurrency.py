@@ -1,6 +1,7 @@
 """Concurrency: many readers at once, readers and writers shared between threads, and readers
 that survive fork(). (That the GIL is released is tested in test_gil.py; how reading scales
 with threads is measured in bench/, not asserted.)"""
+
 from __future__ import annotations
 
 import io
@@ -51,15 +52,20 @@ def run_threads(target, n, *args):
 def run_child(script, *args, timeout=60):
     """Runs `script` in a fresh interpreter; a deadlock shows as a timeout, not a hung session."""
     try:
-        proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
-                              text=True, timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired as e:
-        return None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else e.stdout, \
-            (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else e.stderr
+        return (
+            None,
+            (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else e.stdout,
+            (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else e.stderr,
+        )
     return proc.returncode, proc.stdout, proc.stderr
 
 
 # ---- independent readers --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("compression", [None, "gzip"])
 def test_eight_threads_same_file_and_different_files(tmp_path, compression):
@@ -68,8 +74,9 @@ def test_eight_threads_same_file_and_different_files(tmp_path, compression):
         recs = numbered_records(1500, tag=b"f%d-" % k)
         files.append((write_file(tmp_path / f"f{k}.tfrecord", recs, compression), recs))
     expected = {str(p): recs for p, recs in files}
-    single = {str(p): [bytes(r) for r in tfrec_fast.TFRecordReader(p, compression)]
-              for p, _ in files}
+    single = {
+        str(p): [bytes(r) for r in tfrec_fast.TFRecordReader(p, compression)] for p, _ in files
+    }
     assert single == expected
     results = {}
 
@@ -112,13 +119,18 @@ def test_eight_threads_in_memory_and_indexed(tmp_path):
 
 # ---- one reader shared by threads -----------------------------------------------------------
 
+
 @pytest.mark.parametrize("source_kind", ["path", "bytes", "file_like", "gzip_path"])
 def test_shared_reader_delivers_every_record_exactly_once(tmp_path, source_kind):
     recs = numbered_records(20000, size=lambda i: 10 + (i * 13) % 700)
     compression = "gzip" if source_kind == "gzip_path" else None
     path = write_file(tmp_path / "shared.tfrecord", recs, compression)
-    source = {"path": path, "gzip_path": path, "bytes": path.read_bytes(),
-              "file_like": io.BytesIO(path.read_bytes())}[source_kind]
+    source = {
+        "path": path,
+        "gzip_path": path,
+        "bytes": path.read_bytes(),
+        "file_like": io.BytesIO(path.read_bytes()),
+    }[source_kind]
     reader = tfrec_fast.TFRecordReader(source, compression, buffer_size=8192)
     got = [[] for _ in range(4)]
 
@@ -184,10 +196,12 @@ def test_shared_reader_tell_while_other_threads_read(source_kind):
         "while HOLDING the GIL (PyReader::tell -> RecordReader::tell), while the reading thread "
         "holds mu_ (GIL released) and PyFileSource::read waits for the GIL: ABBA deadlock. "
         "Fix: release the GIL before taking mu_ in tell()/records_read (or keep an atomic copy "
-        "of the offset/count).\nstderr tail: %s" % (rc, source_kind, (err or "")[-1200:]))
+        "of the offset/count).\nstderr tail: %s" % (rc, source_kind, (err or "")[-1200:])
+    )
 
 
 # ---- one writer shared by threads -----------------------------------------------------------
+
 
 def check_shared_writer_output(data, compression, n_threads, per_thread):
     got = [bytes(r) for r in tfrec_fast.TFRecordReader(data, compression)]
@@ -229,7 +243,9 @@ def test_shared_writer_to_path_is_safe(tmp_path, compression):
     check_shared_writer_output(path.read_bytes(), compression, N_THREADS, per_thread)
 
 
-SHARED_WRITER_FILE_LIKE = WRITER_WORK + r"""
+SHARED_WRITER_FILE_LIKE = (
+    WRITER_WORK
+    + r"""
 import faulthandler, io, sys, threading, tfrec_fast
 faulthandler.dump_traceback_later(25, exit=True)
 compression = sys.argv[1] or None
@@ -244,6 +260,7 @@ for attempt in range(3 if compression else 15):  # the uncompressed race window 
     assert len(got) == 8 * 1500, len(got)
 print("ok")
 """
+)
 
 
 @pytest.mark.parametrize("compression", ["", "gzip"])
@@ -255,10 +272,12 @@ def test_shared_writer_to_file_like_does_not_deadlock(compression):
         "wait for RecordWriter::mu_ while holding the GIL (RecordWriter::try_write_buffered only "
         "tries the lock): a thread that holds mu_ with the GIL released (a draining write / "
         "write_batch / flush / close) needs the GIL in PySink::write: ABBA deadlock.\n"
-        "stderr tail: %s" % (rc, compression, (err or "")[-1500:]))
+        "stderr tail: %s" % (rc, compression, (err or "")[-1500:])
+    )
 
 
 # ---- fork ---------------------------------------------------------------------------------------
+
 
 def fork_and_run(child_fn):
     """Runs child_fn() in a forked child; returns its pickled result (or raises its error)."""
@@ -310,15 +329,21 @@ def test_reader_survives_fork_without_sharing_position(tmp_path, source):
             parent = list(reader)
         except tfrec_fast.DataLossError as e:
             parent = e
-        problem = None if parent == recs[10:] else (
-            parent if isinstance(parent, Exception) else f"{len(parent)} records, wrong content")
+        problem = (
+            None
+            if parent == recs[10:]
+            else (
+                parent if isinstance(parent, Exception) else f"{len(parent)} records, wrong content"
+            )
+        )
         assert problem is None, (
             "BUG: after a forked child read its copy of a TFRecordReader(%s), the parent's own "
             "reads are broken: %r. Parent and child share the file description, so the child's "
             "read(2)s move the parent's file offset (FileSource uses read(2) + a private pos_). "
             "Fix: read with pread(fd, dst, n, pos_) (FileSource already tracks pos_; skip() then "
             "needs no lseek), or reopen the file when getpid() changes, as "
-            "IndexedTFRecordReader does." % (source, problem))
+            "IndexedTFRecordReader does." % (source, problem)
+        )
     finally:
         pass
 
@@ -351,7 +376,8 @@ def test_reader_in_child_after_parent_read_everything_else(tmp_path):
     assert os.WEXITSTATUS(status) == 0, (
         "BUG: the forked child's copy of TFRecordReader(path) could not continue after the "
         "parent read on: they share one file offset (see "
-        "test_reader_survives_fork_without_sharing_position)")
+        "test_reader_survives_fork_without_sharing_position)"
+    )
 
 
 @pytest.mark.posix
@@ -359,10 +385,15 @@ def test_indexed_reader_survives_fork(tmp_path):
     path, recs = fork_file(tmp_path)
     reader = tfrec_fast.IndexedTFRecordReader(path)
     assert bytes(reader[7]) == recs[7]
-    child = fork_and_run(lambda: [bytes(reader[i])[:9] for i in range(0, len(recs), 3)]
-                         + [bytes(x)[:9] for x in reader.get_batch([999, 0, 500])])
+    child = fork_and_run(
+        lambda: (
+            [bytes(reader[i])[:9] for i in range(0, len(recs), 3)]
+            + [bytes(x)[:9] for x in reader.get_batch([999, 0, 500])]
+        )
+    )
     assert child[0] == "ok", child[1]
-    assert child[1] == [recs[i][:9] for i in range(0, len(recs), 3)] + \
-        [recs[i][:9] for i in (999, 0, 500)]
+    assert child[1] == [recs[i][:9] for i in range(0, len(recs), 3)] + [
+        recs[i][:9] for i in (999, 0, 500)
+    ]
     assert [bytes(reader[i]) for i in range(len(recs))] == recs
     reader.close()

@@ -1,15 +1,16 @@
 """Every file of the shared conformance corpus, read by tfrec_fast, against its sidecar."""
+
 from __future__ import annotations
 
 import hashlib
 import os
 
-import pytest
-
 import _corpus
 import _oracle
-import tfrec_fast
+import pytest
 from _util import check_error, read_all, summarize
+
+import tfrec_fast
 
 ALL = _corpus.case_params(pytest)
 WELL_FORMED = _corpus.case_params(pytest, lambda c: c.well_formed)
@@ -28,12 +29,17 @@ KNOWN_DAMAGE = {
     "corrupt/truncated_in_final_crc.tfrecord": (5, "truncated", 5, 3092),
     "corrupt/trailing_garbage_5.tfrecord": (6, "truncated", 6, 3209),
     "corrupt/gzip_truncated_mid_stream.tfrecord": (
-        25, {"truncated", "compressed_stream"}, 25, 210177),
+        25,
+        {"truncated", "compressed_stream"},
+        25,
+        210177,
+    ),
 }
 
 
 def sources(case):
     """(kind, opener) pairs: each opener returns (source, closer)."""
+
     def path_str():
         return str(case.path), None
 
@@ -53,7 +59,9 @@ def sources(case):
 def read_kind(case, opener, compression=None, **kw):
     src, closer = opener()
     try:
-        return read_all(src, compression=case.compression if compression is None else compression, **kw)
+        return read_all(
+            src, compression=case.compression if compression is None else compression, **kw
+        )
     finally:
         if closer:
             closer()
@@ -123,7 +131,9 @@ def test_corrupt_file_error(case):
     for kind, opener in sources(case):
         records, err = read_kind(case, opener)
         assert len(records) == n_before == exp["records_before_error"], kind
-        assert [hashlib.sha256(r).hexdigest() for r in records] == exp["intact_record_sha256"][:n_before]
+        assert [hashlib.sha256(r).hexdigest() for r in records] == exp["intact_record_sha256"][
+            :n_before
+        ]
         assert err is not None, "%s via %s: no DataLossError (silent end)" % (case.rel, kind)
         check_error(err, reason=reason, record_index=index, offset=offset)
         if kind in ("str", "pathlike"):
@@ -131,15 +141,22 @@ def test_corrupt_file_error(case):
             assert str(case.path) in str(err) or case.path.name in str(err)
         elif kind == "file":
             # an open file may be described by its name (better) or a placeholder
-            assert err.path is None or err.path.startswith("<") or os.path.samefile(err.path, case.path), err.path
+            assert (
+                err.path is None
+                or err.path.startswith("<")
+                or os.path.samefile(err.path, case.path)
+            ), err.path
         else:
-            assert err.path is None or (isinstance(err.path, str) and err.path.startswith("<")), err.path
+            assert err.path is None or (isinstance(err.path, str) and err.path.startswith("<")), (
+                err.path
+            )
 
 
 def test_length_2pow60_no_crash_in_subprocess(corpus_file):
     """length_2pow60 kills TensorFlow (SIGSEGV); tfrec_fast must raise, in a fresh process too."""
     import subprocess
     import sys
+
     p = corpus_file("corrupt/length_2pow60.tfrecord")
     code = (
         "import sys, tfrec_fast\n"
@@ -149,8 +166,9 @@ def test_length_2pow60_no_crash_in_subprocess(corpus_file):
         "except tfrec_fast.DataLossError as e:\n"
         "    print(n, e.reason, e.record_index, e.offset)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(p)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, (out.returncode, out.stderr)
     assert out.stdout.split() == ["2", "length_too_large", "2", "150"]
 
@@ -169,18 +187,26 @@ def test_data_checksum_message_names_record(corpus_file):
 def test_count_records_matches(case):
     """count_records equals record_count on every well-formed file."""
     case = _corpus.require_case(pytest, case)
-    assert tfrec_fast.count_records(str(case.path), compression=case.compression) == case.expected["record_count"]
-    assert tfrec_fast.count_records(case.path, compression=case.compression or None,
-                                    verify=False) == case.expected["record_count"]
+    assert (
+        tfrec_fast.count_records(str(case.path), compression=case.compression)
+        == case.expected["record_count"]
+    )
+    assert (
+        tfrec_fast.count_records(case.path, compression=case.compression or None, verify=False)
+        == case.expected["record_count"]
+    )
 
 
-@pytest.mark.parametrize("rel,reason", [
-    ("corrupt/length_bitflip.tfrecord", "length_checksum"),
-    ("corrupt/length_2pow60.tfrecord", "length_too_large"),
-    ("corrupt/truncated_mid_payload.tfrecord", "truncated"),
-    ("corrupt/truncated_mid_header.tfrecord", "truncated"),
-    ("corrupt/trailing_garbage_5.tfrecord", "truncated"),
-])
+@pytest.mark.parametrize(
+    "rel,reason",
+    [
+        ("corrupt/length_bitflip.tfrecord", "length_checksum"),
+        ("corrupt/length_2pow60.tfrecord", "length_too_large"),
+        ("corrupt/truncated_mid_payload.tfrecord", "truncated"),
+        ("corrupt/truncated_mid_header.tfrecord", "truncated"),
+        ("corrupt/trailing_garbage_5.tfrecord", "truncated"),
+    ],
+)
 def test_count_records_detects_header_damage(corpus_file, rel, reason):
     """count_records never returns a count for a file whose framing is broken."""
     with pytest.raises(tfrec_fast.DataLossError) as ei:

@@ -1,16 +1,22 @@
 """convert_imagefolder: a class-per-subdirectory image folder -> sharded Examples."""
+
 from __future__ import annotations
 
 import os
 
 import pytest
+from _images import (
+    CORRUPT_IMAGE,
+    FOLDER_CLASSES,
+    final_files,
+    make_image_folder,
+    read_rows,
+    shard_bytes,
+)
 
 import tfrec_fast as tfr
 from tfrec_fast.convert import BadInputError, ConvertSummary, convert_imagefolder
 from tfrec_fast.sharded import read_manifest
-
-from _images import (CORRUPT_IMAGE, FOLDER_CLASSES, final_files, make_image_folder, read_rows,
-                     shard_bytes)
 
 
 @pytest.fixture
@@ -26,8 +32,12 @@ def test_round_trip_every_feature(folder, tmp_path):
     assert isinstance(summary, ConvertSummary)
     assert summary.records == len(expected) == 5
     assert summary.ignored == 2  # dog/notes.txt and README.md; the hidden .cache/ is not looked at
-    assert summary.skipped == [(os.path.join(str(src), *CORRUPT_IMAGE.split("/")),
-                                "not an image (Pillow cannot identify it)")]
+    assert summary.skipped == [
+        (
+            os.path.join(str(src), *CORRUPT_IMAGE.split("/")),
+            "not an image (Pillow cannot identify it)",
+        )
+    ]
     assert summary.shards == [str(out / "train-00000-of-00001.tfrecord")]
     assert summary.bytes == os.path.getsize(summary.shards[0])
     rows = read_rows(summary.manifest)
@@ -55,8 +65,15 @@ def test_manifest_spec_parses_the_output(folder, tmp_path):
     manifest = read_manifest(summary.manifest)
     assert manifest["total_records"] == 5
     spec = manifest["spec"]
-    assert set(spec) == {"image/encoded", "image/format", "image/class/label",
-                         "image/class/text", "image/height", "image/width", "image/filename"}
+    assert set(spec) == {
+        "image/encoded",
+        "image/format",
+        "image/class/label",
+        "image/class/text",
+        "image/height",
+        "image/width",
+        "image/filename",
+    }
     assert all(isinstance(s, tfr.FixedLen) and s.shape == () for s in spec.values())
     first = next(iter(tfr.read_records(manifest["paths"])))
     assert tfr.parse_example(first, spec)["image/class/text"] == b"bird"
@@ -76,8 +93,7 @@ def test_pixels_are_never_decoded(folder, tmp_path, monkeypatch):
 def test_workers_give_identical_shards(folder, tmp_path):
     src, _ = folder
     one = convert_imagefolder(src, tmp_path / "w1", num_shards=2, shuffle=True, seed=5)
-    two = convert_imagefolder(src, tmp_path / "w2", num_shards=2, shuffle=True, seed=5,
-                              workers=2)
+    two = convert_imagefolder(src, tmp_path / "w2", num_shards=2, shuffle=True, seed=5, workers=2)
     assert shard_bytes(one.shards) == shard_bytes(two.shards)
     assert one.skipped == two.skipped and one.records == two.records == 5
 
@@ -85,8 +101,7 @@ def test_workers_give_identical_shards(folder, tmp_path):
 def test_shuffle_is_a_seeded_permutation(folder, tmp_path):
     src, expected = folder
     names = {}
-    for name, kwargs in {"plain": {}, "a": {"seed": 1}, "b": {"seed": 1},
-                         "c": {"seed": 2}}.items():
+    for name, kwargs in {"plain": {}, "a": {"seed": 1}, "b": {"seed": 1}, "c": {"seed": 2}}.items():
         shuffle = bool(kwargs)
         summary = convert_imagefolder(src, tmp_path / name, shuffle=shuffle, **kwargs)
         names[name] = [r["image/filename"] for r in read_rows(summary.manifest)]
@@ -96,11 +111,14 @@ def test_shuffle_is_a_seeded_permutation(folder, tmp_path):
     assert names["a"] != names["plain"] and names["a"] != names["c"]
 
 
-@pytest.mark.parametrize("kwargs, counts", [
-    ({"records_per_shard": 2}, [2, 2, 1]),
-    ({"num_shards": 4}, [2, 1, 1, 1]),
-    ({"shard_size": "1K"}, None),  # every image is smaller than 1 KiB, two never fit
-])
+@pytest.mark.parametrize(
+    "kwargs, counts",
+    [
+        ({"records_per_shard": 2}, [2, 2, 1]),
+        ({"num_shards": 4}, [2, 1, 1, 1]),
+        ({"shard_size": "1K"}, None),  # every image is smaller than 1 KiB, two never fit
+    ],
+)
 def test_shard_naming_and_counts(folder, tmp_path, kwargs, counts):
     src, _ = folder
     out = tmp_path / "out"
@@ -116,7 +134,8 @@ def test_shard_naming_and_counts(folder, tmp_path, kwargs, counts):
         assert n > 1
     assert [tfr.count_records(p) for p in summary.shards] == records
     assert final_files(out) == sorted(
-        [os.path.basename(p) for p in summary.shards] + ["part.manifest.json", "part.labels.txt"])
+        [os.path.basename(p) for p in summary.shards] + ["part.manifest.json", "part.labels.txt"]
+    )
 
 
 def test_compression_and_index(folder, tmp_path):
@@ -124,7 +143,8 @@ def test_compression_and_index(folder, tmp_path):
     gz = convert_imagefolder(src, tmp_path / "gz", compression="gzip")
     assert read_manifest(gz.manifest)["compression"] == "GZIP"
     assert [r["image/encoded"] for r in read_rows(gz.manifest)] == [
-        e["image/encoded"] for e in expected.values()]
+        e["image/encoded"] for e in expected.values()
+    ]
     indexed = convert_imagefolder(src, tmp_path / "ix", records_per_shard=3, index=True)
     for shard in indexed.shards:
         offsets, _ = tfr.load_index(shard + ".idx")
@@ -151,8 +171,10 @@ def test_strict_with_workers_leaves_nothing(folder, tmp_path):
 def test_extensions_option_and_unreadable_inputs(folder, tmp_path):
     src, _ = folder
     summary = convert_imagefolder(src, tmp_path / "out", extensions=["PNG", ".gif"])
-    assert [r["image/filename"] for r in read_rows(summary.manifest)] == [b"cat/sub/b.PNG",
-                                                                          b"dog/d.gif"]
+    assert [r["image/filename"] for r in read_rows(summary.manifest)] == [
+        b"cat/sub/b.PNG",
+        b"dog/d.gif",
+    ]
     assert summary.ignored == 6 and summary.skipped == []
 
 

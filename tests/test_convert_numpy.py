@@ -1,15 +1,15 @@
 """convert_numpy: arrays of an .npz sharing their first dimension -> one Example per row."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from _images import shard_bytes
 
 import tfrec_fast as tfr
 from tfrec_fast.convert import arrays as arrays_module
 from tfrec_fast.convert import convert_numpy
 from tfrec_fast.sharded import read_manifest
-
-from _images import shard_bytes
 
 N = 60
 
@@ -34,8 +34,14 @@ def npz(tmp_path):
 
 def read_all(manifest_path):
     manifest = read_manifest(manifest_path)
-    batches = list(tfr.read_examples(manifest["paths"], manifest["spec"], batch_size=N,
-                                     compression=manifest["compression"] or None))
+    batches = list(
+        tfr.read_examples(
+            manifest["paths"],
+            manifest["spec"],
+            batch_size=N,
+            compression=manifest["compression"] or None,
+        )
+    )
     assert len(batches) == 1
     return manifest, batches[0]
 
@@ -95,7 +101,8 @@ def test_mapping_input_and_shards(tmp_path):
     x = np.arange(N * 4, dtype=np.int16).reshape(N, 4)
     summary = convert_numpy({"x": x}, tmp_path / "out", records_per_shard=25)
     assert [p.rsplit("/", 1)[1] for p in summary.shards] == [
-        f"data-{i:05d}-of-00003.tfrecord" for i in range(3)]
+        f"data-{i:05d}-of-00003.tfrecord" for i in range(3)
+    ]
     _, cols = read_all(summary.manifest)
     np.testing.assert_array_equal(cols["x"], x)
 
@@ -108,13 +115,20 @@ def test_shuffle_and_threads(npz, tmp_path, monkeypatch):
     other = convert_numpy(path, tmp_path / "c", shuffle=True, seed=8, num_shards=3)
     assert shard_bytes(base.shards) == shard_bytes(same.shards)
     assert shard_bytes(base.shards) != shard_bytes(other.shards)
-    labels = np.concatenate([
-        next(tfr.read_examples(p, {"labels": tfr.FixedLen()}, batch_size=N))["labels"]
-        for p in base.shards])
+    labels = np.concatenate(
+        [
+            next(tfr.read_examples(p, {"labels": tfr.FixedLen()}, batch_size=N))["labels"]
+            for p in base.shards
+        ]
+    )
     # round robin over 3 shards: shard k holds written records k, k+3, ...
     written = np.empty(N, np.int64)
     n0, n1 = (N + 2) // 3, (N + 1) // 3
-    written[0::3], written[1::3], written[2::3] = labels[:n0], labels[n0:n0 + n1], labels[n0 + n1:]
+    written[0::3], written[1::3], written[2::3] = (
+        labels[:n0],
+        labels[n0 : n0 + n1],
+        labels[n0 + n1 :],
+    )
     assert sorted(written.tolist()) == list(range(N)) and written.tolist() != list(range(N))
     _, cols = read_all(base.manifest)
     np.testing.assert_array_equal(cols["images"], data["images"][cols["labels"]])

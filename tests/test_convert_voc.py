@@ -1,4 +1,5 @@
 """convert_voc: a PASCAL VOC tree -> sharded Examples with SSD's and deeplab's keys."""
+
 from __future__ import annotations
 
 import os
@@ -6,13 +7,21 @@ import shutil
 
 import numpy as np
 import pytest
+from _images import (
+    VOC_MASKS,
+    VOC_OBJECTS,
+    VOC_SIZES,
+    final_files,
+    image_bytes,
+    make_voc,
+    read_rows,
+    shard_bytes,
+    voc_xml,
+)
 
 import tfrec_fast as tfr
 from tfrec_fast.convert import VOC_LABELS, BadInputError, convert_voc
 from tfrec_fast.sharded import read_manifest
-
-from _images import (VOC_MASKS, VOC_OBJECTS, VOC_SIZES, final_files, image_bytes, make_voc,
-                     read_rows, shard_bytes, voc_xml)
 
 
 @pytest.fixture
@@ -91,8 +100,9 @@ def test_labels_file(voc, tmp_path):
     labels = tmp_path / "labels.txt"
     labels.write_text("dog\nperson\ncar\ncat\n")  # no tvmonitor: 000003 is a bad input
     summary = convert_voc(root, tmp_path / "out", labels=labels)
-    assert summary.skipped == [(str(root / "Annotations" / "000003.xml"),
-                                "class 'tvmonitor' is not in the label list")]
+    assert summary.skipped == [
+        (str(root / "Annotations" / "000003.xml"), "class 'tvmonitor' is not in the label list")
+    ]
     rows = read_rows(summary.manifest)
     assert [r["image/object/bbox/label"] for r in rows] == [[0], [1, 2, 3]]
     assert (tmp_path / "out" / "train.labels.txt").read_text() == "dog\nperson\ncar\ncat\n"
@@ -102,8 +112,9 @@ def break_tree(root):
     """Four more ids in the train list, each bad in its own way."""
     ok = image_bytes("JPEG", (10, 10))
     (root / "JPEGImages" / "nosize.jpg").write_bytes(ok)
-    (root / "Annotations" / "nosize.xml").write_text(voc_xml("nosize", (10, 10), [],
-                                                             with_size=False))
+    (root / "Annotations" / "nosize.xml").write_text(
+        voc_xml("nosize", (10, 10), [], with_size=False)
+    )
     (root / "JPEGImages" / "noxml.jpg").write_bytes(ok)
     (root / "Annotations" / "noimage.xml").write_text(voc_xml("noimage", (10, 10), []))
     (root / "JPEGImages" / "wrongsize.jpg").write_bytes(ok)
@@ -147,8 +158,10 @@ def test_workers_and_shuffle(voc, tmp_path):
 def test_depth_checked_against_the_image(voc, tmp_path):
     root, _ = voc
     (root / "Annotations" / "000003.xml").write_text(
-        voc_xml("000003", VOC_SIZES["000003"], VOC_OBJECTS["000003"], depth=1))
+        voc_xml("000003", VOC_SIZES["000003"], VOC_OBJECTS["000003"], depth=1)
+    )
     summary = convert_voc(root, tmp_path / "out")
-    assert summary.skipped == [(str(root / "Annotations" / "000003.xml"),
-                                "<depth> 1 differs from the image's 3 channels")]
+    assert summary.skipped == [
+        (str(root / "Annotations" / "000003.xml"), "<depth> 1 differs from the image's 3 channels")
+    ]
     assert os.path.basename(summary.shards[0]) == "train-00000-of-00001.tfrecord"

@@ -1,4 +1,5 @@
 """Damage matrix in the style of TF's recordio_test / leveldb's log_test."""
+
 from __future__ import annotations
 
 import gzip
@@ -9,12 +10,12 @@ import subprocess
 import sys
 import zlib
 
-import pytest
-
 import _oracle
-import tfrec_fast
-from conftest import StreamOnly, make_payloads
+import pytest
 from _util import check_error, read_all
+from conftest import StreamOnly, make_payloads
+
+import tfrec_fast
 
 LENGTHS = (0, 1, 11, 12, 13, 100, 300, 4)
 PAYLOADS = make_payloads(4242, LENGTHS)
@@ -26,8 +27,12 @@ def all_sources(data, tmp_path, name="f.tfrecord"):
     """The same bytes as a path, in memory, as an open file, as a non-seekable stream."""
     p = tmp_path / name
     p.write_bytes(data)
-    return [("path", lambda: str(p)), ("memory", lambda: data),
-            ("file", lambda: open(p, "rb")), ("stream", lambda: StreamOnly(data, chunk=5))]
+    return [
+        ("path", lambda: str(p)),
+        ("memory", lambda: data),
+        ("file", lambda: open(p, "rb")),
+        ("stream", lambda: StreamOnly(data, chunk=5)),
+    ]
 
 
 def read_source(opener, compression=None, **kw):
@@ -55,7 +60,9 @@ def damage_cases():
     return cases
 
 
-@pytest.mark.parametrize("name,index,pos,reason", damage_cases(), ids=[c[0] for c in damage_cases()])
+@pytest.mark.parametrize(
+    "name,index,pos,reason", damage_cases(), ids=[c[0] for c in damage_cases()]
+)
 def test_damage_each_byte_class(tmp_path, name, index, pos, reason):
     """One damaged byte in record `index`: earlier records out, then the right typed error."""
     for bit in (0, 7):
@@ -81,8 +88,12 @@ def test_increment_length_with_fixed_crc_is_caught(tmp_path):
         bad = _oracle.set_length(DATA, OFFS[i], LENGTHS[i] + 1)
         records, err = read_all(bad)
         assert records == PAYLOADS[:i]
-        check_error(err, reason={"data_checksum", "length_checksum", "truncated"}, record_index=i,
-                    offset=OFFS[i])
+        check_error(
+            err,
+            reason={"data_checksum", "length_checksum", "truncated"},
+            record_index=i,
+            offset=OFFS[i],
+        )
 
 
 def _cut_reason(cut, complete):
@@ -109,8 +120,12 @@ def test_truncate_at_every_position(tmp_path):
                 assert err is None, (cut, kind, str(err))
             else:
                 assert err is not None, (cut, kind, "silent success on a truncated file")
-                check_error(err, reason=_cut_reason(cut, complete), record_index=complete,
-                            offset=OFFS[complete])
+                check_error(
+                    err,
+                    reason=_cut_reason(cut, complete),
+                    record_index=complete,
+                    offset=OFFS[complete],
+                )
 
 
 def test_truncated_big_last_record_reason(tmp_path):
@@ -152,7 +167,7 @@ def test_truncate_count_records(tmp_path):
 def _compressible_payloads():
     rnd = random.Random(99)
     out = []
-    for i in range(40):
+    for _ in range(40):
         block = rnd.randbytes(rnd.randrange(0, 200))
         out.append(block * rnd.randrange(1, 30) + rnd.randbytes(rnd.randrange(0, 3000)))
     return out
@@ -170,8 +185,28 @@ def test_truncated_compressed_stream(tmp_path, compression):
     boundaries = {len(_oracle.build_file(payloads[:k])): k for k in range(len(payloads) + 1)}
     wbits = 16 + zlib.MAX_WBITS if compression == "gzip" else zlib.MAX_WBITS
     n = len(full)
-    cuts = sorted({1, 2, 5, 9, 10, 11, 20, 100, n // 4, n // 3, n // 2, (2 * n) // 3, n - 9, n - 8,
-                   n - 5, n - 4, n - 3, n - 1})
+    cuts = sorted(
+        {
+            1,
+            2,
+            5,
+            9,
+            10,
+            11,
+            20,
+            100,
+            n // 4,
+            n // 3,
+            n // 2,
+            (2 * n) // 3,
+            n - 9,
+            n - 8,
+            n - 5,
+            n - 4,
+            n - 3,
+            n - 1,
+        }
+    )
     for cut in cuts:
         inflated = zlib.decompressobj(wbits).decompress(full[:cut])
         for kind, opener in all_sources(full[:cut], tmp_path):
@@ -199,14 +234,20 @@ def test_corrupted_compressed_stream(compression):
         assert records == payloads[: len(records)]
 
 
-@pytest.mark.parametrize("name,data", [
-    ("random", random.Random(5).randbytes(1000)),
-    ("text", b"Hello, this is just a text file.\nIt is not a TFRecord.\n" * 20),
-    ("png", bytes.fromhex("89504e470d0a1a0a0000000d49484452000000100000001008060000001ff3ff61")
-     + bytes(200)),
-    ("short_garbage", b"\x01\x02\x03\x04\x05"),
-    ("json", json.dumps({"a": list(range(100))}).encode()),
-])
+@pytest.mark.parametrize(
+    "name,data",
+    [
+        ("random", random.Random(5).randbytes(1000)),
+        ("text", b"Hello, this is just a text file.\nIt is not a TFRecord.\n" * 20),
+        (
+            "png",
+            bytes.fromhex("89504e470d0a1a0a0000000d49484452000000100000001008060000001ff3ff61")
+            + bytes(200),
+        ),
+        ("short_garbage", b"\x01\x02\x03\x04\x05"),
+        ("json", json.dumps({"a": list(range(100))}).encode()),
+    ],
+)
 def test_not_a_tfrecord_file(tmp_path, name, data):
     """Non-TFRecord content: DataLossError at offset 0, record 0, with TF's hint."""
     for kind, opener in all_sources(data, tmp_path):
@@ -219,7 +260,7 @@ def test_not_a_tfrecord_file(tmp_path, name, data):
             assert err.reason == "truncated"
 
 
-HUGE = [2 ** 63 - 1, 2 ** 64 - 1, 2 ** 60, 2 ** 40, 2 ** 36]
+HUGE = [2**63 - 1, 2**64 - 1, 2**60, 2**40, 2**36]
 
 HUGE_SCRIPT = r"""
 import io, json, resource, sys, tfrec_fast
@@ -276,8 +317,12 @@ def test_huge_length_with_valid_crc(tmp_path, length):
     p = tmp_path / "huge.tfrecord"
     p.write_bytes(data)
     tests_dir = str(__import__("pathlib").Path(__file__).resolve().parent)
-    proc = subprocess.run([sys.executable, "-c", HUGE_SCRIPT, str(p), tests_dir],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", HUGE_SCRIPT, str(p), tests_dir],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     out = json.loads(proc.stdout)
     for kind in ("path", "memory", "file", "stream"):
@@ -298,7 +343,7 @@ def test_huge_length_with_valid_crc(tmp_path, length):
 
 def test_huge_length_in_process_message(tmp_path):
     """length_too_large in-process: full contract of the error (attributes and message)."""
-    data = _oracle.header(2 ** 63 - 1) + bytes(100)
+    data = _oracle.header(2**63 - 1) + bytes(100)
     records, err = read_all(data)
     assert records == []
     check_error(err, reason="length_too_large", record_index=0, offset=0)
@@ -314,7 +359,7 @@ def test_length_is_u64_little_endian(tmp_path, high):
     """Length bits in bytes 4..7 are honoured: 2**high + 5 is never read as a 5-byte record."""
     payload = b"HELLO"
     good_after = _oracle.frame(b"after")
-    bad = _oracle.header(2 ** high + 5) + payload + struct.pack("<I", _oracle.masked_crc32c(payload))
+    bad = _oracle.header(2**high + 5) + payload + struct.pack("<I", _oracle.masked_crc32c(payload))
     data = _oracle.frame(b"before") + bad + good_after
     for kind, opener in all_sources(data, tmp_path):
         records, err = read_source(opener)

@@ -18,13 +18,29 @@ def werror_build(tmp_path_factory):
     pybind11 = pytest.importorskip("pybind11")
     build = tmp_path_factory.mktemp("cpp-werror")
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    subprocess.run([cmake, "-S", str(ROOT), "-B", str(build), *generator,
-                    "-DCMAKE_BUILD_TYPE=Release", "-DTFREC_WERROR=ON", "-DTFREC_BUILD_TESTS=ON",
-                    f"-DPython_EXECUTABLE={sys.executable}",
-                    f"-Dpybind11_DIR={pybind11.get_cmake_dir()}"],
-                   check=True, capture_output=True, text=True)
-    result = subprocess.run([cmake, "--build", str(build), "-j", str(os.cpu_count() or 2)],
-                            capture_output=True, text=True)
+    subprocess.run(
+        [
+            cmake,
+            "-S",
+            str(ROOT),
+            "-B",
+            str(build),
+            *generator,
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DTFREC_WERROR=ON",
+            "-DTFREC_BUILD_TESTS=ON",
+            f"-DPython_EXECUTABLE={sys.executable}",
+            f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result = subprocess.run(
+        [cmake, "--build", str(build), "-j", str(os.cpu_count() or 2)],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return build
 
@@ -52,9 +68,18 @@ def test_crc32c_program(werror_build, backend):
     run_program(werror_build / "test_crc32c", env=env)
 
 
-@pytest.mark.parametrize("program", ["test_varint", "test_record_reader", "test_record_writer",
-                                     "test_random_access", "test_example_decoder",
-                                     "test_platform", "test_reader_alloc"])
+@pytest.mark.parametrize(
+    "program",
+    [
+        "test_varint",
+        "test_record_reader",
+        "test_record_writer",
+        "test_random_access",
+        "test_example_decoder",
+        "test_platform",
+        "test_reader_alloc",
+    ],
+)
 def test_core_program(werror_build, program, tmp_path):
     """tests/cpp/<program>.cc: in-memory sources and sinks, damage at each field, every boundary
     (random access writes its files under TMPDIR)."""

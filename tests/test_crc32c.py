@@ -1,4 +1,5 @@
 """CRC32C: RFC 3720 vectors, every backend against a pure-Python oracle, masking."""
+
 from __future__ import annotations
 
 import os
@@ -6,10 +7,10 @@ import random
 import subprocess
 import sys
 
+import _oracle
 import numpy as np
 import pytest
 
-import _oracle
 import tfrec_fast
 from tfrec_fast import _core
 
@@ -29,6 +30,7 @@ RFC3720_VECTORS = [
     (b"", 0),
 ]
 
+
 def _backends():
     try:
         return list(_core.crc32c_backends())
@@ -37,8 +39,26 @@ def _backends():
 
 
 BACKENDS = _backends()
-BIG_LENGTHS = [511, 512, 513, 1023, 1024, 1025, 4095, 4096, 4097, 8191, 8192, 8193,
-               12345, 32768, 65535, 65536, 65537, 70000]
+BIG_LENGTHS = [
+    511,
+    512,
+    513,
+    1023,
+    1024,
+    1025,
+    4095,
+    4096,
+    4097,
+    8191,
+    8192,
+    8193,
+    12345,
+    32768,
+    65535,
+    65536,
+    65537,
+    70000,
+]
 ALIGNMENTS = [0, 1, 2, 3, 5, 7, 8, 13]
 
 
@@ -51,7 +71,7 @@ def oracle_slice(align, n):
     """Oracle CRC of BIG[align:align+n], computed once for all backends."""
     key = (align, n)
     if key not in _ORACLE_CACHE:
-        _ORACLE_CACHE[key] = _oracle.crc32c(BIG[align:align + n])
+        _ORACLE_CACHE[key] = _oracle.crc32c(BIG[align : align + n])
     return _ORACLE_CACHE[key]
 
 
@@ -99,7 +119,7 @@ def test_backends_agree_with_oracle_small(backend, big_buffer):
     mv = memoryview(big_buffer)
     for align in (0, 1, 3, 7):
         for n in range(0, 301):
-            chunk = mv[align:align + n]
+            chunk = mv[align : align + n]
             want = oracle_slice(align, n)
             assert _core.crc32c_with(backend, chunk) == want, (backend, align, n)
 
@@ -110,7 +130,7 @@ def test_backends_agree_with_oracle_large(backend, big_buffer):
     mv = memoryview(big_buffer)
     for n in BIG_LENGTHS:
         for align in (0, 1, 5) if n > 10000 else ALIGNMENTS:
-            chunk = mv[align:align + n]
+            chunk = mv[align : align + n]
             want = oracle_slice(align, n)
             assert _core.crc32c_with(backend, chunk) == want, (backend, align, n)
 
@@ -122,7 +142,7 @@ def test_default_agrees_with_every_backend(big_buffer):
     for _ in range(200):
         a = rnd.randrange(0, 64)
         n = rnd.randrange(0, 70000)
-        chunk = mv[a:a + n]
+        chunk = mv[a : a + n]
         want = tfrec_fast.crc32c(chunk)
         for b in BACKENDS:
             assert _core.crc32c_with(b, chunk) == want, (b, a, n)
@@ -138,7 +158,9 @@ def test_extend_property(backend, big_buffer):
         a, b = data[:cut], data[cut:]
         assert f(b, f(a)) == whole, (backend, cut)
     # value passed by keyword too, and a non-zero starting value vs the oracle.
-    assert tfrec_fast.crc32c(b"world", value=tfrec_fast.crc32c(b"hello ")) == _oracle.crc32c(b"hello world")
+    assert tfrec_fast.crc32c(b"world", value=tfrec_fast.crc32c(b"hello ")) == _oracle.crc32c(
+        b"hello world"
+    )
     assert f(b"xyz", 0xDEADBEEF) == _oracle.crc32c(b"xyz", 0xDEADBEEF)
 
 
@@ -194,8 +216,14 @@ def test_env_var_forces_portable_backend(tmp_path):
         "print(tfrec_fast.masked_crc32c(d[:77]))\n"
     )
     env = dict(os.environ, TFREC_FAST_CRC32C="portable")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, timeout=60, cwd=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(tmp_path),
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.split()
     assert lines[0] == "portable"

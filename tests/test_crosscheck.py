@@ -1,4 +1,5 @@
 """Cross-checks against TensorFlow and the `tfrecord` package, when installed."""
+
 from __future__ import annotations
 
 import hashlib
@@ -7,12 +8,12 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 import _oracle
-import tfrec_fast
-from conftest import make_payloads
+import pytest
 from _util import read_all
+from conftest import make_payloads
+
+import tfrec_fast
 
 PAYLOADS = make_payloads(77, (0, 1, 5, 100, 4096, 70000, 3))
 TF_NAMES = {None: "", "gzip": "GZIP", "zlib": "ZLIB"}
@@ -31,8 +32,9 @@ def tf():
 
 
 HAVE_TFRECORD = importlib.util.find_spec("tfrecord") is not None
-needs_tfrecord = pytest.mark.skipif(not HAVE_TFRECORD, reason="optional peer `tfrecord` not "
-                                    "installed (CI's peers step runs this)")
+needs_tfrecord = pytest.mark.skipif(
+    not HAVE_TFRECORD, reason="optional peer `tfrecord` not installed (CI's peers step runs this)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +47,12 @@ def tfrecord_pkg():
 
 def run_py(code, *args, timeout=300):
     """Run `code` in a fresh interpreter; return its stdout parsed as JSON."""
-    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
-                         text=True, timeout=timeout)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -85,6 +91,7 @@ def test_crc_matches_tf(tf):
     """tfrec_fast.masked_crc32c agrees with the CRC TF writes into its framing."""
     import pathlib
     import tempfile
+
     with tempfile.TemporaryDirectory() as d:
         p = pathlib.Path(d) / "x"
         with tf.io.TFRecordWriter(str(p)) as w:
@@ -158,8 +165,10 @@ def test_we_read_tfrecord_pkg_files(tfrecord_pkg, tmp_path):
 
 
 @needs_tfrecord
-@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
-                    reason="optional peer tensorflow not installed (CI's peers step runs this)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is None,
+    reason="optional peer tensorflow not installed (CI's peers step runs this)",
+)
 def test_all_three_in_one_process(tmp_path):
     """tfrec_fast loads next to tensorflow and next to `tfrecord` without clashes; in one process
     with all three, any failure must be the peers' own clash (present without tfrec_fast too)."""
@@ -189,6 +198,10 @@ def test_all_three_in_one_process(tmp_path):
     both = run_py(code, p, "tensorflow", "tfrecord")
     assert both["ours"] == both["ours_again"] == n and both["tensorflow"] == n
     if both["tfrecord"] != n:
-        baseline = subprocess.run([sys.executable, "-c", "import tensorflow, tfrecord"],
-                                  capture_output=True, text=True, timeout=300)
+        baseline = subprocess.run(
+            [sys.executable, "-c", "import tensorflow, tfrecord"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert baseline.returncode != 0, ("tfrecord fails only next to tfrec_fast", both)

@@ -3,6 +3,7 @@ the nav exists, every link and anchor between pages resolves, and mkdocstrings r
 reference from the package's numpydoc docstrings without a warning. Needs the ``docs`` extra;
 skipped (marker ``docs``) where mkdocs, mkdocs-material or mkdocstrings-python is missing.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_mkdocs_build_strict(tmp_path):
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                          str(ROOT / "mkdocs.yml"), "--site-dir", str(tmp_path / "site")],
-                         cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert out.returncode == 0, out.stderr[-5000:]
     site = tmp_path / "site"
     assert (site / "index.html").is_file()

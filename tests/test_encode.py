@@ -1,5 +1,6 @@
 """tf.train.Example encoding: encode_example / encode_examples against protobuf's parser and
 serializer (tfrec_fast.proto; TensorFlow's tf.train.Example too when it is installed)."""
+
 from __future__ import annotations
 
 import os
@@ -14,10 +15,9 @@ from hypothesis import strategies as st
 
 import tfrec_fast
 from tfrec_fast import proto
-from tfrec_fast.encode import (Bytes, Floats, Int64s, Partial, encode_example,
-                              encode_examples)
+from tfrec_fast.encode import Bytes, Floats, Int64s, Partial, encode_example, encode_examples
 
-INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def parse(data) -> dict:
@@ -56,7 +56,11 @@ def expected_values(value):
     if isinstance(value, (Int64s, Floats, Bytes)):
         kind = {Int64s: "int64", Floats: "float", Bytes: "bytes"}[type(value)]
         vals = value.values if isinstance(value.values, (list, tuple)) else [value.values]
-        conv = {"int64": int, "float": float, "bytes": lambda v: v.encode() if isinstance(v, str) else bytes(v)}
+        conv = {
+            "int64": int,
+            "float": float,
+            "bytes": lambda v: v.encode() if isinstance(v, str) else bytes(v),
+        }
         return kind, [conv[kind](v) for v in vals]
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "biu":
@@ -64,7 +68,9 @@ def expected_values(value):
         if value.dtype.kind == "f":
             with np.errstate(over="ignore"):
                 return "float", [float(v) for v in value.astype(np.float32).ravel()]
-        return "bytes", [v.encode() if isinstance(v, str) else bytes(v) for v in value.ravel().tolist()]
+        return "bytes", [
+            v.encode() if isinstance(v, str) else bytes(v) for v in value.ravel().tolist()
+        ]
     vals = list(value) if isinstance(value, (list, tuple)) else [value]
     if all(isinstance(v, (bool, int)) for v in vals):
         return "int64", [int(v) for v in vals]
@@ -106,7 +112,11 @@ byte_strings = st.binary(max_size=40)
 texts = st.text(max_size=12)
 
 values = st.one_of(
-    int64s, st.booleans(), floats, byte_strings, texts,
+    int64s,
+    st.booleans(),
+    floats,
+    byte_strings,
+    texts,
     st.lists(int64s, min_size=1, max_size=20),
     st.lists(floats, min_size=1, max_size=20),
     st.lists(st.one_of(byte_strings, texts), min_size=1, max_size=8),
@@ -114,7 +124,9 @@ values = st.one_of(
     st.lists(floats, max_size=10).map(Floats),
     st.lists(byte_strings, max_size=5).map(Bytes),
     st.lists(int64s, min_size=1, max_size=20).map(lambda v: np.array(v, dtype=np.int64)),
-    st.lists(st.floats(width=32), min_size=1, max_size=20).map(lambda v: np.array(v, dtype=np.float32)),
+    st.lists(st.floats(width=32), min_size=1, max_size=20).map(
+        lambda v: np.array(v, dtype=np.float32)
+    ),
 )
 feature_dicts = st.dictionaries(st.text(max_size=10), values, max_size=8)
 
@@ -163,19 +175,26 @@ def test_insertion_order_matches_pure_python_protobuf():
         assert encode_example(feats) == ex.SerializeToString(), (encode_example(feats), ex.SerializeToString())
         print("ok")
     """)
-    env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    env = dict(
+        os.environ,
+        PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python",
+        PYTHONPATH=os.pathsep.join(p for p in sys.path if p),
+    )
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
 # ---- value kinds ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                                   "uint64", "bool"])
+
+@pytest.mark.parametrize(
+    "dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
+)
 def test_numpy_integer_dtypes(dtype):
     info = np.iinfo(dtype) if dtype != "bool" else None
-    vals = [0, 1] if info is None else [info.min, 0, 1, info.max if dtype != "uint64" else INT64_MAX]
+    vals = (
+        [0, 1] if info is None else [info.min, 0, 1, info.max if dtype != "uint64" else INT64_MAX]
+    )
     arr = np.array(vals, dtype=dtype)
     assert parse(encode_example({"x": arr})) == {"x": [int(v) for v in vals]}
     assert parse(encode_example({"x": arr[1]})) == {"x": [int(vals[1])]}  # numpy scalar
@@ -191,8 +210,9 @@ def test_numpy_float_dtypes(dtype):
 
 
 def test_float32_bits_preserved():
-    bits = np.array([0x7FC00001, 0xFFA00000, 0x7F800000, 0xFF800000, 0x80000000, 0x00000001],
-                    dtype=np.uint32)
+    bits = np.array(
+        [0x7FC00001, 0xFFA00000, 0x7F800000, 0xFF800000, 0x80000000, 0x00000001], dtype=np.uint32
+    )
     arr = bits.view(np.float32)
     data = encode_example({"x": arr})
     assert data.endswith(bits.astype("<u4").tobytes())  # the signaling NaN 0xFFA00000 too
@@ -202,28 +222,46 @@ def test_float32_bits_preserved():
 
 
 def test_python_floats_rounded_like_protobuf():
-    vals = [0.1, 1e40, -1e40, 3.4028235677973366e38, 1e-46, float("nan"), -0.0, 2.0 ** -149]
+    vals = [0.1, 1e40, -1e40, 3.4028235677973366e38, 1e-46, float("nan"), -0.0, 2.0**-149]
     assert encode_example({"x": vals}) == proto_example({"x": vals}).SerializeToString()
-    assert encode_example({"x": Floats([1, 2 ** 60 + 1])}) == \
-        proto_example({"x": Floats([1, 2 ** 60 + 1])}).SerializeToString()
+    assert (
+        encode_example({"x": Floats([1, 2**60 + 1])})
+        == proto_example({"x": Floats([1, 2**60 + 1])}).SerializeToString()
+    )
 
 
 def test_int64_extremes_and_bool():
-    vals = [INT64_MIN, -1, 0, 1, 127, 128, 2 ** 31, INT64_MAX]
+    vals = [INT64_MIN, -1, 0, 1, 127, 128, 2**31, INT64_MAX]
     data = encode_example({"x": vals, "b": True, "c": [False, True]})
     assert parse(data) == {"x": vals, "b": [1], "c": [0, 1]}
     assert encode_example({"x": vals}) == proto_example({"x": vals}).SerializeToString()
 
 
 def test_bytes_like_values():
-    feats = {"b": b"\x00\xff", "s": "h\u00e9\U0001f600", "ba": bytearray(b"xy"),
-             "mv": memoryview(b"abcdef")[1:3], "l": ["a", b"b", bytearray(b"c")],
-             "S": np.array([b"ab", b"c", b""]), "U": np.array([["x", "yz"]]),
-             "O": np.array([b"p", "q"], dtype=object), "npb": np.bytes_(b"k"), "nps": np.str_("m")}
+    feats = {
+        "b": b"\x00\xff",
+        "s": "h\u00e9\U0001f600",
+        "ba": bytearray(b"xy"),
+        "mv": memoryview(b"abcdef")[1:3],
+        "l": ["a", b"b", bytearray(b"c")],
+        "S": np.array([b"ab", b"c", b""]),
+        "U": np.array([["x", "yz"]]),
+        "O": np.array([b"p", "q"], dtype=object),
+        "npb": np.bytes_(b"k"),
+        "nps": np.str_("m"),
+    }
     assert parse(encode_example(feats)) == {
-        "b": [b"\x00\xff"], "s": ["h\u00e9\U0001f600".encode()], "ba": [b"xy"], "mv": [b"bc"],
-        "l": [b"a", b"b", b"c"], "S": [b"ab", b"c", b""], "U": [b"x", b"yz"], "O": [b"p", b"q"],
-        "npb": [b"k"], "nps": [b"m"]}
+        "b": [b"\x00\xff"],
+        "s": ["h\u00e9\U0001f600".encode()],
+        "ba": [b"xy"],
+        "mv": [b"bc"],
+        "l": [b"a", b"b", b"c"],
+        "S": [b"ab", b"c", b""],
+        "U": [b"x", b"yz"],
+        "O": [b"p", b"q"],
+        "npb": [b"k"],
+        "nps": [b"m"],
+    }
 
 
 def test_arrays_any_shape_and_non_contiguous():
@@ -231,13 +269,25 @@ def test_arrays_any_shape_and_non_contiguous():
     f = np.arange(12, dtype=np.float64).reshape(3, 4).T  # Fortran order view
     b = np.arange(10, dtype=">i8")[::3]  # big-endian, strided
     got = parse(encode_example({"a": a, "f": f, "b": b, "z": np.array(5), "e": np.zeros((2, 0))}))
-    assert got == {"a": list(range(24)), "f": [float(v) for v in f.ravel()], "b": [0, 3, 6, 9],
-                   "z": [5], "e": []}
+    assert got == {
+        "a": list(range(24)),
+        "f": [float(v) for v in f.ravel()],
+        "b": [0, 3, 6, 9],
+        "z": [5],
+        "e": [],
+    }
 
 
 def test_empty_typed_lists():
-    data = encode_example({"i": Int64s([]), "f": Floats(), "b": Bytes([]),
-                           "ei": np.array([], dtype=np.int64), "ef": np.array([], np.float32)})
+    data = encode_example(
+        {
+            "i": Int64s([]),
+            "f": Floats(),
+            "b": Bytes([]),
+            "ei": np.array([], dtype=np.int64),
+            "ef": np.array([], np.float32),
+        }
+    )
     ex = proto.Example.FromString(data)
     assert ex.features.feature["i"].WhichOneof("kind") == "int64_list"
     assert ex.features.feature["f"].WhichOneof("kind") == "float_list"
@@ -245,15 +295,31 @@ def test_empty_typed_lists():
     assert ex.features.feature["ef"].WhichOneof("kind") == "float_list"
     for name in ("i", "f", "b", "ei", "ef"):
         assert parse(data)[name] == []
-    assert data == proto_example({"i": Int64s([]), "f": Floats(), "b": Bytes([])}
-                                 ).SerializeToString() or len(ex.features.feature) == 5
+    assert (
+        data == proto_example({"i": Int64s([]), "f": Floats(), "b": Bytes([])}).SerializeToString()
+        or len(ex.features.feature) == 5
+    )
 
 
 def test_forced_kinds():
-    got = parse(encode_example({"f": Floats([1, 2]), "fa": Floats(np.arange(3)), "i": Int64s(np.int8(3)),
-                                "b": Bytes("x"), "raw": Bytes(np.arange(4, dtype=np.uint16))}))
-    assert got == {"f": [1.0, 2.0], "fa": [0.0, 1.0, 2.0], "i": [3], "b": [b"x"],
-                   "raw": [np.arange(4, dtype=np.uint16).tobytes()]}
+    got = parse(
+        encode_example(
+            {
+                "f": Floats([1, 2]),
+                "fa": Floats(np.arange(3)),
+                "i": Int64s(np.int8(3)),
+                "b": Bytes("x"),
+                "raw": Bytes(np.arange(4, dtype=np.uint16)),
+            }
+        )
+    )
+    assert got == {
+        "f": [1.0, 2.0],
+        "fa": [0.0, 1.0, 2.0],
+        "i": [3],
+        "b": [b"x"],
+        "raw": [np.arange(4, dtype=np.uint16).tobytes()],
+    }
 
 
 def test_ints_mixed_with_floats_make_a_float_list():
@@ -282,36 +348,41 @@ def test_empty_example_and_names():
 def test_mapping_types():
     from collections import OrderedDict
     from types import MappingProxyType
+
     d = OrderedDict([("b", 1), ("a", 2)])
     assert encode_example(d) == encode_example(MappingProxyType(dict(d))) == encode_example(dict(d))
 
 
 # ---- errors --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, exc, words", [
-    (None, TypeError, "None"),
-    ({"a": 1}, TypeError, "dict"),
-    ({1, 2}, TypeError, "set"),
-    ([1, b"x"], TypeError, "mixed"),
-    ([b"x", 1.5], TypeError, "mixed"),
-    ([[1, 2]], TypeError, "nested"),
-    ([np.array([1])], TypeError, "nested"),
-    ([None], TypeError, "element 0"),
-    ([], ValueError, "Int64s"),
-    ((), ValueError, "Int64s"),
-    (2 ** 63, OverflowError, "int64"),
-    (-(2 ** 63) - 1, OverflowError, "int64"),
-    ([1, 2 ** 64], OverflowError, "int64"),
-    (np.array([2 ** 63], dtype=np.uint64), OverflowError, "int64"),
-    (np.uint64(2 ** 64 - 1), OverflowError, "int64"),
-    (Int64s([1.5]), TypeError, "int64"),
-    (Int64s(np.float32([1.5])), TypeError, "int64"),
-    (Floats([b"x"]), TypeError, "float"),
-    (Bytes([1]), TypeError, "bytes"),
-    (np.array([1 + 2j]), TypeError, "dtype"),
-    (np.array(["2020-01-01"], dtype="datetime64[D]"), TypeError, "dtype"),
-    (object(), TypeError, "object"),
-])
+
+@pytest.mark.parametrize(
+    "value, exc, words",
+    [
+        (None, TypeError, "None"),
+        ({"a": 1}, TypeError, "dict"),
+        ({1, 2}, TypeError, "set"),
+        ([1, b"x"], TypeError, "mixed"),
+        ([b"x", 1.5], TypeError, "mixed"),
+        ([[1, 2]], TypeError, "nested"),
+        ([np.array([1])], TypeError, "nested"),
+        ([None], TypeError, "element 0"),
+        ([], ValueError, "Int64s"),
+        ((), ValueError, "Int64s"),
+        (2**63, OverflowError, "int64"),
+        (-(2**63) - 1, OverflowError, "int64"),
+        ([1, 2**64], OverflowError, "int64"),
+        (np.array([2**63], dtype=np.uint64), OverflowError, "int64"),
+        (np.uint64(2**64 - 1), OverflowError, "int64"),
+        (Int64s([1.5]), TypeError, "int64"),
+        (Int64s(np.float32([1.5])), TypeError, "int64"),
+        (Floats([b"x"]), TypeError, "float"),
+        (Bytes([1]), TypeError, "bytes"),
+        (np.array([1 + 2j]), TypeError, "dtype"),
+        (np.array(["2020-01-01"], dtype="datetime64[D]"), TypeError, "dtype"),
+        (object(), TypeError, "object"),
+    ],
+)
 def test_bad_values_name_the_feature(value, exc, words):
     with pytest.raises(exc) as info:
         encode_example({"ok": 1, "my_feat": value})
@@ -326,6 +397,7 @@ def test_bad_containers():
 
 
 # ---- columnar ------------------------------------------------------------------------------
+
 
 class RaggedLike:
     def __init__(self, values, row_splits):
@@ -351,11 +423,11 @@ def rows_of(columns, n, empty_kinds=None):
                 data = col.values.tobytes()
                 vals = [data[s:e] for s, e in zip(col.starts, col.ends)]
                 rs = col.row_splits
-                v = vals[rs[i]:rs[i + 1]] if rs is not None else vals[i]
+                v = vals[rs[i] : rs[i + 1]] if rs is not None else vals[i]
                 row[name] = Bytes(v if isinstance(v, list) else [v])
                 continue
             if isinstance(col, RaggedLike):
-                v = col.values[col.row_splits[i]:col.row_splits[i + 1]]
+                v = col.values[col.row_splits[i] : col.row_splits[i + 1]]
             else:
                 v = col[i]
             if isinstance(v, list) and not v and forced is None:
@@ -401,8 +473,12 @@ def test_columnar_matches_per_row():
         "uarr": np.array(["\u00e9%d" % i for i in range(n)]),
         "obj": np.array([b"o" * (i % 3) for i in range(n)], dtype=object),
         "bcol": BytesColumnLike(blob, starts, np.minimum(starts + 5, 300)),
-        "bcol_r": BytesColumnLike(blob, np.zeros(int(splits[-1]), np.int64),
-                                  np.arange(int(splits[-1]), dtype=np.int64) % 300, splits),
+        "bcol_r": BytesColumnLike(
+            blob,
+            np.zeros(int(splits[-1]), np.int64),
+            np.arange(int(splits[-1]), dtype=np.int64) % 300,
+            splits,
+        ),
         "forced_f": Floats(np.arange(n)),
         "forced_raw": Bytes(rng.integers(0, 256, (n, 6), dtype=np.uint8)),
         "empty_i": Int64s([[] for _ in range(n)]),
@@ -413,7 +489,9 @@ def test_columnar_matches_per_row():
 
 def test_columnar_with_decoder_types():
     example = pytest.importorskip("tfrec_fast.example")
-    rag = example.Ragged(np.array([1, 2, 3], dtype=np.int64), np.array([0, 2, 2, 3], dtype=np.int64))
+    rag = example.Ragged(
+        np.array([1, 2, 3], dtype=np.int64), np.array([0, 2, 2, 3], dtype=np.int64)
+    )
     batch = encode_examples({"r": rag})
     assert [parse(r) for r in batch] == [{"r": [1, 2]}, {"r": []}, {"r": [3]}]
 
@@ -427,20 +505,23 @@ def test_columnar_edge_cases():
     assert [parse(r) for r in batch] == [{"x": []}, {"x": []}]
 
 
-@pytest.mark.parametrize("columns, n, exc, words", [
-    ({"a": np.zeros(3), "b": [1, 2]}, None, ValueError, "rows"),
-    ({"a": np.zeros(3)}, 4, ValueError, "rows"),
-    ({}, None, ValueError, "n"),
-    ({"a": np.float64(1.0)}, None, TypeError, "column"),
-    ({"a": np.array(1.0)}, None, ValueError, "first dimension"),
-    ({"a": [[], []]}, None, ValueError, "kind"),
-    ({"a": [1, None]}, None, TypeError, "row 1"),
-    ({"a": [1, [b"x", 2]]}, None, TypeError, "row 1"),
-    ({"a": RaggedLike(np.zeros(2), [0, 3])}, None, ValueError, "a"),
-    ({"a": RaggedLike(np.zeros(2), [1, 0])}, None, ValueError, "a"),
-    ({"a": {"x": 1}}, None, TypeError, "column"),
-    ({"a": 5}, None, TypeError, "column"),
-])
+@pytest.mark.parametrize(
+    "columns, n, exc, words",
+    [
+        ({"a": np.zeros(3), "b": [1, 2]}, None, ValueError, "rows"),
+        ({"a": np.zeros(3)}, 4, ValueError, "rows"),
+        ({}, None, ValueError, "n"),
+        ({"a": np.float64(1.0)}, None, TypeError, "column"),
+        ({"a": np.array(1.0)}, None, ValueError, "first dimension"),
+        ({"a": [[], []]}, None, ValueError, "kind"),
+        ({"a": [1, None]}, None, TypeError, "row 1"),
+        ({"a": [1, [b"x", 2]]}, None, TypeError, "row 1"),
+        ({"a": RaggedLike(np.zeros(2), [0, 3])}, None, ValueError, "a"),
+        ({"a": RaggedLike(np.zeros(2), [1, 0])}, None, ValueError, "a"),
+        ({"a": {"x": 1}}, None, TypeError, "column"),
+        ({"a": 5}, None, TypeError, "column"),
+    ],
+)
 def test_columnar_errors(columns, n, exc, words):
     with pytest.raises(exc, match=words):
         encode_examples(columns, n)
@@ -457,16 +538,21 @@ def test_partial_columns_leave_the_feature_out():
         "n": Partial(np.array([1, 2, 3, 4]), present),
         "f": Partial(Floats([[0.5], [9.0], [], [1.0]]), present),
         "r": Partial(RaggedLike(np.array([7, 8, 9], np.int64), [0, 2, 2, 2, 3]), present),
-        "b": Partial(BytesColumnLike(np.frombuffer(b"abcd", np.uint8),
-                                     np.array([0, 1, 2, 3]), np.array([1, 2, 3, 4])), present),
+        "b": Partial(
+            BytesColumnLike(
+                np.frombuffer(b"abcd", np.uint8), np.array([0, 1, 2, 3]), np.array([1, 2, 3, 4])
+            ),
+            present,
+        ),
         "all": [b"x", b"y", b"z", b"w"],
     }
     got = [bytes(r) for r in encode_examples(columns)]
-    expected = [encode_example({"n": 1, "f": [0.5], "r": [7, 8], "b": b"a", "all": b"x"}),
-                encode_example({"all": b"y"}),
-                encode_example({"n": 3, "f": Floats([]), "r": Int64s([]), "b": b"c",
-                                "all": b"z"}),
-                encode_example({"all": b"w"})]
+    expected = [
+        encode_example({"n": 1, "f": [0.5], "r": [7, 8], "b": b"a", "all": b"x"}),
+        encode_example({"all": b"y"}),
+        encode_example({"n": 3, "f": Floats([]), "r": Int64s([]), "b": b"c", "all": b"z"}),
+        encode_example({"all": b"w"}),
+    ]
     assert got == expected  # an empty list stays an empty list; a missing row is no feature
     assert parse(got[1]) == {"all": [b"y"]}
 
@@ -481,8 +567,10 @@ def test_partial_rows_left_out_are_not_read():
 
 
 def test_partial_nests_with_kind_wrappers_and_checks_its_length():
-    for column in (Int64s(Partial([[], [1]], [True, True])),
-                   Partial(Int64s([[], [1]]), np.array([1, 1], np.uint8))):
+    for column in (
+        Int64s(Partial([[], [1]], [True, True])),
+        Partial(Int64s([[], [1]]), np.array([1, 1], np.uint8)),
+    ):
         assert [parse(r) for r in encode_examples({"x": column})] == [{"x": []}, {"x": [1]}]
     with pytest.raises(ValueError, match="one `present` flag per row"):
         encode_examples({"x": Partial(np.arange(3), [True, False])})
@@ -490,22 +578,38 @@ def test_partial_nests_with_kind_wrappers_and_checks_its_length():
 
 def test_partial_context_of_sequence_examples():
     batch = tfrec_fast.encode_sequence_examples(
-        {"id": Partial(np.array([1, 2]), [False, True])}, {"s": [[[1]], []]})
-    context, steps = tfrec_fast.parse_sequence_examples(batch, ["id"], {
-        "s": tfrec_fast.VarLenSequence("int64")})
+        {"id": Partial(np.array([1, 2]), [False, True])}, {"s": [[[1]], []]}
+    )
+    context, steps = tfrec_fast.parse_sequence_examples(
+        batch, ["id"], {"s": tfrec_fast.VarLenSequence("int64")}
+    )
     assert context["id"].to_list() == [[], [2]] and steps["s"].row_lengths.tolist() == [1, 0]
     assert proto.SequenceExample.FromString(bytes(batch[0])).context.feature.keys() == set()
     with pytest.raises(ValueError, match="step cannot be left out"):
-        tfrec_fast.encode_sequence_examples({}, {"s": Int64s(tfrec_fast.Ragged(
-            Partial(np.array([1, 2]), [True, False]), np.array([0, 2])))})
+        tfrec_fast.encode_sequence_examples(
+            {},
+            {
+                "s": Int64s(
+                    tfrec_fast.Ragged(Partial(np.array([1, 2]), [True, False]), np.array([0, 2]))
+                )
+            },
+        )
 
 
 # ---- writer ---------------------------------------------------------------------------------
 
+
 def test_writer_write_example_round_trip(tmp_path):
     path = str(tmp_path / "ex.tfrecord")
-    rows = [{"index": i, "label": i % 10, "image_raw": bytes([i % 256]) * 784,
-             "bbox": np.float32([0.1 * i, 0.5])} for i in range(20)]
+    rows = [
+        {
+            "index": i,
+            "label": i % 10,
+            "image_raw": bytes([i % 256]) * 784,
+            "bbox": np.float32([0.1 * i, 0.5]),
+        }
+        for i in range(20)
+    ]
     with tfrec_fast.TFRecordWriter(path, compression="gzip") as w:
         for r in rows[:10]:
             w.write_example(r)
@@ -513,11 +617,16 @@ def test_writer_write_example_round_trip(tmp_path):
     got = [parse(r) for r in tfrec_fast.read_records(path, compression="gzip")]
     assert len(got) == 20
     for g, r in zip(got, rows):
-        assert g == {"index": [r["index"]], "label": [r["label"]], "image_raw": [r["image_raw"]],
-                     "bbox": [float(v) for v in r["bbox"]]}
+        assert g == {
+            "index": [r["index"]],
+            "label": [r["label"]],
+            "image_raw": [r["image_raw"]],
+            "bbox": [float(v) for v in r["bbox"]],
+        }
 
 
 # ---- TensorFlow (when installed) ------------------------------------------------------------
+
 
 def test_tensorflow_parses_and_matches():
     tf = pytest.importorskip("tensorflow")
@@ -529,7 +638,9 @@ def test_tensorflow_parses_and_matches():
     assert ex.features.feature["e"].WhichOneof("kind") == "float_list"
     ordered = dict(sorted(feats.items()))
     assert encode_example(ordered) == proto_example(ordered, tf.train).SerializeToString(
-        deterministic=True)
-    parsed = tf.io.parse_single_example(data, {"a": tf.io.FixedLenFeature([2], tf.int64),
-                                               "c": tf.io.VarLenFeature(tf.string)})
+        deterministic=True
+    )
+    parsed = tf.io.parse_single_example(
+        data, {"a": tf.io.FixedLenFeature([2], tf.int64), "c": tf.io.VarLenFeature(tf.string)}
+    )
     assert parsed["a"].numpy().tolist() == [1, INT64_MIN]

@@ -1,6 +1,7 @@
 """The engine's pybind11 objects under misuse: an instance made by `Cls.__new__(Cls)` alone, whose
 C++ value was never built, and pickling at every protocol. Each must raise a TypeError, never run
 on raw memory or abort the process (pybind11 <= 3.1 does both by default)."""
+
 import json
 import pickle
 import subprocess
@@ -45,27 +46,51 @@ print(json.dumps(seen))
 
 # A sample of each class's methods and properties: the sweep must find them refused.
 REFUSED = [
-    "RecordWriter.close", "RecordWriter.flush", "RecordWriter.write_batch",
-    "RecordWriter.records_written", "RecordWriter.write",
-    "RecordReader.read_batch", "RecordReader.tell", "RecordReader.close", "RecordReader.name",
+    "RecordWriter.close",
+    "RecordWriter.flush",
+    "RecordWriter.write_batch",
+    "RecordWriter.records_written",
+    "RecordWriter.write",
+    "RecordReader.read_batch",
+    "RecordReader.tell",
+    "RecordReader.close",
+    "RecordReader.name",
     "RecordReader.<next>",
-    "IndexedReader.read", "IndexedReader.read_one", "IndexedReader.path", "IndexedReader.<len>",
-    "RecordBatch.data", "RecordBatch.offsets", "RecordBatch.to_list", "RecordBatch.<len>",
+    "IndexedReader.read",
+    "IndexedReader.read_one",
+    "IndexedReader.path",
+    "IndexedReader.<len>",
+    "RecordBatch.data",
+    "RecordBatch.offsets",
+    "RecordBatch.to_list",
+    "RecordBatch.<len>",
     "RecordBatch.<repr>",
     "_BatchIterator.<next>",
-    "FieldSpec.name", "FieldSpec.count", "FieldSpec.default", "FieldSpec.<repr>",
-    "BufferPool.kept_bytes", "BufferPool.max_bytes",
+    "FieldSpec.name",
+    "FieldSpec.count",
+    "FieldSpec.default",
+    "FieldSpec.<repr>",
+    "BufferPool.kept_bytes",
+    "BufferPool.max_bytes",
 ]
 
 
 def test_no_method_runs_on_an_instance_made_by_new_alone():
-    child = subprocess.run([sys.executable, "-c", SWEEP], capture_output=True, text=True, timeout=300)
+    child = subprocess.run(
+        [sys.executable, "-c", SWEEP], capture_output=True, text=True, timeout=300
+    )
     assert child.returncode == 0, child.stderr[-2000:]
     seen = json.loads(child.stdout)
     for name in REFUSED:
-        assert any("TypeError" in o and "not initialized" in o for o in seen[name]), (name, seen[name])
+        assert any("TypeError" in o and "not initialized" in o for o in seen[name]), (
+            name,
+            seen[name],
+        )
     for name, outcomes in seen.items():
-        assert not any(o.startswith(("SystemError", "MemoryError")) for o in outcomes), (name, outcomes)
+        assert not any(o.startswith(("SystemError", "MemoryError")) for o in outcomes), (
+            name,
+            outcomes,
+        )
 
 
 def test_functions_refuse_an_unbuilt_batch_argument():
@@ -95,11 +120,17 @@ def test_engine_objects_refuse_pickling_at_every_protocol(protocol, tmp_path):
     path = str(tmp_path / "a.tfrecord")
     with tfrec_fast.TFRecordWriter(path) as w:
         w.write(b"abc")
-    reader = _core.RecordReader.open_path(path, buffer_size=1 << 16, batch_records=16,
-                                          batch_bytes=1 << 20)
+    reader = _core.RecordReader.open_path(
+        path, buffer_size=1 << 16, batch_records=16, batch_bytes=1 << 20
+    )
     batch = reader.read_batch(16, 1 << 20)
-    objects = [reader, batch, iter(batch), _core.FieldSpec.__new__(_core.FieldSpec),
-               tfrec_fast.TFRecordReader(path)]
+    objects = [
+        reader,
+        batch,
+        iter(batch),
+        _core.FieldSpec.__new__(_core.FieldSpec),
+        tfrec_fast.TFRecordReader(path),
+    ]
     for obj in objects:
         with pytest.raises(TypeError, match="pickle"):
             pickle.dumps(obj, protocol)
@@ -129,6 +160,7 @@ class _Named(_core.FieldSpec):
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 def test_a_subclass_with_its_own_state_pickles_and_copies(protocol):
     import copy
+
     spec = _Named("x")
     for twin in (pickle.loads(pickle.dumps(spec, protocol)), copy.copy(spec), copy.deepcopy(spec)):
         assert type(twin) is _Named and twin.name == "x" and twin.count == 1

@@ -5,6 +5,7 @@ Oracles: the conformance corpus' .expected.json sidecars (written by TensorFlow 
 hand-written protobuf wire encoder (below) for the malformed / unusual wire shapes, and protobuf
 itself (tfrec_fast.proto) for whole-file comparisons.
 """
+
 from __future__ import annotations
 
 import base64
@@ -14,23 +15,34 @@ import json
 import math
 import struct
 
+import _corpus
 import numpy as np
 import pytest
 
-import _corpus
 import tfrec_fast
 from tfrec_fast import RecordBatch, TFRecordWriter, read_records
 from tfrec_fast._core import Kind
 from tfrec_fast.errors import ExampleParseError
-from tfrec_fast.example import (BytesColumn, FixedLen, Ragged, VarLen, normalize_spec,
-                                parse_example, parse_examples, read_examples)
+from tfrec_fast.example import (
+    BytesColumn,
+    FixedLen,
+    Ragged,
+    VarLen,
+    normalize_spec,
+    parse_example,
+    parse_examples,
+    read_examples,
+)
 
 EXAMPLE_DIR = _corpus.corpus_dir() / "example"
-EXAMPLE_FILES = sorted(p.name for p in EXAMPLE_DIR.glob("*.tfrecord")) if EXAMPLE_DIR.is_dir() else []
+EXAMPLE_FILES = (
+    sorted(p.name for p in EXAMPLE_DIR.glob("*.tfrecord")) if EXAMPLE_DIR.is_dir() else []
+)
 KIND_TO_DTYPE = {"int64_list": "int64", "float_list": "float32", "bytes_list": "bytes"}
 
 
 # ==== a tiny protobuf wire encoder ===============================================================
+
 
 def varint(n: int) -> bytes:
     n &= (1 << 64) - 1  # negative int64 -> two's complement, 10 bytes
@@ -66,7 +78,9 @@ def f64(field: int, bits: int) -> bytes:
 
 
 # Unknown fields of every wire type (7 varint, 9 fixed64, 11 length-delimited, 13 fixed32).
-UNKNOWN = vi(7, 300) + f64(9, 0x0123456789ABCDEF) + ld(11, b"\x08\x01junk\xff") + f32(13, 0xDEADBEEF)
+UNKNOWN = (
+    vi(7, 300) + f64(9, 0x0123456789ABCDEF) + ld(11, b"\x08\x01junk\xff") + f32(13, 0xDEADBEEF)
+)
 
 
 def int64_list(values, packed=True, extra=b"") -> bytes:
@@ -115,6 +129,7 @@ def ex(**feats) -> bytes:
 
 
 # ==== corpus helpers =============================================================================
+
 
 def load_expected(name):
     with open(EXAMPLE_DIR / (name + ".expected.json"), encoding="utf-8") as f:
@@ -190,6 +205,7 @@ def column_row(col, i):
 
 # ==== 1. conformance =============================================================================
 
+
 def test_corpus_has_example_files(corpus_dir):
     assert len(EXAMPLE_FILES) >= 7, EXAMPLE_FILES
 
@@ -221,15 +237,20 @@ def test_conformance_varlen_first_records(name):
         for k in spec:
             got = column_row(cols[k], i)
             if k in feats:
-                check_values(feats[k]["kind"], got, feats[k], f"{name} record {i} feature {k[:40]!r}")
+                check_values(
+                    feats[k]["kind"], got, feats[k], f"{name} record {i} feature {k[:40]!r}"
+                )
             else:
-                assert len(got) == 0, f"{name} record {i}: missing feature {k[:40]!r} must be an empty row"
+                assert len(got) == 0, (
+                    f"{name} record {i}: missing feature {k[:40]!r} must be an empty row"
+                )
 
 
 @pytest.mark.parametrize("name", EXAMPLE_FILES)
 def test_conformance_whole_file_vs_protobuf(name):
     """Every record (not only the first 20) against protobuf's decoding."""
     from tfrec_fast.proto import example_to_dict
+
     exp = load_expected(name)
     spec = varlen_spec_from_expected(exp)
     records = file_records(name)
@@ -240,8 +261,9 @@ def test_conformance_whole_file_vs_protobuf(name):
             got = column_row(cols[k], i)
             want = d.get(k, [])
             if s.kind == Kind.FLOAT:
-                assert np.array_equal(np.asarray(got).view(np.uint32),
-                                      np.asarray(want, np.float32).view(np.uint32)), (name, i, k)
+                assert np.array_equal(
+                    np.asarray(got).view(np.uint32), np.asarray(want, np.float32).view(np.uint32)
+                ), (name, i, k)
             elif s.kind == Kind.INT64:
                 assert np.asarray(got).tolist() == list(want), (name, i, k)
             else:
@@ -252,8 +274,14 @@ def test_conformance_mnist_fixedlen():
     name = "mnist_like.tfrecord"
     exp = load_expected(name)
     records = file_records(name)
-    cols = parse_examples(records, {"index": FixedLen((), "int64"), "label": FixedLen((), "int64"),
-                                    "image_raw": FixedLen((28, 28), "uint8")})
+    cols = parse_examples(
+        records,
+        {
+            "index": FixedLen((), "int64"),
+            "label": FixedLen((), "int64"),
+            "image_raw": FixedLen((28, 28), "uint8"),
+        },
+    )
     assert cols["index"].shape == (50,) and cols["index"].dtype == np.int64
     assert cols["label"].shape == (50,)
     img = cols["image_raw"]
@@ -274,11 +302,16 @@ def test_conformance_mnist_fixedlen():
 
 def test_conformance_tutorial_fixedlen():
     from tfrec_fast.proto import example_to_dict
+
     name = "tutorial_1000.tfrecord"
     exp = load_expected(name)
     records = file_records(name)
-    spec = {"feature0": FixedLen((), "int64"), "feature1": FixedLen([], "int64"),
-            "feature2": FixedLen((), "bytes"), "feature3": FixedLen((), "float32")}
+    spec = {
+        "feature0": FixedLen((), "int64"),
+        "feature1": FixedLen([], "int64"),
+        "feature2": FixedLen((), "bytes"),
+        "feature3": FixedLen((), "float32"),
+    }
     cols = parse_examples(records, spec)
     assert cols["feature0"].shape == (1000,) and cols["feature3"].dtype == np.float32
     f2 = cols["feature2"]
@@ -290,7 +323,7 @@ def test_conformance_tutorial_fixedlen():
         assert str(cols["feature0"][i]) == f["feature0"]["value"][0]
         assert str(cols["feature1"][i]) == f["feature1"]["value"][0]
         assert f2_list[i] == base64.b64decode(f["feature2"]["value"][0])
-        assert f"{cols['feature3'][i:i + 1].view(np.uint32)[0]:08x}" == f["feature3"]["bits"][0]
+        assert f"{cols['feature3'][i : i + 1].view(np.uint32)[0]:08x}" == f["feature3"]["bits"][0]
     for i, r in enumerate(records):
         d = example_to_dict(r)
         assert cols["feature0"][i] == d["feature0"][0]
@@ -323,8 +356,13 @@ def test_conformance_edge_values_fixedlen():
     for pattern in (0x7FC00001, 0xFFC00000, 0x80000000, 0x7F800000, 0xFF800000, 0x00000001):
         assert pattern in bits
     # record 5 (empty payload) and 6 (0a 00): everything missing -> defaults
-    cols = parse_examples(records[5:7], {"x": FixedLen((2,), "float32", default=-0.0),
-                                         "y": FixedLen((), "int64", default=-(1 << 63))})
+    cols = parse_examples(
+        records[5:7],
+        {
+            "x": FixedLen((2,), "float32", default=-0.0),
+            "y": FixedLen((), "int64", default=-(1 << 63)),
+        },
+    )
     assert cols["x"].view(np.uint32).tolist() == [[0x80000000] * 2] * 2
     assert cols["y"].tolist() == [-(1 << 63)] * 2
     assert len(records[5]) == 0 and bytes(records[6]) == b"\x0a\x00"
@@ -375,13 +413,21 @@ def test_conformance_packed_equals_unpacked():
 
 def test_conformance_voc_like():
     from tfrec_fast.proto import example_to_dict
+
     records = file_records("voc_like.tfrecord")
-    spec = {"image/object/bbox/xmin": VarLen("float32"), "image/object/bbox/ymin": VarLen("float32"),
-            "image/object/bbox/xmax": VarLen("float32"), "image/object/bbox/ymax": VarLen("float32"),
-            "image/object/class/label": VarLen("int64"), "image/object/class/text": VarLen("bytes"),
-            "image/object/difficult": VarLen("int64"), "image/height": FixedLen((), "int64"),
-            "image/width": FixedLen((), "int64"), "image/encoded": FixedLen((), "bytes"),
-            "image/format": FixedLen((1,), "bytes")}
+    spec = {
+        "image/object/bbox/xmin": VarLen("float32"),
+        "image/object/bbox/ymin": VarLen("float32"),
+        "image/object/bbox/xmax": VarLen("float32"),
+        "image/object/bbox/ymax": VarLen("float32"),
+        "image/object/class/label": VarLen("int64"),
+        "image/object/class/text": VarLen("bytes"),
+        "image/object/difficult": VarLen("int64"),
+        "image/height": FixedLen((), "int64"),
+        "image/width": FixedLen((), "int64"),
+        "image/encoded": FixedLen((), "bytes"),
+        "image/format": FixedLen((1,), "bytes"),
+    }
     cols = parse_examples(records, spec)
     zero_objects = lacking_some = lacking_all = 0
     for i, r in enumerate(records):
@@ -389,8 +435,9 @@ def test_conformance_voc_like():
         for k in ("image/object/bbox/xmin", "image/object/bbox/ymax"):
             assert np.array_equal(cols[k][i], np.asarray(d.get(k, []), np.float32)), (i, k)
         assert cols["image/object/class/label"][i].tolist() == d.get("image/object/class/label", [])
-        assert [bytes(v) for v in cols["image/object/class/text"][i]] == \
-            d.get("image/object/class/text", [])
+        assert [bytes(v) for v in cols["image/object/class/text"][i]] == d.get(
+            "image/object/class/text", []
+        )
         assert cols["image/object/class/text"].to_list()[i] == d.get("image/object/class/text", [])
         assert cols["image/object/difficult"][i].tolist() == d.get("image/object/difficult", [])
         assert cols["image/height"][i] == d["image/height"][0]
@@ -412,12 +459,18 @@ def test_conformance_voc_like():
 
 # ==== 2. semantics ===============================================================================
 
+
 def test_missing_fixedlen_default_broadcast():
     recs = [ex(a=("int64", [1, 2, 3, 4, 5, 6])), ex(b=("int64", [9]))]
-    cols = parse_examples(recs, {"a": FixedLen((2, 3), "int64", default=7),
-                                 "f": FixedLen((2,), "float32", default=[1.5, -2.0]),
-                                 "r": FixedLen((3,), np.int16, default=-1),
-                                 "s": FixedLen((), "bytes", default=b"")})
+    cols = parse_examples(
+        recs,
+        {
+            "a": FixedLen((2, 3), "int64", default=7),
+            "f": FixedLen((2,), "float32", default=[1.5, -2.0]),
+            "r": FixedLen((3,), np.int16, default=-1),
+            "s": FixedLen((), "bytes", default=b""),
+        },
+    )
     assert cols["a"].tolist() == [[[1, 2, 3], [4, 5, 6]], [[7, 7, 7], [7, 7, 7]]]
     assert cols["f"].tolist() == [[1.5, -2.0]] * 2
     assert cols["r"].dtype == np.int16 and cols["r"].tolist() == [[-1, -1, -1]] * 2
@@ -441,20 +494,30 @@ def test_missing_fixedlen_without_default_raises():
 
 def test_parse_error_attributes_and_pickle():
     import pickle
+
     with pytest.raises(ExampleParseError) as ei:
         parse_examples([ex(a=("bytes", [b"x"]))], {"a": VarLen("int64")})
     e2 = pickle.loads(pickle.dumps(ei.value))
     assert type(e2) is ExampleParseError and str(e2) == str(ei.value)
     assert (e2.feature, e2.record_index, e2.path) == ("a", 0, "<records>")
     # The API spec (api_spec_example.md) lists attributes path, record_index, feature, message.
-    assert getattr(ei.value, "message", None) == ei.value.detail, \
-        "BUG: ExampleParseError has no .message attribute (the API spec lists path, " \
+    assert getattr(ei.value, "message", None) == ei.value.detail, (
+        "BUG: ExampleParseError has no .message attribute (the API spec lists path, "
         "record_index, feature, message); the implementation only has .detail"
+    )
 
 
-@pytest.mark.parametrize("spec_kind,data_kind,values", [
-    ("int64", "float32", [1.0]), ("int64", "bytes", [b"x"]), ("float32", "int64", [1]),
-    ("float32", "bytes", [b"x"]), ("bytes", "int64", [1]), ("bytes", "float32", [1.0])])
+@pytest.mark.parametrize(
+    "spec_kind,data_kind,values",
+    [
+        ("int64", "float32", [1.0]),
+        ("int64", "bytes", [b"x"]),
+        ("float32", "int64", [1]),
+        ("float32", "bytes", [b"x"]),
+        ("bytes", "int64", [1]),
+        ("bytes", "float32", [1.0]),
+    ],
+)
 @pytest.mark.parametrize("layout", ["var", "fixed"])
 def test_wrong_kind_names_both(spec_kind, data_kind, values, layout):
     s = VarLen(spec_kind) if layout == "var" else FixedLen((), spec_kind)
@@ -479,12 +542,16 @@ def test_wrong_count():
     # a feature with no list set counts as 0 values for a FixedLen
     with pytest.raises(ExampleParseError):
         parse_examples([example(entry("k", b""))], {"k": FixedLen((), "int64")})
-    assert parse_examples([example(entry("k", b""))], {"k": FixedLen((0,), "int64")})["k"].shape == (1, 0)
+    assert parse_examples([example(entry("k", b""))], {"k": FixedLen((0,), "int64")})[
+        "k"
+    ].shape == (1, 0)
 
 
 def test_fixedlen_bytes_shapes():
-    recs = [ex(s=("bytes", [b"one"]), t=("bytes", [b"a", b"", b"\x00c"])),
-            ex(s=("bytes", [b""]), t=("bytes", [b"x", b"y", b"z"]))]
+    recs = [
+        ex(s=("bytes", [b"one"]), t=("bytes", [b"a", b"", b"\x00c"])),
+        ex(s=("bytes", [b""]), t=("bytes", [b"x", b"y", b"z"])),
+    ]
     cols = parse_examples(recs, {"s": FixedLen((), "bytes"), "t": FixedLen((3,), "bytes")})
     s, t = cols["s"], cols["t"]
     assert len(s) == 2 and s.to_list() == [b"one", b""]
@@ -501,8 +568,9 @@ def test_fixedlen_bytes_shape_zero():
     """FixedLen((0,), 'bytes') over N records must give N (empty) rows."""
     recs = [ex(t=("bytes", [])), ex(t=("bytes", [])), ex(u=("int64", [1]))]
     col = parse_examples(recs, {"t": FixedLen((0,), "bytes", default=b"")})["t"]
-    assert len(col) == 3 and col.to_list() == [[], [], []], \
+    assert len(col) == 3 and col.to_list() == [[], [], []], (
         f"BUG: FixedLen((0,), 'bytes') over 3 records gives {len(col)} rows ({col.to_list()!r})"
+    )
 
 
 def test_raw_bytes_decoding():
@@ -517,15 +585,18 @@ def test_raw_bytes_decoding():
     assert col.tolist() == [[1.5, -2.25]]
     # from_bytes=True forces raw decoding for int64 / float32
     i = np.array([1, -2, 1 << 40], np.int64)
-    col = parse_examples([ex(x=("bytes", [i.tobytes()]))],
-                         {"x": FixedLen(3, "int64", from_bytes=True)})["x"]
+    col = parse_examples(
+        [ex(x=("bytes", [i.tobytes()]))], {"x": FixedLen(3, "int64", from_bytes=True)}
+    )["x"]
     assert col.tolist() == [i.tolist()]
     for bad in (a.tobytes()[:-1], a.tobytes() + b"\x00", b""):
         with pytest.raises(ExampleParseError) as ei:
             parse_examples([ex(x=("bytes", [bad]))], {"x": FixedLen((3, 4), "float16")})
         assert ei.value.feature == "x" and str(len(bad)) in str(ei.value) and "24" in str(ei.value)
     with pytest.raises(ExampleParseError):  # two values
-        parse_examples([ex(x=("bytes", [a.tobytes(), a.tobytes()]))], {"x": FixedLen((3, 4), "float16")})
+        parse_examples(
+            [ex(x=("bytes", [a.tobytes(), a.tobytes()]))], {"x": FixedLen((3, 4), "float16")}
+        )
     with pytest.raises(ExampleParseError):  # not a bytes list
         parse_examples([ex(x=("int64", [1]))], {"x": FixedLen((), "uint8")})
     with pytest.raises(ValueError):
@@ -533,9 +604,13 @@ def test_raw_bytes_decoding():
 
 
 def test_duplicate_map_keys_last_wins():
-    rec = example(entry("k", feature("int64", [1, 2])), entry("o", feature("int64", [5])),
-                  entry("k", feature("int64", [3])))
+    rec = example(
+        entry("k", feature("int64", [1, 2])),
+        entry("o", feature("int64", [5])),
+        entry("k", feature("int64", [3])),
+    )
     from tfrec_fast.proto import example_to_dict
+
     assert example_to_dict(rec)["k"] == [3]  # the protobuf oracle
     cols = parse_examples([rec, rec], {"k": VarLen("int64"), "o": FixedLen((), "int64")})
     assert cols["k"].to_list() == [[3], [3]]
@@ -546,9 +621,11 @@ def test_duplicate_map_keys_last_wins():
 
 
 def test_two_features_fields_merge():
-    rec = ld(1, entry("a", feature("int64", [1])) + entry("b", feature("int64", [2]))) + \
-        ld(1, entry("b", feature("int64", [20])) + entry("c", feature("bytes", [b"c"])))
+    rec = ld(1, entry("a", feature("int64", [1])) + entry("b", feature("int64", [2]))) + ld(
+        1, entry("b", feature("int64", [20])) + entry("c", feature("bytes", [b"c"]))
+    )
     from tfrec_fast.proto import example_to_dict
+
     assert example_to_dict(rec) == {"a": [1], "b": [20], "c": [b"c"]}
     cols = parse_examples([rec], {"a": VarLen(), "b": VarLen(), "c": VarLen("bytes")})
     assert cols["a"].to_list() == [[1]] and cols["b"].to_list() == [[20]]
@@ -587,24 +664,29 @@ def test_feature_list_given_twice_merges():
     f = ld(3, int64_list([1, 2])) + ld(3, int64_list([3], packed=False)) + ld(3, int64_list([4]))
     rec = example(entry("k", f))
     from tfrec_fast.proto import example_to_dict
+
     assert example_to_dict(rec)["k"] == [1, 2, 3, 4]
     assert parse_examples([rec], {"k": VarLen()})["k"].to_list() == [[1, 2, 3, 4]]
     assert parse_examples([rec], {"k": FixedLen(4)})["k"].tolist() == [[1, 2, 3, 4]]
     fb = ld(1, bytes_list([b"a"])) + ld(1, bytes_list([b"b", b"c"]))
-    assert parse_examples([example(entry("k", fb))], {"k": VarLen("bytes")})["k"].to_list() == \
-        [[b"a", b"b", b"c"]]
+    assert parse_examples([example(entry("k", fb))], {"k": VarLen("bytes")})["k"].to_list() == [
+        [b"a", b"b", b"c"]
+    ]
     ff = ld(2, float_list([1.0])) + ld(2, float_list([2.0], packed=False))
-    assert parse_examples([example(entry("k", ff))], {"k": VarLen("float32")})["k"].to_list() == \
-        [[1.0, 2.0]]
+    assert parse_examples([example(entry("k", ff))], {"k": VarLen("float32")})["k"].to_list() == [
+        [1.0, 2.0]
+    ]
     # packed chunks repeated inside one list message also merge
     lst = ld(1, varint(1)) + vi(1, 2) + ld(1, varint(3) + varint(4))
-    assert parse_examples([example(entry("k", ld(3, lst)))], {"k": VarLen()})["k"].to_list() == \
-        [[1, 2, 3, 4]]
+    assert parse_examples([example(entry("k", ld(3, lst)))], {"k": VarLen()})["k"].to_list() == [
+        [1, 2, 3, 4]
+    ]
 
 
 def test_oneof_last_kind_wins():
     """Feature.kind is a oneof: a later list of another kind replaces the earlier one."""
     from tfrec_fast.proto import example_to_dict
+
     f = ld(1, bytes_list([b"x"])) + ld(3, int64_list([7]))
     rec = example(entry("k", f))
     assert example_to_dict(rec)["k"] == [7]
@@ -618,19 +700,30 @@ def test_a_replaced_list_must_still_parse():
     (a packed float list of 5 bytes, a truncated packed varint) fails the record as it fails
     protobuf, also when the two lists come in two parts of the map entry's value; a value of
     another wire type there is an unknown field to protobuf, and is accepted."""
+    from google.protobuf.message import DecodeError
+
     from tfrec_fast.proto import Example
+
     ints, floats = ld(3, int64_list([7])), ld(2, float_list([7.0]))
-    cases = [(ld(2, ld(1, b"\0" * 5)), ints, "int64"), (ld(3, ld(1, b"\x80")), floats, "float32"),
-             (ld(1, b"\x0a\x05"), ints, "int64")]
+    cases = [
+        (ld(2, ld(1, b"\0" * 5)), ints, "int64"),
+        (ld(3, ld(1, b"\x80")), floats, "float32"),
+        (ld(1, b"\x0a\x05"), ints, "int64"),
+    ]
     for bad, kept, dtype in cases:
-        for rec in (example(entry("k", bad + kept)), ld(1, ld(1, ld(1, b"k") + ld(2, bad) + ld(2, kept)))):
-            with pytest.raises(Exception):
+        for rec in (
+            example(entry("k", bad + kept)),
+            ld(1, ld(1, ld(1, b"k") + ld(2, bad) + ld(2, kept))),
+        ):
+            with pytest.raises(DecodeError):
                 Example.FromString(rec)
             with pytest.raises(ExampleParseError) as info:
                 parse_examples([rec], {"k": VarLen(dtype)})
             assert info.value.feature == "k"
     odd = ld(2, vi(1, 3)) + ld(3, int64_list([7]))  # a float sent as a varint: unknown, replaced
-    assert Example.FromString(example(entry("k", odd))).features.feature["k"].int64_list.value == [7]
+    assert Example.FromString(example(entry("k", odd))).features.feature["k"].int64_list.value == [
+        7
+    ]
     assert parse_examples([example(entry("k", odd))], {"k": VarLen()})["k"].to_list() == [[7]]
 
 
@@ -638,6 +731,7 @@ def test_oneof_switch_back_discards_earlier_list():
     """bytes_list{a}, int64_list{1}, bytes_list{b}: protobuf keeps only [b] (switching the oneof to
     int64_list cleared the first bytes_list)."""
     from tfrec_fast.proto import example_to_dict
+
     f = ld(1, bytes_list([b"a"])) + ld(3, int64_list([1])) + ld(1, bytes_list([b"b"]))
     rec = example(entry("k", f))
     want = example_to_dict(rec)["k"]
@@ -652,24 +746,44 @@ def test_unknown_fields_skipped_at_every_level():
     lst_b = UNKNOWN + bytes_list([b"p", b""]) + UNKNOWN
     feat = lambda field, lst: UNKNOWN + ld(field, lst) + UNKNOWN  # noqa: E731
     map_entry = lambda key, f: ld(1, UNKNOWN + ld(1, key.encode()) + UNKNOWN + ld(2, f) + UNKNOWN)  # noqa
-    fm = UNKNOWN + map_entry("i", feat(3, lst_i)) + UNKNOWN + map_entry("u", feat(3, lst_i_unpacked)) + \
-        map_entry("f", feat(2, lst_f)) + UNKNOWN + map_entry("b", feat(1, lst_b)) + \
-        map_entry("other", feat(1, lst_b)) + UNKNOWN
+    fm = (
+        UNKNOWN
+        + map_entry("i", feat(3, lst_i))
+        + UNKNOWN
+        + map_entry("u", feat(3, lst_i_unpacked))
+        + map_entry("f", feat(2, lst_f))
+        + UNKNOWN
+        + map_entry("b", feat(1, lst_b))
+        + map_entry("other", feat(1, lst_b))
+        + UNKNOWN
+    )
     rec = UNKNOWN + ld(1, fm) + UNKNOWN
     # protobuf as an oracle for the Example / Features / Feature / list levels. (Not for unknown
     # fields inside a map entry: upb then drops the whole entry into the parent's unknown fields,
     # a upb quirk; TensorFlow's parsers keep the entry, as tfrec_fast does.)
     from tfrec_fast.proto import example_to_dict
+
     plain_entry = lambda key, f: ld(1, ld(1, key.encode()) + ld(2, f))  # noqa: E731
-    rec_pb = UNKNOWN + ld(1, UNKNOWN + plain_entry("i", feat(3, lst_i)) + UNKNOWN +
-                          plain_entry("u", feat(3, lst_i_unpacked)) + plain_entry("b", feat(1, lst_b))) + UNKNOWN
+    rec_pb = (
+        UNKNOWN
+        + ld(
+            1,
+            UNKNOWN
+            + plain_entry("i", feat(3, lst_i))
+            + UNKNOWN
+            + plain_entry("u", feat(3, lst_i_unpacked))
+            + plain_entry("b", feat(1, lst_b)),
+        )
+        + UNKNOWN
+    )
     d = example_to_dict(rec_pb)
     assert d["i"] == [1, -5, 1 << 62] and d["u"] == [8, 9] and d["b"] == [b"p", b""]
     cols = parse_examples([rec_pb], {"i": VarLen(), "u": VarLen(), "b": VarLen("bytes")})
     assert cols["i"].to_list() == [d["i"]] and cols["u"].to_list() == [d["u"]]
     assert cols["b"].to_list() == [d["b"]]
-    cols = parse_examples([rec, rec], {"i": VarLen(), "u": FixedLen(2), "f": VarLen("float32"),
-                                       "b": VarLen("bytes")})
+    cols = parse_examples(
+        [rec, rec], {"i": VarLen(), "u": FixedLen(2), "f": VarLen("float32"), "b": VarLen("bytes")}
+    )
     assert cols["i"].to_list() == [[1, -5, 1 << 62]] * 2
     assert cols["u"].tolist() == [[8, 9]] * 2
     assert cols["f"].values.view(np.uint32).tolist() == [0x3FC00000, 0x80000000] * 2
@@ -692,13 +806,23 @@ def test_only_requested_keys_materialised():
 
 def test_empty_and_no_features():
     recs = [b"", b"\x0a\x00", ex(a=("int64", [1]))]
-    cols = parse_examples(recs, {"a": VarLen(), "b": VarLen("bytes"), "c": FixedLen((), "float32", 0.5)})
+    cols = parse_examples(
+        recs, {"a": VarLen(), "b": VarLen("bytes"), "c": FixedLen((), "float32", 0.5)}
+    )
     assert cols["a"].to_list() == [[], [], [1]]
     assert cols["b"].to_list() == [[], [], []]
     assert cols["c"].tolist() == [0.5] * 3
     # zero records
-    cols = parse_examples([], {"a": VarLen(), "b": VarLen("bytes"), "c": FixedLen((2,), "float32"),
-                               "d": FixedLen((), "bytes"), "e": FixedLen((3,), "uint8")})
+    cols = parse_examples(
+        [],
+        {
+            "a": VarLen(),
+            "b": VarLen("bytes"),
+            "c": FixedLen((2,), "float32"),
+            "d": FixedLen((), "bytes"),
+            "e": FixedLen((3,), "uint8"),
+        },
+    )
     assert len(cols["a"]) == 0 and cols["a"].row_splits.tolist() == [0]
     assert len(cols["b"]) == 0 and cols["c"].shape == (0, 2) and len(cols["d"]) == 0
     assert cols["e"].shape == (0, 3)
@@ -708,6 +832,7 @@ def test_empty_and_no_features():
 def test_kind_null_feature_is_empty_row():
     rec = example(entry("k", b""), entry("m", UNKNOWN))  # Features with no list set
     from tfrec_fast.proto import example_to_dict
+
     assert example_to_dict(rec) == {"k": [], "m": []}
     for dtype in ("int64", "float32", "bytes"):
         col = parse_examples([rec, ex(k=(dtype, []))], {"k": VarLen(dtype), "m": VarLen(dtype)})
@@ -729,8 +854,9 @@ def test_empty_key():
 def test_error_for_feature_named_empty_string_names_it():
     with pytest.raises(ExampleParseError) as ei:
         parse_examples([ex(x=("int64", [1]))], {"": FixedLen()})
-    assert ei.value.feature == "", \
+    assert ei.value.feature == "", (
         f"BUG: an error about the feature named '' reports feature={ei.value.feature!r}"
+    )
 
 
 def test_malformed_records_raise():
@@ -745,17 +871,26 @@ def test_malformed_records_raise():
         b"\x0a\x02\x0a\x05",  # entry length beyond Features
         b"\x08" + b"\xff" * 10 + b"\x01",  # over-long varint
     ]
-    for i, rec in enumerate(bad_records):
+    for rec in bad_records:
         with pytest.raises(ExampleParseError) as ei:
             parse_examples([good, rec], {"a": VarLen()}, name="n")
         assert ei.value.record_index == 1 and ei.value.path == "n", rec
         assert ei.value.feature is None, rec
     # malformed list of a requested feature: the error names the feature
-    for f in (ld(3, b"\x0a\x01"), ld(2, ld(1, b"\x00\x00\x00")), ld(1, vi(1, 5)), ld(3, f32(1, 0)),
-              ld(2, vi(1, 1)), ld(3, ld(1, b"\xff")), b"\xff"):
+    for f in (
+        ld(3, b"\x0a\x01"),
+        ld(2, ld(1, b"\x00\x00\x00")),
+        ld(1, vi(1, 5)),
+        ld(3, f32(1, 0)),
+        ld(2, vi(1, 1)),
+        ld(3, ld(1, b"\xff")),
+        b"\xff",
+    ):
         with pytest.raises(ExampleParseError) as ei:
-            parse_examples([example(entry("a", f))], {"a": VarLen(["bytes", "float32", "int64"][
-                {1: 0, 2: 1, 3: 2}.get(f[0] >> 3, 2)])})
+            parse_examples(
+                [example(entry("a", f))],
+                {"a": VarLen(["bytes", "float32", "int64"][{1: 0, 2: 1, 3: 2}.get(f[0] >> 3, 2)])},
+            )
         assert ei.value.feature == "a", f
 
 
@@ -766,8 +901,9 @@ def test_int64_varint_forms():
     assert cols["k"].to_list() == [vals, vals]
     # negative int32-style sign extension and a non-canonical (padded) varint
     lst = ld(1, b"\x81\x80\x80\x00")  # 1 with redundant continuation bytes
-    assert parse_examples([example(entry("k", ld(3, lst)))], {"k": VarLen()})["k"].to_list() == [[1]]
-
+    assert parse_examples([example(entry("k", ld(3, lst)))], {"k": VarLen()})["k"].to_list() == [
+        [1]
+    ]
 
 
 # ---- entry sizes around the decoder's one-byte-length shortcut ---------------------------------
@@ -775,18 +911,26 @@ def test_int64_varint_forms():
 # byte); longer ones, and any other encoding of the same message, take the cursor path. Both must
 # give protobuf's values.
 
+
 def _sized_record(key_size: int, value_size: int) -> bytes:
-    return ex(**{"k" * key_size: ("bytes", [bytes(i % 251 for i in range(value_size))]),
-                 "n": ("int64", [value_size, -value_size]), "f": ("float32", [0.5])})
+    return ex(
+        **{
+            "k" * key_size: ("bytes", [bytes(i % 251 for i in range(value_size))]),
+            "n": ("int64", [value_size, -value_size]),
+            "f": ("float32", [0.5]),
+        }
+    )
 
 
 @pytest.mark.parametrize("key_size", [1, 8, 100, 127, 128])
 def test_entry_sizes_around_one_byte_lengths(key_size):
     from tfrec_fast.proto import example_to_dict
+
     recs = [_sized_record(key_size, size) for size in range(100, 140)]
     name = "k" * key_size
-    cols = parse_examples(recs, {name: VarLen("bytes"), "n": FixedLen((2,), "int64"),
-                                 "f": FixedLen((), "float32")})
+    cols = parse_examples(
+        recs, {name: VarLen("bytes"), "n": FixedLen((2,), "int64"), "f": FixedLen((), "float32")}
+    )
     for i, rec in enumerate(recs):
         want = example_to_dict(rec)
         assert cols[name].to_list()[i] == want[name], (key_size, i)
@@ -811,6 +955,7 @@ def test_padded_lengths_read_like_protobuf(padded):
 
     def part(which, payload):
         return _padded_length(payload) if which == padded else varint(len(payload)) + payload
+
     payload = part("payload", b"\x07\x96\x01")  # packed int64s 7, 150
     lst = tag(1, 2) + payload
     feat = tag(3, 2) + part("list", lst)
@@ -826,7 +971,9 @@ def test_short_entry_with_a_wrong_value_length_is_refused(delta):
     """A one-byte value length that does not end at the entry's end: not the usual entry, and
     the cursor path reports it (as protobuf refuses it)."""
     from google.protobuf.message import DecodeError
+
     from tfrec_fast.proto import example_to_dict
+
     feat = feature("int64", [5])
     body = tag(1, 2) + varint(1) + b"n" + tag(2, 2) + varint(len(feat) + delta) + feat
     rec = ld(1, ld(1, body))
@@ -846,15 +993,19 @@ def test_wrong_length_after_a_good_record_is_refused(kind, length, delta):
     layout must not take it). int64: every length one byte; bytes: a 200-byte value, every
     length two bytes."""
     from google.protobuf.message import DecodeError
+
     from tfrec_fast.proto import example_to_dict
+
     payload = b"\x07\x96\x01" if kind == "int64" else bytes(range(200))  # int64s 7, 150
 
     def record(wrong):
         def framed(part, which):  # part after its length, off by delta in the wrong one
             return varint(len(part) + delta * (wrong == which)) + part
+
         lst = tag(1, 2) + framed(payload, "payload")
         feat = tag(3 if kind == "int64" else 1, 2) + framed(lst, "list")
         return ld(1, ld(1, tag(1, 2) + varint(1) + b"n" + tag(2, 2) + framed(feat, "value")))
+
     good, bad = record(None), record(length)
     with pytest.raises(DecodeError):
         example_to_dict(bad)
@@ -874,10 +1025,12 @@ def test_feature_with_more_after_its_list_after_a_good_record(size):
     the same kind after the first (protobuf merges them): both lists' values, not the first's
     payload stretched to the Feature's end."""
     from tfrec_fast.proto import example_to_dict
+
     first, second = bytes(range(size)), b"tail"
 
     def record(feat):
         return ld(1, ld(1, ld(1, b"n") + ld(2, feat)))
+
     good = record(ld(1, ld(1, first)))
     merged = record(ld(1, ld(1, first)) + ld(1, ld(1, second)))
     assert example_to_dict(merged) == {"n": [first, second]}
@@ -891,12 +1044,14 @@ def test_same_key_in_changing_forms_read_like_protobuf(kind):
     bytes or more, the key twice), far more often than the decoder learns a position's form
     again: every record as protobuf reads it."""
     from tfrec_fast.proto import example_to_dict
+
     sizes = {"int64": [0, 1, 3, 40], "bytes": [0, 1, 5, 200], "float32": [0, 1, 2, 70]}[kind]
 
     def values(size):
         if kind == "bytes":
             return [bytes(range(size))]
         return [float(i) + 0.5 for i in range(size)] if kind == "float32" else list(range(size))
+
     records = []
     for i in range(60):
         size = sizes[(i * 7 // 3) % 4]
@@ -908,8 +1063,9 @@ def test_same_key_in_changing_forms_read_like_protobuf(kind):
     want = [example_to_dict(r) for r in records]
     for first in (0, 1, 30):
         for threads in (1, 2):
-            got = parse_examples(records[first:], {"n": VarLen(kind), "id": VarLen("int64")},
-                                 num_threads=threads)
+            got = parse_examples(
+                records[first:], {"n": VarLen(kind), "id": VarLen("int64")}, num_threads=threads
+            )
             assert got["id"].to_list() == [w["id"] for w in want[first:]]
             assert got["n"].to_list() == [w.get("n", []) for w in want[first:]], (first, threads)
 
@@ -920,6 +1076,7 @@ def test_leading_empty_features_read_like_protobuf(kind, leading):
     """A feature empty in the first records (more of them than the decoder relearns a form, or
     in every record), then holding values, with an empty one now and then."""
     from tfrec_fast.proto import example_to_dict
+
     full = {"int64": [5, 1 << 40], "bytes": [b"ab", bytes(200)], "float32": [0.5, 2.0]}[kind]
     records = []
     for i in range(60):
@@ -929,7 +1086,9 @@ def test_leading_empty_features_read_like_protobuf(kind, leading):
         records.append(example(entry("id", feature("int64", [i])), entry("n", feat)))
     want = [example_to_dict(r) for r in records]
     for threads in (1, 2):
-        got = parse_examples(records, {"n": VarLen(kind), "id": VarLen("int64")}, num_threads=threads)
+        got = parse_examples(
+            records, {"n": VarLen(kind), "id": VarLen("int64")}, num_threads=threads
+        )
         assert got["id"].to_list() == [w["id"] for w in want]
         assert got["n"].to_list() == [w.get("n", []) for w in want], threads
 
@@ -941,20 +1100,50 @@ def _known_entry_records(seed: int, one_value: bool = False) -> list:
     length, a key twice, a feature not asked for, and records that end near the batch's end.
     `one_value`: every feature holds one value."""
     import random
+
     rng = random.Random(seed)
-    kinds = {"k": "int64", "kk": "bytes", "ka": "float32", "kb": "int64", "a" * 13: "bytes",
-             "a" * 14: "int64", "feature0": "float32", "x": "int64"}
+    kinds = {
+        "k": "int64",
+        "kk": "bytes",
+        "ka": "float32",
+        "kb": "int64",
+        "a" * 13: "bytes",
+        "a" * 14: "int64",
+        "feature0": "float32",
+        "x": "int64",
+    }
 
     def one(key):
         kind = kinds[key]
         if kind == "bytes":
-            return entry(key, feature(kind, [bytes(rng.randrange(256) for _ in range(
-                rng.choice([0, 1, 5, 100, 110, 130])))]))
+            return entry(
+                key,
+                feature(
+                    kind,
+                    [
+                        bytes(
+                            rng.randrange(256) for _ in range(rng.choice([0, 1, 5, 100, 110, 130]))
+                        )
+                    ],
+                ),
+            )
         if kind == "float32":
-            return entry(key, feature(kind, [rng.random() for _ in range(
-                1 if one_value else rng.choice([0, 1, 2]))]))
-        return entry(key, feature(kind, [rng.randrange(-1 << 40, 1 << 40) for _ in range(
-            1 if one_value else rng.choice([0, 1, 3]))]))
+            return entry(
+                key,
+                feature(
+                    kind, [rng.random() for _ in range(1 if one_value else rng.choice([0, 1, 2]))]
+                ),
+            )
+        return entry(
+            key,
+            feature(
+                kind,
+                [
+                    rng.randrange(-1 << 40, 1 << 40)
+                    for _ in range(1 if one_value else rng.choice([0, 1, 3]))
+                ],
+            ),
+        )
 
     layout = ["k", "kk", "ka"]
     records = []
@@ -975,10 +1164,17 @@ def _known_entry_records(seed: int, one_value: bool = False) -> list:
 @pytest.mark.parametrize("seed", range(4))
 def test_entries_checked_against_the_previous_record_read_like_protobuf(seed):
     from tfrec_fast.proto import example_to_dict
+
     recs = _known_entry_records(seed)
-    spec = {"k": VarLen("int64"), "kk": VarLen("bytes"), "ka": VarLen("float32"),
-            "kb": VarLen("int64"), "a" * 13: VarLen("bytes"), "a" * 14: VarLen("int64"),
-            "feature0": VarLen("float32")}
+    spec = {
+        "k": VarLen("int64"),
+        "kk": VarLen("bytes"),
+        "ka": VarLen("float32"),
+        "kb": VarLen("int64"),
+        "a" * 13: VarLen("bytes"),
+        "a" * 14: VarLen("int64"),
+        "feature0": VarLen("float32"),
+    }
     want = [example_to_dict(r) for r in recs]
     for first in (0, 1, 150, 297, 299):  # a batch ending at every kind of record
         for threads in (1, 2):
@@ -992,11 +1188,26 @@ def test_entries_checked_against_the_previous_record_read_like_protobuf(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_fixed_entries_checked_against_the_previous_record_read_like_protobuf(seed):
     from tfrec_fast.proto import example_to_dict
+
     recs = _known_entry_records(seed, one_value=True)
-    defaults = {"k": -1, "kk": b"?", "ka": -1.0, "kb": -1, "a" * 13: b"?", "a" * 14: -1,
-                "feature0": -1.0}
-    kinds = {"k": "int64", "kk": "bytes", "ka": "float32", "kb": "int64", "a" * 13: "bytes",
-             "a" * 14: "int64", "feature0": "float32"}
+    defaults = {
+        "k": -1,
+        "kk": b"?",
+        "ka": -1.0,
+        "kb": -1,
+        "a" * 13: b"?",
+        "a" * 14: -1,
+        "feature0": -1.0,
+    }
+    kinds = {
+        "k": "int64",
+        "kk": "bytes",
+        "ka": "float32",
+        "kb": "int64",
+        "a" * 13: "bytes",
+        "a" * 14: "int64",
+        "feature0": "float32",
+    }
     spec = {name: FixedLen((), kinds[name], default=d) for name, d in defaults.items()}
     want = [example_to_dict(r) for r in recs]
     for first in (0, 1, 297, 299):
@@ -1013,6 +1224,7 @@ def test_fixed_entries_checked_against_the_previous_record_read_like_protobuf(se
 
 # ---- spec formats --------------------------------------------------------------------------------
 
+
 def test_spec_tfrecord_description():
     rec = ex(i=("int64", [1, 2]), f=("float32", [0.5]), b=("bytes", [b"z"]))
     cols = parse_examples([rec], {"i": "int", "f": "float", "b": "byte"})
@@ -1025,7 +1237,10 @@ def test_spec_tfrecord_description():
 
 
 def test_spec_list_of_names_infers_kinds():
-    recs = [ex(i=("int64", [1])), ex(i=("int64", [2, 3]), f=("float32", [0.5]), b=("bytes", [b"q"]))]
+    recs = [
+        ex(i=("int64", [1])),
+        ex(i=("int64", [2, 3]), f=("float32", [0.5]), b=("bytes", [b"q"])),
+    ]
     cols = parse_examples(recs, ["i", "f", "b"])
     assert cols["i"].to_list() == [[1], [2, 3]]
     assert cols["f"].values.dtype == np.float32 and cols["f"].to_list() == [[], [0.5]]
@@ -1046,8 +1261,10 @@ def test_spec_list_of_names_malformed_record_raises_parse_error():
     except ExampleParseError as e:
         assert e.record_index == 1
     except Exception as e:  # noqa: BLE001
-        pytest.fail(f"BUG: parse_examples(records, ['j']) on a malformed record raised "
-                    f"{type(e).__module__}.{type(e).__name__}: {e} instead of ExampleParseError")
+        pytest.fail(
+            f"BUG: parse_examples(records, ['j']) on a malformed record raised "
+            f"{type(e).__module__}.{type(e).__name__}: {e} instead of ExampleParseError"
+        )
     else:
         pytest.fail("malformed record accepted")
 
@@ -1069,10 +1286,14 @@ class FakeDType:
 
 def test_spec_duck_typed_varlen_and_string_dtypes():
     recs = [ex(i=("int64", [1, 2]), s=("bytes", [b"a", b"b"])), ex(f=("float32", [1.5]))]
-    spec = {"i": VarLenFeature(FakeDType("int64")), "s": VarLenFeature(FakeDType("string")),
-            "f": VarLenFeature(FakeDType("float32")), "b": FixedLenFeature((), FakeDType("string"), b""),
-            "j": FixedLenFeature([2], "int64", default_value=[-1, -2]),
-            "g": FixedLenFeature((), np.float32, default_value=0.25)}
+    spec = {
+        "i": VarLenFeature(FakeDType("int64")),
+        "s": VarLenFeature(FakeDType("string")),
+        "f": VarLenFeature(FakeDType("float32")),
+        "b": FixedLenFeature((), FakeDType("string"), b""),
+        "j": FixedLenFeature([2], "int64", default_value=[-1, -2]),
+        "g": FixedLenFeature((), np.float32, default_value=0.25),
+    }
     cols = parse_examples(recs, spec)
     assert cols["i"].to_list() == [[1, 2], []] and cols["s"].to_list() == [[b"a", b"b"], []]
     assert cols["f"].to_list() == [[], [1.5]] and cols["b"].to_list() == [b"", b""]
@@ -1085,22 +1306,33 @@ def test_spec_duck_typed_fixedlen_numeric_dtype_object():
         try:
             s = normalize_spec({"x": FixedLenFeature([], FakeDType(name))})["x"]
         except Exception as e:  # noqa: BLE001
-            pytest.fail(f"BUG: FixedLenFeature([], <dtype with .name={name!r}>) is rejected: "
-                        f"{type(e).__name__}: {e} (VarLenFeature with the same dtype works)")
+            pytest.fail(
+                f"BUG: FixedLenFeature([], <dtype with .name={name!r}>) is rejected: "
+                f"{type(e).__name__}: {e} (VarLenFeature with the same dtype works)"
+            )
         assert isinstance(s, FixedLen) and s.kind == kind and not s.from_bytes
 
 
 def test_spec_duck_typed_tensorflow_features():
-    recs = [ex(i=("int64", [1, 2]), f=("float32", [0.5]), b=("bytes", [b"z"]), s=("bytes", [b"a", b"b"])),
-            ex(f=("float32", [1.5]), b=("bytes", [b"y"]))]
+    recs = [
+        ex(
+            i=("int64", [1, 2]),
+            f=("float32", [0.5]),
+            b=("bytes", [b"z"]),
+            s=("bytes", [b"a", b"b"]),
+        ),
+        ex(f=("float32", [1.5]), b=("bytes", [b"y"])),
+    ]
     # (numeric FixedLenFeature with a DType-like object: see
     # test_spec_duck_typed_fixedlen_numeric_dtype_object)
-    spec = {"i": FixedLenFeature([2], np.int64, default_value=[0, 0]),
-            "f": FixedLenFeature([], np.float32),
-            "b": FixedLenFeature((), FakeDType("string")),
-            "s": VarLenFeature(FakeDType("string")),
-            "v": VarLenFeature(FakeDType("int64")),
-            "w": VarLenFeature("float32")}
+    spec = {
+        "i": FixedLenFeature([2], np.int64, default_value=[0, 0]),
+        "f": FixedLenFeature([], np.float32),
+        "b": FixedLenFeature((), FakeDType("string")),
+        "s": VarLenFeature(FakeDType("string")),
+        "v": VarLenFeature(FakeDType("int64")),
+        "w": VarLenFeature("float32"),
+    }
     cols = parse_examples(recs, spec)
     assert cols["i"].tolist() == [[1, 2], [0, 0]]
     assert cols["f"].tolist() == [0.5, 1.5]
@@ -1136,9 +1368,15 @@ def tf():
 
 
 def test_real_tensorflow_specs(tf):
-    recs = [ex(i=("int64", [1, 2]), f=("float32", [0.5]), s=("bytes", [b"a"])), ex(f=("float32", [2.0]))]
-    spec = {"i": tf.io.FixedLenFeature([2], tf.int64, default_value=[9, 9]),
-            "f": tf.io.FixedLenFeature([], tf.float32), "s": tf.io.VarLenFeature(tf.string)}
+    recs = [
+        ex(i=("int64", [1, 2]), f=("float32", [0.5]), s=("bytes", [b"a"])),
+        ex(f=("float32", [2.0])),
+    ]
+    spec = {
+        "i": tf.io.FixedLenFeature([2], tf.int64, default_value=[9, 9]),
+        "f": tf.io.FixedLenFeature([], tf.float32),
+        "s": tf.io.VarLenFeature(tf.string),
+    }
     cols = parse_examples(recs, spec)
     assert cols["i"].tolist() == [[1, 2], [9, 9]]
     assert cols["f"].tolist() == [0.5, 2.0] and cols["s"].to_list() == [[b"a"], []]
@@ -1149,8 +1387,12 @@ def test_tensorflow_parse_example_agrees(tf, name):
     exp = load_expected(name)
     spec = varlen_spec_from_expected(exp)
     records = file_records(name)
-    tf_spec = {k: tf.io.VarLenFeature({Kind.INT64: tf.int64, Kind.FLOAT: tf.float32, Kind.BYTES: tf.string}[s.kind])
-               for k, s in spec.items()}
+    tf_spec = {
+        k: tf.io.VarLenFeature(
+            {Kind.INT64: tf.int64, Kind.FLOAT: tf.float32, Kind.BYTES: tf.string}[s.kind]
+        )
+        for k, s in spec.items()
+    }
     ours = parse_examples(records, tf_spec)
     theirs = tf.io.parse_example(tf.constant([bytes(r) for r in records]), tf_spec)
     for k, s in spec.items():
@@ -1165,6 +1407,7 @@ def test_tensorflow_parse_example_agrees(tf, name):
 
 
 # ==== 3. zero copy ===============================================================================
+
 
 def test_bytes_column_zero_copy_and_read_only():
     recs = [ex(s=("bytes", [b"hello" * 10]), v=("bytes", [b"a", b"bc"])) for _ in range(3)]
@@ -1217,9 +1460,11 @@ def test_numeric_columns_own_their_memory():
 
 # ==== 4. parse_example ===========================================================================
 
+
 @pytest.mark.parametrize("name", EXAMPLE_FILES)
 def test_parse_example_without_spec_equals_proto(name):
     from tfrec_fast.proto import Example, example_to_dict
+
     for r in file_records(name)[:10]:
         want = canonical(example_to_dict(r))
         assert canonical(parse_example(r)) == want
@@ -1232,16 +1477,27 @@ def canonical(d):
     """{name: list} with floats replaced by their float32 bit patterns (NaN-safe equality)."""
     out = {}
     for k, vals in d.items():
-        out[k] = [("f", int(np.float32(v).view(np.uint32))) if isinstance(v, float) else v
-                  for v in vals]
+        out[k] = [
+            ("f", int(np.float32(v).view(np.uint32))) if isinstance(v, float) else v for v in vals
+        ]
     return out
 
 
 def test_parse_example_with_spec():
-    rec = ex(i=("int64", [1, 2]), f=("float32", [0.5]), b=("bytes", [b"z"]), m=("bytes", [b"p", b"q"]))
-    row = parse_example(rec, {"i": FixedLen((2,), "int64"), "f": FixedLen((), "float32"),
-                              "b": FixedLen((), "bytes"), "m": VarLen("bytes"), "v": VarLen("int64"),
-                              "x": FixedLen((1,), "float32", default=3.0)})
+    rec = ex(
+        i=("int64", [1, 2]), f=("float32", [0.5]), b=("bytes", [b"z"]), m=("bytes", [b"p", b"q"])
+    )
+    row = parse_example(
+        rec,
+        {
+            "i": FixedLen((2,), "int64"),
+            "f": FixedLen((), "float32"),
+            "b": FixedLen((), "bytes"),
+            "m": VarLen("bytes"),
+            "v": VarLen("int64"),
+            "x": FixedLen((1,), "float32", default=3.0),
+        },
+    )
     assert row["i"].tolist() == [1, 2] and row["i"].shape == (2,)
     assert row["f"] == np.float32(0.5) and np.shape(row["f"]) == ()
     assert bytes(row["b"]) == b"z"
@@ -1276,6 +1532,7 @@ def test_parse_example_message_objects():
 
 # ==== 5. read_examples ===========================================================================
 
+
 @pytest.fixture(scope="module")
 def multi_files(tmp_path_factory):
     """Four files from tutorial_1000's records: 0, 137, 1, 400 records... and the rest."""
@@ -1286,7 +1543,7 @@ def multi_files(tmp_path_factory):
     for j, n in enumerate(sizes):
         p = d / f"part{j}.tfrecord"
         with TFRecordWriter(str(p)) as w:
-            for r in records[start:start + n]:
+            for r in records[start : start + n]:
                 w.write(r)
         paths.append(str(p))
         start += n
@@ -1294,8 +1551,12 @@ def multi_files(tmp_path_factory):
     return paths, records
 
 
-TUT_SPEC = {"feature0": FixedLen((), "int64"), "feature1": VarLen("int64"),
-            "feature2": VarLen("bytes"), "feature3": FixedLen((), "float32")}
+TUT_SPEC = {
+    "feature0": FixedLen((), "int64"),
+    "feature1": VarLen("int64"),
+    "feature2": VarLen("bytes"),
+    "feature3": FixedLen((), "float32"),
+}
 
 
 @pytest.mark.parametrize("batch_size", [1, 7, 1000, 4096])
@@ -1373,8 +1634,10 @@ def test_read_examples_list_spec_malformed_second_file(tmp_path):
     except ExampleParseError as e:
         assert (e.path, e.record_index) == (str(p2), 1)
     except Exception as e:  # noqa: BLE001
-        pytest.fail(f"BUG: read_examples(files, ['zz']) raised {type(e).__module__}."
-                    f"{type(e).__name__}: {e} instead of ExampleParseError naming {p2} record 1")
+        pytest.fail(
+            f"BUG: read_examples(files, ['zz']) raised {type(e).__module__}."
+            f"{type(e).__name__}: {e} instead of ExampleParseError naming {p2} record 1"
+        )
     else:
         pytest.fail("malformed record accepted")
 
@@ -1392,9 +1655,11 @@ def test_read_examples_list_spec_kind_inferred_consistently(tmp_path):
     try:
         rows = [r for b in read_examples([str(p)], ["x"], batch_size=2) for r in b["x"].to_list()]
     except ExampleParseError as e:
-        pytest.fail(f"BUG: read_examples(path, ['x'], batch_size=2) fails ({e}) where "
-                    f"parse_examples(all records, ['x']) gives int64 rows: the kind is inferred "
-                    f"from the first batch only (float32 when absent) and then fixed")
+        pytest.fail(
+            f"BUG: read_examples(path, ['x'], batch_size=2) fails ({e}) where "
+            f"parse_examples(all records, ['x']) gives int64 rows: the kind is inferred "
+            f"from the first batch only (float32 when absent) and then fixed"
+        )
     assert rows == [[], [], [], [], [7]]
 
 
@@ -1412,9 +1677,11 @@ def test_bytes_default_fills_missing_records():
     """A missing bytes FixedLen takes its default (TensorFlow's default_value='jpeg' idiom), while
     present values still view the batch."""
     from tfrec_fast import encode_example
+
     recs = [encode_example({"format": b"png"}), encode_example({"other": 1})]
     col = parse_examples(recs, {"format": FixedLen((), "bytes", default="jpeg")})["format"]
     assert col.to_list() == [b"png", b"jpeg"]
     assert bytes(col[1]) == b"jpeg" and col.lengths.tolist() == [3, 4]
-    assert parse_example(recs[1], {"format": FixedLen((), "bytes", default=b"jpeg")}) == \
-        {"format": b"jpeg"}
+    assert parse_example(recs[1], {"format": FixedLen((), "bytes", default=b"jpeg")}) == {
+        "format": b"jpeg"
+    }

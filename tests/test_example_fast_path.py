@@ -11,6 +11,7 @@ widths, lengths written in more bytes than needed. Each batch is decoded whole (
 the layout) and record by record (a one-record batch never uses a layout); both must give what
 protobuf reads, or fail at the same record, on the same feature, with the same message.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -19,7 +20,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from tfrec_fast import RecordBatch
 from tfrec_fast.errors import ExampleParseError
@@ -52,7 +54,12 @@ def ld(field: int, payload: bytes, extra: int = 0) -> bytes:
     return tag(field, 2) + varint(len(payload), extra) + payload
 
 
-UNKNOWN = [tag(7, 0) + varint(300), tag(9, 1) + b"\x01" * 8, ld(11, b"junk"), tag(13, 5) + b"\x02" * 4]
+UNKNOWN = [
+    tag(7, 0) + varint(300),
+    tag(9, 1) + b"\x01" * 8,
+    ld(11, b"junk"),
+    tag(13, 5) + b"\x02" * 4,
+]
 KINDS = ("int64", "float", "bytes")
 LIST_FIELD = {"bytes": 1, "float": 2, "int64": 3}
 
@@ -62,20 +69,35 @@ def list_body(kind: str, values: list, packed: bool) -> bytes:
         return b"".join(ld(1, v) for v in values)
     if kind == "float":
         raw = [struct.pack("<f", v) for v in values]
-        return (ld(1, b"".join(raw)) if values else b"") if packed else \
-            b"".join(tag(1, 5) + r for r in raw)
-    return (ld(1, b"".join(varint(v) for v in values)) if values else b"") if packed else \
-        b"".join(tag(1, 0) + varint(v) for v in values)
+        return (
+            (ld(1, b"".join(raw)) if values else b"")
+            if packed
+            else b"".join(tag(1, 5) + r for r in raw)
+        )
+    return (
+        (ld(1, b"".join(varint(v) for v in values)) if values else b"")
+        if packed
+        else b"".join(tag(1, 0) + varint(v) for v in values)
+    )
 
 
 # ---- records: one writer's layout, and what leaves it ------------------------------------------
 
-NAMES = ["label", "image/encoded", "f", "", "image/object/bbox/xmin_with_a_long_name_past_48_bytes",
-         "ids", "score"]
+NAMES = [
+    "label",
+    "image/encoded",
+    "f",
+    "",
+    "image/object/bbox/xmin_with_a_long_name_past_48_bytes",
+    "ids",
+    "score",
+]
 
 
 def ints(draw) -> int:
-    return draw(st.one_of(st.integers(0, 127), st.integers(0, 300), st.integers(-(1 << 63), (1 << 63) - 1)))
+    return draw(
+        st.one_of(st.integers(0, 127), st.integers(0, 300), st.integers(-(1 << 63), (1 << 63) - 1))
+    )
 
 
 @st.composite
@@ -85,16 +107,20 @@ def values_of(draw, kind: str, count: Optional[int]):
         return [ints(draw) for _ in range(n)]
     if kind == "float":
         return [draw(st.floats(width=32, allow_nan=False)) for _ in range(n)]
-    return [draw(st.one_of(st.binary(max_size=6), st.binary(min_size=120, max_size=300)))
-            for _ in range(n)]
+    return [
+        draw(st.one_of(st.binary(max_size=6), st.binary(min_size=120, max_size=300)))
+        for _ in range(n)
+    ]
 
 
 @st.composite
 def batches(draw):
     """(features [(name, kind, count or None for any)], records)."""
     names = draw(st.lists(st.sampled_from(NAMES), min_size=1, max_size=5, unique=True))
-    features = [(n, draw(st.sampled_from(KINDS)), draw(st.one_of(st.none(), st.integers(0, 3))))
-                for n in names]
+    features = [
+        (n, draw(st.sampled_from(KINDS)), draw(st.one_of(st.none(), st.integers(0, 3))))
+        for n in names
+    ]
     records = []
     for _ in range(draw(st.integers(1, 25))):
         odd = draw(st.integers(0, 4)) == 0  # one record in five leaves the layout
@@ -112,7 +138,9 @@ def batches(draw):
                     entries = draw(st.permutations(entries))  # another order
                 elif change == 2 and entries:  # the key again, maybe of another kind: the last wins
                     kind = draw(st.sampled_from(KINDS))
-                    entries.append([entries[pick][0], kind, draw(values_of(kind, None)), True, False])
+                    entries.append(
+                        [entries[pick][0], kind, draw(values_of(kind, None)), True, False]
+                    )
                 elif change == 3 and entries:
                     entries[pick][3] = False  # unpacked
                 elif change == 4 and entries:
@@ -131,15 +159,22 @@ def encode(draw, entries, unknown_at: set) -> bytes:
     after a Feature with a list of another kind or none)]. unknown_at: 5 unknown fields in the
     Example and its map, 6 in Features and lists, 7 a value before its key, 8 the map in two
     Features fields, 9 lengths in more bytes."""
+
     def unknown(where: int) -> bytes:
-        return draw(st.sampled_from(UNKNOWN)) if where in unknown_at and draw(st.booleans()) else b""
+        return (
+            draw(st.sampled_from(UNKNOWN)) if where in unknown_at and draw(st.booleans()) else b""
+        )
+
     extra = 1 if 9 in unknown_at else 0
 
     def feature_of(kind, values, packed):
         if values is None:
             return unknown(6)
-        return unknown(6) + ld(LIST_FIELD[kind], list_body(kind, values, packed) + unknown(6),
-                               extra if draw(st.booleans()) else 0)
+        return unknown(6) + ld(
+            LIST_FIELD[kind],
+            list_body(kind, values, packed) + unknown(6),
+            extra if draw(st.booleans()) else 0,
+        )
 
     out_entries = []
     for name, kind, values, packed, in_parts in entries:
@@ -147,8 +182,10 @@ def encode(draw, entries, unknown_at: set) -> bytes:
             features = [feature_of(kind, values, packed)]
         else:
             cut = draw(st.integers(0, len(values or [])))
-            features = [feature_of(kind, values and values[:cut], packed),
-                        feature_of(kind, values and values[cut:], packed)]
+            features = [
+                feature_of(kind, values and values[:cut], packed),
+                feature_of(kind, values and values[cut:], packed),
+            ]
             first = draw(st.sampled_from(("", "none") + KINDS))
             if first == "none":
                 features.insert(0, b"")
@@ -169,12 +206,15 @@ def encode(draw, entries, unknown_at: set) -> bytes:
 
 # ---- what protobuf reads, and what the spec makes of it ----------------------------------------
 
+
 def read_by_protobuf(record: bytes) -> Dict[str, Tuple[Optional[str], list]]:
     """{name: (kind or None for a Feature with no list, values)} as protobuf parses the record."""
     out = {}
     for name, feature in Example.FromString(record).features.feature.items():
         which = feature.WhichOneof("kind")
-        kind = {"int64_list": "int64", "float_list": "float", "bytes_list": "bytes", None: None}[which]
+        kind = {"int64_list": "int64", "float_list": "float", "bytes_list": "bytes", None: None}[
+            which
+        ]
         out[name] = (kind, list(getattr(feature, which).value) if which else [])
     return out
 
@@ -300,8 +340,10 @@ def test_spec_free_parsing_reads_what_protobuf_reads(batch):
         assert sorted(got) == sorted(want)
         for name, values in want.items():
             if values and isinstance(values[0], float):
-                assert np.array_equal(np.asarray(got[name], np.float32).view(np.uint32),
-                                      np.asarray(values, np.float32).view(np.uint32)), name
+                assert np.array_equal(
+                    np.asarray(got[name], np.float32).view(np.uint32),
+                    np.asarray(values, np.float32).view(np.uint32),
+                ), name
             else:
                 assert list(got[name]) == values, name
     rows = [read_by_protobuf(r) for r in records]
@@ -311,8 +353,10 @@ def test_spec_free_parsing_reads_what_protobuf_reads(batch):
         for name, (kind, _) in row.items():
             if kind is not None:
                 kinds.setdefault(name, kind)
-    spec = {name: VarLen({"float": "float32"}.get(kinds.get(name, "float"), kinds.get(name, "float")))
-            for name in names}
+    spec = {
+        name: VarLen({"float": "float32"}.get(kinds.get(name, "float"), kinds.get(name, "float")))
+        for name in names
+    }
     check_batch(records, spec)
     try:
         by_name = parse_examples(RecordBatch.from_records(records), names)
@@ -336,8 +380,11 @@ def test_a_key_twice_counts_by_its_last_entry_with_or_without_a_spec():
     assert example_to_dict(record) == {"k": [7], "o": [1]}
     assert parse_example(record) == {"k": [7], "o": [1]}
     records = [record] * 20
-    for spec in (["k", "o"], {"k": VarLen("int64"), "o": FixedLen((), "int64")},
-                 {"k": FixedLen((), "int64"), "o": VarLen()}):
+    for spec in (
+        ["k", "o"],
+        {"k": VarLen("int64"), "o": FixedLen((), "int64")},
+        {"k": FixedLen((), "int64"), "o": VarLen()},
+    ):
         cols = parse_examples(records, spec)
         assert [row_of(cols["k"], i) for i in range(20)] == [[7]] * 20
         assert [row_of(cols["o"], i) for i in range(20)] == [[1]] * 20
@@ -348,6 +395,7 @@ def test_a_key_twice_counts_by_its_last_entry_with_or_without_a_spec():
 
 # ---- TensorFlow, where installed ----------------------------------------------------------------
 
+
 def _tensorflow_takes(tf, record: bytes, tf_spec: dict) -> bool:
     try:
         tf.io.parse_example(tf.constant([record]), tf_spec)
@@ -356,9 +404,10 @@ def _tensorflow_takes(tf, record: bytes, tf_spec: dict) -> bool:
         return False
 
 
-needs_tensorflow = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
-                                      reason="optional peer TensorFlow not installed (CI's peers "
-                                             "step runs this)")
+needs_tensorflow = pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is None,
+    reason="optional peer TensorFlow not installed (CI's peers step runs this)",
+)
 
 
 @needs_tensorflow
@@ -367,12 +416,15 @@ needs_tensorflow = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is 
 def test_batches_decode_as_tensorflow_parses_them(data):
     """tf.io.parse_example on the same batches (those it takes: every record fits the spec)."""
     import tensorflow as tf
+
     features, records = data.draw(batches())
     spec = data.draw(specs_for(features))
     rows = [read_by_protobuf(r) for r in records]
     # Records that fit the spec (TensorFlow's errors say other words; the protobuf test covers
     # them) and that TensorFlow takes (its fast parser refuses some encodings protobuf reads).
-    fits = [not any(expected_row(item, row.get(name))[0] for name, item in spec.items()) for row in rows]
+    fits = [
+        not any(expected_row(item, row.get(name))[0] for name, item in spec.items()) for row in rows
+    ]
     dtypes = {"INT64": tf.int64, "FLOAT": tf.float32, "BYTES": tf.string}
     tf_spec = {}
     for name, item in spec.items():
@@ -392,7 +444,9 @@ def test_batches_decode_as_tensorflow_parses_them(data):
         if isinstance(item, VarLen):
             sparse = want[name]
             rows_of = [[] for _ in records]
-            for (i, _), value in zip(sparse.indices.numpy().tolist(), sparse.values.numpy().tolist()):
+            for (i, _), value in zip(
+                sparse.indices.numpy().tolist(), sparse.values.numpy().tolist()
+            ):
                 rows_of[i].append(value)
         else:
             rows_of = [list(np.asarray(r).reshape(-1)) for r in want[name].numpy()]

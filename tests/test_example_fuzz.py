@@ -16,27 +16,30 @@ Two oracles for the values:
   a map entry with an unknown field, which upb drops). Each is recognised by what the record holds
   (check() and the why_* functions), never by what tfrec_fast did, and anything else fails.
 """
+
 from __future__ import annotations
 
 import random
 import struct
 
+import _corpus
 import numpy as np
 import pytest
 
-import _corpus
 from tfrec_fast import RecordBatch, read_records
 from tfrec_fast._core import Kind
 from tfrec_fast.errors import ExampleParseError
 from tfrec_fast.example import BytesColumn, VarLen, parse_examples
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 KINDS = {1: "bytes", 2: "float32", 3: "int64"}
 
 
 # ==== wire encoder (for seeds) ===================================================================
+
 
 def varint(n):
     n &= (1 << 64) - 1
@@ -56,7 +59,14 @@ def vi(field, v):
     return varint(field << 3) + varint(v)
 
 
-UNKNOWN = vi(7, 300) + varint(9 << 3 | 1) + b"\x01" * 8 + ld(11, b"zz") + varint(13 << 3 | 5) + b"\x02" * 4
+UNKNOWN = (
+    vi(7, 300)
+    + varint(9 << 3 | 1)
+    + b"\x01" * 8
+    + ld(11, b"zz")
+    + varint(13 << 3 | 5)
+    + b"\x02" * 4
+)
 
 
 def entry(key, feat):
@@ -66,33 +76,75 @@ def entry(key, feat):
 def seed_records():
     recs = []
     # hand-built: packed, unpacked, unknown fields, empty lists, null kind, duplicates
-    recs.append(ld(1, entry(b"i", ld(3, ld(1, varint(1) + varint(300) + varint(-2)))) +
-                   entry(b"f", ld(2, ld(1, struct.pack("<3f", 1.5, -0.0, float("nan"))))) +
-                   entry(b"b", ld(1, ld(1, b"hello") + ld(1, b"") + ld(1, b"\x00\xff")))))
-    recs.append(ld(1, entry(b"i", ld(3, vi(1, 5) + vi(1, 1 << 40) + vi(1, -7))) +
-                   entry(b"f", ld(2, varint(1 << 3 | 5) + struct.pack("<f", 2.5))) +
-                   entry(b"e", b"") + entry(b"b", ld(1, b""))))
-    recs.append(UNKNOWN + ld(1, UNKNOWN + entry(b"i", UNKNOWN + ld(3, UNKNOWN + ld(1, varint(9)) + UNKNOWN)) +
-                             entry(b"b", ld(1, ld(1, b"q") + UNKNOWN)) + UNKNOWN) + UNKNOWN)
-    recs.append(ld(1, entry(b"k", ld(3, ld(1, varint(1)))) + entry(b"k", ld(3, ld(1, varint(2))))) +
-                ld(1, entry(b"m", ld(2, ld(1, struct.pack("<f", 3.0))))))
+    recs.append(
+        ld(
+            1,
+            entry(b"i", ld(3, ld(1, varint(1) + varint(300) + varint(-2))))
+            + entry(b"f", ld(2, ld(1, struct.pack("<3f", 1.5, -0.0, float("nan")))))
+            + entry(b"b", ld(1, ld(1, b"hello") + ld(1, b"") + ld(1, b"\x00\xff"))),
+        )
+    )
+    recs.append(
+        ld(
+            1,
+            entry(b"i", ld(3, vi(1, 5) + vi(1, 1 << 40) + vi(1, -7)))
+            + entry(b"f", ld(2, varint(1 << 3 | 5) + struct.pack("<f", 2.5)))
+            + entry(b"e", b"")
+            + entry(b"b", ld(1, b"")),
+        )
+    )
+    recs.append(
+        UNKNOWN
+        + ld(
+            1,
+            UNKNOWN
+            + entry(b"i", UNKNOWN + ld(3, UNKNOWN + ld(1, varint(9)) + UNKNOWN))
+            + entry(b"b", ld(1, ld(1, b"q") + UNKNOWN))
+            + UNKNOWN,
+        )
+        + UNKNOWN
+    )
+    recs.append(
+        ld(1, entry(b"k", ld(3, ld(1, varint(1)))) + entry(b"k", ld(3, ld(1, varint(2)))))
+        + ld(1, entry(b"m", ld(2, ld(1, struct.pack("<f", 3.0)))))
+    )
     # map entries whose value comes more than once (protobuf merges the Features)
-    recs.append(ld(1, ld(1, ld(1, b"i") + ld(2, ld(3, ld(1, varint(1)))) + ld(2, ld(3, vi(1, 2)))) +
-                   ld(1, ld(2, ld(3, ld(1, varint(5)))) + ld(1, b"f") + ld(2, ld(2, ld(1, struct.pack("<f", 1.5))))) +
-                   ld(1, ld(1, b"b") + ld(2, ld(1, ld(1, b"x"))) + ld(2, b"") + ld(2, ld(1, ld(1, b"y"))))))
+    recs.append(
+        ld(
+            1,
+            ld(1, ld(1, b"i") + ld(2, ld(3, ld(1, varint(1)))) + ld(2, ld(3, vi(1, 2))))
+            + ld(
+                1,
+                ld(2, ld(3, ld(1, varint(5))))
+                + ld(1, b"f")
+                + ld(2, ld(2, ld(1, struct.pack("<f", 1.5)))),
+            )
+            + ld(
+                1, ld(1, b"b") + ld(2, ld(1, ld(1, b"x"))) + ld(2, b"") + ld(2, ld(1, ld(1, b"y")))
+            ),
+        )
+    )
     recs.append(b"")
     recs.append(b"\x0a\x00")
     # from the corpus (small records)
     d = _corpus.corpus_dir() / "example"
-    for name, idx in (("tutorial_1000.tfrecord", [0, 1]), ("voc_like.tfrecord", [0, 4]),
-                      ("packed_lists.tfrecord", [0, 1, 2]),
-                      ("unpacked_lists_handbuilt.tfrecord", [0, 3]), ("edge_values.tfrecord", [0, 1, 2])):
+    for name, idx in (
+        ("tutorial_1000.tfrecord", [0, 1]),
+        ("voc_like.tfrecord", [0, 4]),
+        ("packed_lists.tfrecord", [0, 1, 2]),
+        ("unpacked_lists_handbuilt.tfrecord", [0, 3]),
+        ("edge_values.tfrecord", [0, 1, 2]),
+    ):
         rs = list(read_records(str(d / name), copy=True))
         recs.extend(bytes(rs[i]) for i in idx)
     # tfrec_fast.proto messages
     from tfrec_fast.proto import dict_to_example
-    recs.append(dict_to_example({"a": [1, 2, 3], "s": [b"x", b"yy"], "g": np.array([0.5, 1e30], np.float32)})
-                .SerializeToString())
+
+    recs.append(
+        dict_to_example(
+            {"a": [1, 2, 3], "s": [b"x", b"yy"], "g": np.array([0.5, 1e30], np.float32)}
+        ).SerializeToString()
+    )
     return recs
 
 
@@ -100,6 +152,7 @@ SEEDS = seed_records()
 
 
 # ==== reference decoder ==========================================================================
+
 
 class RefError(Exception):
     """The reference rejects a record. ``kind``: "group" (wire types 3/4) and "list_wire_type" (a
@@ -139,16 +192,16 @@ def fields(buf):
         elif wt == 1:
             if n - p < 8:
                 raise RefError("fixed64")
-            v, p = buf[p:p + 8], p + 8
+            v, p = buf[p : p + 8], p + 8
         elif wt == 2:
             length, p = _varint(buf, p)
             if length > n - p:
                 raise RefError("length")
-            v, p = buf[p:p + length], p + length
+            v, p = buf[p : p + length], p + length
         elif wt == 5:
             if n - p < 4:
                 raise RefError("fixed32")
-            v, p = buf[p:p + 4], p + 4
+            v, p = buf[p : p + 4], p + 4
         else:
             raise RefError("group / bad wire type", "group" if wt in (3, 4) else "malformed")
         out.append((f, wt, v))
@@ -265,9 +318,12 @@ def field_numbers(buf):
 
 # ==== the checks =================================================================================
 
+
 def spec_for(decoded):
-    return {k.decode("utf-8", "surrogateescape"): VarLen(KINDS[kind] if kind else "int64")
-            for k, (kind, _) in decoded.items()}
+    return {
+        k.decode("utf-8", "surrogateescape"): VarLen(KINDS[kind] if kind else "int64")
+        for k, (kind, _) in decoded.items()
+    }
 
 
 def ours_values(cols, name, spec):
@@ -294,6 +350,7 @@ def expected_from_ref(ref, spec):
 def pb_decode(data):
     """protobuf's decoding, as ref_decode gives it, or None when protobuf rejects the record."""
     from tfrec_fast.proto import Example
+
     try:
         msg = Example.FromString(bytes(data))
     except Exception:  # noqa: BLE001 -- any protobuf DecodeError
@@ -307,13 +364,17 @@ def pb_decode(data):
             vals = list(getattr(f, which).value)
             if which == "float_list":
                 vals = np.asarray(vals, np.float32).view(np.uint32).tolist()
-            out[k.encode("utf-8", "surrogateescape")] = ({"bytes_list": 1, "float_list": 2,
-                                                          "int64_list": 3}[which], vals)
+            out[k.encode("utf-8", "surrogateescape")] = (
+                {"bytes_list": 1, "float_list": 2, "int64_list": 3}[which],
+                vals,
+            )
     return out
 
 
 def quiet_nans(bits):
-    return [b | 0x00400000 if (b & 0x7F800000) == 0x7F800000 and b & 0x007FFFFF else b for b in bits]
+    return [
+        b | 0x00400000 if (b & 0x7F800000) == 0x7F800000 and b & 0x007FFFFF else b for b in bits
+    ]
 
 
 def same_as_protobuf(ours, pb_want, spec) -> bool:
@@ -329,15 +390,23 @@ def same_as_protobuf(ours, pb_want, spec) -> bool:
 # and the decoder's docs) and each recognised here by what the record holds, never by what
 # tfrec_fast did.
 GROUP = "protobuf accepts, tfrec_fast rejects: a group (wire type 3/4)"
-LIST_WIRE_TYPE = ("protobuf accepts, tfrec_fast rejects: a list value of another type's wire type "
-                  "(protobuf keeps it as an unknown field)")
-UPB_DROPS_ENTRY = ("tfrec_fast keeps a requested map entry that carries an unknown field; upb "
-                   "drops it, TensorFlow keeps it")
-UNREQUESTED = ("protobuf rejects, tfrec_fast accepts: the damage is in what tfrec_fast skips "
-               "without decoding: features the spec does not ask for, and map entries that a "
-               "later entry of the same key replaces")
-BIG_FIELD = ("protobuf rejects, tfrec_fast accepts: a field number of 2**29 or more (upb's "
-             "limit), which tfrec_fast skips as an unknown field")
+LIST_WIRE_TYPE = (
+    "protobuf accepts, tfrec_fast rejects: a list value of another type's wire type "
+    "(protobuf keeps it as an unknown field)"
+)
+UPB_DROPS_ENTRY = (
+    "tfrec_fast keeps a requested map entry that carries an unknown field; upb "
+    "drops it, TensorFlow keeps it"
+)
+UNREQUESTED = (
+    "protobuf rejects, tfrec_fast accepts: the damage is in what tfrec_fast skips "
+    "without decoding: features the spec does not ask for, and map entries that a "
+    "later entry of the same key replaces"
+)
+BIG_FIELD = (
+    "protobuf rejects, tfrec_fast accepts: a field number of 2**29 or more (upb's "
+    "limit), which tfrec_fast skips as an unknown field"
+)
 
 
 def requested_only(entries, spec) -> bytes:
@@ -426,11 +495,14 @@ def check(data, spec, failures):
 def assert_no_failures(failures, label):
     if failures:
         oracle, data, want, got = failures[0]
-        pytest.fail(f"{label}: {len(failures)} records where tfrec_fast disagrees with an oracle; "
-                    f"first: {oracle} on record {data.hex()}: expected {want!r}, got {got!r}")
+        pytest.fail(
+            f"{label}: {len(failures)} records where tfrec_fast disagrees with an oracle; "
+            f"first: {oracle} on record {data.hex()}: expected {want!r}, got {got!r}"
+        )
 
 
 # ==== tests ======================================================================================
+
 
 def test_seeds_agree_with_reference_and_protobuf():
     failures = []
@@ -534,9 +606,16 @@ def test_batches_of_mutated_records_fail_at_the_right_index():
         assert first_bad is None
         for k in spec:
             col = cols[k]
-            got = col.to_list() if isinstance(col, BytesColumn) else [
-                col.values[a:b].view(np.uint32).tolist() if spec[k].kind == Kind.FLOAT else col.values[a:b].tolist()
-                for a, b in zip(col.row_splits[:-1], col.row_splits[1:])]
+            got = (
+                col.to_list()
+                if isinstance(col, BytesColumn)
+                else [
+                    col.values[a:b].view(np.uint32).tolist()
+                    if spec[k].kind == Kind.FLOAT
+                    else col.values[a:b].tolist()
+                    for a, b in zip(col.row_splits[:-1], col.row_splits[1:])
+                ]
+            )
             assert got == [row[k] for row in rows], k
 
 
@@ -563,7 +642,7 @@ def test_hypothesis_mutations(data):
         elif op == "del":
             del rec[data.draw(st.integers(0, len(rec) - 1))]
         else:
-            del rec[data.draw(st.integers(0, len(rec))):]
+            del rec[data.draw(st.integers(0, len(rec))) :]
     failures = []
     check(bytes(rec), spec, failures)
     assert_no_failures(failures, "hypothesis mutations")
@@ -580,7 +659,10 @@ def test_each_documented_disagreement_with_protobuf_is_recognised():
         (e(b"b", ld(1, vi(1, 5))), LIST_WIRE_TYPE),
         (e(b"i", ld(3, b"\x0d\x01\x00\x00\x00")), LIST_WIRE_TYPE),
         (e(b"f", ld(2, vi(1, 3))), LIST_WIRE_TYPE),
-        (e(b"\xff", ld(3, ld(1, b"\x01"))) + e(b"i", ld(3, ld(1, b"\x02"))), UNREQUESTED),  # not UTF-8
+        (
+            e(b"\xff", ld(3, ld(1, b"\x01"))) + e(b"i", ld(3, ld(1, b"\x02"))),
+            UNREQUESTED,
+        ),  # not UTF-8
         (e(b"i", ld(3, ld(1, b"\x01"))) + varint((1 << 29) << 3) + b"\x01", UNREQUESTED),
         (e(b"i", ld(3, ld(1, b"\x01")) + varint((1 << 29) << 3) + b"\x01"), BIG_FIELD),
         (e(b"i", ld(3, b"\x0a\x05\x01")) + e(b"i", ld(3, ld(1, b"\x01"))), UNREQUESTED),  # replaced

@@ -5,6 +5,7 @@ written) intact, the fault reaches the caller as itself (the very exception obje
 raised, or an OSError with the right errno), and nothing after the fault looks like a valid
 record.
 """
+
 from __future__ import annotations
 
 import errno
@@ -19,9 +20,9 @@ import threading
 import time
 import zlib
 
+import _oracle
 import pytest
 
-import _oracle
 import tfrec_fast
 
 COMPRESSIONS = [None, "gzip", "zlib"]
@@ -62,6 +63,7 @@ def framed_ends(records):
 
 # ---- sources that fail ----------------------------------------------------------------------
 
+
 class FaultyReadSource:
     """Serves `data` in short pieces (1..max_chunk bytes) through read(n) only, then raises
     `exc` at byte `fail_at`. `seekable` makes the size known up front."""
@@ -97,7 +99,7 @@ class FaultyReadSource:
         if self._pos >= self._fail_at and self._exc is not None:
             raise self._exc
         n = min(n, self._rnd.randint(1, self._max_chunk), self._fail_at - self._pos)
-        chunk = self._data[self._pos:self._pos + n]
+        chunk = self._data[self._pos : self._pos + n]
         self._pos += len(chunk)
         return chunk
 
@@ -112,7 +114,7 @@ class FaultyIntoSource(FaultyReadSource):
 
     def readinto(self, b):
         chunk = self._take(len(b))
-        b[:len(chunk)] = chunk
+        b[: len(chunk)] = chunk
         return len(chunk)
 
 
@@ -152,10 +154,12 @@ def test_source_raising_mid_read_delivers_prefix_then_same_exception(mode, kind,
         complete = sum(1 for e in ends if e <= cut)
         assert error is exc, (
             f"cut at {cut}: the file-like's own exception object must reach the caller, got "
-            f"{type(error).__name__}: {error!r}")
+            f"{type(error).__name__}: {error!r}"
+        )
         assert got == records[:complete], (
             f"cut at {cut}: expected the {complete} records complete before the failure, "
-            f"got {len(got)}")
+            f"got {len(got)}"
+        )
 
 
 @pytest.mark.parametrize("kind", ["oserror", "custom"])
@@ -218,8 +222,9 @@ print("done")
 def test_reading_again_after_a_file_like_raised_does_not_crash(kind):
     """After a file-like source raised, the next next()/read_batch()/count() must raise again
     (or stop), not kill the interpreter."""
-    proc = subprocess.run([sys.executable, "-c", AGAIN_SCRIPT, kind], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", AGAIN_SCRIPT, kind], capture_output=True, text=True, timeout=60
+    )
     assert "first failure ok" in proc.stdout, proc.stdout + proc.stderr
     assert proc.returncode == 0 and "done" in proc.stdout, (
         "BUG: after a file-like source raised (%s), calling the reader again failed with "
@@ -227,7 +232,8 @@ def test_reading_again_after_a_file_like_raised_does_not_crash(kind):
         "process (std::terminate inside pytest; rc=%d here). RecordReader::read_batch (src/cpp/core/record_reader.cc) stores the "
         "pybind11 error_already_set in pending_ and rethrow_pending() rethrows it; pybind11 "
         "then restores the same Python error a second time and std::terminate()s.\n"
-        "stdout: %s\nstderr: %s" % (kind, proc.returncode, proc.stdout, proc.stderr[-1500:]))
+        "stdout: %s\nstderr: %s" % (kind, proc.returncode, proc.stdout, proc.stderr[-1500:])
+    )
     assert proc.stdout.count("again:") == 3
 
 
@@ -238,10 +244,11 @@ def test_compressed_source_raising_mid_read(compression, kind):
     data = encode(records, compression)
     exc = make_exc(kind)
     cut = len(data) * 2 // 3
-    got, error = read_until_error(tfrec_fast.TFRecordReader(
-        faulty(data, fail_at=cut, exc=exc, max_chunk=999), compression))
+    got, error = read_until_error(
+        tfrec_fast.TFRecordReader(faulty(data, fail_at=cut, exc=exc, max_chunk=999), compression)
+    )
     assert error is exc, f"expected the source's own exception, got {error!r}"
-    assert got == records[:len(got)], "records before the fault must be intact and in order"
+    assert got == records[: len(got)], "records before the fault must be intact and in order"
     # Everything that zlib itself could decode from the bytes before the cut is delivered.
     d = zlib.decompressobj(zlib.MAX_WBITS | (16 if compression == "gzip" else 0))
     decodable = d.decompress(data[:cut])
@@ -252,7 +259,8 @@ def test_compressed_source_raising_mid_read(compression, kind):
         "(src/cpp/core/inflate_source.cc) loops to fill the whole request (the 1 MiB read-ahead); "
         "when inner_->read() throws, the bytes already inflated into dst are discarded. It "
         "should return what it has (z_.avail_out < asked) and re-raise on the next call."
-        % (complete, cut, len(got)))
+        % (complete, cut, len(got))
+    )
 
 
 @pytest.mark.parametrize("mode", ["readinto", "read"])
@@ -283,6 +291,7 @@ def test_short_reads_then_truncated_stream_is_data_loss():
 
 
 # ---- signals ----------------------------------------------------------------------------------
+
 
 class Ticker:
     """SIGALRM every `interval` seconds, counting deliveries.
@@ -337,7 +346,7 @@ def slow_writer(fd_or_path, data, *, piece=3000, pause=0.001, delay=0.0, errors=
             fd = os.open(fd_or_path, os.O_WRONLY) if isinstance(fd_or_path, str) else fd_or_path
             try:
                 for i in range(0, len(data), piece):
-                    os.write(fd, data[i:i + piece])
+                    os.write(fd, data[i : i + piece])
                     time.sleep(pause)
             finally:
                 os.close(fd)
@@ -374,7 +383,8 @@ def test_eintr_while_reading_a_pipe(how):
     assert error is None, f"a signal during a read must be retried, not raised: {error!r}"
     assert got == records
     assert ticker.delivered > 20, (
-        f"only {ticker.delivered} signals arrived during the read; the test proves nothing")
+        f"only {ticker.delivered} signals arrived during the read; the test proves nothing"
+    )
 
 
 @pytest.mark.posix
@@ -405,7 +415,7 @@ def test_signal_handler_exception_reaches_caller_from_file_like():
         signal.signal(signal.SIGALRM, old)
     writer.join(10)
     assert fired and isinstance(error, Stop), repr(error)
-    assert got == records[:len(got)] and len(got) < len(records)
+    assert got == records[: len(got)] and len(got) < len(records)
 
 
 @pytest.mark.posix
@@ -432,11 +442,13 @@ def test_eintr_while_opening_a_fifo(tmp_path):
     assert error is None, (
         "BUG: TFRecordReader(path) raised %r when SIGALRM interrupted open(2) of a FIFO; "
         "FileSource::FileSource (src/cpp/core/sources.cc) must retry ::open on EINTR as its read() "
-        "loop does" % (error,))
+        "loop does" % (error,)
+    )
     assert got == records
 
 
 # ---- sinks that fail: a full disk ------------------------------------------------------------
+
 
 class FullDisk(io.RawIOBase):
     """A file-like that takes `capacity` bytes, then fails with ENOSPC.
@@ -507,7 +519,7 @@ def decompress_prefix(data, compression):
     out = bytearray()
     for i in range(0, len(data), 512):
         try:
-            out += d.decompress(bytes(data[i:i + 512]))
+            out += d.decompress(bytes(data[i : i + 512]))
         except zlib.error:
             return bytes(out), True
     return bytes(out), False
@@ -550,10 +562,10 @@ def test_disk_full_mid_write(compression, mode, buffer_size):
     # 3. What reached the disk is exactly the start of the stream (nothing reordered, nothing
     # written after the failure), for the uncompressed case byte for byte.
     if compression is None:
-        assert written == full[:len(written)], "the output must be a prefix of the full file"
+        assert written == full[: len(written)], "the output must be a prefix of the full file"
     plain, damaged = decompress_prefix(written, compression)
     expected_plain = _oracle.build_file(records)
-    good = plain == expected_plain[:len(plain)]
+    good = plain == expected_plain[: len(plain)]
 
     # 3b. The compressed output is a cleanly *cut* stream, not a damaged one: after the failed
     # write nothing more may be appended (a later piece after a hole is garbage to zlib).
@@ -563,7 +575,8 @@ def test_disk_full_mid_write(compression, mode, buffer_size):
         "or fails (%d bytes decodable) instead of cleanly cut. DeflateSink::close (src/cpp/core/sinks.cc) "
         "pumps Z_FINISH even though an earlier inner write threw; it should only close the "
         "inner sink once a write failed (and must not touch z_.next_in, which may point at "
-        "caller memory released after the failed write)." % (mode, compression, len(plain)))
+        "caller memory released after the failed write)." % (mode, compression, len(plain))
+    )
     # 4. Reading back: the complete records, in order, then DataLossError 'truncated' at the cut.
     complete = sum(1 for e in framed_ends(records) if e <= len(plain))
     got, read_error = read_until_error(tfrec_fast.TFRecordReader(written, compression))
@@ -596,7 +609,7 @@ def test_transient_write_failure_never_yields_a_bad_record(compression):
     except OSError:
         pass
     got, read_error = read_until_error(tfrec_fast.TFRecordReader(bytes(sink.data), compression))
-    assert got == records[:len(got)], "a record after the failure point decoded as valid"
+    assert got == records[: len(got)], "a record after the failure point decoded as valid"
     assert len(got) <= accepted
     assert b"after the failure" not in got
     if len(got) < len(records):
@@ -622,7 +635,7 @@ def test_transient_failure_inside_flush_ends_the_writer(compression):
         writer.flush()
     writer.close()
     got, read_error = read_until_error(tfrec_fast.TFRecordReader(bytes(sink.data), compression))
-    assert got == records[:len(got)]
+    assert got == records[: len(got)]
     assert read_error is None or read_error.reason == "truncated", repr(read_error)
 
 
@@ -652,6 +665,7 @@ def test_dev_full_in_a_with_block_raises_enospc():
 
 
 # ---- the writer as a context manager when the body raises -------------------------------------
+
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_with_block_raising_closes_file_and_keeps_records(tmp_path, compression):
@@ -695,7 +709,7 @@ def test_with_block_where_the_disk_fills_up():
             for r in records:
                 writer.write(r)
     assert info.value.errno == errno.ENOSPC
-    assert bytes(sink.data) == full[:len(sink.data)]
+    assert bytes(sink.data) == full[: len(sink.data)]
     got, error = read_until_error(tfrec_fast.TFRecordReader(bytes(sink.data)))
-    assert got == records[:len(got)] and len(got) > 0
+    assert got == records[: len(got)] and len(got) > 0
     assert isinstance(error, tfrec_fast.DataLossError) and error.reason == "truncated"

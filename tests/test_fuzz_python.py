@@ -12,6 +12,7 @@ and every kind of source, which libFuzzer does not reach:
   bytes / raw numpy dtypes, random defaults) over random and mutated records: a result or
   ExampleParseError, nothing else.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -20,23 +21,40 @@ import math
 import struct
 import zlib
 
+import _oracle
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import _oracle
-from tfrec_fast import (Bytes, DataLossError, ExampleParseError, FixedLen, FixedLenSequence,
-                        Floats, Int64s, TFRecordReader, VarLen, VarLenSequence, encode_example,
-                        parse_examples, parse_sequence_examples, proto)
+from tfrec_fast import (
+    Bytes,
+    DataLossError,
+    ExampleParseError,
+    FixedLen,
+    FixedLenSequence,
+    Floats,
+    Int64s,
+    TFRecordReader,
+    VarLen,
+    VarLenSequence,
+    encode_example,
+    parse_examples,
+    parse_sequence_examples,
+    proto,
+)
 from tfrec_fast._core import Kind
 from tfrec_fast.example import BytesColumn, Ragged
 
-FUZZ = settings(max_examples=300, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 # ==== sources ====================================================================================
+
 
 class ShortReadinto:
     """An unseekable file-like whose readinto() fills at most `step` bytes a call."""
@@ -46,7 +64,7 @@ class ShortReadinto:
 
     def readinto(self, buffer) -> int:
         n = min(len(buffer), self._step, len(self._data) - self._pos)
-        buffer[:n] = self._data[self._pos:self._pos + n]
+        buffer[:n] = self._data[self._pos : self._pos + n]
         self._pos += n
         return n
 
@@ -59,7 +77,7 @@ class ShortRead:
 
     def read(self, n: int = -1) -> bytes:
         n = min(n if n >= 0 else len(self._data), self._step)
-        chunk = self._data[self._pos:self._pos + n]
+        chunk = self._data[self._pos : self._pos + n]
         self._pos += len(chunk)
         return chunk
 
@@ -87,8 +105,9 @@ def read_all(source, compression, verify, buffer_size, batch_limits):
     """(payloads, DataLossError or None); any other exception escapes and fails the test."""
     got = []
     try:
-        with TFRecordReader(source, compression, verify=verify, copy=True,
-                            buffer_size=buffer_size) as reader:
+        with TFRecordReader(
+            source, compression, verify=verify, copy=True, buffer_size=buffer_size
+        ) as reader:
             if batch_limits is None:
                 got.extend(bytes(r) for r in reader)
             else:
@@ -108,6 +127,7 @@ def count(source, compression, verify):
 
 
 # ==== oracle =====================================================================================
+
 
 def valid_prefix(data: bytes):
     """The payloads before the first damage, by _oracle.parse's rules, and whether there is none."""
@@ -141,7 +161,7 @@ def inflate_prefix(data: bytes, compression):
         d = zlib.decompressobj(wbits)
         for i in range(len(rest)):  # byte by byte: keeps every byte inflated before an error
             try:
-                out.append(d.decompress(rest[i:i + 1]))
+                out.append(d.decompress(rest[i : i + 1]))
             except zlib.error:
                 return b"".join(out), False
             if d.eof:
@@ -181,7 +201,7 @@ def mutated(draw, data: bytes) -> bytes:
         elif op == "insert":
             b[at:at] = draw(st.binary(min_size=1, max_size=16))
         elif op == "delete":
-            del b[at:at + draw(st.integers(1, 16))]
+            del b[at : at + draw(st.integers(1, 16))]
         elif len(b) >= at + _oracle.HEADER:  # a new length with a valid length CRC
             length = draw(st.sampled_from([0, 1, 1 << 20, 1 << 32, 1 << 48, (1 << 64) - 1]))
             b[:] = _oracle.set_length(bytes(b), at, length)
@@ -214,17 +234,24 @@ def reader_input(draw):
 
 # ==== the reader =================================================================================
 
+
 @FUZZ
-@given(reader_input(), st.sampled_from(SOURCE_KINDS), st.integers(1, 40),
-       st.sampled_from([1, 4096, 5000, 1 << 20]),
-       st.one_of(st.none(), st.tuples(st.sampled_from([None, 1, 3]), st.sampled_from([None, 1, 50]))))
-def test_reader_yields_the_valid_prefix_or_data_loss(scratch, case, kind, step, buffer_size,
-                                                     batch_limits):
+@given(
+    reader_input(),
+    st.sampled_from(SOURCE_KINDS),
+    st.integers(1, 40),
+    st.sampled_from([1, 4096, 5000, 1 << 20]),
+    st.one_of(st.none(), st.tuples(st.sampled_from([None, 1, 3]), st.sampled_from([None, 1, 50]))),
+)
+def test_reader_yields_the_valid_prefix_or_data_loss(
+    scratch, case, kind, step, buffer_size, batch_limits
+):
     data, compression = case
     want, clean = expected(data, compression)
-    got, error = read_all(make_source(kind, data, step, scratch), compression, True, buffer_size,
-                          batch_limits)
-    assert got == want[:len(got)], "yielded records that are not the file's valid prefix"
+    got, error = read_all(
+        make_source(kind, data, step, scratch), compression, True, buffer_size, batch_limits
+    )
+    assert got == want[: len(got)], "yielded records that are not the file's valid prefix"
     if clean:
         assert error is None and got == want
     else:
@@ -287,15 +314,21 @@ def fixed_len(draw):
 spec_st = st.dictionaries(
     st.sampled_from(NAMES),
     st.one_of(st.none(), st.sampled_from(["int64", "float32", "bytes"]).map(VarLen), fixed_len()),
-    max_size=4)
+    max_size=4,
+)
 sequence_spec_st = st.dictionaries(
     st.sampled_from(NAMES),
-    st.one_of(st.sampled_from(["int64", "float32", "bytes"]).map(VarLenSequence),
-              st.sampled_from([(), (1,), (2,)]).flatmap(
-                  lambda shape: st.sampled_from(["int64", "float32"]).map(
-                      lambda dtype: FixedLenSequence(shape, dtype))),
-              st.just(FixedLenSequence((), "bytes"))),
-    max_size=3)
+    st.one_of(
+        st.sampled_from(["int64", "float32", "bytes"]).map(VarLenSequence),
+        st.sampled_from([(), (1,), (2,)]).flatmap(
+            lambda shape: st.sampled_from(["int64", "float32"]).map(
+                lambda dtype: FixedLenSequence(shape, dtype)
+            )
+        ),
+        st.just(FixedLenSequence((), "bytes")),
+    ),
+    max_size=3,
+)
 
 value_st = st.one_of(
     st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=1, max_size=4),
@@ -324,8 +357,9 @@ def example_records(draw):
 
 def sequence_example(context: dict, lists: dict) -> bytes:
     seq = proto.SequenceExample()
-    seq.context.ParseFromString(proto.Example.FromString(encode_example(context)).features
-                                .SerializeToString())
+    seq.context.ParseFromString(
+        proto.Example.FromString(encode_example(context)).features.SerializeToString()
+    )
     for name, steps in lists.items():
         feature_list = seq.feature_lists.feature_list[name]
         for step in steps:
@@ -342,8 +376,9 @@ def sequence_records(draw):
         if how == "random":
             records.append((draw(st.binary(max_size=60)), False))
             continue
-        lists = draw(st.dictionaries(st.sampled_from(NAMES), st.lists(value_st, max_size=3),
-                                     max_size=3))
+        lists = draw(
+            st.dictionaries(st.sampled_from(NAMES), st.lists(value_st, max_size=3), max_size=3)
+        )
         record = sequence_example(draw(features_st), lists)
         records.append((record, True) if how == "valid" else (draw(mutated(record)), False))
     return records
@@ -364,14 +399,19 @@ def decoded_feature(feature):
 
 
 def decoded_example(record):
-    return {name: decoded_feature(f) for name, f in proto.Example.FromString(record).features.feature.items()}
+    return {
+        name: decoded_feature(f)
+        for name, f in proto.Example.FromString(record).features.feature.items()
+    }
 
 
 def decoded_sequence(record):
     seq = proto.SequenceExample.FromString(record)
     context = {name: decoded_feature(f) for name, f in seq.context.feature.items()}
-    lists = {name: [decoded_feature(f) for f in fl.feature]
-             for name, fl in seq.feature_lists.feature_list.items()}
+    lists = {
+        name: [decoded_feature(f) for f in fl.feature]
+        for name, fl in seq.feature_lists.feature_list.items()
+    }
     return context, lists
 
 
@@ -429,8 +469,10 @@ def typed(spec, decoded):
 
 def expected_example(features, spec):
     """{name: flat values or BAD} for one valid record."""
-    return {name: (fixed_row if isinstance(s, FixedLen) else var_row)(s, features.get(name))
-            for name, s in spec.items()}
+    return {
+        name: (fixed_row if isinstance(s, FixedLen) else var_row)(s, features.get(name))
+        for name, s in spec.items()
+    }
 
 
 def flat(x):
@@ -448,8 +490,10 @@ def flat(x):
 def same(got, want) -> bool:
     """Equal values, NaN equal to NaN (protobuf's float is read back through a double)."""
     return len(got) == len(want) and all(
-        g == w or (isinstance(g, float) and isinstance(w, float) and math.isnan(g) and math.isnan(w))
-        for g, w in zip(got, want))
+        g == w
+        or (isinstance(g, float) and isinstance(w, float) and math.isnan(g) and math.isnan(w))
+        for g, w in zip(got, want)
+    )
 
 
 def name_of(key):
@@ -468,11 +512,15 @@ def check_outcome(run, records, expected, names):
     try:
         out = run()
     except ExampleParseError as e:
-        assert e.path == "<records>" and 0 <= e.record_index < len(records), (e.path, e.record_index)
+        assert e.path == "<records>" and 0 <= e.record_index < len(records), (
+            e.path,
+            e.record_index,
+        )
         assert e.feature is None or e.feature in names, e.feature
-        for want in expected[:e.record_index]:
-            assert want is None or BAD not in want.values(), \
+        for want in expected[: e.record_index]:
+            assert want is None or BAD not in want.values(), (
                 f"record {e.record_index} reported, but an earlier valid record fails: {want}"
+            )
         want = expected[e.record_index]
         if want is not None:  # a valid record: only what the spec refuses fails
             refused = {name_of(key) for key, row in want.items() if row is BAD}
@@ -492,8 +540,9 @@ def check_examples(records, spec):
     decoded = [decoded_example(r) if valid else None for r, valid in records]
     known = typed(spec, decoded if all(d is not None for d in decoded) else None)
     expected = [None if d is None else expected_example(d, known) for d in decoded]
-    out = check_outcome(lambda: parse_examples([r for r, _ in records], spec), records, expected,
-                        spec)
+    out = check_outcome(
+        lambda: parse_examples([r for r, _ in records], spec), records, expected, spec
+    )
     if out is None:
         return None
     assert set(out) == set(spec)
@@ -515,14 +564,24 @@ def test_parse_examples_with_random_specs(records, spec):
 def fitting_examples(draw):
     """Valid records and a spec they all fit: a kind per name, each record holding a list of that
     kind (or not the feature); a spec entry per name that takes what every record holds."""
-    kinds = draw(st.dictionaries(st.sampled_from(NAMES), st.sampled_from(["int64", "float32", "bytes"]),
-                                 min_size=1, max_size=4))
-    lists = {"int64": st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=4),
-             "float32": st.lists(st.floats(width=32), max_size=4),
-             "bytes": st.lists(st.binary(max_size=8), max_size=3)}
+    kinds = draw(
+        st.dictionaries(
+            st.sampled_from(NAMES),
+            st.sampled_from(["int64", "float32", "bytes"]),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    lists = {
+        "int64": st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=4),
+        "float32": st.lists(st.floats(width=32), max_size=4),
+        "bytes": st.lists(st.binary(max_size=8), max_size=3),
+    }
     wrap = {"int64": Int64s, "float32": Floats, "bytes": Bytes}
-    rows = [{name: draw(st.none() | lists[kind]) for name, kind in kinds.items()}
-            for _ in range(draw(st.integers(1, 5)))]
+    rows = [
+        {name: draw(st.none() | lists[kind]) for name, kind in kinds.items()}
+        for _ in range(draw(st.integers(1, 5)))
+    ]
     spec = {}
     for name, kind in kinds.items():
         present = [row[name] for row in rows if row[name] is not None]
@@ -536,8 +595,10 @@ def fitting_examples(draw):
                 choices.append(FixedLen(shape, kind))
             choices.append(FixedLen(shape, kind, default))
         spec[name] = draw(st.sampled_from(choices))
-    records = [(encode_example({k: wrap[kinds[k]](v) for k, v in row.items() if v is not None}), True)
-               for row in rows]
+    records = [
+        (encode_example({k: wrap[kinds[k]](v) for k, v in row.items() if v is not None}), True)
+        for row in rows
+    ]
     return records, spec
 
 
@@ -573,7 +634,8 @@ def test_the_oracle_fails_a_wrong_value_and_a_refused_valid_record(monkeypatch):
 context_spec_st = st.dictionaries(
     st.sampled_from(NAMES),
     st.one_of(st.sampled_from(["int64", "float32", "bytes"]).map(VarLen), fixed_len()),
-    max_size=3)
+    max_size=3,
+)
 
 
 @FUZZ
@@ -591,8 +653,12 @@ def test_parse_sequence_examples_with_random_specs(records, context_spec, sequen
             want[("lists", name)] = step_rows(s, lists.get(name))
         expected.append(want)
     names = set(context_spec) | set(sequence_spec)
-    out = check_outcome(lambda: parse_sequence_examples([r for r, _ in records], context_spec,
-                                                        sequence_spec), records, expected, names)
+    out = check_outcome(
+        lambda: parse_sequence_examples([r for r, _ in records], context_spec, sequence_spec),
+        records,
+        expected,
+        names,
+    )
     if out is None:
         return
     context, sequences = out

@@ -9,6 +9,7 @@ record for record with an uninterrupted run.
 Run as a script (``python test_grain.py JSON``) this module is the child process of the
 restore-in-a-new-process tests.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -30,13 +31,28 @@ pytestmark = pytest.mark.grain
 grain = pytest.importorskip("grain")
 
 import _oracle
-from tfrec_fast import (DataLossError, ExampleParseError, FixedLen, ObjectChangedError,
-                        TFRecordWriter, VarLen, create_index, proto)
+
+from tfrec_fast import (
+    DataLossError,
+    ExampleParseError,
+    FixedLen,
+    ObjectChangedError,
+    TFRecordWriter,
+    VarLen,
+    create_index,
+    proto,
+)
 from tfrec_fast.grain import TFRecordDataSource
 
-SPEC = {"id": FixedLen((), "int64"), "img": FixedLen((2, 3), "uint8"),
-        "score": FixedLen((), "float32"), "tokens": VarLen("int64"),
-        "name": FixedLen((), "bytes"), "tags": VarLen("bytes"), "pair": FixedLen((2,), "bytes")}
+SPEC = {
+    "id": FixedLen((), "int64"),
+    "img": FixedLen((2, 3), "uint8"),
+    "score": FixedLen((), "float32"),
+    "tokens": VarLen("int64"),
+    "name": FixedLen((), "bytes"),
+    "tags": VarLen("bytes"),
+    "pair": FixedLen((2,), "bytes"),
+}
 SIZES = (37, 0, 50, 13)  # uneven files, one of them empty
 N = sum(SIZES)
 SEED = 11
@@ -44,11 +60,17 @@ SEED = 11
 
 # ---- data ----------------------------------------------------------------------------------------
 
+
 def expected(i: int) -> dict:
-    return {"id": i, "img": ((np.arange(6) + i * 7) % 256).astype(np.uint8).reshape(2, 3),
-            "score": np.float32(i) / 4, "tokens": np.arange(i % 4, dtype=np.int64) * i,
-            "name": f"rec{i}".encode(), "tags": [b"t%d" % j for j in range(i % 3)],
-            "pair": [b"a%d" % i, b"b"]}
+    return {
+        "id": i,
+        "img": ((np.arange(6) + i * 7) % 256).astype(np.uint8).reshape(2, 3),
+        "score": np.float32(i) / 4,
+        "tokens": np.arange(i % 4, dtype=np.int64) * i,
+        "name": f"rec{i}".encode(),
+        "tags": [b"t%d" % j for j in range(i % 3)],
+        "pair": [b"a%d" % i, b"b"],
+    }
 
 
 def payload(i: int) -> bytes:
@@ -106,8 +128,10 @@ def source(files):
 
 # ---- the source ----------------------------------------------------------------------------------
 
+
 def test_follows_grains_source_protocols(source):
     from grain._src.python.dataset import base
+
     assert isinstance(source, grain.sources.RandomAccessDataSource)
     assert isinstance(source, base.SupportsBatchedReadRandomAccessDataSource)
     assert source.paths == sorted(source.paths) and len(source.paths) == len(SIZES)
@@ -145,8 +169,9 @@ def test_batched_reads_equal_single_reads(source, indices, raw):
     assert [int(r["id"]) for r in rows] == [i % 100 for i in indices]
     for row in rows:
         check_row(row)
-    assert [int(r["id"]) for r in src.__getitems__(np.array(indices, np.int64))] == \
-        [i % 100 for i in indices]
+    assert [int(r["id"]) for r in src.__getitems__(np.array(indices, np.int64))] == [
+        i % 100 for i in indices
+    ]
 
 
 def test_grain_batched_read_reaches_the_source(files):
@@ -157,6 +182,7 @@ def test_grain_batched_read_reaches_the_source(files):
     def spy(indices):
         calls.append(list(indices))
         return read(indices)
+
     src._getitems = spy
     rows = grain.MapDataset.source(src)._getitems([3, 90, 3, 40])
     assert calls == [[3, 90, 3, 40]]
@@ -231,6 +257,7 @@ def test_paths_patterns_and_refusals(files, tmp_path):
 
 # ---- indexes -----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def fresh(tmp_path):
     return write_files(tmp_path, (20, 15, 5))
@@ -254,6 +281,7 @@ def test_write_index_writes_file_idx_and_next_runs_use_it(fresh, monkeypatch):
 
     def no_scan(*args, **kwargs):
         raise AssertionError("scanned a file that has an index")
+
     monkeypatch.setattr("tfrec_fast.index.index_of", no_scan)
     src = TFRecordDataSource(paths)  # "auto": FILE.idx
     assert [ix.url for ix in src._index_paths] == [p + ".idx" for p in paths]
@@ -310,6 +338,7 @@ def test_stale_index_refused_when_made(fresh, monkeypatch):
 
     def no_scan(*args, **kwargs):
         raise AssertionError("scanned the other files before checking the index given")
+
     monkeypatch.setattr("tfrec_fast.index.index_of", no_scan)
     with pytest.raises(DataLossError) as raised:
         TFRecordDataSource(paths)
@@ -346,8 +375,12 @@ def test_damaged_record_names_file_record_and_offset(tmp_path):
         with pytest.raises(DataLossError) as raised:
             read()
         e = raised.value
-        assert (e.path, e.record_index, e.offset, e.reason) == \
-            (paths[1], 4, offsets[4], "data_checksum")
+        assert (e.path, e.record_index, e.offset, e.reason) == (
+            paths[1],
+            4,
+            offsets[4],
+            "data_checksum",
+        )
     assert TFRecordDataSource(paths, verify=False)[13] == payloads[13]
 
 
@@ -367,6 +400,7 @@ def test_parse_error_names_record_in_its_file(tmp_path):
 
 # ---- files, threads, processes -------------------------------------------------------------------
 
+
 def test_at_most_max_open_files_stay_open(tmp_path):
     paths, payloads = write_files(tmp_path, (7, 9, 3, 11, 5, 6))
     src = TFRecordDataSource(paths, max_open_files=2)
@@ -374,7 +408,7 @@ def test_at_most_max_open_files_stay_open(tmp_path):
     random.Random(4).shuffle(order)
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda i: src[i], order))
-        chunks = [order[k:k + 5] for k in range(0, len(order), 5)]
+        chunks = [order[k : k + 5] for k in range(0, len(order), 5)]
         batches = list(pool.map(src._getitems, chunks))
     assert got == [payloads[i] for i in order]
     assert [r for b in batches for r in b] == [payloads[i] for i in order]
@@ -403,8 +437,9 @@ def open_data_files(paths):
 def test_repr_is_the_same_in_another_process(files, tmp_path):
     paths, _ = files
     src = TFRecordDataSource(paths, SPEC)
-    code = ("import sys; from test_grain import *; "
-            "print(repr(TFRecordDataSource(sys.argv[1:], SPEC)))")
+    code = (
+        "import sys; from test_grain import *; print(repr(TFRecordDataSource(sys.argv[1:], SPEC)))"
+    )
     out = child(["-c", code] + paths)
     assert out.strip() == repr(src)
     assert repr(TFRecordDataSource(paths)) != repr(src)  # another spec
@@ -416,13 +451,21 @@ def child(args, timeout=300) -> str:
     env = dict(os.environ)
     here = os.path.dirname(os.path.abspath(__file__))
     env["PYTHONPATH"] = os.pathsep.join([here] + sys.path)
-    done = subprocess.run([sys.executable] + args, capture_output=True, text=True, env=env,
-                          timeout=timeout, cwd=here, check=False)
+    done = subprocess.run(
+        [sys.executable] + args,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=here,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout
 
 
 # ---- Grain pipelines and their checkpoints -------------------------------------------------------
+
 
 class Check(grain.transforms.Map):
     """Checks a record against what was written; keeps its id and the file it came from."""
@@ -449,13 +492,18 @@ def pipeline(src, config):
     batch = config.get("batch", 4)
     if config["api"] == "loader":
         sampler = grain.samplers.IndexSampler(
-            len(src), shard_options=grain.sharding.ShardOptions(shard, shards,
-                                                                drop_remainder=False),
-            shuffle=config.get("shuffle", False), num_epochs=config.get("epochs", 1),
-            seed=SEED)
-        return grain.DataLoader(data_source=src, sampler=sampler,
-                                operations=[Check(), grain.transforms.Batch(batch)],
-                                worker_count=config.get("workers", 0))
+            len(src),
+            shard_options=grain.sharding.ShardOptions(shard, shards, drop_remainder=False),
+            shuffle=config.get("shuffle", False),
+            num_epochs=config.get("epochs", 1),
+            seed=SEED,
+        )
+        return grain.DataLoader(
+            data_source=src,
+            sampler=sampler,
+            operations=[Check(), grain.transforms.Batch(batch)],
+            worker_count=config.get("workers", 0),
+        )
     by_index = config["api"] == "indices"  # batches of indices, read by source.read_batch
     ds = grain.MapDataset.range(len(src)) if by_index else grain.MapDataset.source(src)
     if shards > 1:
@@ -474,8 +522,11 @@ def pipeline(src, config):
 
 def plain(batch) -> list:
     """A batch as [(id, name), ...] (shared-memory arrays of workers copied out)."""
-    return list(zip(np.asarray(batch["id"]).tolist(),
-                    [bytes(x) for x in np.asarray(batch["name"]).tolist()]))
+    return list(
+        zip(
+            np.asarray(batch["id"]).tolist(), [bytes(x) for x in np.asarray(batch["name"]).tolist()]
+        )
+    )
 
 
 def run(it, steps=None) -> list:
@@ -601,6 +652,7 @@ def test_checkpoint_restored_in_a_new_process(files, source, config, tmp_path):
     """Saved with Grain's CheckpointHandler (what Orbax calls) mid-run, restored by another
     process that builds its own source and pipeline."""
     from etils import epath
+
     directory = tmp_path / "ckpt"
     directory.mkdir()
     it = iter(pipeline(source, config))
@@ -624,6 +676,7 @@ def _restore_main(job: dict) -> None:
     """The child of test_checkpoint_restored_in_a_new_process: prints the batches after the
     checkpoint as JSON."""
     from etils import epath
+
     src = TFRecordDataSource(job["paths"], SPEC)
     config = job["config"]
     if "shard" in config:
@@ -671,8 +724,9 @@ def doc_examples():
     return found
 
 
-@pytest.mark.parametrize("first, code", doc_examples(),
-                         ids=[f"line{first}" for first, _ in doc_examples()])
+@pytest.mark.parametrize(
+    "first, code", doc_examples(), ids=[f"line{first}" for first, _ in doc_examples()]
+)
 def test_doc_example(first, code, tmp_path, monkeypatch):
     """Each example runs as written, in a fresh directory (tracebacks name docs/grain.md lines)."""
     monkeypatch.chdir(tmp_path)
@@ -682,13 +736,15 @@ def test_doc_example(first, code, tmp_path, monkeypatch):
 # ---- remote files ----------------------------------------------------------------------------
 
 # Looked up, not imported: the worker processes Grain spawns import this module.
-REMOTE_MISSING = [m for m in ("fsspec", "s3fs", "moto", "aiohttp")
-                  if importlib.util.find_spec(m) is None]
+REMOTE_MISSING = [
+    m for m in ("fsspec", "s3fs", "moto", "aiohttp") if importlib.util.find_spec(m) is None
+]
 
 
 @pytest.fixture(scope="module")
 def s3():
     from _servers import S3Server
+
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a cloud's metadata service
         env.setenv("AWS_DEFAULT_REGION", "us-east-1")
@@ -701,6 +757,7 @@ def s3_bucket(s3, paths):
     """A new bucket holding the files (by their base names); -> (s3fs filesystem, bucket,
     storage options)."""
     import s3fs
+
     options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
     fs = s3fs.S3FileSystem(**options)
     bucket = f"g-{uuid.uuid4().hex[:12]}"
@@ -710,8 +767,7 @@ def s3_bucket(s3, paths):
     return fs, bucket, options
 
 
-needs_remote = pytest.mark.skipif(bool(REMOTE_MISSING),
-                                  reason=f"needs {', '.join(REMOTE_MISSING)}")
+needs_remote = pytest.mark.skipif(bool(REMOTE_MISSING), reason=f"needs {', '.join(REMOTE_MISSING)}")
 
 
 @pytest.mark.remote
@@ -723,13 +779,15 @@ def test_s3_files_with_and_without_indexes(s3, files, tmp_path):
     offsets, sizes = create_index(paths[2])
     fs.pipe_file(f"{bucket}/part-002.tfrecord.idx", load_text_of((offsets, sizes)))
 
-    src = TFRecordDataSource(f"s3://{bucket}/part-*.tfrecord", SPEC, storage_options=options,
-                             write_index=True)
+    src = TFRecordDataSource(
+        f"s3://{bucket}/part-*.tfrecord", SPEC, storage_options=options, write_index=True
+    )
     assert src.paths == [f"s3://{bucket}/{os.path.basename(p)}" for p in paths]
     assert [ix.url for ix in src._index_paths] == [p + ".idx" for p in src.paths]
     for k in (0, 1, 3):  # built by streaming the file once, then written next to it
-        assert fs.cat_file(f"{bucket}/part-{k:03d}.tfrecord.idx") == \
-            load_text_of(create_index(paths[k]))
+        assert fs.cat_file(f"{bucket}/part-{k:03d}.tfrecord.idx") == load_text_of(
+            create_index(paths[k])
+        )
     order = list(range(100))
     random.Random(2).shuffle(order)
     assert [int(r["id"]) for r in src._getitems(order)] == order
@@ -760,9 +818,11 @@ def test_s3_index_built_once_per_machine(s3, files, tmp_path):
     assert src.record_counts() == list(SIZES)
     assert src._index_paths == [None] * 4
     s3.clear()
-    code = ("import json, sys; from test_grain import *; "
-            "src = TFRecordDataSource(sys.argv[1], SPEC, storage_options=json.loads(sys.argv[2]));"
-            " print(repr(src))")
+    code = (
+        "import json, sys; from test_grain import *; "
+        "src = TFRecordDataSource(sys.argv[1], SPEC, storage_options=json.loads(sys.argv[2]));"
+        " print(repr(src))"
+    )
     out = child(["-c", code, url, json.dumps(options)])
     assert s3.bytes_for(f"/{bucket}/part-") == 0
     assert out.strip() == repr(src)
@@ -779,16 +839,18 @@ def test_s3_through_filesystem_and_stale_remote_index(s3, files, tmp_path):
     fs, bucket, options = s3_bucket(s3, paths)
     settings = {"index_cache": str(tmp_path / "cache")}
     names = [f"{bucket}/{os.path.basename(p)}" for p in paths]
-    src = TFRecordDataSource(f"{bucket}/part-*.tfrecord", filesystem=fs,
-                             storage_options=settings)
+    src = TFRecordDataSource(f"{bucket}/part-*.tfrecord", filesystem=fs, storage_options=settings)
     assert src.paths == names
     assert src._getitems([0, 99, 40]) == [payloads[0], payloads[99], payloads[40]]
     assert pickle.loads(pickle.dumps(src))[77] == payloads[77]
     # an index given by URL, in a dict keyed by the file's URL
     fs.pipe_file(f"{bucket}/elsewhere.idx", load_text_of(create_index(paths[2])))
     urls = [f"s3://{n}" for n in names]
-    given = TFRecordDataSource(urls, storage_options={**options, **settings},
-                               index={urls[2]: f"s3://{bucket}/elsewhere.idx"})
+    given = TFRecordDataSource(
+        urls,
+        storage_options={**options, **settings},
+        index={urls[2]: f"s3://{bucket}/elsewhere.idx"},
+    )
     assert given._index_paths[2].url == f"s3://{bucket}/elsewhere.idx"
     assert given[37] == payloads[37]
     # an object rewritten after the source was made: refused in the worker, not mixed in

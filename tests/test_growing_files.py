@@ -6,14 +6,15 @@
   rest arrives the same reader reads it (retrying from the record's header, as TensorFlow does),
   with nothing lost or repeated. Records appended after a clean end are read too.
 """
+
 from __future__ import annotations
 
 import io
 
 import pytest
+from _oracle import frame
 
 import tfrec_fast as tfr
-from _oracle import frame
 
 COMPRESSIONS = [None, "gzip", "zlib"]
 RECORDS = [b"a" * 10, b"b" * 100_000, b"", b"c" * 7]
@@ -54,8 +55,10 @@ def test_flushed_unclosed_file_like_output_reads_cleanly(compression):
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_one_reader_follows_a_flushing_writer(tmp_path, compression):
     path = tmp_path / "follow.tfrecord"
-    with tfr.TFRecordWriter(path, compression) as w, \
-            tfr.TFRecordReader(path, compression) as reader:
+    with (
+        tfr.TFRecordWriter(path, compression) as w,
+        tfr.TFRecordReader(path, compression) as reader,
+    ):
         seen = []
         for i in range(5):
             w.write(b"%d" % i * (1 + 30_000 * (i % 2)))
@@ -73,13 +76,15 @@ def test_record_cut_by_the_end_is_read_once_complete(tmp_path, api, cut):
     data = frame(first) + frame(second)
     path = tmp_path / "grow.tfrecord"
     head = len(frame(first))
-    path.write_bytes(data[:head + cut])
+    path.write_bytes(data[: head + cut])
     reader = tfr.TFRecordReader(path)
     it = iter(reader)
     # What one call gives: the records it read (count: how many), or raises.
-    step = {"read_batch": lambda: reader.read_batch().to_list(),
-            "iterate": lambda: [bytes(r) for r in [next(it, None)] if r is not None],
-            "count": reader.count}[api]
+    step = {
+        "read_batch": lambda: reader.read_batch().to_list(),
+        "iterate": lambda: [bytes(r) for r in [next(it, None)] if r is not None],
+        "count": reader.count,
+    }[api]
 
     if api != "count":  # count() reads on to the cut record and raises: `first` is counted
         assert step() == [first]
@@ -89,7 +94,7 @@ def test_record_cut_by_the_end_is_read_once_complete(tmp_path, api, cut):
         assert info.value.reason == "truncated" and info.value.offset == head
         assert info.value.record_index == 1
     with open(path, "ab") as f:
-        f.write(data[head + cut:])
+        f.write(data[head + cut :])
     assert step() in ([second], 1)
     assert step() in ([], 0)  # a clean end
     with open(path, "ab") as f:
@@ -121,7 +126,7 @@ def test_compressed_record_cut_inside_stays_truncated(tmp_path):
         w.write(b"first")
         w.write(bytes(range(256)) * 400)
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
     reader = tfr.TFRecordReader(path, "gzip")
     assert reader.read_batch().to_list() == [b"first"]
     for _ in range(2):

@@ -46,7 +46,7 @@ def _imports(name: str, path: Path, modules: dict) -> set:
             continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
-                base = name.split(".")[:len(name.split(".")) - node.level + is_package]
+                base = name.split(".")[: len(name.split(".")) - node.level + is_package]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
@@ -106,11 +106,14 @@ def test_no_import_cycles():
 
 
 def test_no_module_imports_a_package_above_it():
-    upward = sorted(f"{name} -> {target}" for name, targets in _graph().items()
-                    for target in targets if name.startswith(target + "."))
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in _graph().items()
+        for target in targets
+        if name.startswith(target + ".")
+    )
     assert upward == []
 
 
 def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-

@@ -1,4 +1,5 @@
 """Index files (the tfrecord package / DALI text format) and random access by index."""
+
 from __future__ import annotations
 
 import gzip
@@ -14,14 +15,15 @@ import threading
 import warnings
 import zlib
 
+import _oracle
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import _oracle
 import tfrec_fast
 from tfrec_fast import DataLossError, IndexedTFRecordReader, create_index, load_index
+
 
 def payloads_for(n, seed=7, max_len=300):
     rnd = random.Random(seed)
@@ -42,10 +44,11 @@ def data_file(tmp_path):
 
 def expected_index(payloads):
     offsets = _oracle.record_offsets(payloads)
-    return offsets[:len(payloads)], [len(x) + 16 for x in payloads]
+    return offsets[: len(payloads)], [len(x) + 16 for x in payloads]
 
 
 # ---- create_index / load_index -----------------------------------------------------------------
+
 
 def test_corpus_index_reproduced_byte_for_byte(corpus_file, tmp_path):
     data = corpus_file("index/tiny_100k.tfrecord")
@@ -106,8 +109,17 @@ def test_load_index_lenient_whitespace(tmp_path):
     assert offsets.tolist() == [0, 24, 54, 70] and sizes.tolist() == [24, 30, 16, 20]
 
 
-@pytest.mark.parametrize("text", [b"0 24\n24\n", b"0 24\n24 x\n", b"0 -24\n", b"0 24 5\n",
-                                  b"hello world\n", b"0 99999999999999999999999\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"0 24\n24\n",
+        b"0 24\n24 x\n",
+        b"0 -24\n",
+        b"0 24 5\n",
+        b"hello world\n",
+        b"0 99999999999999999999999\n",
+    ],
+)
 def test_load_index_rejects_garbage(tmp_path, text):
     p = tmp_path / "bad.idx"
     p.write_bytes(text)
@@ -136,7 +148,7 @@ def test_create_index_damaged_file(tmp_path, payloads):
     raw = _oracle.build_file(payloads)
     offs = _oracle.record_offsets(payloads)
     p = tmp_path / "cut.tfrecord"
-    p.write_bytes(raw[:offs[4] + 20])
+    p.write_bytes(raw[: offs[4] + 20])
     with pytest.raises(DataLossError) as ei:
         create_index(p)
     assert ei.value.reason == "truncated" and ei.value.record_index == 4
@@ -148,8 +160,11 @@ def test_create_index_damaged_file(tmp_path, payloads):
 
 # ---- random access -------------------------------------------------------------------------------
 
+
 @given(st.lists(st.integers(0, 499), max_size=300))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_random_access_equals_sequential(data_file, indices):
     path, payloads = data_file
     with IndexedTFRecordReader(path) as r:
@@ -185,7 +200,7 @@ def test_get_batch_sizes(tmp_path, n):
     idx = np.random.default_rng(n).integers(0, len(payloads), n)
     assert r.get_batch(idx).to_list() == [payloads[i] for i in idx]
     sequential = np.arange(min(n, len(payloads)))
-    assert r.get_batch(sequential).to_list() == payloads[:len(sequential)]
+    assert r.get_batch(sequential).to_list() == payloads[: len(sequential)]
 
 
 def test_out_of_range_and_negative(data_file):
@@ -210,9 +225,12 @@ def test_index_sources_agree(data_file, tmp_path):
     path, payloads = data_file
     idx_path = tmp_path / "d.idx"
     offsets, sizes = create_index(path, idx_path)
-    readers = [IndexedTFRecordReader(path), IndexedTFRecordReader(path, idx_path),
-               IndexedTFRecordReader(path, str(idx_path)),
-               IndexedTFRecordReader(path, (offsets.tolist(), sizes.tolist()))]
+    readers = [
+        IndexedTFRecordReader(path),
+        IndexedTFRecordReader(path, idx_path),
+        IndexedTFRecordReader(path, str(idx_path)),
+        IndexedTFRecordReader(path, (offsets.tolist(), sizes.tolist())),
+    ]
     for r in readers:
         assert r.get_batch([499, 0, 250]).to_list() == [payloads[499], payloads[0], payloads[250]]
 
@@ -242,6 +260,7 @@ def test_impossible_index_rejected(data_file):
 
 
 # ---- stale or wrong indexes ----------------------------------------------------------------------
+
 
 def check_mismatch(err, path, record_index=None, offset=None):
     assert isinstance(err, DataLossError)
@@ -315,7 +334,7 @@ def test_truncated_file_with_partial_index(tmp_path):
     p.write_bytes(raw)
     offsets, sizes = create_index(p)
     r = IndexedTFRecordReader(p, (offsets[1:], sizes[1:]))  # a subset: no whole-file check
-    p.write_bytes(raw[:offsets[40] + 30])
+    p.write_bytes(raw[: offsets[40] + 30])
     assert r.get_batch([0, 5]).to_list() == [payloads[1], payloads[6]]
     with pytest.raises(DataLossError) as ei:
         r.get_batch([2, 39, 45])
@@ -372,6 +391,7 @@ def test_corrupted_payload_is_data_checksum(data_file, tmp_path):
 
 
 # ---- lifetime, pickling, threads, processes --------------------------------------------------------
+
 
 def test_records_outlive_reader(data_file):
     path, payloads = data_file
@@ -436,9 +456,14 @@ def test_threads_share_a_reader(data_file):
 
 # ---- CLI and interoperability ----------------------------------------------------------------------
 
+
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "tfrec_fast", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tfrec_fast", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_index(tmp_path, data_file, payloads):
@@ -468,16 +493,19 @@ def test_cli_index_errors(tmp_path, payloads):
     assert (tmp_path / "g.tfrecord.idx").is_file()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tfrecord") is None,
-                    reason="optional peer `tfrecord` not installed (CI's peers step runs this)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tfrecord") is None,
+    reason="optional peer `tfrecord` not installed (CI's peers step runs this)",
+)
 def test_interop_with_tfrecord_package(tmp_path, data_file):
     path, payloads = data_file
     theirs = tmp_path / "theirs.idx"
     ours = tmp_path / "ours.idx"
-    code = ("import sys; from tfrecord.tools.tfrecord2idx import create_index; "
-            "create_index(sys.argv[1], sys.argv[2])")
-    subprocess.run([sys.executable, "-c", code, str(path), str(theirs)], check=True,
-                   timeout=120)
+    code = (
+        "import sys; from tfrecord.tools.tfrecord2idx import create_index; "
+        "create_index(sys.argv[1], sys.argv[2])"
+    )
+    subprocess.run([sys.executable, "-c", code, str(path), str(theirs)], check=True, timeout=120)
     offsets, sizes = create_index(path, ours)
     assert theirs.read_bytes() == ours.read_bytes()
     to, ts = load_index(theirs)
@@ -486,13 +514,19 @@ def test_interop_with_tfrecord_package(tmp_path, data_file):
     r = IndexedTFRecordReader(path, theirs)
     assert r.get_batch([499, 0]).to_list() == [payloads[499], payloads[0]]
     # Ours there: the tfrecord package reads records through our index.
-    code = ("import sys, hashlib; from tfrecord.reader import tfrecord_iterator; "
-            "h = hashlib.sha256(); n = 0\n"
-            "for rec in tfrecord_iterator(sys.argv[1], sys.argv[2], shard=(1, 2)):\n"
-            "    h.update(len(rec).to_bytes(8, 'little') + bytes(rec)); n += 1\n"
-            "print(n, h.hexdigest())")
-    res = subprocess.run([sys.executable, "-c", code, str(path), str(ours)],
-                         capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys, hashlib; from tfrecord.reader import tfrecord_iterator; "
+        "h = hashlib.sha256(); n = 0\n"
+        "for rec in tfrecord_iterator(sys.argv[1], sys.argv[2], shard=(1, 2)):\n"
+        "    h.update(len(rec).to_bytes(8, 'little') + bytes(rec)); n += 1\n"
+        "print(n, h.hexdigest())"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(ours)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     h = hashlib.sha256()
     for rec in payloads[250:]:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import _oracle
+
 import tfrec_fast
 
 FOUR_GIB = 1 << 32
@@ -18,10 +19,10 @@ def test_offsets_past_4_gib(tmp_path):
     path = tmp_path / "sparse.tfrecord"
     with open(path, "wb") as f:
         f.write(_oracle.header(big))
-        f.seek(12 + big)                      # the payload is a hole: no disk space used
-        f.write(b"\0\0\0\0")                  # data CRC (not checked by a header-only scan)
+        f.seek(12 + big)  # the payload is a hole: no disk space used
+        f.write(b"\0\0\0\0")  # data CRC (not checked by a header-only scan)
         f.write(_oracle.frame(b"after the big one"))
-        f.write(_oracle.header(7)[:5])        # cut inside the next header
+        f.write(_oracle.header(7)[:5])  # cut inside the next header
     second = 12 + big + 4
     third = second + 16 + len(b"after the big one")
     with tfrec_fast.TFRecordReader(path) as reader:
@@ -69,8 +70,12 @@ def test_streaming_memory_is_bounded(tmp_path):
     with tfrec_fast.TFRecordWriter(path) as writer:
         for _ in range(count):
             writer.write(record)
-    proc = subprocess.run([sys.executable, "-c", STREAM_SCRIPT, str(path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", STREAM_SCRIPT, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["records"] == count and result["bytes"] == count * len(record)

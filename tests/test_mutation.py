@@ -6,15 +6,16 @@ flips a caller-owned buffer between two valid states from a second thread while 
 calls into C++ repeatedly; every result must be exactly one of the two states (never a mix, never
 a checksum error, never a crash). Bounded by iteration counts, not by time.
 """
+
 from __future__ import annotations
 
 import threading
 
 import numpy as np
 import pytest
+from _oracle import build_file, frame
 
 import tfrec_fast as tfr
-from _oracle import build_file, frame
 
 ROUNDS = 60
 
@@ -119,7 +120,9 @@ def test_parse_examples_of_changing_records():
         for _ in range(ROUNDS):
             x = tfr.parse_examples([record] * 8, spec)["x"]
             for row in x:
-                assert row[0] in (1000, 2000) and np.array_equal(row, np.arange(row[0], row[0] + 1000))
+                assert row[0] in (1000, 2000) and np.array_equal(
+                    row, np.arange(row[0], row[0] + 1000)
+                )
 
 
 def test_crc_of_a_changing_numpy_array():
@@ -163,7 +166,7 @@ def test_encode_examples_while_the_input_list_is_cleared():
                 got = tfr.encode_examples({"b": holder["rows"]}).to_list()
             except ValueError:  # emptied before it was read: no kind (a clean error)
                 continue
-            assert got == want[:len(got)]  # whole records of the values, never freed memory
+            assert got == want[: len(got)]  # whole records of the values, never freed memory
     finally:
         stop.set()
         t.join()
@@ -173,8 +176,11 @@ def test_encode_example_of_lists_another_thread_changes():
     """encode_example reads plain lists of ints, floats or bytes itself: each is copied before it
     is read, so another thread refilling them gives one of the lists' whole states or a clean
     error, never freed memory or a mix of kinds."""
-    states = {"i": ([7] * 300, [2 ** 40] * 150), "f": ([0.5] * 300, [1e30] * 150),
-              "b": ([b"x" * 300] * 200, [b"yz"] * 100)}
+    states = {
+        "i": ([7] * 300, [2**40] * 150),
+        "f": ([0.5] * 300, [1e30] * 150),
+        "b": ([b"x" * 300] * 200, [b"yz"] * 100),
+    }
     wants = {k: [tfr.encode_example({k: list(v)}) for v in vs] for k, vs in states.items()}
     lists = {k: list(vs[0]) for k, vs in states.items()}
     stop = threading.Event()
@@ -205,8 +211,8 @@ def test_encode_example_of_lists_another_thread_changes():
 
 def test_encode_examples_of_a_changing_numeric_array():
     """Values are read twice (sizes, then bytes): an array changed in between overflowed."""
-    small = np.zeros((64, 512), np.int64)                 # 1-byte varints
-    large = np.full((64, 512), (1 << 62) + 7, np.int64)   # 9-byte varints
+    small = np.zeros((64, 512), np.int64)  # 1-byte varints
+    large = np.full((64, 512), (1 << 62) + 7, np.int64)  # 9-byte varints
     column = small.copy()
     wants = [tfr.encode_examples({"x": s}).to_list() for s in (small, large)]
     with Flipper(column, [small, large]):
@@ -221,8 +227,9 @@ def test_encode_columns_whose_bounds_change_meanwhile(kind):
     """The encoder reads row_splits and offsets twice (sizes, then bytes): changed in between, a
     record would outgrow the room sized for it. They are copied before the GIL is released."""
     from tfrec_fast._core import Kind, encode_examples
+
     n = 256
-    narrow = np.arange(n + 1, dtype=np.int64)    # one value per row
+    narrow = np.arange(n + 1, dtype=np.int64)  # one value per row
     wide = np.arange(n + 1, dtype=np.int64) * 64  # 64 values per row
     bounds = narrow.copy()
     if kind == "row_splits":
@@ -235,6 +242,7 @@ def test_encode_columns_whose_bounds_change_meanwhile(kind):
 
         def encode(b):
             return encode_examples({"x": (Kind.BYTES, text, b, None)}, n).to_list()
+
     wants = [encode(b) for b in (narrow, wide)]
     with Flipper(bounds, [narrow, wide]):
         for _ in range(ROUNDS):

@@ -1,20 +1,20 @@
 """Nothing that writes may destroy its input: verify --repair, index, create_index, convert,
 ShardedWriter (issue #10, finding A)."""
+
 from __future__ import annotations
 
 import io
 import os
 
+import _oracle
 import numpy as np
 import pytest
+from _images import make_voc
 
 import tfrec_fast
 from tfrec_fast import cli, records
 from tfrec_fast.cli import main
 from tfrec_fast.convert import convert_numpy, convert_voc
-
-import _oracle
-from _images import make_voc
 
 PAYLOADS = [b"a" * n for n in (0, 3, 100, 7)]
 
@@ -30,8 +30,12 @@ def _same_path_spellings(path):
     """Ways to name the input again: itself, ./itself, a symlink, a hard link."""
     os.symlink(path.name, path.parent / "link.tfrecord")
     os.link(path, path.parent / "hard.tfrecord")
-    return [str(path), os.path.join(str(path.parent), ".", path.name),
-            str(path.parent / "link.tfrecord"), str(path.parent / "hard.tfrecord")]
+    return [
+        str(path),
+        os.path.join(str(path.parent), ".", path.name),
+        str(path.parent / "link.tfrecord"),
+        str(path.parent / "hard.tfrecord"),
+    ]
 
 
 @pytest.mark.posix  # symlinks need privileges on Windows

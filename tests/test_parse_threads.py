@@ -14,19 +14,27 @@ import threading
 import numpy as np
 import pytest
 
-from tfrec_fast import RecordBatch
-from tfrec_fast import _core
+from tfrec_fast import RecordBatch, _core
 from tfrec_fast.errors import ExampleParseError
-from tfrec_fast.example import (BytesColumn, FixedLen, FixedLenSequence, Ragged, VarLen,
-                                VarLenSequence, parse_examples, parse_sequence_examples)
+from tfrec_fast.example import (
+    BytesColumn,
+    FixedLen,
+    FixedLenSequence,
+    Ragged,
+    VarLen,
+    VarLenSequence,
+    parse_examples,
+    parse_sequence_examples,
+)
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 from test_example_fuzz import ld, varint  # noqa: E402  (the wire format, written by hand)
-
 
 # ---- records written by hand (so they can be unusual: repeated keys, packed and unpacked lists,
 # lists of another kind) -------------------------------------------------------------------------
+
 
 def feature(kind: str, values, packed: bool = True) -> bytes:
     if kind == "bytes":
@@ -49,8 +57,10 @@ def example(entries) -> bytes:
 
 
 def sequence_example(context, lists) -> bytes:
-    feature_lists = b"".join(ld(1, ld(1, key.encode()) + ld(2, b"".join(ld(1, f) for f in steps)))
-                             for key, steps in lists)
+    feature_lists = b"".join(
+        ld(1, ld(1, key.encode()) + ld(2, b"".join(ld(1, f) for f in steps)))
+        for key, steps in lists
+    )
     return ld(1, features(context)) + ld(2, feature_lists)
 
 
@@ -90,8 +100,18 @@ SPECS = {
     "vb": VarLen("bytes"),
     "req": VarLen("int64", default=None),
 }
-SPEC_KINDS = {"i": "int64", "i_default": "int64", "f2": "float", "b": "bytes", "b2": "bytes",
-              "raw": "bytes", "vi": "int64", "vf": "float", "vb": "bytes", "req": "int64"}
+SPEC_KINDS = {
+    "i": "int64",
+    "i_default": "int64",
+    "f2": "float",
+    "b": "bytes",
+    "b2": "bytes",
+    "raw": "bytes",
+    "vi": "int64",
+    "vf": "float",
+    "vb": "bytes",
+    "req": "int64",
+}
 
 
 @st.composite
@@ -112,7 +132,7 @@ def a_record(draw, names):
     record = example(entries)
     if record and draw(st.integers(0, 30)) == 0:  # damage
         at = draw(st.integers(0, len(record) - 1))
-        record = record[:at] + bytes([draw(st.integers(0, 255))]) + record[at + 1:]
+        record = record[:at] + bytes([draw(st.integers(0, 255))]) + record[at + 1 :]
     return record
 
 
@@ -139,8 +159,7 @@ def outcome(parse, *args, **kwargs):
 @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_threads_give_what_one_thread_gives(data):
-    names = data.draw(st.lists(st.sampled_from(sorted(SPECS)), min_size=1, max_size=6,
-                               unique=True))
+    names = data.draw(st.lists(st.sampled_from(sorted(SPECS)), min_size=1, max_size=6, unique=True))
     records = data.draw(st.lists(a_record(names), max_size=40))
     spec = {name: SPECS[name] for name in names}
     batch = RecordBatch.from_records(records)
@@ -151,14 +170,22 @@ def test_threads_give_what_one_thread_gives(data):
 
 @st.composite
 def a_sequence_record(draw):
-    context = [(name, draw(a_feature(kind))) for name, kind in (("c", "int64"), ("cb", "bytes"))
-               if draw(st.integers(0, 4))]
+    context = [
+        (name, draw(a_feature(kind)))
+        for name, kind in (("c", "int64"), ("cb", "bytes"))
+        if draw(st.integers(0, 4))
+    ]
     lists = []
-    for name, kind, size in (("fixed", "float", 2), ("var", "int64", None), ("vbytes", "bytes", None)):
+    for name, kind, size in (
+        ("fixed", "float", 2),
+        ("var", "int64", None),
+        ("vbytes", "bytes", None),
+    ):
         if draw(st.integers(0, 4)) == 0:
             continue
-        steps = draw(st.lists(st.builds(lambda v, k=kind: feature(k, v), values_of(kind, size)),
-                              max_size=4))
+        steps = draw(
+            st.lists(st.builds(lambda v, k=kind: feature(k, v), values_of(kind, size)), max_size=4)
+        )
         lists.append((name, steps))
     return sequence_example(context, lists)
 
@@ -168,19 +195,33 @@ def a_sequence_record(draw):
 def test_sequence_examples_with_threads(records, threads):
     batch = RecordBatch.from_records(records)
     context = {"c": VarLen("int64"), "cb": FixedLen((), "bytes", default=b"?")}
-    lists = {"fixed": FixedLenSequence((2,), "float32"), "var": VarLenSequence("int64"),
-             "vbytes": VarLenSequence("bytes")}
+    lists = {
+        "fixed": FixedLenSequence((2,), "float32"),
+        "var": VarLenSequence("int64"),
+        "vbytes": VarLenSequence("bytes"),
+    }
     one = outcome(parse_sequence_examples, batch, context, lists, num_threads=1)
     assert outcome(parse_sequence_examples, batch, context, lists, num_threads=threads) == one
 
 
 def mnist_like(n: int):
-    return [example([("index", feature("int64", [i])), ("label", feature("int64", [i % 10])),
-                     ("image", feature("bytes", [bytes([i % 251]) * 784]))]) for i in range(n)]
+    return [
+        example(
+            [
+                ("index", feature("int64", [i])),
+                ("label", feature("int64", [i % 10])),
+                ("image", feature("bytes", [bytes([i % 251]) * 784])),
+            ]
+        )
+        for i in range(n)
+    ]
 
 
-MNIST_SPEC = {"index": FixedLen((), "int64"), "label": FixedLen((), "int64"),
-              "image": FixedLen((784,), "uint8")}
+MNIST_SPEC = {
+    "index": FixedLen((), "int64"),
+    "label": FixedLen((), "int64"),
+    "image": FixedLen((784,), "uint8"),
+}
 
 
 def test_large_batch_same_columns():
@@ -197,8 +238,13 @@ def test_large_batch_same_columns():
 def test_the_first_damaged_record_is_reported(threads):
     records = mnist_like(2000)
     records[1500] = records[1500][:-3]  # truncated
-    records[300] = example([("index", feature("float", [1.0])), ("label", feature("int64", [1])),
-                            ("image", feature("bytes", [b"x" * 784]))])  # the wrong kind
+    records[300] = example(
+        [
+            ("index", feature("float", [1.0])),
+            ("label", feature("int64", [1])),
+            ("image", feature("bytes", [b"x" * 784])),
+        ]
+    )  # the wrong kind
     batch = RecordBatch.from_records(records)
     with pytest.raises(ExampleParseError) as one:
         parse_examples(batch, MNIST_SPEC, num_threads=1)
@@ -256,10 +302,12 @@ def test_calls_from_several_python_threads_at_once():
 
 def test_small_batches_start_no_thread():
     """The automatic choice stays in the calling thread below its threshold."""
-    code = ("import tfrec_fast as t, tfrec_fast._core as c\n"
-            "b = t.RecordBatch.from_records([t.encode_example({'x': [1]})] * 8)\n"
-            "for _ in range(100): t.parse_examples(b, {'x': t.FixedLen((), 'int64')})\n"
-            "print(c._task_pool_threads())\n")
+    code = (
+        "import tfrec_fast as t, tfrec_fast._core as c\n"
+        "b = t.RecordBatch.from_records([t.encode_example({'x': [1]})] * 8)\n"
+        "for _ in range(100): t.parse_examples(b, {'x': t.FixedLen((), 'int64')})\n"
+        "print(c._task_pool_threads())\n"
+    )
     assert _in_a_fresh_process(code) == ["0"]
 
 
@@ -270,23 +318,25 @@ def test_small_calls_wake_the_workers_only_for_the_next_call_of_a_loop():
     close; the first call of a process has no earlier one to be close to; a loop of calls starts
     them. Whether "close" (the workers' 1 ms spin) pays is a benchmark's question:
     bench/bench_threads.py's parse_alternated:DATA:2:gap2000 rows."""
-    code = ("import tfrec_fast as t, tfrec_fast._core as c\n"
-            "b = t.RecordBatch.from_records([t.encode_example({'x': [1]})] * 256)\n"
-            "one = t.RecordBatch.from_records([t.encode_example({'x': [1]})])\n"
-            "s = {'x': t.FixedLen((), 'int64')}\n"
-            "for _ in range(20):  # one record: one part, nothing for a worker\n"
-            "    assert t.parse_examples(one, s, num_threads=2)['x'].tolist() == [1]\n"
-            "print(c._task_pool_threads())\n"
-            "assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
-            "print(c._task_pool_threads())  # the process's first small call: none before it\n"
-            "calls = 0\n"
-            "while c._task_pool_threads() == 0 and calls < 1000:  # a loop's calls\n"
-            "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
-            "    calls += 1\n"
-            "print(c._task_pool_threads())\n"
-            "for _ in range(20):  # with the worker started: the same results\n"
-            "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
-            "print(c._task_pool_threads())\n")
+    code = (
+        "import tfrec_fast as t, tfrec_fast._core as c\n"
+        "b = t.RecordBatch.from_records([t.encode_example({'x': [1]})] * 256)\n"
+        "one = t.RecordBatch.from_records([t.encode_example({'x': [1]})])\n"
+        "s = {'x': t.FixedLen((), 'int64')}\n"
+        "for _ in range(20):  # one record: one part, nothing for a worker\n"
+        "    assert t.parse_examples(one, s, num_threads=2)['x'].tolist() == [1]\n"
+        "print(c._task_pool_threads())\n"
+        "assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
+        "print(c._task_pool_threads())  # the process's first small call: none before it\n"
+        "calls = 0\n"
+        "while c._task_pool_threads() == 0 and calls < 1000:  # a loop's calls\n"
+        "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
+        "    calls += 1\n"
+        "print(c._task_pool_threads())\n"
+        "for _ in range(20):  # with the worker started: the same results\n"
+        "    assert t.parse_examples(b, s, num_threads=2)['x'].tolist() == [1] * 256\n"
+        "print(c._task_pool_threads())\n"
+    )
     assert _in_a_fresh_process(code) == ["0", "0", "1", "1"]
 
 
@@ -294,8 +344,14 @@ def _in_a_fresh_process(code: str) -> list:
     """What `code` prints, run by a new interpreter (whose pool no earlier test has started),
     split into words."""
     import subprocess
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ))
+
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout.split()
 
@@ -349,10 +405,14 @@ class _PoolInAWorker:
 
     def __getitem__(self, i):
         import torch.utils.data
+
         batch = RecordBatch.from_records(mnist_like(POOL_RECORDS))
         got = parse_examples(batch, MNIST_SPEC)
-        return (got["index"].tolist() == list(range(POOL_RECORDS)), _core._task_pool_threads(),
-                torch.utils.data.get_worker_info() is not None)
+        return (
+            got["index"].tolist() == list(range(POOL_RECORDS)),
+            _core._task_pool_threads(),
+            torch.utils.data.get_worker_info() is not None,
+        )
 
 
 def test_one_thread_by_default_inside_a_dataloader_worker():
@@ -366,8 +426,9 @@ def test_one_thread_by_default_inside_a_dataloader_worker():
     outside = _in_a_fresh_process(
         "import sys; sys.path.insert(0, %r)\n"
         "from test_parse_threads import _PoolInAWorker\n"
-        "print(*_PoolInAWorker()[0])\n" % os.path.dirname(os.path.abspath(__file__)))
+        "print(*_PoolInAWorker()[0])\n" % os.path.dirname(os.path.abspath(__file__))
+    )
     assert outside[0] == "True" and int(outside[1]) >= 1 and outside[2] == "False", outside
     loader = torch.utils.data.DataLoader(_PoolInAWorker(), batch_size=None, num_workers=1)
-    (ok, workers, in_worker), = list(loader)
+    ((ok, workers, in_worker),) = list(loader)
     assert in_worker and ok and workers == 0

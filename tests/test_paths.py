@@ -1,4 +1,5 @@
 """Paths, glob patterns, compression="auto" and typed errors for bad sources (issue #10, C, D)."""
+
 from __future__ import annotations
 
 import gzip
@@ -7,13 +8,12 @@ import os
 import threading
 import zlib
 
+import _oracle
 import pytest
 
 import tfrec_fast
 from tfrec_fast import _loader
 from tfrec_fast.example import FixedLen
-
-import _oracle
 
 
 def example(i):
@@ -25,14 +25,14 @@ def shards(tmp_path):
     """train-0..2 written out of name order; their records are 10*k .. 10*k+2."""
     for k in (2, 0, 1):
         (tmp_path / f"train-{k}.tfrecord").write_bytes(
-            _oracle.build_file([example(10 * k + j) for j in range(3)]))
+            _oracle.build_file([example(10 * k + j) for j in range(3)])
+        )
     (tmp_path / "other.tfrecord").write_bytes(_oracle.build_file([example(99)]))
     return tmp_path
 
 
 def ids(records):
-    return [int(tfrec_fast.parse_example(r, {"i": FixedLen((), "int64")})["i"])
-            for r in records]
+    return [int(tfrec_fast.parse_example(r, {"i": FixedLen((), "int64")})["i"]) for r in records]
 
 
 EXPECTED = [0, 1, 2, 10, 11, 12, 20, 21, 22]
@@ -40,16 +40,21 @@ EXPECTED = [0, 1, 2, 10, 11, 12, 20, 21, 22]
 
 # ---- globs ---------------------------------------------------------------------------------------
 
+
 def test_read_records_glob_sorted(shards):
     assert ids(tfrec_fast.read_records(str(shards / "train-*.tfrecord"))) == EXPECTED
     # a pattern in a list, and a pathlib pattern
-    assert ids(tfrec_fast.read_records([shards / "train-?.tfrecord",
-                                        str(shards / "other.tfrecord")])) == EXPECTED + [99]
+    assert ids(
+        tfrec_fast.read_records([shards / "train-?.tfrecord", str(shards / "other.tfrecord")])
+    ) == EXPECTED + [99]
 
 
 def test_read_examples_glob(shards):
-    batches = list(tfrec_fast.read_examples(str(shards / "train-*"),
-                                            {"i": FixedLen((), "int64")}, batch_size=4))
+    batches = list(
+        tfrec_fast.read_examples(
+            str(shards / "train-*"), {"i": FixedLen((), "int64")}, batch_size=4
+        )
+    )
     assert [int(v) for b in batches for v in b["i"]] == EXPECTED
 
 
@@ -69,25 +74,40 @@ def test_single_file_readers_take_a_pattern_matching_one(shards):
 
 def test_single_file_readers_refuse_a_pattern_matching_several(shards):
     pattern = str(shards / "train-*")
-    for open_one in (tfrec_fast.TFRecordReader, tfrec_fast.create_index,
-                     tfrec_fast.IndexedTFRecordReader):
+    for open_one in (
+        tfrec_fast.TFRecordReader,
+        tfrec_fast.create_index,
+        tfrec_fast.IndexedTFRecordReader,
+    ):
         with pytest.raises(ValueError, match=r"matches 3 files.*read_records"):
             open_one(pattern)
     with pytest.raises(TypeError, match="read_records"):
         tfrec_fast.TFRecordReader([str(shards / "train-0.tfrecord")])
 
 
-@pytest.mark.parametrize("call", [
-    lambda p: list(tfrec_fast.read_records(p)),
-    lambda p: list(tfrec_fast.read_records([p])),
-    lambda p: list(tfrec_fast.read_examples(p, ["i"])),
-    lambda p: tfrec_fast.count_records(p),
-    lambda p: tfrec_fast.TFRecordReader(p),
-    lambda p: tfrec_fast.create_index(p),
-    lambda p: tfrec_fast.IndexedTFRecordReader(p),
-    lambda p: _loader.expand_paths(p),
-], ids=["read_records", "list", "read_examples", "count_records", "TFRecordReader",
-        "create_index", "IndexedTFRecordReader", "expand_paths"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: list(tfrec_fast.read_records(p)),
+        lambda p: list(tfrec_fast.read_records([p])),
+        lambda p: list(tfrec_fast.read_examples(p, ["i"])),
+        lambda p: tfrec_fast.count_records(p),
+        lambda p: tfrec_fast.TFRecordReader(p),
+        lambda p: tfrec_fast.create_index(p),
+        lambda p: tfrec_fast.IndexedTFRecordReader(p),
+        lambda p: _loader.expand_paths(p),
+    ],
+    ids=[
+        "read_records",
+        "list",
+        "read_examples",
+        "count_records",
+        "TFRecordReader",
+        "create_index",
+        "IndexedTFRecordReader",
+        "expand_paths",
+    ],
+)
 def test_pattern_matching_nothing(shards, call):
     pattern = str(shards / "valid-*.tfrecord")
     with pytest.raises(FileNotFoundError) as info:
@@ -108,6 +128,7 @@ def test_a_literal_path_wins_over_glob_characters(tmp_path):
 
 # ---- compression="auto" --------------------------------------------------------------------------
 
+
 def compressed(kind, data):
     return {"none": data, "gzip": gzip.compress(data), "zlib": zlib.compress(data)}[kind]
 
@@ -125,8 +146,7 @@ def test_auto_detects_paths_memory_and_files(tmp_path, kind):
         with tfrec_fast.TFRecordReader(f, "auto") as reader:
             assert ids(reader) == list(range(5))
             assert reader.compression == ("" if kind == "none" else kind)
-    batches = list(tfrec_fast.read_examples(path, {"i": FixedLen((), "int64")},
-                                            compression="auto"))
+    batches = list(tfrec_fast.read_examples(path, {"i": FixedLen((), "int64")}, compression="auto"))
     assert batches[0]["i"].tolist() == list(range(5))
 
 
@@ -147,7 +167,7 @@ def test_auto_on_a_pipe_loses_nothing(kind):
         try:
             with os.fdopen(write_fd, "wb") as w:
                 for i in range(0, len(raw), 5):  # tiny writes: short reads on the other side
-                    w.write(raw[i:i + 5])
+                    w.write(raw[i : i + 5])
                     w.flush()
         except BrokenPipeError:  # the reader failed and closed its end: the assert says how
             pass
@@ -165,11 +185,13 @@ def test_compressed_file_read_as_plain_says_so(tmp_path, kind):
     path = tmp_path / "f.tfrecord"
     path.write_bytes(compressed(kind, _oracle.build_file([example(i) for i in range(5)])))
     hint = f"the file starts like a {kind} stream: pass compression='{kind}' or 'auto'"
-    attempts = [lambda: list(tfrec_fast.read_records(path)),
-                lambda: tfrec_fast.count_records(path),
-                lambda: tfrec_fast.TFRecordReader(path).read_batch(),
-                lambda: next(tfrec_fast.TFRecordReader(path)),
-                lambda: list(tfrec_fast.TFRecordReader(path.read_bytes()))]
+    attempts = [
+        lambda: list(tfrec_fast.read_records(path)),
+        lambda: tfrec_fast.count_records(path),
+        lambda: tfrec_fast.TFRecordReader(path).read_batch(),
+        lambda: next(tfrec_fast.TFRecordReader(path)),
+        lambda: list(tfrec_fast.TFRecordReader(path.read_bytes())),
+    ]
     for attempt in attempts:
         with pytest.raises(tfrec_fast.DataLossError) as info:
             attempt()
@@ -213,13 +235,18 @@ def test_plain_file_errors_carry_no_compression_hint(tmp_path):
 
 # ---- typed errors --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call", [
-    lambda s: list(tfrec_fast.read_records(s)),
-    lambda s: tfrec_fast.count_records(s),
-    lambda s: list(tfrec_fast.read_examples(s, ["i"])),
-    lambda s: tfrec_fast.TFRecordReader(s),
-    lambda s: list(tfrec_fast.read_records([s])),
-], ids=["read_records", "count_records", "read_examples", "TFRecordReader", "list"])
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: list(tfrec_fast.read_records(s)),
+        lambda s: tfrec_fast.count_records(s),
+        lambda s: list(tfrec_fast.read_examples(s, ["i"])),
+        lambda s: tfrec_fast.TFRecordReader(s),
+        lambda s: list(tfrec_fast.read_records([s])),
+    ],
+    ids=["read_records", "count_records", "read_examples", "TFRecordReader", "list"],
+)
 def test_none_as_a_path(call):
     with pytest.raises(TypeError, match=r"path.*(bytes-like|file-like)"):
         call(None)
@@ -229,8 +256,11 @@ def test_text_mode_files(tmp_path):
     path = tmp_path / "f.tfrecord"
     path.write_bytes(_oracle.build_file([b"x"]))
     with open(path) as text:
-        for call in (tfrec_fast.TFRecordReader, lambda s: list(tfrec_fast.read_records(s)),
-                     tfrec_fast.count_records):
+        for call in (
+            tfrec_fast.TFRecordReader,
+            lambda s: list(tfrec_fast.read_records(s)),
+            tfrec_fast.count_records,
+        ):
             with pytest.raises(TypeError, match="open it in binary mode"):
                 call(text)
     with open(tmp_path / "out", "w") as text:
@@ -241,9 +271,11 @@ def test_text_mode_files(tmp_path):
 
 
 def test_unknown_compression_lists_the_choices(tmp_path):
-    for call in (lambda: tfrec_fast.TFRecordReader(b"", "bz2"),
-                 lambda: list(tfrec_fast.read_records(b"", "bz2")),
-                 lambda: tfrec_fast.count_records(b"", "bz2")):
+    for call in (
+        lambda: tfrec_fast.TFRecordReader(b"", "bz2"),
+        lambda: list(tfrec_fast.read_records(b"", "bz2")),
+        lambda: tfrec_fast.count_records(b"", "bz2"),
+    ):
         with pytest.raises(ValueError) as info:
             call()
         assert all(name in str(info.value) for name in ("'bz2'", "'gzip'", "'zlib'", "'auto'"))
@@ -258,6 +290,7 @@ def test_unknown_compression_lists_the_choices(tmp_path):
 
 
 # ---- the storage layer's Locations for local files ------------------------------------------------
+
 
 def test_local_locations_name_compare_pickle_and_stat(tmp_path):
     import pickle
@@ -278,8 +311,10 @@ def test_local_locations_name_compare_pickle_and_stat(tmp_path):
     assert stat.size == path.stat().st_size and stat.version
     path.write_bytes(_oracle.build_file([example(1), example(2)]))
     assert location.stat(refresh=True).differs(stat)
-    assert sorted([storage.resolve(tmp_path / "b"), location]) == [location,
-                                                                    storage.resolve(tmp_path / "b")]
+    assert sorted([storage.resolve(tmp_path / "b"), location]) == [
+        location,
+        storage.resolve(tmp_path / "b"),
+    ]
 
 
 def test_options_for_and_resolve_beside(tmp_path):

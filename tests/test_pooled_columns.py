@@ -36,14 +36,16 @@ def _records(seed: int, missing=()):
     return tfr.RecordBatch.from_records(rows), {"x": x, "raw": raw, "label": label}
 
 
-SPEC = {"x": tfr.FixedLen((WIDTH,), "float32", default=[-1.0] * WIDTH),
-        "raw": tfr.FixedLen((RAW,), "uint8"), "label": tfr.FixedLen((), "int64")}
+SPEC = {
+    "x": tfr.FixedLen((WIDTH,), "float32", default=[-1.0] * WIDTH),
+    "raw": tfr.FixedLen((RAW,), "uint8"),
+    "label": tfr.FixedLen((), "int64"),
+}
 
 
 def _decode(batch, pool, threads=1):
     spec = normalize_spec(SPEC)
-    raw = _core.decode_examples(batch, _plan(spec).fields, "<records>", False, threads, False,
-                                pool)
+    raw = _core.decode_examples(batch, _plan(spec).fields, "<records>", False, threads, False, pool)
     return {"x": raw[0][0], "raw": raw[1][0], "label": raw[2][0]}
 
 
@@ -76,8 +78,9 @@ def test_small_columns_and_no_pool_keep_their_own_memory():
     pool = _core.BufferPool(8)
     batch, want = _records(3)
     small = {"label": tfr.FixedLen((), "int64")}
-    raw = _core.decode_examples(batch, _plan(normalize_spec(small)).fields, "<records>", False,
-                                1, False, pool)
+    raw = _core.decode_examples(
+        batch, _plan(normalize_spec(small)).fields, "<records>", False, 1, False, pool
+    )
     assert np.array_equal(raw[0][0], want["label"])
     del raw
     assert pool.kept_bytes == 0
@@ -113,7 +116,8 @@ def test_parse_examples_reuses_the_shared_pool_batch_after_batch(monkeypatch):
 def test_specs_say_from_how_many_records_a_column_is_pooled():
     def records_for_pool(spec):
         return _plan(normalize_spec(spec)).fields.records_for_pool
-    never = 2 ** 64 - 1
+
+    never = 2**64 - 1
     assert records_for_pool(SPEC) == (1 << 20) // (WIDTH * 4)  # x and raw: 4 KiB a record
     assert records_for_pool({"label": tfr.FixedLen((), "int64")}) == (1 << 20) // 8
     assert records_for_pool({"f": tfr.FixedLen((3,), "float32")}) == -(-(1 << 20) // 12)
@@ -124,8 +128,9 @@ def test_var_len_columns_keep_their_own_memory():
     pool = _core.BufferPool(8)
     batch, want = _records(5)
     spec = {"x": tfr.VarLen("float32")}  # 2 MiB of values, grown as decoded: never pooled
-    raw = _core.decode_examples(batch, _plan(normalize_spec(spec)).fields, "<records>", False, 1,
-                                False, pool)
+    raw = _core.decode_examples(
+        batch, _plan(normalize_spec(spec)).fields, "<records>", False, 1, False, pool
+    )
     assert np.array_equal(raw[0][0], want["x"].reshape(-1))
     del raw
     gc.collect()

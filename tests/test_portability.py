@@ -1,5 +1,6 @@
 """What differs between operating systems, checked here on Linux: no fork (Windows), processes
 looked at without signals, drive-letter paths, NUL characters in paths, files not inherited."""
+
 from __future__ import annotations
 
 import os
@@ -7,18 +8,21 @@ import subprocess
 import sys
 import textwrap
 
+import _oracle
 import pytest
 
 import tfrec_fast
 from tfrec_fast import _platform
 from tfrec_fast.storage import is_url
 
-import _oracle
-
 
 def run_python(code: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_package_imports_and_reads_where_there_is_no_fork(tmp_path):
@@ -26,7 +30,8 @@ def test_the_package_imports_and_reads_where_there_is_no_fork(tmp_path):
     them (index.py registered its fork handler unconditionally: AttributeError on import)."""
     path = tmp_path / "a.tfrecord"
     path.write_bytes(_oracle.build_file([b"one", b"two", b"three"]))
-    result = run_python('''
+    result = run_python(
+        """
         import importlib, os, pkgutil, sys
         try:  # torch asks sys.platform, not os, whether there is fork: import it as it is
             import torch.utils.data
@@ -48,7 +53,9 @@ def test_the_package_imports_and_reads_where_there_is_no_fork(tmp_path):
         reader = tfrec_fast.IndexedTFRecordReader(sys.argv[1])
         assert [bytes(reader[i]) for i in range(3)] == [b"one", b"two", b"three"]
         print("ok")
-    ''', str(path))
+    """,
+        str(path),
+    )
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
 
 
@@ -72,9 +79,16 @@ def test_after_fork_in_child_is_a_no_op_without_fork(monkeypatch):
     assert calls == []
 
 
-@pytest.mark.parametrize("path", [r"C:\data\train.tfrecord", "C:/data/train.tfrecord",
-                                  r"d:relative\x.tfrecord", r"\\server\share\x.tfrecord",
-                                  r"C:\a::b\x.tfrecord"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        r"C:\data\train.tfrecord",
+        "C:/data/train.tfrecord",
+        r"d:relative\x.tfrecord",
+        r"\\server\share\x.tfrecord",
+        r"C:\a::b\x.tfrecord",
+    ],
+)
 def test_windows_paths_are_not_urls(path):
     assert not is_url(path)
 
@@ -118,7 +132,9 @@ def test_files_are_not_inherited_by_child_processes(tmp_path):
             if target.startswith(str(tmp_path)):
                 ours[int(name)] = target
         assert sorted(ours.values()) == sorted([str(data)] * 2 + [str(tmp_path / "out.tfrecord")])
-        inherited = [t for fd, t in ours.items() if not fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC]
+        inherited = [
+            t for fd, t in ours.items() if not fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+        ]
         assert inherited == []
     finally:
         writer.close()

@@ -3,6 +3,7 @@
 Checked against the conformance corpus (values, bits of every float, byte-exact re-serialization),
 and, when installed, against TensorFlow and the `tfrecord` package (same bytes both ways, and
 importable in one process with them)."""
+
 from __future__ import annotations
 
 import base64
@@ -15,32 +16,48 @@ import pickle
 import subprocess
 import sys
 
+import _corpus
 import numpy as np
 import pytest
 from google.protobuf import descriptor_pb2
 
-import _corpus
 import tfrec_fast
 from tfrec_fast import proto
-from tfrec_fast.proto import (BytesList, Example, Feature, Features,
-                              FloatList, Int64List, SequenceExample, as_serialized,
-                              dict_to_example, example_to_dict, sequence_example_to_dict)
+from tfrec_fast.proto import (
+    BytesList,
+    Example,
+    Feature,
+    Features,
+    FloatList,
+    Int64List,
+    SequenceExample,
+    as_serialized,
+    dict_to_example,
+    example_to_dict,
+    sequence_example_to_dict,
+)
 
-PACKED_EXAMPLE_FILES = ["edge_values", "long_lists", "mnist_like", "packed_lists",
-                        "tutorial_1000", "voc_like"]
+PACKED_EXAMPLE_FILES = [
+    "edge_values",
+    "long_lists",
+    "mnist_like",
+    "packed_lists",
+    "tutorial_1000",
+    "voc_like",
+]
 ALL_EXAMPLE_FILES = PACKED_EXAMPLE_FILES + ["unpacked_lists_handbuilt"]
 SEQUENCE_FILE = "sequence/sequence_example_200.tfrecord"
 
 SAMPLE = {
     "label": 3,
     "flag": True,
-    "score": 0.1,                                   # -> float32
-    "name": "héllo",                                # str -> UTF-8 bytes
+    "score": 0.1,  # -> float32
+    "name": "héllo",  # str -> UTF-8 bytes
     "raw": b"\x00\xff\x80",
     "ids": [-(1 << 63), -1, 0, (1 << 63) - 1],
     "probs": (0.5, -0.0, float("inf")),
     "words": [b"a", "b", bytearray(b"c"), memoryview(b"d")],
-    "img": np.arange(6, dtype=np.uint8).reshape(2, 3),    # flattened, int64
+    "img": np.arange(6, dtype=np.uint8).reshape(2, 3),  # flattened, int64
     "bbox": np.array([[0.25, 0.5], [1e-3, 2.0]], np.float64),  # -> float32
     "mask": np.array([True, False]),
     "empty_i": np.array([], np.int64),
@@ -58,23 +75,49 @@ def _f32(x):
 
 
 SAMPLE_DICT = {
-    "label": [3], "flag": [1], "score": [_f32(0.1)], "name": ["héllo".encode()],
-    "raw": [b"\x00\xff\x80"], "ids": [-(1 << 63), -1, 0, (1 << 63) - 1],
-    "probs": [0.5, -0.0, math.inf], "words": [b"a", b"b", b"c", b"d"],
-    "img": [0, 1, 2, 3, 4, 5], "bbox": [0.25, 0.5, _f32(1e-3), 2.0], "mask": [1, 0],
-    "empty_i": [], "empty_f": [], "empty_b": [], "np_scalar": [-7], "np_str": [b"x", b"yz"],
+    "label": [3],
+    "flag": [1],
+    "score": [_f32(0.1)],
+    "name": ["héllo".encode()],
+    "raw": [b"\x00\xff\x80"],
+    "ids": [-(1 << 63), -1, 0, (1 << 63) - 1],
+    "probs": [0.5, -0.0, math.inf],
+    "words": [b"a", b"b", b"c", b"d"],
+    "img": [0, 1, 2, 3, 4, 5],
+    "bbox": [0.25, 0.5, _f32(1e-3), 2.0],
+    "mask": [1, 0],
+    "empty_i": [],
+    "empty_f": [],
+    "empty_b": [],
+    "np_scalar": [-7],
+    "np_str": [b"x", b"yz"],
     "np_obj": [b"o", b"p"],
     "typed_empty": [],
 }
-SAMPLE_KINDS = {"label": "int64_list", "flag": "int64_list", "score": "float_list",
-                "name": "bytes_list", "raw": "bytes_list", "ids": "int64_list",
-                "probs": "float_list", "words": "bytes_list", "img": "int64_list",
-                "bbox": "float_list", "mask": "int64_list", "empty_i": "int64_list",
-                "empty_f": "float_list", "empty_b": "bytes_list", "np_scalar": "int64_list",
-                "np_str": "bytes_list", "np_obj": "bytes_list", "typed_empty": "int64_list"}
+SAMPLE_KINDS = {
+    "label": "int64_list",
+    "flag": "int64_list",
+    "score": "float_list",
+    "name": "bytes_list",
+    "raw": "bytes_list",
+    "ids": "int64_list",
+    "probs": "float_list",
+    "words": "bytes_list",
+    "img": "int64_list",
+    "bbox": "float_list",
+    "mask": "int64_list",
+    "empty_i": "int64_list",
+    "empty_f": "float_list",
+    "empty_b": "bytes_list",
+    "np_scalar": "int64_list",
+    "np_str": "bytes_list",
+    "np_obj": "bytes_list",
+    "typed_empty": "int64_list",
+}
 
 
 # ---- the message classes -------------------------------------------------------------------------
+
 
 def test_schema_is_tfs_in_our_own_package():
     assert proto.PROTO_PACKAGE == "tfrec_fast.v1"
@@ -88,29 +131,52 @@ def test_schema_is_tfs_in_our_own_package():
     rep, opt, msg = F.LABEL_REPEATED, F.LABEL_OPTIONAL, F.TYPE_MESSAGE
 
     def fields(m):
-        return {f.name: (f.number, f.label, f.type, f.type_name.rsplit(".", 1)[-1],
-                         f.options.packed, f.HasField("oneof_index")) for f in m.field}
+        return {
+            f.name: (
+                f.number,
+                f.label,
+                f.type,
+                f.type_name.rsplit(".", 1)[-1],
+                f.options.packed,
+                f.HasField("oneof_index"),
+            )
+            for f in m.field
+        }
 
     got = {m.name: fields(m) for m in fdp.message_type}
-    got.update({m.name + "." + e.name: fields(e) for m in fdp.message_type
-                for e in m.nested_type if e.options.map_entry})
+    got.update(
+        {
+            m.name + "." + e.name: fields(e)
+            for m in fdp.message_type
+            for e in m.nested_type
+            if e.options.map_entry
+        }
+    )
     assert got == {
         "BytesList": {"value": (1, rep, F.TYPE_BYTES, "", False, False)},
         "FloatList": {"value": (1, rep, F.TYPE_FLOAT, "", True, False)},
         "Int64List": {"value": (1, rep, F.TYPE_INT64, "", True, False)},
-        "Feature": {"bytes_list": (1, opt, msg, "BytesList", False, True),
-                    "float_list": (2, opt, msg, "FloatList", False, True),
-                    "int64_list": (3, opt, msg, "Int64List", False, True)},
+        "Feature": {
+            "bytes_list": (1, opt, msg, "BytesList", False, True),
+            "float_list": (2, opt, msg, "FloatList", False, True),
+            "int64_list": (3, opt, msg, "Int64List", False, True),
+        },
         "Features": {"feature": (1, rep, msg, "FeatureEntry", False, False)},
-        "Features.FeatureEntry": {"key": (1, opt, F.TYPE_STRING, "", False, False),
-                                  "value": (2, opt, msg, "Feature", False, False)},
+        "Features.FeatureEntry": {
+            "key": (1, opt, F.TYPE_STRING, "", False, False),
+            "value": (2, opt, msg, "Feature", False, False),
+        },
         "FeatureList": {"feature": (1, rep, msg, "Feature", False, False)},
         "FeatureLists": {"feature_list": (1, rep, msg, "FeatureListEntry", False, False)},
-        "FeatureLists.FeatureListEntry": {"key": (1, opt, F.TYPE_STRING, "", False, False),
-                                          "value": (2, opt, msg, "FeatureList", False, False)},
+        "FeatureLists.FeatureListEntry": {
+            "key": (1, opt, F.TYPE_STRING, "", False, False),
+            "value": (2, opt, msg, "FeatureList", False, False),
+        },
         "Example": {"features": (1, opt, msg, "Features", False, False)},
-        "SequenceExample": {"context": (1, opt, msg, "Features", False, False),
-                            "feature_lists": (2, opt, msg, "FeatureLists", False, False)},
+        "SequenceExample": {
+            "context": (1, opt, msg, "Features", False, False),
+            "feature_lists": (2, opt, msg, "FeatureLists", False, False),
+        },
     }
     assert [o.name for o in fdp.message_type[3].oneof_decl] == ["kind"]
 
@@ -131,6 +197,7 @@ def test_messages_pickle():
 
 # ---- conversions ---------------------------------------------------------------------------------
 
+
 def test_round_trip_dict_example_bytes_dict():
     ex = dict_to_example(SAMPLE)
     assert isinstance(ex, Example)
@@ -145,14 +212,19 @@ def test_round_trip_dict_example_bytes_dict():
     assert all(type(v) is bytes for v in d["words"])
     # the message itself, and other bytes-likes
     assert example_to_dict(ex) == d
-    for buf in (bytearray(data), memoryview(data), np.frombuffer(data, np.uint8),
-                np.frombuffer(data + b"\0", np.uint8)[:-1]):
+    for buf in (
+        bytearray(data),
+        memoryview(data),
+        np.frombuffer(data, np.uint8),
+        np.frombuffer(data + b"\0", np.uint8)[:-1],
+    ):
         assert example_to_dict(buf) == d
 
 
 def test_float32_bits_round_trip():
-    bits = np.array([0x7FC00001, 0xFFC00000, 0x7FFFFFFF, 0x80000000, 0x00000001, 0x7F7FFFFF],
-                    np.uint32)
+    bits = np.array(
+        [0x7FC00001, 0xFFC00000, 0x7FFFFFFF, 0x80000000, 0x00000001, 0x7F7FFFFF], np.uint32
+    )
     ex = dict_to_example({"f": bits.view(np.float32)})
     got = np.array(example_to_dict(ex.SerializeToString())["f"], np.float64).astype(np.float32)
     assert got.view(np.uint32).tolist() == bits.tolist()
@@ -171,20 +243,23 @@ def test_empty_dict_gives_present_empty_features():
     assert example_to_dict(b"\x0a\x00") == {}
 
 
-@pytest.mark.parametrize("value, err, words", [
-    ([], ValueError, "'k'"),
-    ((), ValueError, "'k'"),
-    ([1, 2.5], ValueError, "mixed"),
-    ([b"a", 1], ValueError, "mixed"),
-    (None, TypeError, "NoneType"),
-    ([object()], TypeError, "object"),
-    ({"a": 1}, TypeError, "dict"),
-    (1 << 63, ValueError, "'k'"),
-    (np.array([1 << 63], np.uint64), ValueError, "int64"),
-    (np.array([1 + 2j]), TypeError, "complex"),
-    (np.array([1, "a"], object), ValueError, "mixed"),
-    (Example(), TypeError, "Feature"),
-])
+@pytest.mark.parametrize(
+    "value, err, words",
+    [
+        ([], ValueError, "'k'"),
+        ((), ValueError, "'k'"),
+        ([1, 2.5], ValueError, "mixed"),
+        ([b"a", 1], ValueError, "mixed"),
+        (None, TypeError, "NoneType"),
+        ([object()], TypeError, "object"),
+        ({"a": 1}, TypeError, "dict"),
+        (1 << 63, ValueError, "'k'"),
+        (np.array([1 << 63], np.uint64), ValueError, "int64"),
+        (np.array([1 + 2j]), TypeError, "complex"),
+        (np.array([1, "a"], object), ValueError, "mixed"),
+        (Example(), TypeError, "Feature"),
+    ],
+)
 def test_dict_to_example_errors_name_the_feature(value, err, words):
     with pytest.raises(err) as info:
         dict_to_example({"k": value})
@@ -226,6 +301,7 @@ def test_sequence_example_to_dict():
 
 # ---- the conformance corpus ----------------------------------------------------------------------
 
+
 def _case(corpus_dir, rel):
     path = corpus_dir / rel
     with open(str(path) + _corpus.SUFFIX, encoding="utf-8") as f:
@@ -262,9 +338,14 @@ def _describe(kind, values, summarize=False):
         return {"kind": None, "value": []}
     bits = ["%08x" % b for b in _float_bits(values).tolist()] if kind == "float_list" else None
     if summarize:
-        out = {"kind": kind, "summarized": True, "count": len(values),
-               "head": _strings(kind, values[:8]), "tail": _strings(kind, values[-8:]),
-               "sha256_le": _sha256_le(kind, values)}
+        out = {
+            "kind": kind,
+            "summarized": True,
+            "count": len(values),
+            "head": _strings(kind, values[:8]),
+            "tail": _strings(kind, values[-8:]),
+            "sha256_le": _sha256_le(kind, values),
+        }
         if bits is not None:
             out.update(head_bits=bits[:8], tail_bits=bits[-8:])
         return out
@@ -281,8 +362,10 @@ def _describe_msg(feature, expected):
 
 
 def _describe_features(features, expected_features):
-    return {k: _describe_msg(features.feature[k], expected_features.get(k, {}))
-            for k in features.feature}
+    return {
+        k: _describe_msg(features.feature[k], expected_features.get(k, {}))
+        for k in features.feature
+    }
 
 
 def _records(path):
@@ -297,16 +380,21 @@ def test_corpus_examples_decode_to_expected(corpus_dir, name):
     decoded = exp["decoded_first_records"]
     for i, (rec, want) in enumerate(zip(records, decoded)):
         ex = Example.FromString(rec)
-        got = {"has_features": ex.HasField("features"),
-               "features": _describe_features(ex.features, want["features"])}
+        got = {
+            "has_features": ex.HasField("features"),
+            "features": _describe_features(ex.features, want["features"]),
+        }
         assert got == want, "record %d" % i
         # example_to_dict: same values, keys sorted (the kind of an empty list is not kept)
         d = example_to_dict(rec)
         assert list(d) == sorted(want["features"])
-        assert {k: _describe(want["features"][k]["kind"], v,
-                             want["features"][k].get("summarized", False))
-                for k, v in d.items()} == want["features"], "record %d" % i
-    for rec in records[len(decoded):]:  # the rest at least parse
+        assert {
+            k: _describe(
+                want["features"][k]["kind"], v, want["features"][k].get("summarized", False)
+            )
+            for k, v in d.items()
+        } == want["features"], "record %d" % i
+    for rec in records[len(decoded) :]:  # the rest at least parse
         example_to_dict(rec)
 
 
@@ -351,10 +439,12 @@ def test_corpus_sequence_examples(corpus_dir):
             continue
         want = decoded[i]
         fl = seq.feature_lists.feature_list
-        got = {"has_context": seq.HasField("context"),
-               "context": _describe_features(seq.context, want["context"]),
-               "has_feature_lists": seq.HasField("feature_lists"),
-               "feature_lists": {k: [_describe_msg(f, {}) for f in fl[k].feature] for k in fl}}
+        got = {
+            "has_context": seq.HasField("context"),
+            "context": _describe_features(seq.context, want["context"]),
+            "has_feature_lists": seq.HasField("feature_lists"),
+            "feature_lists": {k: [_describe_msg(f, {}) for f in fl[k].feature] for k in fl},
+        }
         assert got == want, "record %d" % i
         assert context == {k: [v for v in _values(seq.context.feature[k])] for k in context}
         assert lists == {k: [_values(f) for f in fl[k].feature] for k in fl}
@@ -367,14 +457,17 @@ def _values(feature):
 
 def test_pure_python_protobuf_backend():
     """The schema also builds with protobuf's pure-Python implementation."""
-    code = ("import json; from tfrec_fast import proto as P; "
-            "from google.protobuf.internal import api_implementation as a; "
-            "e = P.dict_to_example({'a': [1, 2], 'b': 0.5, 'c': b'x'}); "
-            "print(json.dumps([a.Type(), e.SerializeToString(deterministic=True).hex(), "
-            "repr(P.example_to_dict(e.SerializeToString()))]))")
+    code = (
+        "import json; from tfrec_fast import proto as P; "
+        "from google.protobuf.internal import api_implementation as a; "
+        "e = P.dict_to_example({'a': [1, 2], 'b': 0.5, 'c': b'x'}); "
+        "print(json.dumps([a.Type(), e.SerializeToString(deterministic=True).hex(), "
+        "repr(P.example_to_dict(e.SerializeToString()))]))"
+    )
     env = dict(os.environ, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION="python")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     impl, hexdata, d = json.loads(out.stdout.strip().splitlines()[-1])
     assert impl == "python"
@@ -384,6 +477,7 @@ def test_pure_python_protobuf_backend():
 
 
 # ---- TensorFlow and the tfrecord package ---------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tf():
@@ -399,11 +493,17 @@ def test_tf_parses_our_bytes(tf):
         feature = theirs.features.feature[key]
         assert feature.WhichOneof("kind") == kind
         assert list(getattr(feature, kind).value) == SAMPLE_DICT[key]
-    assert (theirs.SerializeToString(deterministic=True)
-            == ours.SerializeToString(deterministic=True))
-    parsed = tf.io.parse_single_example(ours.SerializeToString(), {
-        "ids": tf.io.VarLenFeature(tf.int64), "bbox": tf.io.FixedLenFeature([4], tf.float32),
-        "words": tf.io.VarLenFeature(tf.string)})
+    assert theirs.SerializeToString(deterministic=True) == ours.SerializeToString(
+        deterministic=True
+    )
+    parsed = tf.io.parse_single_example(
+        ours.SerializeToString(),
+        {
+            "ids": tf.io.VarLenFeature(tf.int64),
+            "bbox": tf.io.FixedLenFeature([4], tf.float32),
+            "words": tf.io.VarLenFeature(tf.string),
+        },
+    )
     assert parsed["ids"].values.numpy().tolist() == SAMPLE_DICT["ids"]
     assert parsed["bbox"].numpy().tolist() == SAMPLE_DICT["bbox"]
     assert parsed["words"].values.numpy().tolist() == SAMPLE_DICT["words"]
@@ -411,11 +511,16 @@ def test_tf_parses_our_bytes(tf):
 
 def test_tf_messages_accepted(tf):
     t = tf.train
-    theirs = t.Example(features=t.Features(feature={
-        "i": t.Feature(int64_list=t.Int64List(value=[5, -5])),
-        "f": t.Feature(float_list=t.FloatList(value=[0.1])),
-        "b": t.Feature(bytes_list=t.BytesList(value=[b"z"])),
-        "none": t.Feature()}))
+    theirs = t.Example(
+        features=t.Features(
+            feature={
+                "i": t.Feature(int64_list=t.Int64List(value=[5, -5])),
+                "f": t.Feature(float_list=t.FloatList(value=[0.1])),
+                "b": t.Feature(bytes_list=t.BytesList(value=[b"z"])),
+                "none": t.Feature(),
+            }
+        )
+    )
     want = {"b": [b"z"], "f": [_f32(0.1)], "i": [5, -5], "none": []}
     assert example_to_dict(theirs) == want
     assert as_serialized(theirs) == theirs.SerializeToString()
@@ -425,13 +530,13 @@ def test_tf_messages_accepted(tf):
     seq.context.feature["id"].bytes_list.value.append(b"s")
     seq.feature_lists.feature_list["x"].feature.add().float_list.value.extend([1.5, 2.5])
     assert sequence_example_to_dict(seq) == ({"id": [b"s"]}, {"x": [[1.5, 2.5]]})
-    assert (SequenceExample.FromString(seq.SerializeToString()).SerializeToString(
-        deterministic=True) == seq.SerializeToString(deterministic=True))
+    assert SequenceExample.FromString(seq.SerializeToString()).SerializeToString(
+        deterministic=True
+    ) == seq.SerializeToString(deterministic=True)
 
 
 def _run_py(code):
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -450,20 +555,25 @@ print(json.dumps([P.example_to_dict(theirs) == {{"a": [1, 2]}},
 """
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
-                    reason="optional peer tensorflow not installed (CI's peers step runs this)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is None,
+    reason="optional peer tensorflow not installed (CI's peers step runs this)",
+)
 @pytest.mark.parametrize("order", ["ours_first", "tf_first"])
 def test_same_process_as_tensorflow(order):
     imports = ["import tfrec_fast.proto", "import tensorflow as tf"]
     if order == "tf_first":
         imports.reverse()
-    code = _SAME_PROCESS.format(first=imports[0], second=imports[1], cls="tf.train.Example",
-                                mod="tf.train")
+    code = _SAME_PROCESS.format(
+        first=imports[0], second=imports[1], cls="tf.train.Example", mod="tf.train"
+    )
     assert _run_py(code) == [True, True, "tensorflow.Example", "tfrec_fast.v1.Example"]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tfrecord") is None,
-                    reason="optional peer `tfrecord` not installed (CI's peers step runs this)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tfrecord") is None,
+    reason="optional peer `tfrecord` not installed (CI's peers step runs this)",
+)
 @pytest.mark.parametrize("order", ["ours_first", "tfrecord_first"])
 def test_same_process_as_tfrecord_package(order):
     """The `tfrecord` package registers tensorflow.* in the default pool (so it cannot share a

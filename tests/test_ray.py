@@ -11,16 +11,20 @@ import pytest
 
 import tfrec_fast as tfr
 
-ray = pytest.importorskip("ray", reason="optional peer `ray` not installed (CI's peers step "
-                          "runs this)")
+ray = pytest.importorskip(
+    "ray", reason="optional peer `ray` not installed (CI's peers step runs this)"
+)
 pa = pytest.importorskip("pyarrow")
 tray = pytest.importorskip("tfrec_fast.ray")
 
 from _ray_cluster import two_node_cluster  # noqa: E402
 
 # Ray warns about its own deprecated settings while it sets itself up.
-pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
-              pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*"),
+]
 
 # Ray's writer's default file names: {dataset uuid}_{write uuid}_{task index:06}.tar
 RAY_NAME = re.compile(r"[0-9A-Za-z]+_[0-9a-f]{32}_\d{6}\.tar$")
@@ -40,9 +44,15 @@ def write_files(directory, files=3, per_file=50):
         with tfr.TFRecordWriter(path) as w:
             for i in range(per_file):
                 n = f * per_file + i
-                w.write_example({"id": [n], "score": [n / 2], "name": [b"r%d" % n],
-                                 "pair": [n, -n], "tags": [b"t"] * (n % 3)
-                                 if n % 3 else tfr.Bytes([])})
+                w.write_example(
+                    {
+                        "id": [n],
+                        "score": [n / 2],
+                        "name": [b"r%d" % n],
+                        "pair": [n, -n],
+                        "tags": [b"t"] * (n % 3) if n % 3 else tfr.Bytes([]),
+                    }
+                )
         paths.append(path)
     return paths
 
@@ -74,8 +84,11 @@ def test_read_gives_rays_values_and_every_record_once(cluster, tmp_path):
 
 def test_values_equal_parse_examples_with_a_spec(cluster, tmp_path):
     paths = write_files(str(tmp_path), files=2, per_file=40)
-    spec = {"id": tfr.FixedLen((), "int64"), "pair": tfr.FixedLen((2,), "int64"),
-            "tags": tfr.VarLen("bytes")}
+    spec = {
+        "id": tfr.FixedLen((), "int64"),
+        "pair": tfr.FixedLen((2,), "int64"),
+        "tags": tfr.VarLen("bytes"),
+    }
     got = rows_by_id(tray.read_tfrecords(paths, spec))
     cols = tfr.parse_examples(list(tfr.read_records(paths)), spec)
     for i, n in enumerate(cols["id"].tolist()):
@@ -103,8 +116,10 @@ def test_read_tasks_do_not_carry_the_file_list(cluster, tmp_path):
 
     few = write_files(str(tmp_path / "few"), files=10, per_file=1)
     many = write_files(str(tmp_path / "many"), files=200, per_file=1)
-    sizes = [len(cloudpickle.dumps(tray.TFRecordDatasource(p).get_read_tasks(len(p))[0]))
-             for p in (few, many)]
+    sizes = [
+        len(cloudpickle.dumps(tray.TFRecordDatasource(p).get_read_tasks(len(p))[0]))
+        for p in (few, many)
+    ]
     assert sizes[1] < sizes[0] * 1.2, sizes
 
 
@@ -163,10 +178,12 @@ def test_partitioning_and_partition_filter(cluster, tmp_path):
     hive = Partitioning("hive", base_dir=str(tmp_path))
     ds = tray.read_tfrecords(str(tmp_path), partitioning=hive)
     assert sorted((r["split"], r["id"]) for r in ds.take_all()) == sorted(
-        (s, i) for s in ("train", "test") for i in range(6))
+        (s, i) for s in ("train", "test") for i in range(6)
+    )
     assert ds.schema().base_schema.field("split").type == pa.string()
-    only_train = PathPartitionFilter.of(lambda d: d["split"] == "train", style="hive",
-                                        base_dir=str(tmp_path))
+    only_train = PathPartitionFilter.of(
+        lambda d: d["split"] == "train", style="hive", base_dir=str(tmp_path)
+    )
     ds = tray.read_tfrecords(str(tmp_path), partition_filter=only_train, partitioning=hive)
     assert {r["split"] for r in ds.take_all()} == {"train"} and ds.count() == 6
 
@@ -203,6 +220,7 @@ def test_not_a_tfrecord_file(cluster, tmp_path):
 def test_local_files_are_sampled_on_the_driver(cluster, tmp_path, monkeypatch):
     """A few small local reads: no Ray task for the schema (a damaged file is the driver's own
     TFRecordReadError, naming it)."""
+
     def refuse():
         raise AssertionError("a Ray task sampled local files")
 
@@ -259,8 +277,13 @@ def test_a_later_record_with_more_values_follows_rays_rule(cluster, tmp_path, mo
     path = str(tmp_path / "voc.tfrecords")
     with tfr.TFRecordWriter(path) as w:
         for i in range(300):
-            w.write_example({"id": [i], "box": [i / 4] * (1 + (i >= 250)),
-                             **({"late": [b"x"]} if i == 280 else {})})
+            w.write_example(
+                {
+                    "id": [i],
+                    "box": [i / 4] * (1 + (i >= 250)),
+                    **({"late": [b"x"]} if i == 280 else {}),
+                }
+            )
     ds = tray.read_tfrecords(path, block_size=50)
     rows = rows_by_id(ds)
     assert sorted(rows) == list(range(300))
@@ -275,8 +298,9 @@ def test_a_later_record_with_more_values_follows_rays_rule(cluster, tmp_path, mo
 
 
 def test_write_then_read_round_trip_with_rays_names(cluster, tmp_path):
-    ds = ray.data.from_items([{"id": i, "vec": [float(i), 1.0], "name": f"n{i}".encode()}
-                              for i in range(100)]).repartition(3)
+    ds = ray.data.from_items(
+        [{"id": i, "vec": [float(i), 1.0], "name": f"n{i}".encode()} for i in range(100)]
+    ).repartition(3)
     out = str(tmp_path / "out")
     assert tray.write_tfrecords(ds, out) is None  # as Ray's
     files = written(out)
@@ -293,11 +317,14 @@ def test_index_and_manifest_are_opt_in(cluster, tmp_path):
     tray.write_tfrecords(ds, out, index=True, manifest=True)
     names = os.listdir(out)
     data = sorted(os.path.join(out, n) for n in names if n.endswith(".tar"))
-    assert sorted(names) == sorted([os.path.basename(d) for d in data] +
-                                   [os.path.basename(d) + ".idx" for d in data] +
-                                   [n for n in names if n.endswith(".manifest.json")])
-    manifest = tfr.read_manifest(os.path.join(out, next(n for n in names
-                                                        if n.endswith(".manifest.json"))))
+    assert sorted(names) == sorted(
+        [os.path.basename(d) for d in data]
+        + [os.path.basename(d) + ".idx" for d in data]
+        + [n for n in names if n.endswith(".manifest.json")]
+    )
+    manifest = tfr.read_manifest(
+        os.path.join(out, next(n for n in names if n.endswith(".manifest.json")))
+    )
     assert manifest["paths"] == data and manifest["total_records"] == 20
     for d in data:
         written_index, scanned = tfr.load_index(d + ".idx"), tfr.create_index(d)
@@ -333,8 +360,12 @@ def test_compressed_write(cluster, tmp_path):
     (shard,) = written(str(tmp_path / "gz"))
     with open(shard, "rb") as f:
         assert f.read(2) == b"\x1f\x8b"
-    assert [r["id"] for r in tray.read_tfrecords(shard, compression="gzip").take_all()] == \
-        [0, 1, 2, 3]
+    assert [r["id"] for r in tray.read_tfrecords(shard, compression="gzip").take_all()] == [
+        0,
+        1,
+        2,
+        3,
+    ]
 
 
 def test_float64_that_float32_cannot_hold_is_an_error(cluster, tmp_path):
@@ -353,21 +384,30 @@ def test_tensors_are_serialized_tensor_protos(cluster, tmp_path):
     """Ray's writer stores a tensor column as tf.io.serialize_tensor's bytes: TensorProto with
     dtype 9 (int64), shape [2, 2], content the little-endian values."""
     tray.write_tfrecords(ray.data.range_tensor(3, shape=(2, 2)), str(tmp_path))
-    values = sorted(tfr.parse_example(r)["data"][0] for f in written(str(tmp_path))
-                    for r in tfr.read_records(f))
+    values = sorted(
+        tfr.parse_example(r)["data"][0] for f in written(str(tmp_path)) for r in tfr.read_records(f)
+    )
     for i, value in enumerate(values):
         content = np.full((2, 2), i, np.int64).tobytes()
         shape = b"\x12\x02\x08\x02" * 2
-        assert value == b"\x08\x09\x12" + bytes([len(shape)]) + shape + b"\x22" + \
-            bytes([len(content)]) + content
+        assert (
+            value
+            == b"\x08\x09\x12"
+            + bytes([len(shape)])
+            + shape
+            + b"\x22"
+            + bytes([len(content)])
+            + content
+        )
 
 
 def test_nulls_can_leave_the_feature_out(cluster, tmp_path):
-    ds = ray.data.from_items([{"id": 1, "opt": 5}, {"id": 2, "opt": None}],
-                             override_num_blocks=1)
+    ds = ray.data.from_items([{"id": 1, "opt": 5}, {"id": 2, "opt": None}], override_num_blocks=1)
     tray.write_tfrecords(ds, str(tmp_path), nulls="omit")
-    assert [tfr.parse_example(r) for f in written(str(tmp_path)) for r in tfr.read_records(f)] \
-        == [{"id": [1], "opt": [5]}, {"id": [2]}]
+    assert [tfr.parse_example(r) for f in written(str(tmp_path)) for r in tfr.read_records(f)] == [
+        {"id": [1], "opt": [5]},
+        {"id": [2]},
+    ]
 
 
 def test_empty_blocks_write_no_file(cluster, tmp_path):
@@ -385,9 +425,11 @@ def test_shuffle_files_reseeded_per_execution(cluster, tmp_path):
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True
     try:
+
         def orders(shuffle):
             ds = tray.read_tfrecords(paths, shuffle=shuffle, override_num_blocks=8)
             return [tuple(r["id"] for r in ds.take_all()) for _ in range(3)]
+
         fixed = orders(FileShuffleConfig(seed=7, reseed_after_execution=False))
         assert len(set(fixed)) == 1 and sorted(fixed[0]) == list(range(8))
         reseeded = orders(FileShuffleConfig(seed=7))
@@ -419,8 +461,10 @@ def test_directories_are_listed_as_ray_lists_them(cluster, tmp_path):
     ds = tray.read_tfrecords(str(tmp_path))
     assert ds.count() == 12
     assert sorted(os.path.relpath(f, tmp_path) for f in ds.input_files()) == [
-        "part-0.tfrecords", os.path.join("sub", "part-0.tfrecords"),
-        os.path.join("sub", "part-1.tfrecords")]
+        "part-0.tfrecords",
+        os.path.join("sub", "part-0.tfrecords"),
+        os.path.join("sub", "part-1.tfrecords"),
+    ]
 
 
 def test_unknown_arguments_are_refused(cluster, tmp_path):
@@ -428,11 +472,13 @@ def test_unknown_arguments_are_refused(cluster, tmp_path):
     with pytest.raises(TypeError, match="tfx_read_options"):
         tray.read_tfrecords(paths, tfx_read_options=object())
     with pytest.raises(ValueError, match="compression"):
-        tray.read_tfrecords(paths, compression="gzip",
-                            arrow_open_stream_args={"compression": "gzip"})
+        tray.read_tfrecords(
+            paths, compression="gzip", arrow_open_stream_args={"compression": "gzip"}
+        )
 
 
 # ---- Ray's tf_schema, read without TensorFlow ---------------------------------------------------
+
 
 class _Feature:
     def __init__(self, name, type_):
@@ -460,11 +506,13 @@ def test_tf_schema_reads_lists_of_its_types(cluster, tmp_path):
     with pytest.raises(ValueError, match="Found extra unexpected feature"):
         tray.read_tfrecords(paths, tf_schema=_Schema(id=2)).materialize()
     with pytest.raises(ValueError) as info:
-        tray.read_tfrecords(paths, tf_schema=_Schema(id=2, score=3, name=2, pair=2,
-                                                     tags=1)).materialize()
+        tray.read_tfrecords(
+            paths, tf_schema=_Schema(id=2, score=3, name=2, pair=2, tags=1)
+        ).materialize()
     assert str(info.value.args[0]).startswith(  # (Ray adds its retry hint below)
         "Schema field type mismatch during read: specified type is int, but underlying type is "
-        "bytes")
+        "bytes"
+    )
 
 
 def rows_by_id_list(ds):
@@ -474,8 +522,9 @@ def rows_by_id_list(ds):
 def test_tf_schema_on_write(cluster, tmp_path):
     ds = ray.data.from_items([{"a": 1, "b": None}, {"a": 2, "b": None}], override_num_blocks=1)
     tray.write_tfrecords(ds, str(tmp_path / "ok"), tf_schema=_Schema(a=2, b=1))
-    assert [tfr.parse_example(r) for f in written(str(tmp_path / "ok"))
-            for r in tfr.read_records(f)] == [{"a": [1], "b": []}, {"a": [2], "b": []}]
+    assert [
+        tfr.parse_example(r) for f in written(str(tmp_path / "ok")) for r in tfr.read_records(f)
+    ] == [{"a": [1], "b": []}, {"a": [2], "b": []}]
     with pytest.raises(ValueError, match="Found extra unexpected feature b"):
         tray.write_tfrecords(ds, str(tmp_path / "x"), tf_schema=_Schema(a=2))
     with pytest.raises(ValueError) as info:
@@ -485,29 +534,70 @@ def test_tf_schema_on_write(cluster, tmp_path):
 
 # ---- Ray's own expectations (ray/data/tests/test_tfrecords.py's records and rows) ------------
 
+
 def _partial_records():
     return [
-        {"int_item": [1], "int_list": [2, 2, 3], "int_partial": tfr.Int64s([]),
-         "float_item": [1.0], "float_list": [2.0, 3.0, 4.0], "float_partial": [1.0],
-         "bytes_item": [b"abc"], "bytes_list": [b"def", b"1234"], "bytes_partial": tfr.Bytes([]),
-         "string_item": [b"uvw"], "string_list": [b"xyz", b"999"],
-         "string_partial": tfr.Bytes([])},
-        {"int_item": [2], "int_list": [3, 3, 4], "int_partial": [9, 2],
-         "float_item": [2.0], "float_list": [5.0, 6.0, 7.0], "float_partial": tfr.Floats([]),
-         "bytes_item": [b"ghi"], "bytes_list": [b"jkl", b"5678"], "bytes_partial": [b"hello"],
-         "string_item": [b"mno"], "string_list": [b"pqr", b"111"],
-         "string_partial": [b"world"]}]
+        {
+            "int_item": [1],
+            "int_list": [2, 2, 3],
+            "int_partial": tfr.Int64s([]),
+            "float_item": [1.0],
+            "float_list": [2.0, 3.0, 4.0],
+            "float_partial": [1.0],
+            "bytes_item": [b"abc"],
+            "bytes_list": [b"def", b"1234"],
+            "bytes_partial": tfr.Bytes([]),
+            "string_item": [b"uvw"],
+            "string_list": [b"xyz", b"999"],
+            "string_partial": tfr.Bytes([]),
+        },
+        {
+            "int_item": [2],
+            "int_list": [3, 3, 4],
+            "int_partial": [9, 2],
+            "float_item": [2.0],
+            "float_list": [5.0, 6.0, 7.0],
+            "float_partial": tfr.Floats([]),
+            "bytes_item": [b"ghi"],
+            "bytes_list": [b"jkl", b"5678"],
+            "bytes_partial": [b"hello"],
+            "string_item": [b"mno"],
+            "string_list": [b"pqr", b"111"],
+            "string_partial": [b"world"],
+        },
+    ]
 
 
 RAY_PARTIAL_ROWS = [
-    {"int_item": 1, "int_list": [2, 2, 3], "int_partial": [], "float_item": 1.0,
-     "float_list": [2.0, 3.0, 4.0], "float_partial": 1.0, "bytes_item": b"abc",
-     "bytes_list": [b"def", b"1234"], "bytes_partial": None, "string_item": b"uvw",
-     "string_list": [b"xyz", b"999"], "string_partial": None},
-    {"int_item": 2, "int_list": [3, 3, 4], "int_partial": [9, 2], "float_item": 2.0,
-     "float_list": [5.0, 6.0, 7.0], "float_partial": None, "bytes_item": b"ghi",
-     "bytes_list": [b"jkl", b"5678"], "bytes_partial": b"hello", "string_item": b"mno",
-     "string_list": [b"pqr", b"111"], "string_partial": b"world"}]
+    {
+        "int_item": 1,
+        "int_list": [2, 2, 3],
+        "int_partial": [],
+        "float_item": 1.0,
+        "float_list": [2.0, 3.0, 4.0],
+        "float_partial": 1.0,
+        "bytes_item": b"abc",
+        "bytes_list": [b"def", b"1234"],
+        "bytes_partial": None,
+        "string_item": b"uvw",
+        "string_list": [b"xyz", b"999"],
+        "string_partial": None,
+    },
+    {
+        "int_item": 2,
+        "int_list": [3, 3, 4],
+        "int_partial": [9, 2],
+        "float_item": 2.0,
+        "float_list": [5.0, 6.0, 7.0],
+        "float_partial": None,
+        "bytes_item": b"ghi",
+        "bytes_list": [b"jkl", b"5678"],
+        "bytes_partial": b"hello",
+        "string_item": b"mno",
+        "string_list": [b"pqr", b"111"],
+        "string_partial": b"world",
+    },
+]
 
 
 def _plain(row):
@@ -526,19 +616,36 @@ def test_rays_own_expectations_partial(cluster, tmp_path, compression):
     assert rows == RAY_PARTIAL_ROWS
     schema = ds.schema().base_schema  # the types ray.data.read_tfrecords 2.60 gives here
     assert dict(zip(schema.names, schema.types)) == {
-        "int_item": pa.int64(), "int_list": pa.list_(pa.int64()),
-        "int_partial": pa.list_(pa.int64()), "float_item": pa.float32(),
-        "float_list": pa.list_(pa.float32()), "float_partial": pa.float32(),
-        "bytes_item": pa.binary(), "bytes_list": pa.list_(pa.binary()),
-        "bytes_partial": pa.binary(), "string_item": pa.binary(),
-        "string_list": pa.list_(pa.binary()), "string_partial": pa.binary()}
+        "int_item": pa.int64(),
+        "int_list": pa.list_(pa.int64()),
+        "int_partial": pa.list_(pa.int64()),
+        "float_item": pa.float32(),
+        "float_list": pa.list_(pa.float32()),
+        "float_partial": pa.float32(),
+        "bytes_item": pa.binary(),
+        "bytes_list": pa.list_(pa.binary()),
+        "bytes_partial": pa.binary(),
+        "string_item": pa.binary(),
+        "string_list": pa.list_(pa.binary()),
+        "string_partial": pa.binary(),
+    }
 
 
 def _written_partial_rows():
     """What Ray's test writes (its data_partial(False)): strings as str, missing as None."""
-    return [{k: (v.decode() if k.startswith("string_") and isinstance(v, bytes) else
-                 [x.decode() for x in v] if k.startswith("string_") and isinstance(v, list)
-                 else v) for k, v in row.items()} for row in RAY_PARTIAL_ROWS]
+    return [
+        {
+            k: (
+                v.decode()
+                if k.startswith("string_") and isinstance(v, bytes)
+                else [x.decode() for x in v]
+                if k.startswith("string_") and isinstance(v, list)
+                else v
+            )
+            for k, v in row.items()
+        }
+        for row in RAY_PARTIAL_ROWS
+    ]
 
 
 def _examples(paths):
@@ -560,8 +667,9 @@ def test_rays_readback(cluster, tmp_path):
     assert [_plain(r) for r in back.take_all()] == RAY_PARTIAL_ROWS  # strings come back bytes
 
 
-@pytest.mark.parametrize("rows", [[{"item": None}],
-                                  [{"item": 1, "empty": []}, {"item": 2, "empty": []}]])
+@pytest.mark.parametrize(
+    "rows", [[{"item": None}], [{"item": 1, "empty": []}, {"item": 2, "empty": []}]]
+)
 def test_rays_write_refuses_columns_without_a_kind(cluster, tmp_path, rows):
     with pytest.raises(ValueError, match="no Example kind"):
         tray.write_tfrecords(ray.data.from_items(rows), str(tmp_path / "out"))
@@ -571,13 +679,16 @@ def test_rays_write_refuses_columns_without_a_kind(cluster, tmp_path, rows):
 def test_rays_rows_per_file(cluster, tmp_path, rows_per_file):
     ds = ray.data.range(100, override_num_blocks=20)
     tray.write_tfrecords(ds, str(tmp_path), min_rows_per_file=rows_per_file)
-    assert [tfr.count_records(s) for s in written(str(tmp_path))] == \
-        [rows_per_file] * (100 // rows_per_file)
-    assert sorted(r["id"] for r in tray.read_tfrecords(str(tmp_path)).take_all()) == \
-        list(range(100))
+    assert [tfr.count_records(s) for s in written(str(tmp_path))] == [rows_per_file] * (
+        100 // rows_per_file
+    )
+    assert sorted(r["id"] for r in tray.read_tfrecords(str(tmp_path)).take_all()) == list(
+        range(100)
+    )
 
 
 # ---- against Ray's own reader and writer, where what they import is here (the peers step) ---
+
 
 def _has(module):
     return importlib.util.find_spec(module) is not None
@@ -592,26 +703,27 @@ def test_same_rows_and_types_as_rays_own_reader(cluster, tmp_path):
     for f in range(2):  # one value, or two, in every record: what Ray's own reader can read
         with tfr.TFRecordWriter(str(tmp_path / "more" / f"part-{f}.tfrecords")) as w:
             for n in range(f * 5, f * 5 + 5):
-                w.write_example({"id": [n], "x": [n / 4], "name": [b"r%d" % n],
-                                 "pair": [n, -n]})
+                w.write_example({"id": [n], "x": [n / 4], "name": [b"r%d" % n], "pair": [n, -n]})
     for path in (str(tmp_path / "a.tfrecords"), str(tmp_path / "more")):
         ours = tray.read_tfrecords(path, override_num_blocks=1)
         theirs = ray.data.read_tfrecords(path, override_num_blocks=1)
         key = "int_item" if path.endswith("tfrecords") else "id"
-        assert sorted((_plain(r) for r in ours.take_all()), key=lambda r: r[key]) == \
-            sorted((_plain(r) for r in theirs.take_all()), key=lambda r: r[key])
+        assert sorted((_plain(r) for r in ours.take_all()), key=lambda r: r[key]) == sorted(
+            (_plain(r) for r in theirs.take_all()), key=lambda r: r[key]
+        )
         a, b = ours.schema().base_schema, theirs.schema().base_schema
         assert dict(zip(a.names, a.types)) == dict(zip(b.names, b.types))
 
 
-@pytest.mark.skipif(not (_has("tensorflow") and _has("crc32c")),
-                    reason="Ray's own writer needs TensorFlow and crc32c")
+@pytest.mark.skipif(
+    not (_has("tensorflow") and _has("crc32c")),
+    reason="Ray's own writer needs TensorFlow and crc32c",
+)
 def test_same_records_as_rays_own_writer(cluster, tmp_path):
     ds = ray.data.from_items(_written_partial_rows(), override_num_blocks=1)
     ds.write_tfrecords(str(tmp_path / "ray"))
     tray.write_tfrecords(ds, str(tmp_path / "ours"))
-    assert _examples(written(str(tmp_path / "ours"))) == \
-        _examples(written(str(tmp_path / "ray")))
+    assert _examples(written(str(tmp_path / "ours"))) == _examples(written(str(tmp_path / "ray")))
     assert [RAY_NAME.search(f) is not None for f in written(str(tmp_path / "ray"))] == [True]
 
 
@@ -620,15 +732,21 @@ def test_tensors_parse_in_tensorflow(cluster, tmp_path):
     import tensorflow as tf
 
     tray.write_tfrecords(ray.data.range_tensor(3, shape=(2, 2)), str(tmp_path))
-    got = sorted((tf.io.parse_tensor(tfr.parse_example(r)["data"][0], tf.int64).numpy()
-                  for f in written(str(tmp_path)) for r in tfr.read_records(f)),
-                 key=lambda t: t[0, 0])
+    got = sorted(
+        (
+            tf.io.parse_tensor(tfr.parse_example(r)["data"][0], tf.int64).numpy()
+            for f in written(str(tmp_path))
+            for r in tfr.read_records(f)
+        ),
+        key=lambda t: t[0, 0],
+    )
     assert [t.tolist() for t in got] == [np.full((2, 2), i).tolist() for i in range(3)]
 
 
 def test_pickled_read_error_keeps_rays_class(tmp_path):
-    error = tray.TFRecordReadError("bad", path="p", record_index=3, offset=40,
-                                   reason="data_checksum")
+    error = tray.TFRecordReadError(
+        "bad", path="p", record_index=3, offset=40, reason="data_checksum"
+    )
     again = pickle.loads(pickle.dumps(error))
     assert isinstance(again, RuntimeError) and isinstance(again, tfr.DataLossError)
     assert str(again).startswith("Failed to read TFRecord file p.") and again.offset == 40

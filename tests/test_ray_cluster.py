@@ -13,8 +13,9 @@ import pytest
 
 import tfrec_fast as tfr
 
-ray = pytest.importorskip("ray", reason="optional peer `ray` not installed (CI's peers step "
-                          "runs this)")
+ray = pytest.importorskip(
+    "ray", reason="optional peer `ray` not installed (CI's peers step runs this)"
+)
 pa = pytest.importorskip("pyarrow")
 tray = pytest.importorskip("tfrec_fast.ray")
 
@@ -30,10 +31,13 @@ def _missing(*modules):
 
 
 MISSING = _missing("fsspec", "s3fs", "moto.server")
-pytestmark = [pytest.mark.ray, pytest.mark.remote,
-              pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}"),
-              pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
-              pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")]
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.remote,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*"),
+]
 
 from _ray_cluster import WORKER_RESOURCE, probe, two_node_cluster  # noqa: E402
 from _servers import S3Server  # noqa: E402
@@ -55,20 +59,28 @@ def s3():
 @pytest.fixture(scope="module")
 def s3fs_(s3):
     import s3fs
+
     return s3fs.S3FileSystem(endpoint_url=s3.endpoint, key="testing", secret="testing")
 
 
 @pytest.fixture(scope="module")
 def arrow_s3(s3):
     from pyarrow.fs import S3FileSystem
-    return S3FileSystem(access_key="testing", secret_key="testing", region="us-east-1",
-                        endpoint_override=s3.endpoint.split("://")[1], scheme="http")
+
+    return S3FileSystem(
+        access_key="testing",
+        secret_key="testing",
+        region="us-east-1",
+        endpoint_override=s3.endpoint.split("://")[1],
+        scheme="http",
+    )
 
 
 def _file(start, n, big_payload=0):
-    records = [tfr.encode_example({"id": [i], "label": [i % 10],
-                                   "pixels": [bytes(big_payload or 64)]})
-               for i in range(start, start + n)]
+    records = [
+        tfr.encode_example({"id": [i], "label": [i % 10], "pixels": [bytes(big_payload or 64)]})
+        for i in range(start, start + n)
+    ]
     out = io.BytesIO()
     with tfr.TFRecordWriter(out) as w:
         for record in records:
@@ -80,7 +92,7 @@ def _index_of(data: bytes):
     """(offsets, framed sizes) of the records of an uncompressed TFRecord file's bytes."""
     offsets, sizes, at = [], [], 0
     while at < len(data):
-        length = int.from_bytes(data[at:at + 8], "little")
+        length = int.from_bytes(data[at : at + 8], "little")
         offsets.append(at)
         sizes.append(length + 16)
         at += length + 16
@@ -95,15 +107,18 @@ def tree(s3fs_):
     s3fs_.mkdir(BUCKET)
     for k in range(FILES):
         split = "train" if k < 4 else "test"
-        s3fs_.pipe_file(f"{BUCKET}/data/split={split}/part-{k}.tfrecords",
-                        _file(k * PER_FILE, PER_FILE))
+        s3fs_.pipe_file(
+            f"{BUCKET}/data/split={split}/part-{k}.tfrecords", _file(k * PER_FILE, PER_FILE)
+        )
     s3fs_.pipe_file(f"{BUCKET}/data/_SUCCESS", b"")
     s3fs_.pipe_file(f"{BUCKET}/data/.part-0.crc", b"not TFRecords")
     big = _file(0, 2000, big_payload=1000)
     s3fs_.pipe_file(f"{BUCKET}/big/all.tfrecords", big)
     offsets, sizes = _index_of(big)
-    s3fs_.pipe_file(f"{BUCKET}/big/all.tfrecords.idx",
-                    "".join(f"{o} {s}\n" for o, s in zip(offsets, sizes)).encode())
+    s3fs_.pipe_file(
+        f"{BUCKET}/big/all.tfrecords.idx",
+        "".join(f"{o} {s}\n" for o, s in zip(offsets, sizes)).encode(),
+    )
     return f"{BUCKET}/data"
 
 
@@ -116,8 +131,7 @@ def cluster(tree):
 def _probed(ds, **remote_args):
     """The rows, probed in the read tasks (map_batches fuses into them where its remote
     arguments are the read's)."""
-    return ds.map_batches(probe, batch_format="pyarrow", batch_size=None,
-                          **remote_args).take_all()
+    return ds.map_batches(probe, batch_format="pyarrow", batch_size=None, **remote_args).take_all()
 
 
 def _check_tasks(rows, nodes):
@@ -126,8 +140,9 @@ def _check_tasks(rows, nodes):
     _, head, worker = nodes
     assert {r["_node"] for r in rows} == {head, worker}
     assert all(r["_tfrec_core"] for r in rows)
-    assert not any(r["_tensorflow"] for r in rows), \
-        {(r["_node"], r["_pid"]) for r in rows if r["_tensorflow"]}
+    assert not any(r["_tensorflow"] for r in rows), {
+        (r["_node"], r["_pid"]) for r in rows if r["_tensorflow"]
+    }
 
 
 def test_directory_tree_from_s3_on_two_nodes(cluster, s3, s3fs_, tree):
@@ -149,11 +164,9 @@ def test_directory_tree_from_s3_on_two_nodes(cluster, s3, s3fs_, tree):
 def test_remote_glob_and_storage_options(cluster, s3, tree):
     """A glob over the bucket, and an s3:// URL with fsspec storage_options (no filesystem)."""
     options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
-    ds = tray.read_tfrecords(f"s3://{tree}/split=t*/part-[01].tfrecords",
-                             storage_options=options)
+    ds = tray.read_tfrecords(f"s3://{tree}/split=t*/part-[01].tfrecords", storage_options=options)
     assert sorted(r["id"] for r in ds.take_all()) == list(range(2 * PER_FILE))
-    assert sorted(ds.input_files()) == [f"{tree}/split=train/part-{k}.tfrecords"
-                                        for k in range(2)]
+    assert sorted(ds.input_files()) == [f"{tree}/split=train/part-{k}.tfrecords" for k in range(2)]
     with pytest.raises(FileNotFoundError, match="no file matches"):
         tray.read_tfrecords(f"s3://{tree}/*/nothing-*.tfrecords", storage_options=options)
 
@@ -163,14 +176,18 @@ def test_pyarrow_s3_hive_partitions_and_filter(cluster, arrow_s3, tree):
 
     hive = Partitioning("hive", base_dir=tree)
     train = PathPartitionFilter.of(lambda d: d["split"] == "train", style="hive", base_dir=tree)
-    ds = tray.read_tfrecords(tree, filesystem=arrow_s3, partitioning=hive,
-                             partition_filter=train, include_paths=True,
-                             override_num_blocks=4)
+    ds = tray.read_tfrecords(
+        tree,
+        filesystem=arrow_s3,
+        partitioning=hive,
+        partition_filter=train,
+        include_paths=True,
+        override_num_blocks=4,
+    )
     rows = _probed(ds)
     assert sorted(r["id"] for r in rows) == list(range(4 * PER_FILE))
     assert {r["split"] for r in rows} == {"train"}
-    assert {r["path"] for r in rows} == {f"{tree}/split=train/part-{k}.tfrecords"
-                                         for k in range(4)}
+    assert {r["path"] for r in rows} == {f"{tree}/split=train/part-{k}.tfrecords" for k in range(4)}
     _check_tasks(rows, cluster)
 
 
@@ -188,7 +205,7 @@ def test_big_remote_file_split_by_its_index(cluster, s3, s3fs_, tree, monkeypatc
     for _, path, ranged in s3.range_reads("all.tfrecords"):
         if path.endswith(".idx"):
             continue
-        start, _, end = ranged[len("bytes="):].partition("-")
+        start, _, end = ranged[len("bytes=") :].partition("-")
         spans.append(int(end or size - 1) - int(start) + 1)
     assert spans and max(spans) < size / 2, (spans, size)
 
@@ -200,14 +217,15 @@ def test_pyarrow_s3_reads_a_file_in_few_requests(cluster, s3, arrow_s3, tree):
     from tfrec_fast.storage import DEFAULTS
 
     s3.clear()
-    ds = tray.read_tfrecords(f"{BUCKET}/big/all.tfrecords", filesystem=arrow_s3,
-                             override_num_blocks=1)
+    ds = tray.read_tfrecords(
+        f"{BUCKET}/big/all.tfrecords", filesystem=arrow_s3, override_num_blocks=1
+    )
     assert sorted(r["id"] for r in ds.take_all()) == list(range(2000))
     size = arrow_s3.get_file_info(f"{BUCKET}/big/all.tfrecords").size
     assert 2 << 20 < size <= DEFAULTS.range_size
     spans = []
     for _, _, ranged in s3.range_reads("all.tfrecords"):
-        start, _, end = ranged[len("bytes="):].partition("-")
+        start, _, end = ranged[len("bytes=") :].partition("-")
         spans.append((int(start), int(end) + 1))
     whole = [s for s in spans if s == (0, size)]
     sample = [s for s in spans if s != (0, size)]
@@ -222,9 +240,13 @@ def test_ray_remote_args_place_every_task(cluster, s3fs_, tree):
     """ray_remote_args={"resources": ...} that only the second node has: every block (and the
     schema sample) made there."""
     _, _, worker = cluster
-    ds = tray.read_tfrecords(f"s3://{tree}", filesystem=s3fs_,
-                             ray_remote_args={"resources": {WORKER_RESOURCE: 0.01}},
-                             concurrency=2, override_num_blocks=3)
+    ds = tray.read_tfrecords(
+        f"s3://{tree}",
+        filesystem=s3fs_,
+        ray_remote_args={"resources": {WORKER_RESOURCE: 0.01}},
+        concurrency=2,
+        override_num_blocks=3,
+    )
     rows = _probed(ds, resources={WORKER_RESOURCE: 0.01})
     assert {r["_node"] for r in rows} == {worker} and all(r["_tfrec_core"] for r in rows)
     assert len(rows) == FILES * PER_FILE
@@ -232,6 +254,7 @@ def test_ray_remote_args_place_every_task(cluster, s3fs_, tree):
 
 def test_planning_reads_no_data_on_the_driver(cluster, s3fs_, tree, monkeypatch):
     """The schema is sampled in Ray tasks: the driver's own reader is never opened."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("the driver opened a file")
 
@@ -249,9 +272,11 @@ def test_write_to_s3_and_read_back(cluster, s3fs_, tree):
     tray.write_tfrecords(ds, f"s3://{out}", filesystem=s3fs_, index=True, manifest=True)
     names = sorted(n.rsplit("/", 1)[1] for n in s3fs_.ls(out, refresh=True))
     data = [n for n in names if n.endswith(".tar")]
-    assert len(data) == 3 and sorted(n for n in names if n.endswith(".idx")) == \
-        [n + ".idx" for n in data]
+    assert len(data) == 3 and sorted(n for n in names if n.endswith(".idx")) == [
+        n + ".idx" for n in data
+    ]
     assert [n for n in names if n not in data and not n.endswith(".idx")][0].endswith(
-        ".manifest.json")
+        ".manifest.json"
+    )
     back = tray.read_tfrecords(f"s3://{out}", filesystem=s3fs_, override_num_blocks=3)
     assert sorted(r["id"] for r in back.take_all()) == list(range(FILES * PER_FILE))

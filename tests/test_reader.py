@@ -1,19 +1,20 @@
 """Reader API behaviour: arguments, sources, TFRecordReader, batches, tell()."""
+
 from __future__ import annotations
 
 import bisect
 import io
 import os
 
+import _oracle
 import numpy as np
 import pytest
+from _util import read_all
+from conftest import make_payloads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import _oracle
 import tfrec_fast
-from conftest import make_payloads
-from _util import read_all
 
 
 def test_unknown_compression_value_error(tfrecord_file):
@@ -149,7 +150,7 @@ def test_read_batch_max_records(tfrecord_file, k):
     assert got == payloads
 
 
-@pytest.mark.parametrize("max_bytes", [1, 50, 1000, 5000, 10 ** 6])
+@pytest.mark.parametrize("max_bytes", [1, 50, 1000, 5000, 10**6])
 def test_read_batch_max_bytes(tfrecord_file, max_bytes):
     """read_batch(max_bytes=m) returns at most m payload bytes, unless a single record is larger
     (a batch always holds at least one record); no record lost."""
@@ -224,7 +225,7 @@ def test_record_batch_api(tfrecord_file):
     assert b.offsets[0] == 0
     assert b.data.tobytes() == b"".join(payloads)
     for i in range(n):
-        assert b.data[b.offsets[i]:b.offsets[i + 1]].tobytes() == payloads[i]
+        assert b.data[b.offsets[i] : b.offsets[i + 1]].tobytes() == payloads[i]
     assert b.positions.tolist() == _oracle.record_offsets(payloads)[:-1]
     assert b.nbytes >= int(b.offsets[-1])
 
@@ -309,6 +310,7 @@ def test_many_records_large_file(tmp_path):
 def test_concurrent_readers_in_threads(tmp_path):
     """Independent readers in threads (GIL released inside) all get every record intact."""
     import threading
+
     payloads = [(b"%05d" % i) * (i % 97) for i in range(3000)]
     p = tmp_path / "t.tfrecord"
     p.write_bytes(_oracle.build_file(payloads))
@@ -335,11 +337,13 @@ SMALL_SIZES = [0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129,
 
 
 @settings(max_examples=60, deadline=None)
-@given(sizes=st.lists(st.sampled_from(SMALL_SIZES), max_size=70),
-       repeat=st.booleans(),
-       max_records=st.one_of(st.none(), st.integers(1, 20)),
-       max_bytes=st.one_of(st.none(), st.integers(1, 2000)),
-       buffer_size=st.sampled_from([4096, 4103, 1 << 20]))
+@given(
+    sizes=st.lists(st.sampled_from(SMALL_SIZES), max_size=70),
+    repeat=st.booleans(),
+    max_records=st.one_of(st.none(), st.integers(1, 20)),
+    max_bytes=st.one_of(st.none(), st.integers(1, 2000)),
+    buffer_size=st.sampled_from([4096, 4103, 1 << 20]),
+)
 def test_small_records_in_batches_round_trip(sizes, repeat, max_records, max_bytes, buffer_size):
     """Records of small sizes (all one size, or mixed) come back whole, in order, at their header
     offsets, in batches that keep both limits (a batch's first record is taken whatever its
@@ -360,10 +364,13 @@ def test_small_records_in_batches_round_trip(sizes, repeat, max_records, max_byt
 
 
 @settings(max_examples=150, deadline=None)
-@given(sizes=st.lists(st.sampled_from([0, 5, 10, 64, 266]), min_size=1, max_size=40),
-       where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7),
-       max_records=st.one_of(st.none(), st.integers(1, 20)),
-       max_bytes=st.one_of(st.none(), st.integers(1, 600)))
+@given(
+    sizes=st.lists(st.sampled_from([0, 5, 10, 64, 266]), min_size=1, max_size=40),
+    where=st.floats(0, 1, exclude_max=True),
+    bit=st.integers(0, 7),
+    max_records=st.one_of(st.none(), st.integers(1, 20)),
+    max_bytes=st.one_of(st.none(), st.integers(1, 600)),
+)
 def test_one_flipped_bit_stops_at_its_record(sizes, where, bit, max_records, max_bytes):
     """A bit flipped anywhere in a file of many records of a few sizes (checked in groups, most
     headers by their length's known checksum): the records before the damaged one come out
@@ -377,8 +384,9 @@ def test_one_flipped_bit_stops_at_its_record(sizes, where, bit, max_records, max
     got = []
     with pytest.raises(tfrec_fast.DataLossError) as info:
         with tfrec_fast.TFRecordReader(_oracle.flip_bit(data, at, bit)) as r:
-            for batch in r.iter_batches(max_records=max_records, max_bytes=max_bytes,
-                                        num_threads=1):
+            for batch in r.iter_batches(
+                max_records=max_records, max_bytes=max_bytes, num_threads=1
+            ):
                 assert max_records is None or len(batch) <= max_records
                 assert max_bytes is None or len(batch) == 1 or batch.nbytes <= max_bytes
                 got += [bytes(x) for x in batch]

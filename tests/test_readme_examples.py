@@ -12,6 +12,7 @@ must be given. The tutorials (docs/guide/tutorials.md) also run in this process,
 namespace, checking that they import tfrec_fast as tfr and write their files under ``tempfile``'s
 directory. The README's first ```bash block holds the two set-up commands .ci/run reads.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -34,7 +35,7 @@ NOT_RUN = re.compile(r"^<!--\s*not-run:(.*?)-->\s*$", re.MULTILINE)  # on a line
 
 class Block(NamedTuple):
     page: Path
-    first: int              # 1-based line number of the block's first line of code
+    first: int  # 1-based line number of the block's first line of code
     code: str
     not_run: Optional[str]  # the reason given above the fence, or None: it runs
 
@@ -83,11 +84,13 @@ def needs_marks(code):
 
 # ---- the pages as a whole -------------------------------------------------------------------
 
+
 def test_the_readme_starts_with_the_two_setup_commands():
     """.ci/run runs the command lines of the README's first ```bash block, and wants two."""
     first = blocks(README, "bash")[0]
-    commands = [line for line in first.code.splitlines() if line.strip()
-                and not line.startswith("#")]
+    commands = [
+        line for line in first.code.splitlines() if line.strip() and not line.startswith("#")
+    ]
     assert len(commands) == 2 and commands[0].startswith("python3 -m venv .venv")
     assert "pytest" in commands[1]
 
@@ -108,10 +111,14 @@ def test_the_pages_have_their_examples():
 
 # ---- every block ----------------------------------------------------------------------------
 
-RUN = [pytest.param(b.page.name, b.first, b.code, id=b.name, marks=needs_marks(b.code))
-       for b in ALL if b.not_run is None]
-NOT_RUN_BLOCKS = [pytest.param(b.page.name, b.first, b.code, id=b.name)
-                  for b in ALL if b.not_run is not None]
+RUN = [
+    pytest.param(b.page.name, b.first, b.code, id=b.name, marks=needs_marks(b.code))
+    for b in ALL
+    if b.not_run is None
+]
+NOT_RUN_BLOCKS = [
+    pytest.param(b.page.name, b.first, b.code, id=b.name) for b in ALL if b.not_run is not None
+]
 
 
 @pytest.mark.parametrize("page, first, code", RUN)
@@ -120,8 +127,9 @@ def test_every_snippet_runs_as_written(page, first, code, tmp_path):
     (tmp_path / "tests").symlink_to(ROOT / "tests")  # "run from the repository"
     script = tmp_path / "snippet.py"
     script.write_text("\n" * (first - 1) + code)  # the page's line numbers in tracebacks
-    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, f"{page} line {first}:\n{out.stderr[-3000:]}"
 
 

@@ -1,6 +1,7 @@
 """Remote data through real servers on 127.0.0.1: an S3 server (moto) read with s3fs, and an HTTP
 server with Range support. The conformance corpus gives the same records and the same errors as
 local files; globs, indexes and random access, writing, the CLI, faults and credentials."""
+
 from __future__ import annotations
 
 import gc
@@ -13,10 +14,9 @@ import threading
 import time
 import uuid
 
+import _corpus
 import numpy as np
 import pytest
-
-import _corpus
 from _servers import RangeHTTPServer, S3Server
 from _util import check_error, read_all
 
@@ -32,9 +32,10 @@ def _missing(*modules):
 
 
 MISSING = _missing("fsspec", "s3fs", "moto.server", "aiohttp")
-pytestmark = [pytest.mark.remote,
-              pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (pip install "
-                                                       "'.[test]')")]
+pytestmark = [
+    pytest.mark.remote,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (pip install '.[test]')"),
+]
 
 import tfrec_fast as tfr  # noqa: E402
 from tfrec_fast import index as index_module  # noqa: E402
@@ -51,6 +52,7 @@ HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 
 
 # ---- servers -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def s3():
@@ -70,6 +72,7 @@ def s3_options(s3):
 @pytest.fixture(scope="module")
 def s3fs_(s3_options):
     import s3fs
+
     return s3fs.S3FileSystem(**s3_options)
 
 
@@ -84,8 +87,7 @@ def http():
 def quick_retries(monkeypatch, request, tmp_path):
     """Retries without the production back-off, an index cache of the test's own, and no fault
     left over from another test."""
-    monkeypatch.setattr(storage_settings, "DEFAULTS",
-                        storage_settings.Settings(retry_delay=0.01))
+    monkeypatch.setattr(storage_settings, "DEFAULTS", storage_settings.Settings(retry_delay=0.01))
     monkeypatch.setenv("TFREC_FAST_CACHE_DIR", str(tmp_path / "cache"))
     for name in ("s3", "http"):
         if name in request.fixturenames:
@@ -101,6 +103,7 @@ def bucket(s3fs_):
 
 def frame_file(records) -> bytes:
     import io
+
     out = io.BytesIO()
     with tfr.TFRecordWriter(out) as writer:
         writer.write_batch(records)
@@ -114,6 +117,7 @@ def sized_records(n, seed=0, low=500, high=3000):
 
 # ---- the conformance corpus through each server ------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def corpus_urls(s3fs_, s3_options, http):
     """{"s3" | "http": (url of a corpus file, storage_options)}: every corpus file uploaded."""
@@ -123,14 +127,18 @@ def corpus_urls(s3fs_, s3_options, http):
         rel, data = path.relative_to(root).as_posix(), path.read_bytes()
         s3fs_.pipe_file(f"corpus/{rel}", data)
         http.files[f"/corpus/{rel}"] = data
-    return {"s3": (lambda rel: f"s3://corpus/{rel}", s3_options),
-            "http": (lambda rel: http.url(f"/corpus/{rel}"), None)}
+    return {
+        "s3": (lambda rel: f"s3://corpus/{rel}", s3_options),
+        "http": (lambda rel: http.url(f"/corpus/{rel}"), None),
+    }
 
 
 def _summary(result):
     records, error = result
-    return ([hashlib.sha256(r).hexdigest() for r in records],
-            None if error is None else (error.reason, error.record_index, error.offset))
+    return (
+        [hashlib.sha256(r).hexdigest() for r in records],
+        None if error is None else (error.reason, error.record_index, error.offset),
+    )
 
 
 @pytest.mark.parametrize("server", ["s3", "http"])
@@ -150,8 +158,10 @@ def test_corpus_reads_the_same_through_the_server(corpus_urls, server, case):
     auto = read_all(url, compression="auto", storage_options=options)
     assert _summary(auto) == _summary(read_all(str(case.path), compression="auto"))
     if case.well_formed:
-        assert tfr.count_records(url, case.compression, storage_options=options) == \
-            case.expected["record_count"]
+        assert (
+            tfr.count_records(url, case.compression, storage_options=options)
+            == case.expected["record_count"]
+        )
 
 
 @pytest.mark.parametrize("server", ["s3", "http"])
@@ -172,18 +182,27 @@ def test_read_examples_over_s3(corpus_urls, corpus_file):
 
 # ---- globs and missing files -------------------------------------------------------------------
 
+
 def test_s3_globs_sorted_hidden_left_out(s3fs_, s3_options, bucket):
-    for name in ("train-00001-of-00002.tfrecord", "train-00000-of-00002.tfrecord",
-                 ".train-00002.tfrecord.tmp-x", "sub/train-00000-of-00001.tfrecord", "eval.txt"):
+    for name in (
+        "train-00001-of-00002.tfrecord",
+        "train-00000-of-00002.tfrecord",
+        ".train-00002.tfrecord.tmp-x",
+        "sub/train-00000-of-00001.tfrecord",
+        "eval.txt",
+    ):
         s3fs_.pipe_file(f"{bucket}/{name}", frame_file([name.encode()]))
     urls = expand_pattern(f"s3://{bucket}/train-*.tfrecord", storage_options=s3_options)
-    assert urls == [f"s3://{bucket}/train-00000-of-00002.tfrecord",
-                    f"s3://{bucket}/train-00001-of-00002.tfrecord"]
-    assert expand_pattern(f"s3://{bucket}/**/train-*-of-00001.tfrecord",
-                          storage_options=s3_options) == \
-        [f"s3://{bucket}/sub/train-00000-of-00001.tfrecord"]
-    records = tfr.read_records(f"s3://{bucket}/train-*-of-00002.tfrecord", copy=True,
-                               storage_options=s3_options)
+    assert urls == [
+        f"s3://{bucket}/train-00000-of-00002.tfrecord",
+        f"s3://{bucket}/train-00001-of-00002.tfrecord",
+    ]
+    assert expand_pattern(
+        f"s3://{bucket}/**/train-*-of-00001.tfrecord", storage_options=s3_options
+    ) == [f"s3://{bucket}/sub/train-00000-of-00001.tfrecord"]
+    records = tfr.read_records(
+        f"s3://{bucket}/train-*-of-00002.tfrecord", copy=True, storage_options=s3_options
+    )
     assert list(records) == [b"train-00000-of-00002.tfrecord", b"train-00001-of-00002.tfrecord"]
     with pytest.raises(FileNotFoundError, match="no file matches") as error:
         tfr.count_records(f"s3://{bucket}/test-*.tfrecord", storage_options=s3_options)
@@ -198,14 +217,17 @@ def test_s3_globs_sorted_hidden_left_out(s3fs_, s3_options, bucket):
 def test_http_glob_and_missing(http):
     for name in ("b.tfrecord", "a.tfrecord", "notes.txt"):
         http.files[f"/glob/{name}"] = frame_file([name.encode()])
-    assert expand_pattern(http.url("/glob/*.tfrecord")) == [http.url("/glob/a.tfrecord"),
-                                                            http.url("/glob/b.tfrecord")]
+    assert expand_pattern(http.url("/glob/*.tfrecord")) == [
+        http.url("/glob/a.tfrecord"),
+        http.url("/glob/b.tfrecord"),
+    ]
     with pytest.raises(FileNotFoundError) as error:
         tfr.count_records(http.url("/glob/missing.tfrecord"))
     assert error.value.filename == http.url("/glob/missing.tfrecord")
 
 
 # ---- indexes and random access -----------------------------------------------------------------
+
 
 def test_index_of_remote_file_matches_local(corpus_urls, corpus_file, tmp_path):
     rel = "index/tiny_100k.tfrecord"
@@ -214,12 +236,17 @@ def test_index_of_remote_file_matches_local(corpus_urls, corpus_file, tmp_path):
     remote_index_url = url_of(rel) + ".made.idx"
     got = tfr.create_index(url_of(rel), remote_index_url, storage_options=options)
     assert all(np.array_equal(a, b) for a, b in zip(got, local))
-    assert all(np.array_equal(a, b) for a, b in zip(
-        tfr.load_index(remote_index_url, storage_options=options), local))
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(tfr.load_index(remote_index_url, storage_options=options), local)
+    )
     # the corpus's own index file, read remotely, against the remote data
-    with tfr.IndexedTFRecordReader(url_of(rel), url_of("index/tiny_100k.idx"),
-                                   storage_options=options) as reader, \
-            tfr.IndexedTFRecordReader(str(corpus_file(rel))) as local_reader:
+    with (
+        tfr.IndexedTFRecordReader(
+            url_of(rel), url_of("index/tiny_100k.idx"), storage_options=options
+        ) as reader,
+        tfr.IndexedTFRecordReader(str(corpus_file(rel))) as local_reader,
+    ):
         assert len(reader) == len(local_reader)
         indices = [len(reader) - 1, 0, 3, 3, 1]
         got, want = reader.get_batch(indices), local_reader.get_batch(indices)
@@ -231,8 +258,9 @@ def test_index_of_remote_file_matches_local(corpus_urls, corpus_file, tmp_path):
 
 
 @pytest.mark.parametrize("server", ["s3", "http"])
-def test_get_batch_is_few_concurrent_range_requests(server, s3, s3fs_, s3_options, http,
-                                                    bucket, monkeypatch):
+def test_get_batch_is_few_concurrent_range_requests(
+    server, s3, s3fs_, s3_options, http, bucket, monkeypatch
+):
     records = sized_records(3000, seed=1)
     data = frame_file(records)
     if server == "s3":
@@ -280,8 +308,7 @@ def test_random_access_errors_name_the_url(s3fs_, s3_options, bucket):
     with tfr.IndexedTFRecordReader(url, (offsets, sizes), storage_options=s3_options) as reader:
         with pytest.raises(tfr.DataLossError) as error:
             reader.get_batch([3, 10, 4])
-        check_error(error.value, reason="data_checksum", record_index=10,
-                    offset=int(offsets[10]))
+        check_error(error.value, reason="data_checksum", record_index=10, offset=int(offsets[10]))
         assert error.value.path == url
         batch = reader.get_batch([3, 10, 4], skip_corrupt=True)
         assert batch.to_list() == [records[3], records[4]]
@@ -317,8 +344,9 @@ def test_reader_made_before_fork_reads_in_the_child(s3fs_, s3_options, bucket):
 def _read_in_child(reader, url, options, queue):
     try:
         batch = reader.get_batch([5, 7]).to_list()
-        queue.put((batch[0], batch[1], list(tfr.read_records(url, copy=True,
-                                                             storage_options=options))))
+        queue.put(
+            (batch[0], batch[1], list(tfr.read_records(url, copy=True, storage_options=options)))
+        )
     except BaseException as error:
         queue.put(repr(error))
 
@@ -368,8 +396,10 @@ def _read_and_collect(reader, url, queue):
 
 # ---- writing -----------------------------------------------------------------------------------
 
-def test_writer_uploads_while_writing_and_publishes_on_close(s3, s3fs_, s3_options, bucket,
-                                                             monkeypatch):
+
+def test_writer_uploads_while_writing_and_publishes_on_close(
+    s3, s3fs_, s3_options, bucket, monkeypatch
+):
     monkeypatch.setattr(storage_remote, "WRITE_BLOCK_SIZE", 5 << 20)  # S3's smallest part
     records = sized_records(130, seed=4, low=90_000, high=110_000)  # ~13 MB: 2 parts + the rest
     url = f"s3://{bucket}/w.tfrecord"
@@ -385,28 +415,34 @@ def test_writer_uploads_while_writing_and_publishes_on_close(s3, s3fs_, s3_optio
     gz = f"s3://{bucket}/w.tfrecord.gz"
     with tfr.TFRecordWriter(gz, "gzip", storage_options=s3_options) as writer:
         writer.write_batch(records[:10])
-    assert list(tfr.read_records(gz, "auto", copy=True, storage_options=s3_options)) == \
-        records[:10]
+    assert list(tfr.read_records(gz, "auto", copy=True, storage_options=s3_options)) == records[:10]
 
 
 def test_sharded_writer_to_s3(s3fs_, s3_options, bucket):
     spec = {"id": tfr.FixedLen((), "int64")}
     out = f"s3://{bucket}/out"
-    with tfr.ShardedWriter(out, "train", num_shards=3, index=True, spec=spec,
-                           storage_options=s3_options) as writer:
+    with tfr.ShardedWriter(
+        out, "train", num_shards=3, index=True, spec=spec, storage_options=s3_options
+    ) as writer:
         writer.write_examples({"id": np.arange(100)})
         s3fs_.invalidate_cache()
         names = [os.path.basename(p) for p in s3fs_.find(f"{bucket}/out")]
         assert all(n.startswith(".") for n in names)  # nothing under a final name yet
     s3fs_.invalidate_cache()
     assert sorted(os.path.basename(p) for p in s3fs_.find(f"{bucket}/out")) == [
-        f"train-0000{i}-of-00003.tfrecord{x}" for i in range(3) for x in ("", ".idx")] + \
-        ["train.manifest.json"]
+        f"train-0000{i}-of-00003.tfrecord{x}" for i in range(3) for x in ("", ".idx")
+    ] + ["train.manifest.json"]
     assert writer.shards == [f"{out}/train-0000{i}-of-00003.tfrecord" for i in range(3)]
     manifest = tfr.read_manifest(writer.manifest_path, storage_options=s3_options)
     assert manifest["paths"] == writer.shards and manifest["total_records"] == 100
-    ids = np.concatenate([b["id"] for b in tfr.read_examples(
-        manifest["paths"], manifest["spec"], batch_size=64, storage_options=s3_options)])
+    ids = np.concatenate(
+        [
+            b["id"]
+            for b in tfr.read_examples(
+                manifest["paths"], manifest["spec"], batch_size=64, storage_options=s3_options
+            )
+        ]
+    )
     assert sorted(ids.tolist()) == list(range(100))
     shard = manifest["paths"][1]
     with tfr.IndexedTFRecordReader(shard, shard + ".idx", storage_options=s3_options) as reader:
@@ -419,8 +455,9 @@ def test_sharded_writer_to_s3(s3fs_, s3_options, bucket):
 def test_sharded_writer_failure_leaves_no_final_name(s3fs_, s3_options, bucket):
     out = f"s3://{bucket}/failed"
     with pytest.raises(RuntimeError, match="stop"):
-        with tfr.ShardedWriter(out, "train", records_per_shard=10,
-                               storage_options=s3_options) as writer:
+        with tfr.ShardedWriter(
+            out, "train", records_per_shard=10, storage_options=s3_options
+        ) as writer:
             writer.write_batch([b"%d" % i for i in range(25)])
             raise RuntimeError("stop")
     s3fs_.invalidate_cache()
@@ -435,8 +472,10 @@ def test_sharded_writer_failure_leaves_no_final_name(s3fs_, s3_options, bucket):
 
 def test_convert_numpy_to_s3(s3fs_, s3_options, bucket):
     from tfrec_fast.convert import convert_numpy
-    summary = convert_numpy({"x": np.arange(30)}, f"s3://{bucket}/np", records_per_shard=16,
-                            storage_options=s3_options)
+
+    summary = convert_numpy(
+        {"x": np.arange(30)}, f"s3://{bucket}/np", records_per_shard=16, storage_options=s3_options
+    )
     assert summary.records == 30 and len(summary.shards) == 2
     assert summary.bytes == sum(s3fs_.size(p) for p in summary.shards)
     assert tfr.count_records(summary.shards, storage_options=s3_options) == 30
@@ -444,9 +483,16 @@ def test_convert_numpy_to_s3(s3fs_, s3_options, bucket):
 
 # ---- the command line --------------------------------------------------------------------------
 
+
 def test_cli_over_s3(s3, s3fs_, bucket, capsys, tmp_path):
-    options = ["--storage-option", f"endpoint_url={s3.endpoint}",
-               "--storage-option", "key=testing", "--storage-option", "secret=testing"]
+    options = [
+        "--storage-option",
+        f"endpoint_url={s3.endpoint}",
+        "--storage-option",
+        "key=testing",
+        "--storage-option",
+        "secret=testing",
+    ]
     records = sized_records(20, seed=5)
     for i in range(2):
         s3fs_.pipe_file(f"{bucket}/c-{i}.tfrecord", frame_file(records))
@@ -460,8 +506,9 @@ def test_cli_over_s3(s3, s3fs_, bucket, capsys, tmp_path):
     assert main(["verify", *options, f"s3://{bucket}/c-0.tfrecord", "--repair", out]) == 0
     assert s3fs_.cat_file(out[5:]) == frame_file(records)
     examples = f"s3://{bucket}/examples.tfrecord"
-    with tfr.TFRecordWriter(examples, storage_options=dict(
-            endpoint_url=s3.endpoint, key="testing", secret="testing")) as writer:
+    with tfr.TFRecordWriter(
+        examples, storage_options=dict(endpoint_url=s3.endpoint, key="testing", secret="testing")
+    ) as writer:
         writer.write_example({"label": 7})
     capsys.readouterr()
     assert main(["cat", *options, examples]) == 0
@@ -469,19 +516,46 @@ def test_cli_over_s3(s3, s3fs_, bucket, capsys, tmp_path):
     assert main(["schema", *options, examples]) == 0
     assert 'FixedLen((), "int64")' in capsys.readouterr().out
     np.savez(tmp_path / "arrays.npz", x=np.arange(12))
-    assert main(["convert", "numpy", str(tmp_path / "arrays.npz"), f"s3://{bucket}/converted",
-                 "--num-shards", "2", *options]) == 0
-    assert tfr.count_records(f"s3://{bucket}/converted/arrays-*-of-00002.tfrecord",
-                             storage_options=dict(endpoint_url=s3.endpoint, key="testing",
-                                                  secret="testing")) == 12
+    assert (
+        main(
+            [
+                "convert",
+                "numpy",
+                str(tmp_path / "arrays.npz"),
+                f"s3://{bucket}/converted",
+                "--num-shards",
+                "2",
+                *options,
+            ]
+        )
+        == 0
+    )
+    assert (
+        tfr.count_records(
+            f"s3://{bucket}/converted/arrays-*-of-00002.tfrecord",
+            storage_options=dict(endpoint_url=s3.endpoint, key="testing", secret="testing"),
+        )
+        == 12
+    )
     capsys.readouterr()
-    assert main(["count", *options[:4], "--storage-option", "secret=s3cr3t-value",
-                 f"s3://{bucket}/missing.tfrecord"]) == 1
+    assert (
+        main(
+            [
+                "count",
+                *options[:4],
+                "--storage-option",
+                "secret=s3cr3t-value",
+                f"s3://{bucket}/missing.tfrecord",
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert err == f"ERROR s3://{bucket}/missing.tfrecord: No such file or directory\n"
 
 
 # ---- faults ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("fault", ["503", "drop", "short"])
 @pytest.mark.parametrize("server", ["s3", "http"])
@@ -515,8 +589,9 @@ def test_persistent_fault_is_an_oserror_naming_url_and_offset(fault, http):
     url = http.url("/faults/p.tfrecord")
     http.inject(fault, 1 + RETRIES, from_offset=64 << 10)  # block 0 arrives, not 1
     # one range of 64 KiB at a time: requests in file order
-    reader = tfr.TFRecordReader(url, storage_options={
-        "range_size": 64 << 10, "read_ahead": 64 << 10, "retry_delay": 0.01})
+    reader = tfr.TFRecordReader(
+        url, storage_options={"range_size": 64 << 10, "read_ahead": 64 << 10, "retry_delay": 0.01}
+    )
     with pytest.raises(OSError) as error:
         for _ in reader:
             pass
@@ -549,6 +624,7 @@ def test_network_waits_release_the_gil(http, access):
                 result.append(list(tfr.read_records(url, copy=True)))
         except BaseException as error:
             result.append(error)
+
     thread = threading.Thread(target=read)
     thread.start()
     while http.held == 0 and thread.is_alive():  # Python runs here while the read waits
@@ -577,8 +653,10 @@ def test_credentials_never_in_messages(http, monkeypatch):
     seen += [str(w.message) for w in warned]
     http.inject("503", 1 + RETRIES)  # every fault hits range 0
     with pytest.raises(OSError) as error:
-        tfr.count_records(secret_url % "good.tfrecord", storage_options={
-            "range_size": 64 << 10, "read_ahead": 64 << 10, "retry_delay": 0.01})
+        tfr.count_records(
+            secret_url % "good.tfrecord",
+            storage_options={"range_size": 64 << 10, "read_ahead": 64 << 10, "retry_delay": 0.01},
+        )
     seen.append(str(error.value))
     assert shown % "good.tfrecord" in str(error.value)
     with pytest.raises(FileNotFoundError) as error:
@@ -593,12 +671,14 @@ def test_credentials_never_in_messages(http, monkeypatch):
 
 # ---- filesystems given as objects ----------------------------------------------------------------
 
+
 def test_fsspec_filesystem_object(s3fs_, bucket):
     records = sized_records(30, seed=9)
     s3fs_.pipe_file(f"{bucket}/o.tfrecord", frame_file(records))
     assert list(tfr.read_records(f"{bucket}/o.tfrecord", copy=True, filesystem=s3fs_)) == records
-    assert list(tfr.read_records(f"s3://{bucket}/o.tfrecord", copy=True,
-                                 filesystem=s3fs_)) == records
+    assert (
+        list(tfr.read_records(f"s3://{bucket}/o.tfrecord", copy=True, filesystem=s3fs_)) == records
+    )
     with pytest.raises(ValueError, match="not both"):
         tfr.count_records(f"{bucket}/o.tfrecord", filesystem=s3fs_, storage_options={"a": 1})
 
@@ -606,10 +686,12 @@ def test_fsspec_filesystem_object(s3fs_, bucket):
 @pytest.mark.skipif(not HAVE_PYARROW, reason="needs pyarrow")
 def test_pyarrow_filesystem(tmp_path, corpus_file):
     import pyarrow.fs
+
     path = str(corpus_file("index/tiny_100k.tfrecord"))
     fs = pyarrow.fs.LocalFileSystem()
-    assert list(tfr.read_records(path, copy=True, filesystem=fs)) == \
-        list(tfr.read_records(path, copy=True))
+    assert list(tfr.read_records(path, copy=True, filesystem=fs)) == list(
+        tfr.read_records(path, copy=True)
+    )
     with tfr.IndexedTFRecordReader(path, filesystem=fs) as reader:
         assert bytes(reader[3]) == bytes(tfr.IndexedTFRecordReader(path)[3])
     out = str(tmp_path / "w.tfrecord")
@@ -620,6 +702,7 @@ def test_pyarrow_filesystem(tmp_path, corpus_file):
 
 # ---- PyTorch DataLoader workers over s3:// shards ------------------------------------------------
 
+
 @pytest.mark.torch
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch")
 @pytest.mark.parametrize("start", ["fork", "spawn"])
@@ -628,6 +711,7 @@ def test_dataloader_workers_over_s3(start, s3, s3fs_, bucket, monkeypatch):
     environment, which is how endpoint and keys reach it)."""
     import s3fs
     import torch
+
     from tfrec_fast.torch import IndexedTFRecordDataset, TFRecordDataset
 
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3.endpoint)
@@ -641,13 +725,18 @@ def test_dataloader_workers_over_s3(start, s3, s3fs_, bucket, monkeypatch):
         total += n
     spec = {"id": tfr.FixedLen((), "int64")}
     pattern = f"s3://{bucket}/part-*.tfrecord"
-    loader = torch.utils.data.DataLoader(TFRecordDataset(pattern, spec=spec), batch_size=8,
-                                         num_workers=2, multiprocessing_context=start)
+    loader = torch.utils.data.DataLoader(
+        TFRecordDataset(pattern, spec=spec),
+        batch_size=8,
+        num_workers=2,
+        multiprocessing_context=start,
+    )
     ids = torch.cat([b["id"] for b in loader]).tolist()
     assert sorted(ids) == list(range(total))
     indexed = IndexedTFRecordDataset(pattern, spec)
     sampler = torch.utils.data.RandomSampler(indexed, generator=torch.Generator().manual_seed(0))
-    loader = torch.utils.data.DataLoader(indexed, batch_size=16, sampler=sampler, num_workers=2,
-                                         multiprocessing_context=start)
+    loader = torch.utils.data.DataLoader(
+        indexed, batch_size=16, sampler=sampler, num_workers=2, multiprocessing_context=start
+    )
     ids = torch.cat([b["id"] for b in loader]).tolist()
     assert sorted(ids) == list(range(total))

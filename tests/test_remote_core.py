@@ -1,6 +1,7 @@
 """The parts of the storage layer that need no fsspec: telling URLs from paths, masking
 credentials, file:// URLs, local globs as Locations, settings in storage_options,
 --storage-option, and the error a URL gives where fsspec is not installed."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,18 +16,32 @@ from tfrec_fast._cli_options import storage_option
 from tfrec_fast.cli import main
 
 
-@pytest.mark.parametrize("text,url", [
-    ("s3://bucket/train-*.tfrecord", True), ("gs://b/x", True), ("az://c/x", True),
-    ("https://host/x.tfrecord", True), ("memory://x", True), ("file:///tmp/x", True),
-    ("simplecache::s3://b/x", True), ("/tmp/x.tfrecord", False), ("x.tfrecord", False),
-    ("C:\\data\\x.tfrecord", False), ("train-*.tfrecord", False), ("a:b/c", False)])
+@pytest.mark.parametrize(
+    "text,url",
+    [
+        ("s3://bucket/train-*.tfrecord", True),
+        ("gs://b/x", True),
+        ("az://c/x", True),
+        ("https://host/x.tfrecord", True),
+        ("memory://x", True),
+        ("file:///tmp/x", True),
+        ("simplecache::s3://b/x", True),
+        ("/tmp/x.tfrecord", False),
+        ("x.tfrecord", False),
+        ("C:\\data\\x.tfrecord", False),
+        ("train-*.tfrecord", False),
+        ("a:b/c", False),
+    ],
+)
 def test_is_url(text, url):
     assert storage.is_url(text) is url
 
 
 def test_redact_masks_user_info_and_query_strings():
-    text = ("GET https://alice:hunter2@host:9000/b/k?X-Amz-Signature=abc&x=1 failed; "
-            "see s3://key:secret@bucket/k")
+    text = (
+        "GET https://alice:hunter2@host:9000/b/k?X-Amz-Signature=abc&x=1 failed; "
+        "see s3://key:secret@bucket/k"
+    )
     masked = storage.redact(text)
     assert masked == ("GET https://***@host:9000/b/k?*** failed; see s3://***@bucket/k")
     assert storage.redact("/local/path?not-a-query") == "/local/path?not-a-query"
@@ -46,9 +61,11 @@ def test_file_urls_are_local_paths_without_fsspec(tmp_path, monkeypatch):
 
 def test_url_without_fsspec_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "fsspec", None)
-    for call in (lambda: tfr.count_records("s3://bucket/x.tfrecord"),
-                 lambda: tfr.TFRecordWriter("gs://bucket/x.tfrecord"),
-                 lambda: tfr.IndexedTFRecordReader("https://host/x.tfrecord")):
+    for call in (
+        lambda: tfr.count_records("s3://bucket/x.tfrecord"),
+        lambda: tfr.TFRecordWriter("gs://bucket/x.tfrecord"),
+        lambda: tfr.IndexedTFRecordReader("https://host/x.tfrecord"),
+    ):
         with pytest.raises(ImportError, match=r"pip install 'tfrec_fast\[remote\]'"):
             call()
 
@@ -61,11 +78,15 @@ def test_storage_options_are_for_urls(tmp_path):
 
 
 def test_storage_option_values(capsys):
-    assert storage_option("endpoint_url=http://127.0.0.1:9000") == \
-        ("endpoint_url", "http://127.0.0.1:9000")
+    assert storage_option("endpoint_url=http://127.0.0.1:9000") == (
+        "endpoint_url",
+        "http://127.0.0.1:9000",
+    )
     assert storage_option("anon=true") == ("anon", True)
-    assert storage_option("client_kwargs={\"region_name\": \"eu-west-1\"}") == \
-        ("client_kwargs", {"region_name": "eu-west-1"})
+    assert storage_option('client_kwargs={"region_name": "eu-west-1"}') == (
+        "client_kwargs",
+        {"region_name": "eu-west-1"},
+    )
     assert storage_option("token=") == ("token", "")
     with pytest.raises(SystemExit) as exit_:
         main(["count", "--storage-option", "s3cr3t", "x.tfrecord"])
@@ -101,8 +122,10 @@ def test_local_globs_are_locations_of_the_local_store(tmp_path):
     for name in ("b.tfrecord", "a.tfrecord"):
         (tmp_path / name).write_bytes(b"")
     found = storage.expand(str(tmp_path / "*.tfrecord"))
-    assert [loc.url for loc in found] == [str(tmp_path / "a.tfrecord"),
-                                          str(tmp_path / "b.tfrecord")]
+    assert [loc.url for loc in found] == [
+        str(tmp_path / "a.tfrecord"),
+        str(tmp_path / "b.tfrecord"),
+    ]
     assert all(loc.os_path == loc.url for loc in found)
     with pytest.raises(FileNotFoundError, match="no file matches") as error:
         storage.expand(str(tmp_path / "*.idx"))
@@ -110,8 +133,9 @@ def test_local_globs_are_locations_of_the_local_store(tmp_path):
 
 
 def test_settings_ride_in_storage_options(tmp_path, monkeypatch):
-    fs_options, settings = storage.split_options({"anon": True, "retries": 7,
-                                                  "range_size": 1 << 20})
+    fs_options, settings = storage.split_options(
+        {"anon": True, "retries": 7, "range_size": 1 << 20}
+    )
     assert fs_options == {"anon": True}
     assert (settings.retries, settings.range_size) == (7, 1 << 20)
     assert storage.split_options(None)[1] is storage.DEFAULTS

@@ -4,6 +4,7 @@ counted by the servers: streaming many shards and one large object with ranges i
 across objects and a bounded window, DDP planning without downloads (bytes per job with and
 without indexes, fork and spawn workers), objects replaced while they are read, credentials,
 retries, and storage_options / filesystem on every entry point."""
+
 from __future__ import annotations
 
 import importlib
@@ -20,7 +21,6 @@ import uuid
 
 import numpy as np
 import pytest
-
 from _servers import RangeHTTPServer, S3Server
 
 
@@ -35,9 +35,10 @@ def _missing(*modules):
 
 
 MISSING = _missing("fsspec", "s3fs", "moto.server", "aiohttp")
-pytestmark = [pytest.mark.remote,
-              pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (pip install "
-                                                       "'.[test]')")]
+pytestmark = [
+    pytest.mark.remote,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (pip install '.[test]')"),
+]
 
 import tfrec_fast as tfr  # noqa: E402
 from tfrec_fast import storage  # noqa: E402
@@ -49,6 +50,7 @@ SPEC = {"id": tfr.FixedLen((), "int64")}
 
 
 # ---- servers and data -------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def http():
@@ -75,6 +77,7 @@ def s3_options(s3):
 @pytest.fixture(scope="module")
 def s3fs_(s3_options):
     import s3fs
+
     return s3fs.S3FileSystem(**s3_options)
 
 
@@ -119,6 +122,7 @@ def examples(first: int, n: int, seed: int = 0) -> bytes:
 def index_text(data: bytes) -> bytes:
     """The index file of ``data`` (the text format of the tfrecord package and DALI)."""
     from tfrec_fast import _core
+
     return _core.format_index(*_index(data))
 
 
@@ -132,6 +136,7 @@ def _index(data: bytes):
 
 # ---- streaming at link speed ------------------------------------------------------------------
 
+
 def test_many_shards_stream_with_requests_in_flight_across_objects(http):
     """Eight shards of one range each, four ranges in flight: the server's gate passes only
     when four range reads wait at once, which happens only if the read-ahead reaches into the
@@ -142,8 +147,11 @@ def test_many_shards_stream_with_requests_in_flight_across_objects(http):
     total = sum(len(http.files[f"/many/part-{k}.tfrecord"]) for k in range(8))
     options = {"range_size": 64 << 10, "read_ahead": 4 * (64 << 10), "concurrency": 4}
     http.gate(4)
-    got = list(tfr.read_records(http.url("/many/part-*.tfrecord"), copy=True, num_threads=1,
-                                storage_options=options))
+    got = list(
+        tfr.read_records(
+            http.url("/many/part-*.tfrecord"), copy=True, num_threads=1, storage_options=options
+        )
+    )
     http.gate(0)
     assert not http.gate_broken
     assert got == [r for records in shards for r in records]
@@ -176,12 +184,16 @@ def test_read_ahead_holds_at_most_its_bound(http, threads):
     for k, records in enumerate(shards):
         http.files[f"/bound/p-{k}.tfrecord"] = frame(records)
     options = {"range_size": 32 << 10, "read_ahead": 3 * (32 << 10), "concurrency": 16}
-    got = list(tfr.read_records(http.url("/bound/p-*.tfrecord"), copy=True,
-                                num_threads=threads, storage_options=options))
+    got = list(
+        tfr.read_records(
+            http.url("/bound/p-*.tfrecord"), copy=True, num_threads=threads, storage_options=options
+        )
+    )
     assert got == [r for records in shards for r in records]
     assert http.max_in_flight <= 3 + (threads if threads > 1 else 0)
-    assert http.bytes_for("/bound/") == sum(len(http.files[f"/bound/p-{k}.tfrecord"])
-                                             for k in range(4))
+    assert http.bytes_for("/bound/") == sum(
+        len(http.files[f"/bound/p-{k}.tfrecord"]) for k in range(4)
+    )
 
 
 def test_files_of_a_read_ahead_may_be_read_in_any_order(http):
@@ -189,8 +201,9 @@ def test_files_of_a_read_ahead_may_be_read_in_any_order(http):
     ranges; a file read again gets a stream of its own."""
     for k in range(3):
         http.files[f"/order/p-{k}.tfrecord"] = frame(sized_records(80, seed=20 + k))
-    locations = storage.expand(http.url("/order/p-*.tfrecord"),
-                               {"range_size": 32 << 10, "read_ahead": 2 * (32 << 10)})
+    locations = storage.expand(
+        http.url("/order/p-*.tfrecord"), {"range_size": 32 << 10, "read_ahead": 2 * (32 << 10)}
+    )
     ahead = storage.ReadAhead(locations)
     got = {}
     for k in (2, 0, 1, 2):
@@ -204,30 +217,39 @@ def test_files_of_a_read_ahead_may_be_read_in_any_order(http):
 
 def test_a_planned_range_fetches_its_bytes_and_no_more(http):
     from tfrec_fast import _loader
+
     records = sized_records(400, seed=3)
     data = frame(records)
     http.files["/plan/r.tfrecord"] = data
     offsets, _ = _index(data)
     url = http.url("/plan/r.tfrecord")
-    got = [bytes(r) for batch in _loader.read_range(url, 100, 250, offsets=offsets)
-           for r in batch]
+    got = [bytes(r) for batch in _loader.read_range(url, 100, 250, offsets=offsets) for r in batch]
     assert got == records[100:250]
     assert http.bytes_for("/plan/") == int(offsets[250] - offsets[100])
 
 
 # ---- planning without downloads ---------------------------------------------------------------
 
+
 def _rank_job(url, world: int, options_of_rank, start="fork", epochs=1):
     """Every rank of a DDP job in turn, each with two DataLoader workers: their ids."""
     import torch
+
     from tfrec_fast.torch import TFRecordDataset
 
     ids = []
     for rank in range(world):
-        ds = TFRecordDataset(url, spec=SPEC, batch_size=64, rank=rank, world_size=world,
-                             storage_options=options_of_rank(rank))
-        loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
-                                             multiprocessing_context=start)
+        ds = TFRecordDataset(
+            url,
+            spec=SPEC,
+            batch_size=64,
+            rank=rank,
+            world_size=world,
+            storage_options=options_of_rank(rank),
+        )
+        loader = torch.utils.data.DataLoader(
+            ds, batch_size=None, num_workers=2, multiprocessing_context=start
+        )
         for epoch in range(epochs):
             ds.set_epoch(epoch)
             ids += [i for batch in loader for i in batch["id"].tolist()]
@@ -253,13 +275,19 @@ def test_ddp_job_without_indexes_counts_once_per_rank(http, tmp_path):
     record once: (ranks + 1) x the data; the next epoch reads the data only."""
     data = examples(0, 3000, seed=1)
     http.files["/ddp2/a.tfrecord"] = data
-    ids = _rank_job(http.url("/ddp2/a.tfrecord"), 2,
-                    lambda rank: {"index_cache": str(tmp_path / f"machine-{rank}")})
+    ids = _rank_job(
+        http.url("/ddp2/a.tfrecord"),
+        2,
+        lambda rank: {"index_cache": str(tmp_path / f"machine-{rank}")},
+    )
     assert sorted(ids) == list(range(3000))
     assert http.bytes_sent <= (2 + 1) * len(data)
     http.clear()
-    ids = _rank_job(http.url("/ddp2/a.tfrecord"), 2,
-                    lambda rank: {"index_cache": str(tmp_path / f"machine-{rank}")})
+    ids = _rank_job(
+        http.url("/ddp2/a.tfrecord"),
+        2,
+        lambda rank: {"index_cache": str(tmp_path / f"machine-{rank}")},
+    )
     assert sorted(ids) == list(range(3000))
     assert http.bytes_sent == len(data)  # counted already: the data, once
 
@@ -333,9 +361,13 @@ def test_spawned_workers_plan_without_downloads(http, tmp_path, indexed):
     script.write_text(SPAWN_SCRIPT)
     options = {"index_cache": str(tmp_path / "cache"), "retry_delay": 0.01}
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    out = subprocess.run([sys.executable, str(script), http.url("/spawn/a.tfrecord"),
-                          json.dumps(options)], capture_output=True, text=True, env=env,
-                         timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(script), http.url("/spawn/a.tfrecord"), json.dumps(options)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert sorted(result["ids"]) == list(range(2000))
@@ -350,6 +382,7 @@ def test_spawned_workers_plan_without_downloads(http, tmp_path, indexed):
 @torch_job
 def test_indexed_dataset_counts_once_in_the_process_that_makes_it(http):
     import torch
+
     from tfrec_fast.torch import IndexedTFRecordDataset
 
     data = examples(0, 1500, seed=5)
@@ -361,14 +394,16 @@ def test_indexed_dataset_counts_once_in_the_process_that_makes_it(http):
     again = IndexedTFRecordDataset(url, SPEC)  # the same version: from the index cache
     assert len(again) == 1500 and http.bytes_sent == len(data)
     http.clear()
-    loader = torch.utils.data.DataLoader(dataset, batch_size=100, num_workers=2,
-                                         multiprocessing_context="fork")
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=100, num_workers=2, multiprocessing_context="fork"
+    )
     assert sorted(i for b in loader for i in b["id"].tolist()) == list(range(1500))
     assert http.bytes_sent == len(data)  # the records, nothing counted again
 
 
-def test_describe_gives_sizes_versions_and_indexes_without_reading_data(http, s3fs_,
-                                                                       s3_options, s3, bucket):
+def test_describe_gives_sizes_versions_and_indexes_without_reading_data(
+    http, s3fs_, s3_options, s3, bucket
+):
     datas = [examples(100 * k, 100, seed=k) for k in range(3)]
     for k, data in enumerate(datas):
         http.files[f"/desc/p-{k}.tfrecord"] = data
@@ -377,8 +412,10 @@ def test_describe_gives_sizes_versions_and_indexes_without_reading_data(http, s3
     s3fs_.pipe_file(f"{bucket}/desc/p-1.tfrecord.idx", index_text(datas[1]))
     http.clear()
     s3.clear()
-    for pattern, options, server in ((http.url("/desc/p-*.tfrecord"), None, http),
-                                     (f"s3://{bucket}/desc/p-*.tfrecord", s3_options, s3)):
+    for pattern, options, server in (
+        (http.url("/desc/p-*.tfrecord"), None, http),
+        (f"s3://{bucket}/desc/p-*.tfrecord", s3_options, s3),
+    ):
         infos = storage.describe(pattern, storage_options=options)
         assert [info.size for info in infos] == [len(d) for d in datas]
         assert all(info.version for info in infos)
@@ -391,6 +428,7 @@ def test_describe_gives_sizes_versions_and_indexes_without_reading_data(http, s3
 
 def pickle_round_trip(obj):
     import pickle
+
     return pickle.loads(pickle.dumps(obj))
 
 
@@ -413,8 +451,7 @@ def _read_until_changed(url, replace, options):
 
 
 @pytest.mark.parametrize("server", ["http", "s3"])
-def test_object_replaced_mid_read_is_object_changed_error(server, http, s3fs_, s3_options,
-                                                          bucket):
+def test_object_replaced_mid_read_is_object_changed_error(server, http, s3fs_, s3_options, bucket):
     old, new = sized_records(1500, seed=6), sized_records(1500, seed=7)
     if server == "http":
         http.files["/chg/a.tfrecord"] = frame(old)
@@ -428,12 +465,13 @@ def test_object_replaced_mid_read_is_object_changed_error(server, http, s3fs_, s
 
         def replace():
             s3fs_.pipe_file(url, frame(new))
+
     got, error = _read_until_changed(url, replace, options)
     assert isinstance(error, tfr.ObjectChangedError) and error.pinned
     assert not isinstance(error, tfr.DataLossError)
     assert error.path == url and url in str(error) and "changed" in str(error)
     assert error.__cause__ is not None
-    assert got == old[:len(got)] and len(got) < len(old)  # the old version only
+    assert got == old[: len(got)] and len(got) < len(old)  # the old version only
 
 
 def test_object_replaced_without_etag_is_found_when_a_block_looks_wrong():
@@ -444,6 +482,7 @@ def test_object_replaced_without_etag_is_found_when_a_block_looks_wrong():
 
         def replace():
             server.files["/a.tfrecord"] = frame(new)
+
         got, error = _read_until_changed(server.url("/a.tfrecord"), replace, SMALL)
     finally:
         server.stop()
@@ -452,8 +491,9 @@ def test_object_replaced_without_etag_is_found_when_a_block_looks_wrong():
 
 
 def test_versioned_bucket_reads_the_version_it_started_with(s3fs_, s3_options, bucket):
-    s3fs_.call_s3("put_bucket_versioning", Bucket=bucket,
-                  VersioningConfiguration={"Status": "Enabled"})
+    s3fs_.call_s3(
+        "put_bucket_versioning", Bucket=bucket, VersioningConfiguration={"Status": "Enabled"}
+    )
     old, new = sized_records(1500, seed=8), sized_records(1500, seed=9)
     url = f"s3://{bucket}/v.tfrecord"
     s3fs_.pipe_file(url, frame(old))
@@ -466,8 +506,9 @@ def test_versioned_bucket_reads_the_version_it_started_with(s3fs_, s3_options, b
 
 
 @pytest.mark.parametrize("server", ["http", "s3"])
-def test_random_access_after_replacement_is_object_changed_error(server, http, s3fs_,
-                                                                 s3_options, bucket):
+def test_random_access_after_replacement_is_object_changed_error(
+    server, http, s3fs_, s3_options, bucket
+):
     old = sized_records(200, seed=11)
     if server == "http":
         http.files["/chg/r.tfrecord"] = frame(old)
@@ -481,6 +522,7 @@ def test_random_access_after_replacement_is_object_changed_error(server, http, s
 
         def replace():
             s3fs_.pipe_file(url, frame(old[::-1]))
+
     with tfr.IndexedTFRecordReader(url, storage_options=options) as reader:
         assert reader.get_batch([3, 150]).to_list() == [old[3], old[150]]
         replace()
@@ -491,14 +533,22 @@ def test_random_access_after_replacement_is_object_changed_error(server, http, s
 
 # ---- credentials and retries ------------------------------------------------------------------
 
+
 @pytest.fixture
 def no_aws_credentials(monkeypatch, tmp_path):
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+    for key in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_ENDPOINT_URL",
+    ):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     import s3fs
+
     s3fs.S3FileSystem.clear_instance_cache()
 
 
@@ -506,6 +556,7 @@ def no_aws_credentials(monkeypatch, tmp_path):
 def sleeps(monkeypatch):
     """Every back-off wait the storage layer chose, recorded; no wait is slept."""
     import asyncio
+
     chosen = []
     real_delays, real_async_sleep = storage.remote.delays, asyncio.sleep
 
@@ -516,6 +567,7 @@ def sleeps(monkeypatch):
 
     async def no_sleep(seconds, *args, **kwargs):
         await real_async_sleep(0)
+
     monkeypatch.setattr(storage.remote, "delays", delays)
     monkeypatch.setattr(storage.remote.time, "sleep", lambda seconds: None)
     monkeypatch.setattr(asyncio, "sleep", no_sleep)
@@ -537,10 +589,11 @@ def test_refused_credentials_fail_at_once(s3, s3fs_, s3_options, bucket, sleeps)
     s3fs_.pipe_file(url, frame([b"a"]))
     s3.clear()
     refused = dict(s3_options, key="refused")
-    for call in (lambda: tfr.count_records(url, storage_options=refused),
-                 lambda: tfr.IndexedTFRecordReader(url, storage_options=refused),
-                 lambda: list(tfr.read_records(f"s3://{bucket}/*.tfrecord",
-                                               storage_options=refused))):
+    for call in (
+        lambda: tfr.count_records(url, storage_options=refused),
+        lambda: tfr.IndexedTFRecordReader(url, storage_options=refused),
+        lambda: list(tfr.read_records(f"s3://{bucket}/*.tfrecord", storage_options=refused)),
+    ):
         with pytest.raises(PermissionError, match="credentials missing or refused") as error:
             call()
         assert "InvalidAccessKeyId" in str(error.value) or "(403)" in str(error.value)
@@ -565,8 +618,9 @@ def test_http_credentials_missing_or_refused(sleeps):
 
 @pytest.mark.parametrize("retries", [0, 2])
 @pytest.mark.parametrize("server", ["http", "s3"])
-def test_retries_are_per_call_and_not_multiplied(server, retries, http, s3, s3fs_, s3_options,
-                                                 bucket, sleeps):
+def test_retries_are_per_call_and_not_multiplied(
+    server, retries, http, s3, s3fs_, s3_options, bucket, sleeps
+):
     """A server that keeps failing gets exactly 1 + retries requests for the range: s3fs and
     botocore do not retry underneath (the filesystem is made so), and the waits grow."""
     data = frame(sized_records(50, seed=12))
@@ -588,7 +642,7 @@ def test_retries_are_per_call_and_not_multiplied(server, retries, http, s3, s3fs
     assert f"after {1 + retries} attempts" in str(error.value) or retries == 0
     assert error.value.__cause__ is not None and error.value.filename == url
     assert len(sleeps) == retries
-    assert all(2 ** k / 2 <= wait <= 2 ** k for k, wait in enumerate(sleeps))
+    assert all(2**k / 2 <= wait <= 2**k for k, wait in enumerate(sleeps))
 
 
 def test_backoff_is_jittered_and_exponential():
@@ -597,7 +651,7 @@ def test_backoff_is_jittered_and_exponential():
     runs = [list(storage.retry.delays(settings)) for _ in range(50)]
     for run in runs:
         assert len(run) == 6
-        assert all(0.5 * 2 ** k / 2 <= d <= 0.5 * 2 ** k for k, d in enumerate(run))
+        assert all(0.5 * 2**k / 2 <= d <= 0.5 * 2**k for k, d in enumerate(run))
     assert len({run[0] for run in runs}) > 40  # jittered: clients that failed together spread
 
 
@@ -614,15 +668,28 @@ def test_a_filesystem_that_retries_by_itself_is_not_retried_on_top(s3fs_, http):
 # ---- every entry point takes storage_options and filesystem ----------------------------------
 
 ENTRY_POINTS = [
-    "tfrec_fast:read_records", "tfrec_fast:read_batches", "tfrec_fast:count_records",
-    "tfrec_fast:read_examples", "tfrec_fast:TFRecordReader", "tfrec_fast:TFRecordWriter",
-    "tfrec_fast:IndexedTFRecordReader", "tfrec_fast:create_index", "tfrec_fast:load_index",
-    "tfrec_fast.index:write_index", "tfrec_fast:ShardedWriter", "tfrec_fast:read_manifest",
-    "tfrec_fast.records:detect_compression", "tfrec_fast.records:expand_pattern",
-    "tfrec_fast.storage:describe", "tfrec_fast.convert:convert_numpy",
-    "tfrec_fast.convert:convert_imagefolder", "tfrec_fast.convert:convert_voc",
-    "tfrec_fast.torch:TFRecordDataset", "tfrec_fast.torch:MultiTFRecordDataset",
-    "tfrec_fast.torch:IndexedTFRecordDataset"]
+    "tfrec_fast:read_records",
+    "tfrec_fast:read_batches",
+    "tfrec_fast:count_records",
+    "tfrec_fast:read_examples",
+    "tfrec_fast:TFRecordReader",
+    "tfrec_fast:TFRecordWriter",
+    "tfrec_fast:IndexedTFRecordReader",
+    "tfrec_fast:create_index",
+    "tfrec_fast:load_index",
+    "tfrec_fast.index:write_index",
+    "tfrec_fast:ShardedWriter",
+    "tfrec_fast:read_manifest",
+    "tfrec_fast.records:detect_compression",
+    "tfrec_fast.records:expand_pattern",
+    "tfrec_fast.storage:describe",
+    "tfrec_fast.convert:convert_numpy",
+    "tfrec_fast.convert:convert_imagefolder",
+    "tfrec_fast.convert:convert_voc",
+    "tfrec_fast.torch:TFRecordDataset",
+    "tfrec_fast.torch:MultiTFRecordDataset",
+    "tfrec_fast.torch:IndexedTFRecordDataset",
+]
 
 
 @pytest.mark.parametrize("name", ENTRY_POINTS)
@@ -637,23 +704,28 @@ def test_entry_point_takes_storage_options_and_filesystem(name):
 @pytest.mark.torch
 @torch_job
 @pytest.mark.parametrize("start", ["fork", "spawn"])
-def test_torch_datasets_take_a_filesystem_and_options_into_workers(start, s3fs_, s3_options,
-                                                                   bucket):
+def test_torch_datasets_take_a_filesystem_and_options_into_workers(
+    start, s3fs_, s3_options, bucket
+):
     import torch
+
     from tfrec_fast.torch import IndexedTFRecordDataset, MultiTFRecordDataset, TFRecordDataset
 
     for k in range(3):
         s3fs_.pipe_file(f"{bucket}/w/part-{k}.tfrecord", examples(100 * k, 100, seed=k))
     pattern = f"s3://{bucket}/w/part-*.tfrecord"
-    for make in (lambda: TFRecordDataset(pattern, spec=SPEC, storage_options=s3_options),
-                 lambda: TFRecordDataset(f"{bucket}/w/part-*.tfrecord", spec=SPEC,
-                                         filesystem=s3fs_),
-                 lambda: IndexedTFRecordDataset(pattern, SPEC, storage_options=s3_options)):
-        loader = torch.utils.data.DataLoader(make(), batch_size=32, num_workers=2,
-                                             multiprocessing_context=start)
+    for make in (
+        lambda: TFRecordDataset(pattern, spec=SPEC, storage_options=s3_options),
+        lambda: TFRecordDataset(f"{bucket}/w/part-*.tfrecord", spec=SPEC, filesystem=s3fs_),
+        lambda: IndexedTFRecordDataset(pattern, SPEC, storage_options=s3_options),
+    ):
+        loader = torch.utils.data.DataLoader(
+            make(), batch_size=32, num_workers=2, multiprocessing_context=start
+        )
         assert sorted(i for b in loader for i in b["id"].tolist()) == list(range(300))
-    mixed = MultiTFRecordDataset({"a": pattern}, splits={"a": 1.0}, spec=SPEC, infinite=False,
-                                 storage_options=s3_options)
+    mixed = MultiTFRecordDataset(
+        {"a": pattern}, splits={"a": 1.0}, spec=SPEC, infinite=False, storage_options=s3_options
+    )
     assert sorted(int(r["id"]) for r in mixed) == list(range(300))
 
 
@@ -691,8 +763,13 @@ def test_gcs_reads_ask_for_the_generation_planned():
         asked: list = []
 
         async def _info(self, path, **kwargs):
-            return {"name": path, "size": len(self.data), "type": "file",
-                    "generation": self.generation, "etag": "CAc="}
+            return {
+                "name": path,
+                "size": len(self.data),
+                "type": "file",
+                "generation": self.generation,
+                "etag": "CAc=",
+            }
 
         async def _cat_file(self, path, start=None, end=None, **kwargs):
             self.asked.append(kwargs.get("generation"))

@@ -5,6 +5,7 @@ with tensorflow-datasets) hold what ``tfds.as_numpy`` gave for every split, nest
 lists of their elements; every value read here is compared with it. test_rlds_peer.py rebuilds
 them and compares with TFDS live.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,21 +14,45 @@ import shutil
 import struct
 import sys
 
+import _tfds_dump
 import numpy as np
 import pytest
+from _tfds_fixtures import (
+    CATALOG,
+    DATA,
+    HAVE_SIMPLEJPEG,
+    JPEG_TOLERANCE,
+    RLDS,
+    assert_same,
+    data_dir,
+    edit_features,
+    load_dumps,
+    node,
+    own_copy,
+    rewrite,
+)
 
-import _tfds_dump
 import tfrec_fast
 import tfrec_fast.tfds as tfds
-from _tfds_fixtures import (CATALOG, DATA, HAVE_SIMPLEJPEG, JPEG_TOLERANCE, RLDS, assert_same,
-                            data_dir, edit_features, load_dumps, node, own_copy, rewrite)
 from tfrec_fast import DataLossError, ExampleParseError, read_records
-from tfrec_fast.tfds import audio, features as F
+from tfrec_fast.tfds import audio
+from tfrec_fast.tfds import features as F
 
 __all__ = ["data_dir", "own_copy"]  # fixtures, imported
 
-STEP_KEYS = {"observation", "action", "reward", "discount", "is_first", "is_last", "is_terminal",
-             "language_instruction", "language_embedding", "skill", "contacts"}
+STEP_KEYS = {
+    "observation",
+    "action",
+    "reward",
+    "discount",
+    "is_first",
+    "is_last",
+    "is_terminal",
+    "language_instruction",
+    "language_embedding",
+    "skill",
+    "contacts",
+}
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +65,7 @@ def episode_ids(episodes):
 
 
 # ---- every episode, as tfds.as_numpy gives it ---------------------------------------------------
+
 
 @pytest.mark.parametrize("name", [RLDS, CATALOG])
 @pytest.mark.parametrize("decoded", [True, False])
@@ -63,8 +89,12 @@ def test_steps_are_lists_of_step_dicts_with_tfds_types(data_dir):
     steps = episode["steps"]
     assert isinstance(steps, list) and len(steps) > 1
     step = steps[1]
-    assert set(step) == STEP_KEYS and set(step["observation"]) == {"image", "wrist_image",
-                                                                     "depth", "state"}
+    assert set(step) == STEP_KEYS and set(step["observation"]) == {
+        "image",
+        "wrist_image",
+        "depth",
+        "state",
+    }
     obs = step["observation"]
     assert obs["image"].dtype == np.uint8 and obs["image"].shape == (12, 12, 3)
     assert obs["wrist_image"].dtype == np.uint8 and obs["wrist_image"].shape == (8, 8, 3)
@@ -86,12 +116,13 @@ def test_jpeg_steps_equal_tensorflows_with_simplejpeg(data_dir, dumps):
     for split in ds.info.splits:
         for ours, ref in zip(ds[split], dumps[RLDS][f"{split}/decoded"]):
             for step, want in zip(ours["steps"], ref["steps"]):
-                assert step["observation"]["wrist_image"].tobytes() == \
-                    want["observation"]["wrist_image"].tobytes()
+                assert (
+                    step["observation"]["wrist_image"].tobytes()
+                    == want["observation"]["wrist_image"].tobytes()
+                )
 
 
-def test_jpeg_steps_decoded_by_pillow_differ_by_a_few_levels_at_most(data_dir, dumps,
-                                                                      monkeypatch):
+def test_jpeg_steps_decoded_by_pillow_differ_by_a_few_levels_at_most(data_dir, dumps, monkeypatch):
     pytest.importorskip("PIL")
     monkeypatch.setitem(sys.modules, "simplejpeg", None)  # as if not installed
     ds = tfds.open(os.path.join(data_dir, RLDS), decode_images=True)
@@ -123,12 +154,18 @@ def test_random_access_to_episode_i(data_dir, dumps):
 def test_slices_of_splits_and_nested_skip_decoding(data_dir, dumps):
     ds = tfds.open(os.path.join(data_dir, RLDS), decode_images=True)
     ref = dumps[RLDS]
-    split = ds.as_dataset("train[2:-3]+val", decoders={
-        "steps": {"observation": {"image": tfds.SkipDecoding()}}})
+    split = ds.as_dataset(
+        "train[2:-3]+val", decoders={"steps": {"observation": {"image": tfds.SkipDecoding()}}}
+    )
     expected = ref["train/decoded"][2:-3] + ref["val/decoded"]
     assert episode_ids(split) == episode_ids(expected)
-    encoded = {e: x for e, x in zip(episode_ids(ref["train/encoded"] + ref["val/encoded"]),
-                                     ref["train/encoded"] + ref["val/encoded"])}
+    encoded = {
+        e: x
+        for e, x in zip(
+            episode_ids(ref["train/encoded"] + ref["val/encoded"]),
+            ref["train/encoded"] + ref["val/encoded"],
+        )
+    }
     for ours, want in zip(split, expected):
         raw = encoded[int(want["episode_metadata"]["episode_id"])]
         for step, want_step, raw_step in zip(ours["steps"], want["steps"], raw["steps"]):
@@ -137,6 +174,7 @@ def test_slices_of_splits_and_nested_skip_decoding(data_dir, dumps):
 
 
 # ---- the columnar form -----------------------------------------------------------------------
+
 
 def _stacked(steps, template):
     """What nested='columns' should give: each leaf stacked over the steps."""
@@ -150,8 +188,7 @@ def _stacked(steps, template):
 
 
 def test_columns_stack_every_leaf_over_time(data_dir, dumps):
-    split = tfds.open(os.path.join(data_dir, RLDS), decode_images=True,
-                      nested="columns")["val"]
+    split = tfds.open(os.path.join(data_dir, RLDS), decode_images=True, nested="columns")["val"]
     ref = dumps[RLDS]["val/decoded"]
     for ours, want in zip(split, ref):
         columns = ours["steps"]
@@ -178,16 +215,18 @@ def test_columns_of_images_of_several_sizes_name_the_feature(data_dir):
     with pytest.raises(ExampleParseError, match="nested='steps'") as error:
         list(ds["train"])
     assert error.value.feature == "steps/camera"
-    skipped = ds.as_dataset("train", decoders={"steps": {"camera": tfds.SkipDecoding(),
-                                                         "grid": tfds.SkipDecoding()}})
+    skipped = ds.as_dataset(
+        "train", decoders={"steps": {"camera": tfds.SkipDecoding(), "grid": tfds.SkipDecoding()}}
+    )
     steps = [e["steps"] for e in skipped]
-    assert all(s["camera"].dtype == object and s["grid"]["value"].dtype == object
-               for s in steps)
+    assert all(s["camera"].dtype == object and s["grid"]["value"].dtype == object for s in steps)
     clips = [s["clip"] for s in steps]  # frames per step: ragged over the steps
-    assert all(isinstance(c, tfrec_fast.Ragged) and c.values.shape[1:] == (4, 4, 3)
-               for c in clips) and any(len(c.values) for c in clips)
+    assert all(
+        isinstance(c, tfrec_fast.Ragged) and c.values.shape[1:] == (4, 4, 3) for c in clips
+    ) and any(len(c.values) for c in clips)
     encoded = tfds.open(os.path.join(data_dir, CATALOG)).as_dataset(
-        "train", nested="columns", decoders={"steps": {"grid": tfds.SkipDecoding()}})
+        "train", nested="columns", decoders={"steps": {"grid": tfds.SkipDecoding()}}
+    )
     assert all(e["steps"]["camera"].dtype == object for e in encoded)
 
 
@@ -206,6 +245,7 @@ def test_batching_nested_datasets_is_refused_as_in_tensorflow(data_dir):
 
 
 # ---- the feature catalogue -------------------------------------------------------------------
+
 
 def test_catalogue_values(data_dir):
     ds = tfds.open(os.path.join(data_dir, CATALOG), decode_images=True)
@@ -255,10 +295,18 @@ def test_wav_decoding_as_pydub(monkeypatch):
 
 
 def _wav_bytes(samples: bytes, channels: int, bits: int, kind: int = 1) -> bytes:
-    fmt = struct.pack("<HHIIHH", kind, channels, 8000, 8000 * channels * bits // 8,
-                      channels * bits // 8, bits)
-    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack(
-        "<I", len(samples)) + samples
+    fmt = struct.pack(
+        "<HHIIHH", kind, channels, 8000, 8000 * channels * bits // 8, channels * bits // 8, bits
+    )
+    body = (
+        b"WAVE"
+        + b"fmt "
+        + struct.pack("<I", len(fmt))
+        + fmt
+        + b"data"
+        + struct.pack("<I", len(samples))
+        + samples
+    )
     return b"RIFF" + struct.pack("<I", len(body)) + body
 
 
@@ -268,16 +316,17 @@ def test_a_damaged_audio_file_names_its_record(own_copy):
 
     def damage(examples):
         examples[1].features.feature["wav16"].bytes_list.value[0] = b"RIFF not a wav file"
+
     rewrite(shard, damage)
     with pytest.raises(ExampleParseError, match="cannot decode") as error:
         list(tfds.open(path)["train"])
-    assert (error.value.path, error.value.record_index, error.value.feature) == (shard, 1,
-                                                                                 "wav16")
+    assert (error.value.path, error.value.record_index, error.value.feature) == (shard, 1, "wav16")
     skipped = tfds.open(path).as_dataset("train", decoders={"wav16": tfds.SkipDecoding()})
     assert b"RIFF not a wav file" in [e["wav16"] for e in skipped]
 
 
 # ---- refused up front ------------------------------------------------------------------------
+
 
 def _refused(path, feature, type_name, match, **kwargs):
     ds = tfds.open(path, **kwargs)
@@ -286,13 +335,18 @@ def _refused(path, feature, type_name, match, **kwargs):
     assert (error.value.feature, error.value.type_name) == (feature, type_name)
     clone = pickle.loads(pickle.dumps(error.value))
     assert (clone.feature, clone.reason, clone.remedy, str(clone)) == (
-        feature, error.value.reason, error.value.remedy, str(error.value))
+        feature,
+        error.value.reason,
+        error.value.remedy,
+        str(error.value),
+    )
     return ds
 
 
 def _nothing_read(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("a shard was read")
+
     monkeypatch.setattr(tfds._files, "open_records", refuse)
     monkeypatch.setattr(tfds._files, "open_indexed", refuse)
 
@@ -325,8 +379,9 @@ def test_audio_without_ffmpeg_is_refused_before_reading(own_copy, monkeypatch, t
     monkeypatch.chdir(tmp_path)  # (pydub looks in the working directory too)
     monkeypatch.setenv("PATH", _programs(tmp_path / "none"))
     ds = tfds.open(path)
-    with pytest.raises(tfds.UnknownFeatureError,
-                       match="stored as mp3.*finds no ffmpeg .or avconv. nor ffprobe"):
+    with pytest.raises(
+        tfds.UnknownFeatureError, match="stored as mp3.*finds no ffmpeg .or avconv. nor ffprobe"
+    ):
         ds["train"]
     monkeypatch.setenv("PATH", _programs(tmp_path / "half", "ffmpeg"))
     with pytest.raises(tfds.UnknownFeatureError, match="finds no ffprobe .or avprobe.: "):
@@ -348,8 +403,12 @@ def test_sixteen_bit_color_images_are_refused_when_decoded(own_copy):
     path = os.path.join(own_copy, RLDS)
 
     def three_channels(tree):
-        node(tree, "steps", "[dataset]", "observation", "depth")["image"]["shape"][
-            "dimensions"] = ["6", "6", "3"]
+        node(tree, "steps", "[dataset]", "observation", "depth")["image"]["shape"]["dimensions"] = [
+            "6",
+            "6",
+            "3",
+        ]
+
     edit_features(path, three_channels)
     ds = tfds.open(path, decode_images=True)
     with pytest.raises(tfds.UnknownFeatureError, match="16-bit images with several channels"):
@@ -363,9 +422,17 @@ def test_decoded_values_in_a_dataset_in_a_sequence_are_refused_as_tfds_does(own_
     def image_in_sequence_of_dataset(tree):
         x = node(tree, "episodes", "[sequence]", "[dataset]", "x")
         x.clear()
-        x.update({"pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
-                  "image": {"shape": {"dimensions": ["2", "2", "3"]}, "dtype": "uint8",
-                            "encodingFormat": "png"}})
+        x.update(
+            {
+                "pythonClassName": "tensorflow_datasets.core.features.image_feature.Image",
+                "image": {
+                    "shape": {"dimensions": ["2", "2", "3"]},
+                    "dtype": "uint8",
+                    "encodingFormat": "png",
+                },
+            }
+        )
+
     edit_features(path, image_in_sequence_of_dataset)
     _refused(path, "episodes/x", "Image", "TFDS cannot decode either", decode_images=True)
     assert len(tfds.open(path, decode_images=True, nested="columns")["train"]) == 6  # made
@@ -373,14 +440,19 @@ def test_decoded_values_in_a_dataset_in_a_sequence_are_refused_as_tfds_does(own_
 
 def test_unknown_features_in_steps_are_read_raw_only_as_columns(own_copy):
     path = os.path.join(own_copy, RLDS)
-    edit_features(path, lambda t: node(t, "steps", "[dataset]", "action").update(
-        pythonClassName="my_robot.features.Action"))
+    edit_features(
+        path,
+        lambda t: node(t, "steps", "[dataset]", "action").update(
+            pythonClassName="my_robot.features.Action"
+        ),
+    )
     skip = {"steps": {"action": tfds.SkipDecoding()}}
     with pytest.raises(tfds.UnknownFeatureError, match="nested Dataset") as error:
         tfds.open(path).as_dataset("val", decoders=skip)
     # SkipDecoding is what was asked for here: the message says what does read it
-    assert "nested='columns'" in str(error.value) and \
-        "are read with decoders={'steps/action': SkipDecoding()} (" not in str(error.value)
+    assert "nested='columns'" in str(
+        error.value
+    ) and "are read with decoders={'steps/action': SkipDecoding()} (" not in str(error.value)
     with pytest.raises(tfds.UnknownFeatureError, match="my_robot.features.Action"):
         tfds.open(path)["val"]
     raw = tfds.open(path, nested="columns").as_dataset("val", decoders=skip)[1]
@@ -392,8 +464,12 @@ def test_dynamic_tensors_under_two_sequences_are_refused(own_copy):
 
     def dynamic(tree):
         area = node(tree, "steps", "[dataset]", "objects", "[sequence]", "area")
-        area["tensor"] = {"shape": {"dimensions": ["-1", "-1"]}, "dtype": "float32",
-                          "encoding": "zlib"}
+        area["tensor"] = {
+            "shape": {"dimensions": ["-1", "-1"]},
+            "dtype": "float32",
+            "encoding": "zlib",
+        }
+
     edit_features(path, dynamic)
     for skip in (None, {"steps/objects/area": tfds.SkipDecoding()}):
         with pytest.raises(tfds.UnknownFeatureError, match="several unknown dimensions") as error:
@@ -407,6 +483,7 @@ def test_dynamic_tensors_under_two_sequences_are_refused(own_copy):
 
 
 # ---- damaged episodes ------------------------------------------------------------------------
+
 
 def _first_shard(path):
     return os.path.join(path, "rlds_fixture-train.tfrecord-00000-of-00003")
@@ -426,16 +503,22 @@ def test_steps_of_different_lengths_name_the_episode(own_copy, nested):
         with pytest.raises(ExampleParseError, match="different numbers of elements") as error:
             read()
         assert (error.value.path, error.value.record_index, error.value.feature) == (
-            shard, 1, "steps")
+            shard,
+            1,
+            "steps",
+        )
 
 
 @pytest.mark.torch
 def test_windows_of_steps_of_different_lengths_are_an_error(own_copy):
     pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import StepsDataset
+
     path = os.path.join(own_copy, RLDS)
-    rewrite(_first_shard(path),
-            lambda ex: ex[1].features.feature["steps/is_last"].int64_list.value.pop())
+    rewrite(
+        _first_shard(path),
+        lambda ex: ex[1].features.feature["steps/is_last"].int64_list.value.pop(),
+    )
     with pytest.raises(ExampleParseError, match="different numbers of elements"):
         list(StepsDataset(tfds.open(path)["train"], window=2))
 
@@ -449,6 +532,7 @@ def test_inner_datasets_of_different_lengths_name_the_record(own_copy, nested):
     def add_y(tree):
         inner = node(tree, "steps", "[dataset]", "inner", "[dataset]")["featuresDict"]
         inner["features"]["y"] = dict(inner["features"]["x"])
+
     edit_features(path, add_y)
     shard = os.path.join(path, "tfds_catalog-train.tfrecord-00000-of-00003")
     keys = ("ragged_flat_values", "ragged_row_lengths_0")
@@ -458,6 +542,7 @@ def test_inner_datasets_of_different_lengths_name_the_record(own_copy, nested):
             f = example.features.feature
             for key in keys:
                 f[f"steps/inner/y/{key}"].CopyFrom(f[f"steps/inner/x/{key}"])
+
     for k in range(3):
         rewrite(os.path.join(path, f"tfds_catalog-train.tfrecord-0000{k}-of-00003"), y_as_x)
     skip = {"steps": {"grid": tfds.SkipDecoding()}}  # (its tensors differ in shape per step)
@@ -467,8 +552,10 @@ def test_inner_datasets_of_different_lengths_name_the_record(own_copy, nested):
             for step in episode["steps"]:
                 assert [e["y"] for e in step["inner"]] == [e["x"] for e in step["inner"]]
         else:
-            assert episode["steps"]["inner"]["y"].row_splits.tolist() == \
-                episode["steps"]["inner"]["x"].row_splits.tolist()
+            assert (
+                episode["steps"]["inner"]["y"].row_splits.tolist()
+                == episode["steps"]["inner"]["x"].row_splits.tolist()
+            )
     damaged = []
 
     def move_one_element(examples):  # the same values, one step's element in another step
@@ -478,11 +565,15 @@ def test_inner_datasets_of_different_lengths_name_the_record(own_copy, nested):
                 lengths.value.reverse()
                 damaged.append(i)
                 return
+
     rewrite(shard, move_one_element)
     with pytest.raises(ExampleParseError, match="different numbers of elements") as error:
         list(tfds.open(path, nested=nested).as_dataset("train", decoders=skip))
     assert (error.value.path, error.value.record_index, error.value.feature) == (
-        shard, damaged[0], "steps/inner")
+        shard,
+        damaged[0],
+        "steps/inner",
+    )
 
 
 def test_ragged_row_lengths_that_do_not_fit_are_an_error(own_copy):
@@ -492,6 +583,7 @@ def test_ragged_row_lengths_that_do_not_fit_are_an_error(own_copy):
     def damage(examples):
         lengths = examples[2].features.feature["steps/contacts/ragged_row_lengths_0"]
         lengths.int64_list.value[0] += 5
+
     rewrite(shard, damage)
     for nested in ("steps", "columns"):
         with pytest.raises(ExampleParseError, match="row lengths") as error:
@@ -512,10 +604,14 @@ def test_a_damaged_episode_record_names_its_offset(own_copy):
     with pytest.raises(DataLossError) as error:
         list(tfds.open(path)["train"])
     assert (error.value.path, error.value.record_index, error.value.offset) == (
-        shard, 2, offsets[2])
+        shard,
+        2,
+        offsets[2],
+    )
 
 
 # ---- entering a shard in the middle ----------------------------------------------------------
+
 
 def test_a_kept_index_enters_shards_in_the_middle(own_copy, monkeypatch):
     path = os.path.join(own_copy, RLDS)
@@ -525,10 +621,14 @@ def test_a_kept_index_enters_shards_in_the_middle(own_copy, monkeypatch):
     tfds.open(path)["val"].get_batch(range(5))
     opened, indexed = [], []
     real_open, real_indexed = tfds._files.open_records, tfds._files.open_indexed
-    monkeypatch.setattr(tfds._files, "open_records",
-                        lambda p, **k: opened.append(p.name) or real_open(p, **k))
-    monkeypatch.setattr(tfds._files, "open_indexed",
-                        lambda p, *a, **k: indexed.append(p.name) or real_indexed(p, *a, **k))
+    monkeypatch.setattr(
+        tfds._files, "open_records", lambda p, **k: opened.append(p.name) or real_open(p, **k)
+    )
+    monkeypatch.setattr(
+        tfds._files,
+        "open_indexed",
+        lambda p, *a, **k: indexed.append(p.name) or real_indexed(p, *a, **k),
+    )
     for spec in ("train[1:]", "train[5:9]", "train[-1:]", "val[1:]+train[4:]"):
         ours = list(tfds.open(path, decode_images=True)[spec])
         theirs = list(tfds.open(fresh, decode_images=True)[spec])
@@ -554,6 +654,7 @@ def test_a_stale_kept_index_is_not_used_to_enter_a_shard(own_copy):
 
 
 # ---- TFDS's names: download, try_gcs, URLs --------------------------------------------------
+
 
 def test_download_says_preparing_needs_tfds(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not download or build.*tfds build rlds_x"):
@@ -586,6 +687,7 @@ def test_try_gcs_reads_the_bucket_when_it_holds_the_dataset(data_dir, tmp_path, 
 
 # ---- torch: the steps view -------------------------------------------------------------------
 
+
 def _all_steps(ref):
     """(episode index, step index) of every step of the dump's episodes."""
     return [(e, t) for e, episode in enumerate(ref) for t in range(len(episode["steps"]))]
@@ -599,6 +701,7 @@ def _key(item):
 def test_steps_one_by_one(data_dir, dumps):
     pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import StepsDataset
+
     split = tfds.open(os.path.join(data_dir, RLDS), decode_images=True)["train"]
     ref = dumps[RLDS]["train/decoded"]
     items = list(StepsDataset(split))
@@ -615,11 +718,15 @@ def test_steps_one_by_one(data_dir, dumps):
 def test_windows_of_consecutive_steps_never_cross_episodes(data_dir, dumps, window, stride):
     pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import StepsDataset
+
     split = tfds.open(os.path.join(data_dir, RLDS), decode_images=True)["val"]
     ref = dumps[RLDS]["val/decoded"]
     items = list(StepsDataset(split, window=window, stride=stride))
-    expected = [(e, t) for e, episode in enumerate(ref)
-                for t in range(0, len(episode["steps"]) - window + 1, stride)]
+    expected = [
+        (e, t)
+        for e, episode in enumerate(ref)
+        for t in range(0, len(episode["steps"]) - window + 1, stride)
+    ]
     assert [_key(i) for i in items] == expected and expected
     for item in items:
         e, t = _key(item)
@@ -629,8 +736,10 @@ def test_windows_of_consecutive_steps_never_cross_episodes(data_dir, dumps, wind
         assert isinstance(steps["contacts"], tfrec_fast.Ragged) and len(steps["contacts"]) == window
         for k in range(window):
             want = ref[e]["steps"][t + k]
-            assert_same({"wrist_image": steps["observation"]["wrist_image"][k]},
-                        {"wrist_image": want["observation"]["wrist_image"]})
+            assert_same(
+                {"wrist_image": steps["observation"]["wrist_image"][k]},
+                {"wrist_image": want["observation"]["wrist_image"]},
+            )
             assert steps["language_instruction"][k] == want["language_instruction"]
             assert np.array_equal(steps["contacts"][k], want["contacts"])
         assert steps["contacts"].row_splits[0] == 0  # its own values only
@@ -641,6 +750,7 @@ def test_windows_of_consecutive_steps_never_cross_episodes(data_dir, dumps, wind
 def test_workers_and_ranks_split_by_episode(data_dir, dumps):
     torch = pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import StepsDataset, collate
+
     split = tfds.open(os.path.join(data_dir, RLDS))["train"]
     everything = _all_steps(dumps[RLDS]["train/encoded"])
     seen = []
@@ -648,8 +758,11 @@ def test_workers_and_ranks_split_by_episode(data_dir, dumps):
     for rank in range(3):
         ds = StepsDataset(split, rank=rank, world_size=3, uneven="drop")
         loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, collate_fn=collate)
-        keys = [(int(e), int(t)) for batch in loader
-                for e, t in zip(batch["episode_index"], batch["step_index"])]
+        keys = [
+            (int(e), int(t))
+            for batch in loader
+            for e, t in zip(batch["episode_index"], batch["step_index"])
+        ]
         episodes = {e for e, _ in keys}
         per_rank.append(episodes)
         assert len(episodes) == 3  # 10 episodes, 3 ranks, the last dropped
@@ -667,6 +780,7 @@ def test_workers_and_ranks_split_by_episode(data_dir, dumps):
 def test_shuffles_are_reproducible_per_seed_and_epoch(data_dir, dumps):
     pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import StepsDataset
+
     split = tfds.open(os.path.join(data_dir, RLDS))["train"]
     everything = sorted(_all_steps(dumps[RLDS]["train/encoded"]))
     ds = StepsDataset(split, shuffle_buffer=16, seed=5)
@@ -686,14 +800,17 @@ def test_shuffles_are_reproducible_per_seed_and_epoch(data_dir, dumps):
 @pytest.mark.torch
 def test_repeat_runs_epoch_after_epoch(data_dir):
     pytest.importorskip("torch")
-    from tfrec_fast.tfds.torch import StepsDataset
     import itertools
+
+    from tfrec_fast.tfds.torch import StepsDataset
+
     split = tfds.open(os.path.join(data_dir, RLDS))["val"]
     n = len(list(StepsDataset(split)))
-    items = list(itertools.islice(StepsDataset(split, repeat=True, shuffle_episodes=True,
-                                               seed=1), 3 * n))
+    items = list(
+        itertools.islice(StepsDataset(split, repeat=True, shuffle_episodes=True, seed=1), 3 * n)
+    )
     assert len(items) == 3 * n
-    epochs = [sorted(_key(i) for i in items[k * n:(k + 1) * n]) for k in range(3)]
+    epochs = [sorted(_key(i) for i in items[k * n : (k + 1) * n]) for k in range(3)]
     assert epochs[0] == epochs[1] == epochs[2]
 
 
@@ -701,24 +818,32 @@ def test_repeat_runs_epoch_after_epoch(data_dir):
 def test_steps_dataset_arguments_and_collate(data_dir):
     torch = pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import StepsDataset, collate
+
     split = tfds.open(os.path.join(data_dir, RLDS), decode_images=True)["val"]
     with pytest.raises(ValueError, match="not a top-level Dataset"):
         StepsDataset(split, steps="episode_metadata")
     with pytest.raises(ValueError, match="2 top-level Dataset features"):
         StepsDataset(tfds.open(os.path.join(data_dir, CATALOG))["train"])
-    for bad in (dict(window=0), dict(stride=0), dict(uneven="spread"), dict(rank=1),
-                dict(rank=2, world_size=2)):
+    for bad in (
+        dict(window=0),
+        dict(stride=0),
+        dict(uneven="spread"),
+        dict(rank=1),
+        dict(rank=2, world_size=2),
+    ):
         with pytest.raises(ValueError):
             StepsDataset(split, **bad)
     with pytest.raises(ValueError, match="as_supervised"):
-        StepsDataset(tfds.open(os.path.join(data_dir, "tfrec_fixture/1.2.0")).as_dataset(
-            "train", as_supervised=True))
+        StepsDataset(
+            tfds.open(os.path.join(data_dir, "tfrec_fixture/1.2.0")).as_dataset(
+                "train", as_supervised=True
+            )
+        )
     items = list(split.to_torch_steps(transform=lambda item: item["steps"]["observation"]))
     batch = collate(items[:3])
     assert batch["image"].shape == (3, 12, 12, 3) and batch["image"].dtype == torch.uint8
     assert batch["depth"].dtype == torch.uint16
-    mixed = collate([{"a": np.zeros(2), "b": b"x", "c": 1}, {"a": np.zeros(3), "b": b"y",
-                                                             "c": 2}])
+    mixed = collate([{"a": np.zeros(2), "b": b"x", "c": 1}, {"a": np.zeros(3), "b": b"y", "c": 2}])
     assert isinstance(mixed["a"], list) and mixed["b"] == [b"x", b"y"]
     assert mixed["c"].tolist() == [1, 2]
     assert "windows of 2 steps" in repr(StepsDataset(split, window=2))

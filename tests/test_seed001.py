@@ -1,5 +1,6 @@
 """Seed 001: with 70,000 label-sorted records, a 10,000-record shuffle buffer is biased, an
 index shuffle is not (the seed's sizes; small records, so it runs in about a second)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -4,14 +4,25 @@ import numpy as np
 import pytest
 
 import tfrec_fast
-from tfrec_fast.example import (FixedLen, FixedLenSequence, VarLen, VarLenSequence,
-                                parse_sequence_examples)
+from tfrec_fast.example import (
+    FixedLen,
+    FixedLenSequence,
+    VarLen,
+    VarLenSequence,
+    parse_sequence_examples,
+)
 from tfrec_fast.proto import sequence_example_to_dict
 
-CONTEXT = {"id": FixedLen((), "bytes", default=b""), "length": FixedLen((), "int64", default=-1),
-           "label": VarLen("float32")}
-LISTS = {"embeddings": FixedLenSequence((4,), "float32"), "tokens": VarLenSequence("int64"),
-         "words": VarLenSequence("bytes")}
+CONTEXT = {
+    "id": FixedLen((), "bytes", default=b""),
+    "length": FixedLen((), "int64", default=-1),
+    "label": VarLen("float32"),
+}
+LISTS = {
+    "embeddings": FixedLenSequence((4,), "float32"),
+    "tokens": VarLenSequence("int64"),
+    "words": VarLenSequence("bytes"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +44,8 @@ def test_every_record_matches_protobuf(batch):
         embeddings = lists["embeddings"][i]
         assert embeddings.shape == (len(want_lists.get("embeddings", [])), 4)
         np.testing.assert_array_equal(
-            embeddings, np.array(want_lists.get("embeddings", []), np.float32).reshape(-1, 4))
+            embeddings, np.array(want_lists.get("embeddings", []), np.float32).reshape(-1, 4)
+        )
         assert lists["tokens"][i].to_list() == want_lists.get("tokens", [])
         assert lists["words"][i].to_list() == want_lists.get("words", [])
 
@@ -47,7 +59,8 @@ def test_wrong_step_size_names_the_feature_and_step(batch):
 
 def test_context_and_list_names_are_separate_namespaces(batch):
     """A context key is not found among the feature lists (and the other way round)."""
-    context, lists = parse_sequence_examples(batch, {"tokens": VarLen("int64")},
-                                             {"id": VarLenSequence("bytes")})
+    context, lists = parse_sequence_examples(
+        batch, {"tokens": VarLen("int64")}, {"id": VarLenSequence("bytes")}
+    )
     assert context["tokens"].values.size == 0
     assert lists["id"].values.row_splits.tolist() == [0]

@@ -1,5 +1,6 @@
 """The SequenceExample encoder (C++): protobuf as the oracle, and round trips through
 parse_sequence_examples."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,8 +46,9 @@ def as_protobuf(context, lists) -> dict:
 def test_encode_sequence_example_equals_protobuf(case):
     context, lists = case
     record = tfr.encode_sequence_example(
-        context, {name: WRAP[kind]([WRAP[kind](s) for s in steps])
-                  for name, (kind, steps) in lists.items()})
+        context,
+        {name: WRAP[kind]([WRAP[kind](s) for s in steps]) for name, (kind, steps) in lists.items()},
+    )
     assert sequence_example_to_dict(record) == as_protobuf(context, lists)
     # The message has both fields, as protobuf writes them when set.
     parsed = SequenceExample.FromString(record)
@@ -58,8 +60,10 @@ def test_batch_round_trip_through_the_decoder():
     lists = {"tok": [[[1, 2], [3]], [], [[4]]], "emb": [[[0.5, 1.5]], [[2.0, 3.0]], []]}
     batch = tfr.encode_sequence_examples(context, lists)
     ctx, seq = tfr.parse_sequence_examples(
-        batch, {"id": tfr.FixedLen((), "int64"), "name": tfr.FixedLen((), "bytes")},
-        {"tok": tfr.VarLenSequence("int64"), "emb": tfr.FixedLenSequence((2,), "float32")})
+        batch,
+        {"id": tfr.FixedLen((), "int64"), "name": tfr.FixedLen((), "bytes")},
+        {"tok": tfr.VarLenSequence("int64"), "emb": tfr.FixedLenSequence((2,), "float32")},
+    )
     assert ctx["id"].tolist() == [0, 1, 2] and ctx["name"].to_list() == [b"a", b"bb", b""]
     again = tfr.encode_sequence_examples(ctx, seq)  # the decoder's output encodes back
     assert again.to_list() == batch.to_list()

@@ -1,4 +1,5 @@
 """ShardedWriter and shard manifests: naming, sharding modes, crash safety, overwrite, specs."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,13 @@ from hypothesis import strategies as st
 import tfrec_fast
 from tfrec_fast import sharded
 from tfrec_fast.index import write_index
-from tfrec_fast.sharded import (DEFAULT_SHARD_BYTES, ShardedWriter, read_manifest,
-                                spec_from_json, spec_to_json)
+from tfrec_fast.sharded import (
+    DEFAULT_SHARD_BYTES,
+    ShardedWriter,
+    read_manifest,
+    spec_from_json,
+    spec_to_json,
+)
 
 
 def records_of(path, compression=None) -> list:
@@ -42,13 +48,15 @@ def payloads(n, seed=0, max_len=120) -> list:
 
 # ---- naming ------------------------------------------------------------------------------------
 
+
 def test_prefix_names_and_creates_directory(tmp_path):
     out = tmp_path / "new" / "dir"
     with ShardedWriter(out, "train", num_shards=3) as w:
         w.write(b"x")
     assert w.shards == [str(out / f"train-{i:05d}-of-00003.tfrecord") for i in range(3)]
-    assert visible(out) == [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)] + \
-        ["train.manifest.json"]
+    assert visible(out) == [f"train-{i:05d}-of-00003.tfrecord" for i in range(3)] + [
+        "train.manifest.json"
+    ]
     assert w.manifest_path == str(out / "train.manifest.json")
     assert hidden(out) == []
 
@@ -57,17 +65,25 @@ def test_prefix_names_and_creates_directory(tmp_path):
 def test_prefix_suffix(tmp_path, suffix):
     with ShardedWriter(tmp_path, "data", num_shards=2, suffix=suffix) as w:
         pass
-    assert [os.path.basename(p) for p in w.shards] == \
-        [f"data-00000-of-00002{suffix}", f"data-00001-of-00002{suffix}"]
+    assert [os.path.basename(p) for p in w.shards] == [
+        f"data-00000-of-00002{suffix}",
+        f"data-00001-of-00002{suffix}",
+    ]
 
 
-@pytest.mark.parametrize("pattern, names, manifest", [
-    ("train-%05d-of-%05d.tfrecord",
-     ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"], "train.manifest.json"),
-    ("shard_%d_of_%d.rec", ["shard_0_of_2.rec", "shard_1_of_2.rec"], "shard.manifest.json"),
-    ("%03d-%03d", ["000-002", "001-002"], "shards.manifest.json"),
-    ("100%%-%d-%d.bin", ["100%-0-2.bin", "100%-1-2.bin"], "100%.manifest.json"),
-])
+@pytest.mark.parametrize(
+    "pattern, names, manifest",
+    [
+        (
+            "train-%05d-of-%05d.tfrecord",
+            ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"],
+            "train.manifest.json",
+        ),
+        ("shard_%d_of_%d.rec", ["shard_0_of_2.rec", "shard_1_of_2.rec"], "shard.manifest.json"),
+        ("%03d-%03d", ["000-002", "001-002"], "shards.manifest.json"),
+        ("100%%-%d-%d.bin", ["100%-0-2.bin", "100%-1-2.bin"], "100%.manifest.json"),
+    ],
+)
 def test_pattern_names(tmp_path, pattern, names, manifest):
     with ShardedWriter(str(tmp_path / "out" / pattern), num_shards=2) as w:
         w.write_batch([b"a", b"b", b"c"])
@@ -77,10 +93,19 @@ def test_pattern_names(tmp_path, pattern, names, manifest):
     assert [records_of(p) for p in w.shards] == [[b"a", b"c"], [b"b"]]
 
 
-@pytest.mark.parametrize("pattern", [
-    "train.tfrecord", "train-%05d.tfrecord", "train-%d-%d-%d", "train-%s-of-%d",
-    "train-%05d-of-%05d-%", "50%-%d-of-%d", "train-%x-of-%d", "dir-%d/train-%d",
-])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "train.tfrecord",
+        "train-%05d.tfrecord",
+        "train-%d-%d-%d",
+        "train-%s-of-%d",
+        "train-%05d-of-%05d-%",
+        "50%-%d-of-%d",
+        "train-%x-of-%d",
+        "dir-%d/train-%d",
+    ],
+)
 def test_bad_patterns(tmp_path, pattern):
     with pytest.raises(ValueError, match="pattern|field"):
         ShardedWriter(str(tmp_path / pattern))
@@ -99,6 +124,7 @@ def test_bad_suffix(tmp_path):
 
 
 # ---- sharding ----------------------------------------------------------------------------------
+
 
 def test_round_robin_order(tmp_path):
     data = payloads(23)
@@ -153,8 +179,9 @@ def test_size_cutting_renames_with_total(tmp_path):
             w.write(record)
     n = len(w.shards)
     assert n > 5
-    assert visible(tmp_path) == [f"s-{i:05d}-of-{n:05d}.tfrecord" for i in range(n)] + \
-        ["s.manifest.json"]
+    assert visible(tmp_path) == [f"s-{i:05d}-of-{n:05d}.tfrecord" for i in range(n)] + [
+        "s.manifest.json"
+    ]
     shards = split_into_shards(w.shards)
     assert sum(shards, []) == data
     check_cuts(shards, max_bytes=1000)
@@ -166,8 +193,14 @@ def test_oversized_record_gets_its_own_shard(tmp_path):
         w.write_batch(data[:4])
         w.write(data[4])
         w.write_batch(data[5:])
-    assert split_into_shards(w.shards) == [data[:2], [data[2]], [data[3]], [data[4]], [data[5]],
-                                          [data[6]]]
+    assert split_into_shards(w.shards) == [
+        data[:2],
+        [data[2]],
+        [data[3]],
+        [data[4]],
+        [data[5]],
+        [data[6]],
+    ]
 
 
 def test_exact_fit(tmp_path):
@@ -214,8 +247,9 @@ def test_default_shard_size(tmp_path):
 @pytest.mark.parametrize("compression, name", [("gzip", "GZIP"), ("ZLIB", "ZLIB")])
 def test_compressed_shards(tmp_path, compression, name):
     data = payloads(40, seed=3)
-    with ShardedWriter(tmp_path, "c", max_bytes_per_shard=800, compression=compression,
-                       level=9) as w:
+    with ShardedWriter(
+        tmp_path, "c", max_bytes_per_shard=800, compression=compression, level=9
+    ) as w:
         w.write_batch(data)
     shards = split_into_shards(w.shards, compression)
     assert sum(shards, []) == data
@@ -230,11 +264,11 @@ def test_compressed_round_robin(tmp_path):
     data = payloads(9)
     with ShardedWriter(tmp_path, "c", num_shards=4, compression="gzip") as w:
         w.write_batch(data)
-    assert split_into_shards(w.shards, "gzip") == [data[0::4], data[1::4], data[2::4],
-                                                   data[3::4]]
+    assert split_into_shards(w.shards, "gzip") == [data[0::4], data[1::4], data[2::4], data[3::4]]
 
 
 # ---- index files -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", [{"num_shards": 3}, {"max_bytes_per_shard": 500}])
 def test_index_files(tmp_path, mode):
@@ -260,6 +294,7 @@ def test_index_needs_uncompressed(tmp_path):
 
 # ---- manifest and spec -------------------------------------------------------------------------
 
+
 def test_manifest_fields(tmp_path):
     data = payloads(25, seed=5)
     with ShardedWriter(tmp_path, "m", records_per_shard=10) as w:
@@ -272,7 +307,8 @@ def test_manifest_fields(tmp_path):
     assert raw["total_records"] == 25
     assert raw["shards"] == [
         {"file": os.path.basename(p), "records": n, "bytes": os.path.getsize(p), "index": None}
-        for p, n in zip(w.shards, [10, 10, 5])]
+        for p, n in zip(w.shards, [10, 10, 5])
+    ]
     assert raw["total_bytes"] == sum(os.path.getsize(p) for p in w.shards)
     manifest = read_manifest(w.manifest_path)
     assert manifest["paths"] == w.shards
@@ -335,8 +371,12 @@ def test_spec_round_trip_and_parse(tmp_path):
     }
     with ShardedWriter(tmp_path, "ex", records_per_shard=4, spec=SPEC) as w:
         w.write_examples(columns)
-        w.write_example({"pixels": tfrec_fast.Bytes(np.zeros((2, 3), np.uint8)),
-                         "wide": tfrec_fast.Bytes(np.array([7, 8], np.int64))})
+        w.write_example(
+            {
+                "pixels": tfrec_fast.Bytes(np.zeros((2, 3), np.uint8)),
+                "wide": tfrec_fast.Bytes(np.array([7, 8], np.int64)),
+            }
+        )
     manifest = read_manifest(w.manifest_path)
     rebuilt = manifest["spec"]
     assert list(rebuilt) == list(SPEC)
@@ -368,9 +408,13 @@ def test_spec_json_forms():
         "words": tfrec_fast.VarLenSequence("bytes"),
     }
     data = spec_to_json(spec)
-    assert data["f"] == {"kind": "FixedLen", "shape": [3], "dtype": "float32",
-                         "from_bytes": False,
-                         "default": np.float32([0.1, 0.2, 0.3]).tolist()}
+    assert data["f"] == {
+        "kind": "FixedLen",
+        "shape": [3],
+        "dtype": "float32",
+        "from_bytes": False,
+        "default": np.float32([0.1, 0.2, 0.3]).tolist(),
+    }
     assert data["h"]["dtype"] == "float16" and data["h"]["from_bytes"] is True
     assert data["big"]["dtype"] == ">i4"
     assert data["named"] is None
@@ -395,12 +439,19 @@ def test_bad_spec_fails_at_construction(tmp_path):
 
 # ---- crash safety ------------------------------------------------------------------------------
 
+
 class Boom(Exception):
     pass
 
 
-@pytest.mark.parametrize("mode", [{"num_shards": 3}, {"max_bytes_per_shard": 300},
-                                  {"records_per_shard": 4, "compression": "gzip"}])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        {"num_shards": 3},
+        {"max_bytes_per_shard": 300},
+        {"records_per_shard": 4, "compression": "gzip"},
+    ],
+)
 def test_exception_leaves_only_temporaries(tmp_path, mode):
     data = payloads(20, seed=6)
     compression = mode.get("compression")
@@ -433,14 +484,16 @@ def test_temporaries_while_writing(tmp_path):
     w = ShardedWriter(tmp_path, "t", records_per_shard=2)
     w.write_batch([b"1", b"2", b"3"])
     assert visible(tmp_path) == []
-    assert [os.path.basename(p) for p in w.partial_paths] == \
-        [f".t-0000{i}.tfrecord.tmp-{w.partial_paths[0].rsplit('-', 1)[1]}" for i in range(2)]
+    assert [os.path.basename(p) for p in w.partial_paths] == [
+        f".t-0000{i}.tfrecord.tmp-{w.partial_paths[0].rsplit('-', 1)[1]}" for i in range(2)
+    ]
     assert w.close() == [str(tmp_path / f"t-0000{i}-of-00002.tfrecord") for i in range(2)]
     assert w.partial_paths == [] and hidden(tmp_path) == []
 
 
 class FailingWriter(tfrec_fast.TFRecordWriter):
     """Fails like a full disk on the fourth write call."""
+
     calls = 0
 
     def write(self, record):
@@ -524,14 +577,22 @@ def test_bad_record_is_not_a_failure(tmp_path):
 
 # ---- existing output ---------------------------------------------------------------------------
 
+
 def make_old_output(directory):
     with ShardedWriter(directory, "train", num_shards=10, index=True) as w:
         w.write_batch(payloads(20))
     return w.shards
 
 
-@pytest.mark.parametrize("existing", ["train-00007-of-00010.tfrecord", "train-3-of-4.tfrecord",
-                                      "train-00000-of-00001.tfrecord.idx", "train.manifest.json"])
+@pytest.mark.parametrize(
+    "existing",
+    [
+        "train-00007-of-00010.tfrecord",
+        "train-3-of-4.tfrecord",
+        "train-00000-of-00001.tfrecord.idx",
+        "train.manifest.json",
+    ],
+)
 def test_refuses_existing_output(tmp_path, existing):
     (tmp_path / existing).write_bytes(b"old")
     with pytest.raises(FileExistsError, match="overwrite=True"):
@@ -546,8 +607,13 @@ def test_refuses_existing_custom_manifest(tmp_path):
 
 
 def test_unrelated_files_do_not_conflict(tmp_path):
-    for name in ("train.txt", "val-00000-of-00001.tfrecord", "train-00000-of-00001.rec",
-                 "xtrain-00000-of-00001.tfrecord", ".train-00000.tfrecord.tmp-deadbeef"):
+    for name in (
+        "train.txt",
+        "val-00000-of-00001.tfrecord",
+        "train-00000-of-00001.rec",
+        "xtrain-00000-of-00001.tfrecord",
+        ".train-00000.tfrecord.tmp-deadbeef",
+    ):
         (tmp_path / name).write_bytes(b"other")
     with ShardedWriter(tmp_path, "train", num_shards=1) as w:
         w.write(b"x")
@@ -573,8 +639,9 @@ def test_overwrite_removes_stale_members(tmp_path):
     with ShardedWriter(tmp_path, "train", num_shards=2, overwrite=True) as w:
         w.write_batch(data)
     assert sorted(os.listdir(tmp_path)) == sorted(
-        keep + ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord",
-                "train.manifest.json"])
+        keep
+        + ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord", "train.manifest.json"]
+    )
     manifest = read_manifest(w.manifest_path)
     assert manifest["total_records"] == 5 and manifest["paths"] == w.shards
 
@@ -600,16 +667,20 @@ def test_overwrite_keeps_old_output_when_failing(tmp_path):
 
 # ---- arguments and state -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"num_shards": 2, "max_bytes_per_shard": 100}, ValueError),
-    ({"num_shards": 2, "records_per_shard": 100}, ValueError),
-    ({"num_shards": 0}, ValueError),
-    ({"max_bytes_per_shard": -1}, ValueError),
-    ({"records_per_shard": 0}, ValueError),
-    ({"num_shards": 1.5}, TypeError),
-    ({"records_per_shard": True}, TypeError),
-    ({"compression": "lz4"}, ValueError),
-])
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"num_shards": 2, "max_bytes_per_shard": 100}, ValueError),
+        ({"num_shards": 2, "records_per_shard": 100}, ValueError),
+        ({"num_shards": 0}, ValueError),
+        ({"max_bytes_per_shard": -1}, ValueError),
+        ({"records_per_shard": 0}, ValueError),
+        ({"num_shards": 1.5}, TypeError),
+        ({"records_per_shard": True}, TypeError),
+        ({"compression": "lz4"}, ValueError),
+    ],
+)
 def test_invalid_arguments(tmp_path, kwargs, error):
     with pytest.raises(error):
         ShardedWriter(tmp_path / "out", "x", **kwargs)
@@ -627,8 +698,12 @@ def test_close_is_idempotent_and_ends_writing(tmp_path):
     w.write(b"x")
     first = w.close()
     assert w.close() == first == w.shards
-    for call in (lambda: w.write(b"y"), lambda: w.write_batch([b"y"]),
-                 lambda: w.write_example({"a": 1}), lambda: w.write_examples({"a": [1]})):
+    for call in (
+        lambda: w.write(b"y"),
+        lambda: w.write_batch([b"y"]),
+        lambda: w.write_example({"a": 1}),
+        lambda: w.write_examples({"a": [1]}),
+    ):
         with pytest.raises(ValueError, match="closed"):
             call()
 
@@ -651,8 +726,12 @@ def test_write_example_and_examples(tmp_path):
         w.write_example({"x": 1, "s": b"a"})
         w.write_examples({"x": np.array([2, 3, 4]), "s": [b"b", b"c", b"d"]})
     rows = [tfrec_fast.parse_example(r) for p in w.shards for r in records_of(p)]
-    assert rows == [{"x": [1], "s": [b"a"]}, {"x": [3], "s": [b"c"]},
-                    {"x": [2], "s": [b"b"]}, {"x": [4], "s": [b"d"]}]
+    assert rows == [
+        {"x": [1], "s": [b"a"]},
+        {"x": [3], "s": [b"c"]},
+        {"x": [2], "s": [b"b"]},
+        {"x": [4], "s": [b"d"]},
+    ]
 
 
 def test_iterable_batches_larger_than_a_chunk(tmp_path):
@@ -666,15 +745,19 @@ def test_iterable_batches_larger_than_a_chunk(tmp_path):
 
 # ---- property: shards concatenate back to the input --------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(records=st.lists(st.binary(max_size=80), max_size=40),
-       max_bytes=st.one_of(st.none(), st.integers(1, 400)),
-       max_records=st.one_of(st.none(), st.integers(1, 12)),
-       cuts=st.lists(st.integers(0, 40), max_size=4))
+@given(
+    records=st.lists(st.binary(max_size=80), max_size=40),
+    max_bytes=st.one_of(st.none(), st.integers(1, 400)),
+    max_records=st.one_of(st.none(), st.integers(1, 12)),
+    cuts=st.lists(st.integers(0, 40), max_size=4),
+)
 def test_round_trip_property(records, max_bytes, max_records, cuts):
     with tempfile.TemporaryDirectory() as directory:
-        with ShardedWriter(directory, "p", max_bytes_per_shard=max_bytes,
-                           records_per_shard=max_records, sync=False) as w:
+        with ShardedWriter(
+            directory, "p", max_bytes_per_shard=max_bytes, records_per_shard=max_records, sync=False
+        ) as w:
             bounds = sorted({0, len(records), *(c for c in cuts if c < len(records))})
             for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
                 if k % 2:  # alternate record by record and batched writes
@@ -683,8 +766,9 @@ def test_round_trip_property(records, max_bytes, max_records, cuts):
                 else:
                     w.write_batch(records[a:b])
         n = len(w.shards)
-        assert visible(directory) == [f"p-{i:05d}-of-{n:05d}.tfrecord" for i in range(n)] + \
-            ["p.manifest.json"]
+        assert visible(directory) == [f"p-{i:05d}-of-{n:05d}.tfrecord" for i in range(n)] + [
+            "p.manifest.json"
+        ]
         shards = split_into_shards(w.shards)
         assert sum(shards, []) == records
         if records:

@@ -5,9 +5,9 @@ import gzip
 import subprocess
 import sys
 
+import _oracle
 import pytest
 
-import _oracle
 import tfrec_fast
 
 PAYLOADS = [bytes([i]) * (10 + 7 * i) for i in range(8)]
@@ -25,25 +25,31 @@ def read_skipping(data, compression=None):
 @pytest.mark.parametrize("where", ["length", "length_crc", "payload", "data_crc"])
 def test_one_damaged_record_is_skipped_and_reported(victim, where):
     start = OFFSETS[victim]
-    spot = {"length": start, "length_crc": start + 9, "payload": start + 12,
-            "data_crc": start + 12 + len(PAYLOADS[victim])}[where]
+    spot = {
+        "length": start,
+        "length_crc": start + 9,
+        "payload": start + 12,
+        "data_crc": start + 12 + len(PAYLOADS[victim]),
+    }[where]
     records, skipped = read_skipping(_oracle.flip_bit(DATA, spot, 3))
-    assert records == PAYLOADS[:victim] + PAYLOADS[victim + 1:]
+    assert records == PAYLOADS[:victim] + PAYLOADS[victim + 1 :]
     assert len(skipped) == 1
     error = skipped[0]
     assert isinstance(error, tfrec_fast.DataLossError)
     assert (error.record_index, error.offset) == (victim, start)
-    assert error.reason == ("data_checksum" if where in ("payload", "data_crc")
-                            else "length_checksum")
+    assert error.reason == (
+        "data_checksum" if where in ("payload", "data_crc") else "length_checksum"
+    )
 
 
 def test_garbage_between_records_is_skipped_by_searching_for_a_header():
     junk = b"\xde\xad\xbe\xef" * 50
-    data = DATA[:OFFSETS[3]] + junk + DATA[OFFSETS[3]:]
+    data = DATA[: OFFSETS[3]] + junk + DATA[OFFSETS[3] :]
     records, skipped = read_skipping(data)
     assert records == PAYLOADS
-    assert [(e.record_index, e.offset, e.reason) for e in skipped] == \
-        [(3, OFFSETS[3], "length_checksum")]
+    assert [(e.record_index, e.offset, e.reason) for e in skipped] == [
+        (3, OFFSETS[3], "length_checksum")
+    ]
     assert f"offset {OFFSETS[3] + len(junk)}" in skipped[0].detail
 
 
@@ -67,8 +73,10 @@ def test_intact_file_reports_nothing():
 def test_read_records_calls_on_skip():
     seen = []
     damaged = _oracle.flip_bit(DATA, OFFSETS[2] + 14, 0)
-    got = [bytes(r) for r in tfrec_fast.read_records([damaged, DATA], skip_corrupt=True,
-                                                      on_skip=seen.append)]
+    got = [
+        bytes(r)
+        for r in tfrec_fast.read_records([damaged, DATA], skip_corrupt=True, on_skip=seen.append)
+    ]
     assert got == PAYLOADS[:2] + PAYLOADS[3:] + PAYLOADS
     assert [(e.record_index, e.reason) for e in seen] == [(2, "data_checksum")]
 
@@ -83,13 +91,17 @@ def test_verify_repair_writes_every_intact_record(tmp_path):
     source = tmp_path / "damaged.tfrecord"
     source.write_bytes(_oracle.flip_bit(DATA, OFFSETS[5] + 2, 1))
     out = tmp_path / "repaired.tfrecord"
-    proc = subprocess.run([sys.executable, "-m", "tfrec_fast", "verify", str(source),
-                           "--repair", str(out)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfrec_fast", "verify", str(source), "--repair", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1
     assert "SKIPPED" in proc.stderr and "offset " + str(OFFSETS[5]) in proc.stderr
     assert [bytes(r) for r in tfrec_fast.read_records(out)] == PAYLOADS[:5] + PAYLOADS[6:]
-    clean = subprocess.run([sys.executable, "-m", "tfrec_fast", "verify", str(out)],
-                           capture_output=True, text=True)
+    clean = subprocess.run(
+        [sys.executable, "-m", "tfrec_fast", "verify", str(out)], capture_output=True, text=True
+    )
     assert clean.returncode == 0
 
 

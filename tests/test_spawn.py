@@ -11,7 +11,7 @@ import pytest
 pytestmark = pytest.mark.torch
 pytest.importorskip("torch")
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import sys
     import torch
     import tfrec_fast as tfr
@@ -63,12 +63,13 @@ SCRIPT = textwrap.dedent('''
 
     if __name__ == "__main__":
         main(sys.argv[1])
-''')
+""")
 
 
 def test_dataloader_workers_under_spawn(tmp_path):
     script = tmp_path / "spawn_loader.py"
     script.write_text(SCRIPT)
-    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-4000:]

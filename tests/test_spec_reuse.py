@@ -2,6 +2,7 @@
 (tfrec_fast.example._typed_plan and _plan's cache by spec object). These tests check that the
 shortcut never outlives a change: whatever was edited between two calls, the second call parses
 as a spec built afresh would."""
+
 from __future__ import annotations
 
 import collections
@@ -10,11 +11,12 @@ import numpy as np
 import pytest
 
 from tfrec_fast import RecordBatch, example
-from tfrec_fast.example import FixedLen, Ragged, VarLen, parse_examples
 from tfrec_fast.encode import encode_example
+from tfrec_fast.example import FixedLen, Ragged, VarLen, parse_examples
 
-RECORDS = RecordBatch.from_records([encode_example({"a": [1, 2], "f": [0.5]}),
-                                    encode_example({"a": [3, 4], "f": [1.5]})])
+RECORDS = RecordBatch.from_records(
+    [encode_example({"a": [1, 2], "f": [0.5]}), encode_example({"a": [3, 4], "f": [1.5]})]
+)
 
 
 def fresh(spec):
@@ -117,6 +119,7 @@ def test_an_entry_replaced_while_the_first_call_runs_is_seen_next(monkeypatch):
         made = plan(typed, *args)
         spec["m"] = FixedLen((), "int64", default=7)  # (another thread, in the middle)
         return made
+
     monkeypatch.setattr(example, "_plan", plan_then_edit)
     assert parse_examples(RECORDS, spec)["m"].tolist() == [5, 5]
     monkeypatch.setattr(example, "_plan", plan)
@@ -164,7 +167,9 @@ def test_a_negative_zero_default_is_not_the_positive_zeros_plan():
     """0.0 == -0.0, but the defaults they give differ in sign: two plans."""
     spec = {"g": FixedLen((), "float32", default=0.0)}
     assert not np.signbit(parse_examples(RECORDS, spec)["g"]).any()
-    assert np.signbit(parse_examples(RECORDS, {"g": FixedLen((), "float32", default=-0.0)})["g"]).all()
+    assert np.signbit(
+        parse_examples(RECORDS, {"g": FixedLen((), "float32", default=-0.0)})["g"]
+    ).all()
     spec["g"].default = -0.0
     assert np.signbit(parse_examples(RECORDS, spec)["g"]).all()
 
@@ -183,6 +188,7 @@ def test_an_edit_while_a_plan_is_made_is_seen_next(monkeypatch):
         spec["a"].shape = (1, 2)  # the other thread's edit, planned at once
         parse_examples(RECORDS, {"a": spec["a"]})
         return made
+
     monkeypatch.setattr(example, "_plan", racing)
     parse_examples(RECORDS, spec)
     assert parse_examples(RECORDS, spec)["a"].shape == (2, 1, 2)

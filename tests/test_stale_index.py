@@ -1,14 +1,14 @@
 """An index written before its file changed is refused when opened, so len() never reports the
 old count (issue #10, finding F)."""
+
 from __future__ import annotations
 
 import pickle
 
+import _oracle
 import pytest
 
 from tfrec_fast import DataLossError, IndexedTFRecordReader, create_index
-
-import _oracle
 
 OLD = [bytes([i]) * (10 + i) for i in range(20)]
 

@@ -17,9 +17,25 @@ def test_stub_matches_the_extension():
     import tfrec_fast
 
     package_root = str(Path(tfrec_fast.__file__).resolve().parents[1])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    out = subprocess.run([sys.executable, "-m", "mypy.stubtest", "tfrec_fast._core",
-                          "--allowlist", str(ROOT / "tools" / "stubtest_allowlist.txt")],
-                         capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=600)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [package_root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy.stubtest",
+            "tfrec_fast._core",
+            "--allowlist",
+            str(ROOT / "tools" / "stubtest_allowlist.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(ROOT),
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]

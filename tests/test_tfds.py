@@ -4,6 +4,7 @@ The fixture (tests/data/tfds, made by tools/make_tfds_fixture.py with tensorflow
 holds two built datasets and what ``tfds.as_numpy`` gave for every split; every value read
 here is compared with it. test_tfds_peer.py rebuilds it and compares with TFDS live.
 """
+
 from __future__ import annotations
 
 import errno
@@ -14,16 +15,26 @@ import shutil
 import tracemalloc
 import zlib
 
+import _tfds_dump
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from _tfds_fixtures import (
+    FIXTURE,
+    HAVE_SIMPLEJPEG,
+    JPEG_TOLERANCE,
+    ORDERED,
+    assert_same,
+    data_dir,
+    load_dumps,
+    own_copy,
+    read_json,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import _tfds_dump
 import tfrec_fast
 import tfrec_fast.tfds as tfds
 import tfrec_fast.tfds.indexes
-from _tfds_fixtures import (FIXTURE, HAVE_SIMPLEJPEG, JPEG_TOLERANCE, ORDERED, assert_same,
-                            data_dir, load_dumps, own_copy, read_json)
 from tfrec_fast import DataLossError, ExampleParseError, TFRecordWriter, read_records
 from tfrec_fast.tfds import features as F
 from tfrec_fast.tfds.splits import interleave_runs
@@ -41,6 +52,7 @@ def meta_ids(examples):
 
 
 # ---- values ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", [FIXTURE, ORDERED])
 @pytest.mark.parametrize("decoded", [True, False])
@@ -68,8 +80,9 @@ def test_value_types_as_tfds_gives_them(data_dir):
     assert ex["objects"]["name"].dtype == object and ex["words"].dtype == object
     assert ex["f64"].dtype == np.float64 and ex["i16_rows"].dtype == np.int16
     assert ex["video"].shape[1:] == (4, 4, 3) and ex["steps"].shape == (3,)
-    assert isinstance(ex["tokens"], tfrec_fast.Ragged) and isinstance(ex["phrases"],
-                                                                      tfrec_fast.Ragged)
+    assert isinstance(ex["tokens"], tfrec_fast.Ragged) and isinstance(
+        ex["phrases"], tfrec_fast.Ragged
+    )
     assert ex["pairs"].shape == (2, 3, 3, 3) and ex["segmentation"].shape == (4, 4, 1)
     assert ex["audio"].dtype == np.int16 and ex["languages"]["language"].dtype == object
     assert all(a.flags.writeable for a in (ex["u8_bytes"], ex["f16_zlib"], ex["image"]))
@@ -121,15 +134,21 @@ def test_an_image_that_does_not_decode_names_its_record(own_copy, monkeypatch, p
         with pytest.raises(ExampleParseError, match="cannot decode") as error:
             attempt()
         assert (error.value.path, error.value.record_index, error.value.feature) == (
-            shard, 6, "image")
+            shard,
+            6,
+            "image",
+        )
 
 
 def test_skip_decoding_per_feature(data_dir, dumps):
     ds = tfds.open(os.path.join(data_dir, FIXTURE), decode_images=True)
-    split = ds.as_dataset("test", decoders={"image": tfds.SkipDecoding(),
-                                            "meta": {"info": {"score": tfds.SkipDecoding()}}})
-    for ours, decoded, encoded in zip(split, dumps[FIXTURE]["test/decoded"],
-                                      dumps[FIXTURE]["test/encoded"]):
+    split = ds.as_dataset(
+        "test",
+        decoders={"image": tfds.SkipDecoding(), "meta": {"info": {"score": tfds.SkipDecoding()}}},
+    )
+    for ours, decoded, encoded in zip(
+        split, dumps[FIXTURE]["test/decoded"], dumps[FIXTURE]["test/encoded"]
+    ):
         assert ours["image"] == encoded["image"]
         assert_same(ours["photo"], decoded["photo"], {"": JPEG_TOLERANCE.get("/photo", 0)})
         assert_same(ours["meta"], decoded["meta"])
@@ -141,8 +160,9 @@ def test_skip_decoding_per_feature(data_dir, dumps):
 
 def test_skip_decoding_keeps_bytes_of_encoded_tensors(data_dir):
     ds = tfds.open(os.path.join(data_dir, FIXTURE))
-    skipped = ds.as_dataset("train", decoders={"u8_bytes": tfds.SkipDecoding(),
-                                               "f16_zlib": tfds.SkipDecoding()})
+    skipped = ds.as_dataset(
+        "train", decoders={"u8_bytes": tfds.SkipDecoding(), "f16_zlib": tfds.SkipDecoding()}
+    )
     for plain, raw in zip(ds["train"], skipped):
         assert raw["u8_bytes"] == plain["u8_bytes"].tobytes()
         assert raw["f16_zlib"]["shape"].dtype == np.int32
@@ -152,12 +172,13 @@ def test_skip_decoding_keeps_bytes_of_encoded_tensors(data_dir):
 def _zlib_of_zeros(n: int) -> bytes:
     """zlib data inflating to ``n`` zero bytes, made without holding them."""
     deflater, chunk = zlib.compressobj(9), bytes(1 << 20)
-    parts = [deflater.compress(chunk[:min(len(chunk), n - k)]) for k in range(0, n, len(chunk))]
+    parts = [deflater.compress(chunk[: min(len(chunk), n - k)]) for k in range(0, n, len(chunk))]
     return b"".join(parts) + deflater.flush()
 
 
 def test_zlib_tensors_inflate_to_their_shape_and_no_more():
     from tfrec_fast.tfds.leaf_decoders import element_decoder
+
     decode = element_decoder(F.Tensor((4, 8), np.float32, encoding="zlib"))
     values = np.arange(32, dtype="<f4").reshape(4, 8)
     assert np.array_equal(decode(zlib.compress(values.tobytes())), values)
@@ -190,7 +211,10 @@ def test_a_zlib_bomb_is_refused_without_inflating_it(own_copy):
     finally:
         tracemalloc.stop()
     assert (error.value.path, error.value.record_index, error.value.feature) == (
-        shard, 4, "f16_zlib/value")
+        shard,
+        4,
+        "f16_zlib/value",
+    )
     assert peak < 64 << 20  # the bomb itself is 1 MB; inflated it would be 1 GiB
 
 
@@ -208,18 +232,25 @@ def test_as_supervised_pairs(data_dir, dumps):
 
 # ---- metadata --------------------------------------------------------------------------------
 
+
 def test_info(data_dir):
     ds = tfds.open(os.path.join(data_dir, FIXTURE))
     info = ds.info
-    assert (info.name, info.version, info.full_name) == ("tfrec_fixture", "1.2.0",
-                                                         "tfrec_fixture/1.2.0")
+    assert (info.name, info.version, info.full_name) == (
+        "tfrec_fixture",
+        "1.2.0",
+        "tfrec_fixture/1.2.0",
+    )
     assert info.description.startswith("A small dataset") and "tfrec_fixture" in info.citation
     assert info.homepage == "https://example.org/tfrec_fast"
-    assert {k: v.shard_lengths for k, v in info.splits.items()} == {"train": [23, 24, 23],
-                                                                    "test": [7, 6, 7]}
+    assert {k: v.shard_lengths for k, v in info.splits.items()} == {
+        "train": [23, 24, 23],
+        "test": [7, 6, 7],
+    }
     assert info.splits["train"].num_examples == 70 and info.splits["test"].num_shards == 3
     assert [os.path.basename(f) for f in info.splits["test"].filenames] == [
-        f"tfrec_fixture-test.tfrecord-0000{i}-of-00003" for i in range(3)]
+        f"tfrec_fixture-test.tfrecord-0000{i}-of-00003" for i in range(3)
+    ]
     assert set(ds.splits) == {"train", "test"} and len(ds.splits["test"]) == 20
     features = info.features
     assert isinstance(features, F.FeaturesDict)
@@ -229,8 +260,13 @@ def test_info(data_dir):
     assert features["meta/info/tag"].num_classes == 2
     assert features["objects"]["kind"].names == ["car", "tree"]
     kinds = {k: type(v).__name__ for k, v in features.items()}
-    assert kinds["image"] == "Image" and kinds["video"] == "Video" and kinds["bbox"] == \
-        "BBoxFeature" and kinds["maybe"] == "Scalar" and kinds["translation"] == "Translation"
+    assert (
+        kinds["image"] == "Image"
+        and kinds["video"] == "Video"
+        and kinds["bbox"] == "BBoxFeature"
+        and kinds["maybe"] == "Scalar"
+        and kinds["translation"] == "Translation"
+    )
     assert features["photo"].encoding_format == "jpeg" and features["depth"].dtype == np.uint16
     assert features["f16_zlib"].shape == (None, None) and features["f16_zlib"].encoding == "zlib"
     assert features["tokens"].feature.feature.dtype == np.int64
@@ -260,8 +296,9 @@ def test_locate_by_data_dir_and_name(data_dir):
     assert tfds.open(data_dir, name="tfrec_fixture:1.2.0").info.version == "1.2.0"
     # as TFDS users write it: the name, with data_dir=
     assert tfds.open("tfrec_fixture", data_dir=data_dir).info.version == "1.2.0"
-    assert tfds.open("tfrec_fixture:1.2.0", data_dir=data_dir).info.data_dir == \
-        os.path.join(data_dir, "tfrec_fixture", "1.2.0")
+    assert tfds.open("tfrec_fixture:1.2.0", data_dir=data_dir).info.data_dir == os.path.join(
+        data_dir, "tfrec_fixture", "1.2.0"
+    )
     with pytest.raises(TypeError):
         tfds.open("tfrec_fixture", name="tfrec_fixture", data_dir=data_dir)
     assert tfds.open(os.path.join(data_dir, "tfrec_fixture")).data_dir.endswith("1.2.0")
@@ -283,6 +320,7 @@ def test_newest_version_and_configs(own_copy):
 
 
 # ---- errors ----------------------------------------------------------------------------------
+
 
 def test_missing_features_json(own_copy):
     path = os.path.join(own_copy, FIXTURE)
@@ -333,11 +371,11 @@ def test_unknown_feature_type_names_the_type_and_keeps_raw_values(own_copy, dump
     _rename_feature_class(path, "bbox", "my_project.features.FancyBox")
     ds = tfds.open(path)
     assert isinstance(ds.info.features["bbox"], F.UnknownFeature)
-    with pytest.raises(tfds.UnknownFeatureError,
-                       match="'bbox' is a my_project.features.FancyBox") as error:
+    with pytest.raises(
+        tfds.UnknownFeatureError, match="'bbox' is a my_project.features.FancyBox"
+    ) as error:
         ds["train"]
-    assert (error.value.feature, error.value.type_name) == ("bbox",
-                                                             "my_project.features.FancyBox")
+    assert (error.value.feature, error.value.type_name) == ("bbox", "my_project.features.FancyBox")
     assert pickle.loads(pickle.dumps(error.value)).feature == "bbox"
     assert "dataset.records(split)" in str(error.value)
     assert len(ds.records("train")) == 70 and type(ds.records("train")[0]) is bytes
@@ -347,8 +385,10 @@ def test_unknown_feature_type_names_the_type_and_keeps_raw_values(own_copy, dump
         assert np.array_equal(ours["bbox"]["bbox"], ref["bbox"])
         assert ours["label"] == ref["label"]
     records = list(ds.as_dataset("train", decoders={"bbox": tfds.SkipDecoding()}).records())
-    assert len(records) == 70 and tfrec_fast.parse_example(records[0])["bbox"] == \
-        raw[0]["bbox"]["bbox"].tolist()
+    assert (
+        len(records) == 70
+        and tfrec_fast.parse_example(records[0])["bbox"] == raw[0]["bbox"]["bbox"].tolist()
+    )
 
 
 def test_missing_shard(own_copy):
@@ -422,7 +462,10 @@ def test_damaged_shard_names_file_and_record(own_copy):
     with pytest.raises(DataLossError) as error:
         list(tfds.open(path)["train"])
     assert (error.value.path, error.value.record_index, error.value.offset) == (
-        shard, 5, offsets[5])
+        shard,
+        5,
+        offsets[5],
+    )
     with pytest.raises(DataLossError):
         tfds.open(path)["train"][27 + 5]
 
@@ -456,11 +499,11 @@ def test_a_missing_required_feature_is_named(own_copy):
             w.write(record)
     with pytest.raises(ExampleParseError) as error:
         list(tfds.open(path)["train"])
-    assert (error.value.path, error.value.record_index, error.value.feature) == (
-        shard, 2, "index")
+    assert (error.value.path, error.value.record_index, error.value.feature) == (shard, 2, "index")
 
 
 # ---- splits and order ------------------------------------------------------------------------
+
 
 def _tf_interleave(lengths, cycle, block):
     """TensorFlow's InterleaveDatasetOp iterator, element by element: (input, element)."""
@@ -506,8 +549,11 @@ def _file_order_ids(path, split):
     ids = []
     for shard in info.splits[split].filenames:
         for record in read_records(shard):
-            ids.append(tfrec_fast.parse_example(record, {"meta/id": tfrec_fast.FixedLen()})[
-                "meta/id"].item())
+            ids.append(
+                tfrec_fast.parse_example(record, {"meta/id": tfrec_fast.FixedLen()})[
+                    "meta/id"
+                ].item()
+            )
     return ids
 
 
@@ -526,20 +572,23 @@ def _expected_ids(path, parts):
     return [pieces[k][pos] for k, pos in _tf_interleave([len(p) for p in pieces], 16, 16)]
 
 
-@pytest.mark.parametrize("spec, parts", [
-    ("train", [("train", 0, 70)]),
-    ("train[:10%]", [("train", 0, 7)]),
-    ("train[10:50]", [("train", 10, 50)]),
-    ("train[-5:]", [("train", 65, 70)]),
-    ("train[:-60]", [("train", 0, 10)]),
-    ("train[25%:75%]", [("train", 18, 52)]),  # 17.5 -> 18 and 52.5 -> 52: halves to even
-    ("train[5%:15%]", [("train", 4, 10)]),    # 3.5 -> 4, 10.5 -> 10
-    ("train[1shard]", [("train", 23, 47)]),
-    ("train[1shard:]", [("train", 23, 70)]),
-    ("train[:-1shard]", [("train", 0, 47)]),
-    ("test[:50%] + train[60:]", [("test", 0, 10), ("train", 60, 70)]),
-    ("all", [("train", 0, 70), ("test", 0, 20)]),
-])
+@pytest.mark.parametrize(
+    "spec, parts",
+    [
+        ("train", [("train", 0, 70)]),
+        ("train[:10%]", [("train", 0, 7)]),
+        ("train[10:50]", [("train", 10, 50)]),
+        ("train[-5:]", [("train", 65, 70)]),
+        ("train[:-60]", [("train", 0, 10)]),
+        ("train[25%:75%]", [("train", 18, 52)]),  # 17.5 -> 18 and 52.5 -> 52: halves to even
+        ("train[5%:15%]", [("train", 4, 10)]),  # 3.5 -> 4, 10.5 -> 10
+        ("train[1shard]", [("train", 23, 47)]),
+        ("train[1shard:]", [("train", 23, 70)]),
+        ("train[:-1shard]", [("train", 0, 47)]),
+        ("test[:50%] + train[60:]", [("test", 0, 10), ("train", 60, 70)]),
+        ("all", [("train", 0, 70), ("test", 0, 20)]),
+    ],
+)
 def test_split_slicing_as_tfds(data_dir, spec, parts):
     path = os.path.join(data_dir, FIXTURE)
     split = tfds.open(path)[spec]
@@ -549,18 +598,21 @@ def test_split_slicing_as_tfds(data_dir, spec, parts):
     assert [int(split[i]["meta"]["id"]) for i in range(len(split))] == expected
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("train[:71]", "Requested slice"),
-    ("train[-71:]", "Requested slice"),
-    ("train[:101%]", "percent slice boundaries"),
-    ("validation", "Unknown split 'validation'"),
-    ("train[10]", "Absolute or percent only support slice syntax"),
-    ("train[a:b]", "Unrecognized split format"),
-    ("train[::]", "Unrecognized split format"),
-    ("train[1:2", "Unrecognized split format"),
-    ("train[30:20]", "selects no examples"),
-    ("test[3:3]", "selects no examples"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("train[:71]", "Requested slice"),
+        ("train[-71:]", "Requested slice"),
+        ("train[:101%]", "percent slice boundaries"),
+        ("validation", "Unknown split 'validation'"),
+        ("train[10]", "Absolute or percent only support slice syntax"),
+        ("train[a:b]", "Unrecognized split format"),
+        ("train[::]", "Unrecognized split format"),
+        ("train[1:2", "Unrecognized split format"),
+        ("train[30:20]", "selects no examples"),
+        ("test[3:3]", "selects no examples"),
+    ],
+)
 def test_bad_split_strings(data_dir, spec, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[")):
         tfds.open(os.path.join(data_dir, FIXTURE))[spec]
@@ -582,11 +634,13 @@ def test_disable_shuffling_reads_shards_one_after_another(data_dir):
 
 def test_read_config_cycle_length_one_is_file_order(data_dir):
     path = os.path.join(data_dir, FIXTURE)
-    split = tfds.open(path).as_dataset("train", read_config=tfds.ReadConfig(
-        interleave_cycle_length=1))
+    split = tfds.open(path).as_dataset(
+        "train", read_config=tfds.ReadConfig(interleave_cycle_length=1)
+    )
     assert meta_ids(split) == _file_order_ids(path, "train") != meta_ids(tfds.open(path)["train"])
     assert [int(split[i]["meta"]["id"]) for i in (0, 30, 69)] == [
-        _file_order_ids(path, "train")[i] for i in (0, 30, 69)]
+        _file_order_ids(path, "train")[i] for i in (0, 30, 69)
+    ]
     with pytest.raises(ValueError, match="AUTOTUNE"):
         tfds.open(path).as_dataset("train", read_config=tfds.ReadConfig(-1))
 
@@ -600,6 +654,7 @@ def test_shuffle_files_reads_every_example_once(data_dir):
 
 
 # ---- random access ---------------------------------------------------------------------------
+
 
 def test_random_access_matches_iteration(data_dir, dumps):
     split = tfds.open(os.path.join(data_dir, FIXTURE), decode_images=True)["train"]
@@ -629,11 +684,14 @@ def test_indexes_are_built_once_and_kept_beside_the_shards(own_copy, monkeypatch
     assert int(split[30]["index"]) == 30
     index = os.path.join(path, "tfrec_ordered-train.tfrecord-00002-of-00003.idx")
     assert os.path.exists(index)
-    assert tfrec_fast.load_index(index)[0].tolist() == tfrec_fast.create_index(
-        index[:-4])[0].tolist()
+    assert (
+        tfrec_fast.load_index(index)[0].tolist() == tfrec_fast.create_index(index[:-4])[0].tolist()
+    )
     calls = []
-    monkeypatch.setattr("tfrec_fast.tfds._files.create_index",
-                        lambda *a, **k: calls.append(a) or tfrec_fast.create_index(*a, **k))
+    monkeypatch.setattr(
+        "tfrec_fast.tfds._files.create_index",
+        lambda *a, **k: calls.append(a) or tfrec_fast.create_index(*a, **k),
+    )
     assert int(tfds.open(path)["train"][31]["index"]) == 31
     assert calls == []  # the kept index was used
 
@@ -646,6 +704,7 @@ def test_read_only_dataset_keeps_indexes_in_the_cache(own_copy, tmp_path, monkey
         if os.path.dirname(os.path.abspath(index_path.os_path)) == path:
             raise PermissionError(errno.EACCES, "read-only", index_path)
         return real_write(index_path, *args)
+
     monkeypatch.setattr("tfrec_fast.tfds._files.write_index", read_only_beside_the_data)
     monkeypatch.setenv("TFREC_FAST_CACHE_DIR", str(tmp_path / "cache"))
     assert int(tfds.open(path)["train"][15]["index"]) == 15
@@ -653,8 +712,10 @@ def test_read_only_dataset_keeps_indexes_in_the_cache(own_copy, tmp_path, monkey
     kept = os.listdir(tmp_path / "cache" / "index")
     assert len(kept) == 1 and kept[0].startswith("tfrec_ordered-train.tfrecord-00001-of-00003.")
     calls = []
-    monkeypatch.setattr("tfrec_fast.tfds._files.create_index",
-                        lambda *a, **k: calls.append(a) or tfrec_fast.create_index(*a, **k))
+    monkeypatch.setattr(
+        "tfrec_fast.tfds._files.create_index",
+        lambda *a, **k: calls.append(a) or tfrec_fast.create_index(*a, **k),
+    )
     assert int(tfds.open(path)["train"][16]["index"]) == 16 and calls == []
 
 
@@ -681,8 +742,10 @@ def test_a_stale_index_is_made_again(own_copy):
 def test_records_and_pickling(data_dir, dumps):
     split = tfds.open(os.path.join(data_dir, FIXTURE))["test[:12]"]
     records = list(split.records())
-    assert [tfrec_fast.parse_example(r, {"meta/id": tfrec_fast.FixedLen()})["meta/id"].item()
-            for r in records] == meta_ids(split)
+    assert [
+        tfrec_fast.parse_example(r, {"meta/id": tfrec_fast.FixedLen()})["meta/id"].item()
+        for r in records
+    ] == meta_ids(split)
     assert split[2]["meta"]["id"] == meta_ids(split)[2]  # opens a reader
     clone = pickle.loads(pickle.dumps(split))
     assert meta_ids(clone) == meta_ids(split) and clone[2]["meta"]["id"] == split[2]["meta"]["id"]
@@ -690,6 +753,7 @@ def test_records_and_pickling(data_dir, dumps):
 
 
 # ---- TFDS's names ----------------------------------------------------------------------------
+
 
 def test_load_as_tfds(data_dir, dumps, monkeypatch):
     ref = dumps[FIXTURE]["test/decoded"]
@@ -701,14 +765,14 @@ def test_load_as_tfds(data_dir, dumps, monkeypatch):
     monkeypatch.setenv("TFDS_DATA_DIR", data_dir)
     _, labels = zip(*tfds.load("tfrec_fixture", split="test[:3]", as_supervised=True))
     assert [int(x) for x in labels] == [int(e["label"]) for e in ref[:3]]
-    skipped = tfds.load("tfrec_fixture", split="test",
-                        decoders={"image": tfds.decode.SkipDecoding()})
+    skipped = tfds.load(
+        "tfrec_fixture", split="test", decoders={"image": tfds.decode.SkipDecoding()}
+    )
     assert next(iter(skipped))["image"][:4] == b"\x89PNG"
     builder = tfds.builder("tfrec_fixture", data_dir=data_dir)
     builder.download_and_prepare()
     assert meta_ids(builder.as_dataset(split="test")) == meta_ids(ref)
-    assert tfds.builder_from_directory(os.path.join(data_dir, FIXTURE)).info.name == \
-        "tfrec_fixture"
+    assert tfds.builder_from_directory(os.path.join(data_dir, FIXTURE)).info.name == "tfrec_fixture"
     assert tfds.as_numpy(both)["test"] is both["test"]
     with pytest.raises(TypeError):
         tfds.as_numpy(object())
@@ -716,12 +780,12 @@ def test_load_as_tfds(data_dir, dumps, monkeypatch):
 
 def test_batches_as_tf_data_batch(data_dir, dumps):
     ref = dumps[ORDERED]["train/decoded"]
-    batches = list(tfds.load("tfrec_ordered", split="train", data_dir=data_dir,
-                             batch_size=16))
+    batches = list(tfds.load("tfrec_ordered", split="train", data_dir=data_dir, batch_size=16))
     assert [len(b["index"]) for b in batches] == [16, 16, 8]
     assert batches[0]["image"].shape == (16, 2, 2, 3) and batches[2]["index"].dtype == np.int64
-    assert np.array_equal(np.concatenate([b["image"] for b in batches]),
-                          np.stack([e["image"] for e in ref]))
+    assert np.array_equal(
+        np.concatenate([b["image"] for b in batches]), np.stack([e["image"] for e in ref])
+    )
     whole = list(tfds.load("tfrec_ordered", split="train", data_dir=data_dir, batch_size=-1))
     assert len(whole) == 1 and whole[0]["index"].tolist() == list(range(40))
     encoded = next(iter(tfds.open(os.path.join(data_dir, ORDERED))["train"].batches(4)))
@@ -732,6 +796,7 @@ def test_batches_as_tf_data_batch(data_dir, dumps):
 
 def test_batches_pad_as_padded_batch(data_dir, dumps):
     from tfrec_fast.tfds.dataset import _stack  # what Batched does with each batch
+
     ragged = ("tokens", "phrases")  # cannot be batched (nor by TensorFlow)
     examples = tfds.open(os.path.join(data_dir, FIXTURE))["test[:6]"]
     batch = _stack([{k: v for k, v in e.items() if k not in ragged} for e in examples])
@@ -745,11 +810,13 @@ def test_batches_pad_as_padded_batch(data_dir, dumps):
     words = max(len(e["words"]) for e in ref[:6])
     assert batch["words"].shape == (6, words)
     assert batch["words"][0].tolist() == ref[0]["words"].tolist() + [b""] * (
-        words - len(ref[0]["words"]))
+        words - len(ref[0]["words"])
+    )
     assert batch["label"].dtype == np.int64 and batch["objects"]["bbox"].shape[2] == 4
 
 
 # ---- torch -----------------------------------------------------------------------------------
+
 
 def _image_and_index(example):
     return example["image"], example["index"]
@@ -763,11 +830,13 @@ def _meta_id(example):  # module level: picklable into worker processes
 def test_torch_map_style_dataset(data_dir, dumps):
     torch = pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import SplitDataset
+
     split = tfds.open(os.path.join(data_dir, ORDERED), decode_images=True)["train"]
     ds = SplitDataset(split, transform=_image_and_index)
     assert len(ds) == 40 and int(ds[7][1]) == 7
-    loader = torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True,
-                                         generator=torch.Generator().manual_seed(0))
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(0)
+    )
     seen = []
     for images, index in loader:
         assert images.shape[1:] == (2, 2, 3) and images.dtype == torch.uint8
@@ -785,6 +854,7 @@ def test_torch_map_style_dataset(data_dir, dumps):
 def test_torch_dataset_in_worker_processes(data_dir):
     torch = pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import SplitDataset
+
     split = tfds.open(os.path.join(data_dir, FIXTURE))["train"]
     ds = SplitDataset(split, transform=_meta_id)
     loader = torch.utils.data.DataLoader(ds, batch_size=10, num_workers=2)

@@ -6,6 +6,7 @@
 2. What tfrec_fast.tfds reads equals what TFDS gives live, for many split strings, decoders,
    read configs and random access.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -15,17 +16,26 @@ import sys
 
 import numpy as np
 import pytest
+from _tfds_fixtures import (
+    DATA,
+    FIXTURE,
+    ORDERED,
+    assert_all_same,
+    assert_rebuilt_matches,
+    data_dir,
+    tfds,
+)
 
 import tfrec_fast.tfds as ours
-from _tfds_fixtures import (DATA, FIXTURE, ORDERED, assert_all_same, assert_rebuilt_matches,
-                            data_dir, tfds)
 
 __all__ = ["data_dir", "tfds"]  # fixtures, imported
 
 pytestmark = [
     pytest.mark.tfds,
-    pytest.mark.skipif(importlib.util.find_spec("tensorflow_datasets") is None,
-                       reason="tensorflow-datasets not installed (CI's peers step installs it)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("tensorflow_datasets") is None,
+        reason="tensorflow-datasets not installed (CI's peers step installs it)",
+    ),
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
     pytest.mark.filterwarnings("ignore::UserWarning"),
@@ -39,22 +49,41 @@ DATASETS = (FIXTURE, ORDERED)
 def rebuilt(tmp_path_factory):
     """The fixture built again, by the script that made the committed one."""
     out = tmp_path_factory.mktemp("rebuilt")
-    run = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "make_tfds_fixture.py"),
-                          str(out)], capture_output=True, text=True, timeout=600, check=False)
+    run = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tools", "make_tfds_fixture.py"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return str(out)
 
 
 @pytest.mark.parametrize("name", DATASETS)
 def test_rebuilt_fixture_matches_the_committed_one(rebuilt, name):
-    assert_rebuilt_matches(os.path.join(DATA, name), os.path.join(rebuilt, name),
-                           os.path.join(DATA, name + ".as_numpy.json.gz"),
-                           os.path.join(rebuilt, name + ".as_numpy.json.gz"))
+    assert_rebuilt_matches(
+        os.path.join(DATA, name),
+        os.path.join(rebuilt, name),
+        os.path.join(DATA, name + ".as_numpy.json.gz"),
+        os.path.join(rebuilt, name + ".as_numpy.json.gz"),
+    )
 
 
-SPECS = ["train", "test", "train[:10%]", "train[33%:66%]", "train[5%:15%]", "train[-7:]",
-         "train[10:60]", "train[1shard]", "train[:-1shard]", "test[:50%]+train[60:]", "all",
-         "train[-1shard:]+test[1:2]"]
+SPECS = [
+    "train",
+    "test",
+    "train[:10%]",
+    "train[33%:66%]",
+    "train[5%:15%]",
+    "train[-7:]",
+    "train[10:60]",
+    "train[1shard]",
+    "train[:-1shard]",
+    "test[:50%]+train[60:]",
+    "all",
+    "train[-1shard:]+test[1:2]",
+]
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -87,12 +116,18 @@ def test_disable_shuffling_dataset(tfds, data_dir):
 def test_read_config_interleave(tfds, data_dir, cycle, block):
     path = os.path.join(data_dir, DATASETS[0])
     config = tfds.ReadConfig(interleave_cycle_length=cycle, interleave_block_length=block)
-    theirs = tfds.as_numpy(tfds.builder_from_directory(path).as_dataset(
-        split="train+test[5:]", read_config=config, decoders={"image": tfds.decode.SkipDecoding(),
-                                                              "photo": tfds.decode.SkipDecoding()}))
+    theirs = tfds.as_numpy(
+        tfds.builder_from_directory(path).as_dataset(
+            split="train+test[5:]",
+            read_config=config,
+            decoders={"image": tfds.decode.SkipDecoding(), "photo": tfds.decode.SkipDecoding()},
+        )
+    )
     split = ours.open(path, decode_images=True).as_dataset(
-        "train+test[5:]", read_config=config, decoders={"image": ours.SkipDecoding(),
-                                                        "photo": tfds.decode.SkipDecoding()})
+        "train+test[5:]",
+        read_config=config,
+        decoders={"image": ours.SkipDecoding(), "photo": tfds.decode.SkipDecoding()},
+    )
     assert_all_same(list(split), list(theirs))
 
 
@@ -101,8 +136,13 @@ def test_load_drop_in(tfds, data_dir):
     theirs = list(tfds.as_numpy(tfds.load("tfrec_fixture", download=False, **kwargs)))
     mine = list(ours.as_numpy(ours.load("tfrec_fixture", **kwargs)))
     assert_all_same(mine, theirs)
-    theirs = list(tfds.as_numpy(tfds.load("tfrec_ordered", split="train", data_dir=data_dir,
-                                          batch_size=16, download=False)))
+    theirs = list(
+        tfds.as_numpy(
+            tfds.load(
+                "tfrec_ordered", split="train", data_dir=data_dir, batch_size=16, download=False
+            )
+        )
+    )
     mine = list(ours.load("tfrec_ordered", split="train", data_dir=data_dir, batch_size=16))
     assert_all_same(mine, theirs)
 
@@ -112,11 +152,17 @@ def test_info_as_tfds(tfds, data_dir):
     theirs = tfds.builder_from_directory(path).info
     mine = ours.open(path).info
     assert (mine.name, mine.version, mine.description, mine.citation) == (
-        theirs.name, str(theirs.version), theirs.description, theirs.citation)
+        theirs.name,
+        str(theirs.version),
+        theirs.description,
+        theirs.citation,
+    )
     assert {k: v.shard_lengths for k, v in mine.splits.items()} == {
-        k: list(v.shard_lengths) for k, v in theirs.splits.items()}
+        k: list(v.shard_lengths) for k, v in theirs.splits.items()
+    }
     assert [os.path.basename(p) for p in mine.splits["train"].filenames] == [
-        os.path.basename(os.fspath(p)) for p in theirs.splits["train"].filepaths]
+        os.path.basename(os.fspath(p)) for p in theirs.splits["train"].filepaths
+    ]
     for key in ("label", "meta/info/tag", "objects/kind"):
         parts = key.split("/")
         feature = theirs.features

@@ -6,6 +6,7 @@ bytes of each object they send, so entering a shard through its index is seen to
 the records it reads. try_gcs reads TFDS's bucket layout (gs://tfds-data/datasets) from the
 fake GCS server.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -17,10 +18,9 @@ import shutil
 import sys
 import uuid
 
+import _tfds_dump
 import numpy as np
 import pytest
-
-import _tfds_dump
 from _servers import GCSServer, RangeHTTPServer, S3Server
 from _tfds_fixtures import CATALOG, DATA, FIXTURE, JPEG_TOLERANCE, ORDERED, RLDS, load_dumps
 
@@ -36,9 +36,10 @@ def _missing(*modules):
 
 
 MISSING = _missing("fsspec", "aiohttp")
-pytestmark = [pytest.mark.remote,
-              pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (pip install "
-                                                       "'.[test]')")]
+pytestmark = [
+    pytest.mark.remote,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (pip install '.[test]')"),
+]
 
 import tfrec_fast  # noqa: E402
 import tfrec_fast.tfds as tfds  # noqa: E402
@@ -49,6 +50,7 @@ PREFIX = "tensorflow_datasets"
 
 
 # ---- servers -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def s3():
@@ -66,6 +68,7 @@ def s3():
 def gcs():
     pytest.importorskip("gcsfs")
     import gcsfs.core
+
     with pytest.MonkeyPatch.context() as env:
         # gcsfs's default class (ExtendedGcsFileSystem) asks GCS's gRPC control API for each
         # bucket's layout on every read, which against this server waits out a 60 s timeout
@@ -125,20 +128,31 @@ class Store:
 
 def _s3_store(s3) -> Store:
     import s3fs
+
     options = {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
     fs = s3fs.S3FileSystem(**options, skip_instance_cache=True)
     if not fs.exists("tfds-s3"):
         fs.mkdir("tfds-s3")
-    return Store("s3", s3, options, "tfds-s3",
-                 lambda key, data: fs.pipe_file(f"tfds-s3/{key}", data),
-                 lambda key: fs.rm_file(f"tfds-s3/{key}"))
+    return Store(
+        "s3",
+        s3,
+        options,
+        "tfds-s3",
+        lambda key, data: fs.pipe_file(f"tfds-s3/{key}", data),
+        lambda key: fs.rm_file(f"tfds-s3/{key}"),
+    )
 
 
 def _gcs_store(gcs) -> Store:
     options = {"endpoint_url": gcs.endpoint, "token": "anon"}
-    return Store("gcs", gcs, options, "tfds-gcs",
-                 lambda key, data: gcs.put("tfds-gcs", key, data),
-                 lambda key: gcs.delete("tfds-gcs", key))
+    return Store(
+        "gcs",
+        gcs,
+        options,
+        "tfds-gcs",
+        lambda key, data: gcs.put("tfds-gcs", key, data),
+        lambda key: gcs.delete("tfds-gcs", key),
+    )
 
 
 @pytest.fixture(params=["s3", "gcs"])
@@ -178,14 +192,20 @@ def assert_same(ours, ref):
 def _equal(a, b) -> bool:
     """Two values read by tfrec_fast are the same (dicts, Ragged, arrays, scalars, bytes)."""
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(a[k], b[k])
-                                                                    for k in a)
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
     if isinstance(a, tfrec_fast.Ragged):
-        return isinstance(b, tfrec_fast.Ragged) and _equal(a.values, b.values) and \
-            np.array_equal(a.row_splits, b.row_splits)
+        return (
+            isinstance(b, tfrec_fast.Ragged)
+            and _equal(a.values, b.values)
+            and np.array_equal(a.row_splits, b.row_splits)
+        )
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and \
-            (a.tolist() == b.tolist() if a.dtype == object else np.array_equal(a, b))
+        return (
+            isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and (a.tolist() == b.tolist() if a.dtype == object else np.array_equal(a, b))
+        )
     return type(a) is type(b) and a == b
 
 
@@ -200,11 +220,11 @@ def _ids(examples, key=("episode_metadata", "episode_id")):
 
 # ---- every example, from the store -------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", DATASETS)
 def test_every_example_read_from_the_store_is_what_tfds_gave(uploaded, dumps, name):
     for decoded in (True, False):
-        ds = tfds.open(uploaded.url(name), decode_images=decoded,
-                       storage_options=uploaded.options)
+        ds = tfds.open(uploaded.url(name), decode_images=decoded, storage_options=uploaded.options)
         assert ds.data_dir == uploaded.url(name)
         for split in ds.info.splits:
             ref = dumps[name][_tfds_dump.key(split, decoded)]
@@ -217,22 +237,31 @@ def test_every_example_read_from_the_store_is_what_tfds_gave(uploaded, dumps, na
 def test_metadata_and_finding_the_dataset(uploaded):
     local = tfds.open(os.path.join(DATA, RLDS)).info
     so = uploaded.options
-    for ds in (tfds.open(uploaded.url("rlds_fixture"), storage_options=so),  # newest version
-               tfds.open(uploaded.url(), name="rlds_fixture:1.0.0", storage_options=so),
-               tfds.open("rlds_fixture", data_dir=uploaded.url(), storage_options=so),
-               tfds.builder("rlds_fixture", data_dir=uploaded.url(), storage_options=so),
-               tfds.builder_from_directory(uploaded.url(RLDS), storage_options=so)):
+    for ds in (
+        tfds.open(uploaded.url("rlds_fixture"), storage_options=so),  # newest version
+        tfds.open(uploaded.url(), name="rlds_fixture:1.0.0", storage_options=so),
+        tfds.open("rlds_fixture", data_dir=uploaded.url(), storage_options=so),
+        tfds.builder("rlds_fixture", data_dir=uploaded.url(), storage_options=so),
+        tfds.builder_from_directory(uploaded.url(RLDS), storage_options=so),
+    ):
         info = ds.info
         assert info.data_dir == uploaded.url(RLDS)
-        assert (info.name, info.version, info.description) == (local.name, local.version,
-                                                               local.description)
+        assert (info.name, info.version, info.description) == (
+            local.name,
+            local.version,
+            local.description,
+        )
         assert info.features["steps"]["skill"].names == ["reach", "grasp", "place"]
-        assert info.features["episode_metadata"]["result"].names == local.features[
-            "episode_metadata"]["result"].names
+        assert (
+            info.features["episode_metadata"]["result"].names
+            == local.features["episode_metadata"]["result"].names
+        )
         assert {k: v.shard_lengths for k, v in info.splits.items()} == {
-            k: v.shard_lengths for k, v in local.splits.items()}
+            k: v.shard_lengths for k, v in local.splits.items()
+        }
         assert info.splits["train"].filenames[0] == uploaded.url(
-            RLDS, "rlds_fixture-train.tfrecord-00000-of-00003")
+            RLDS, "rlds_fixture-train.tfrecord-00000-of-00003"
+        )
     # opening a dataset and its splits: metadata and one listing, no request per shard
     uploaded.server.clear()
     ds = tfds.open(uploaded.url(RLDS), storage_options=so)
@@ -260,8 +289,9 @@ def test_load_and_random_access(uploaded, dumps):
     assert_same(episodes[4], want[4])
     clone = pickle.loads(pickle.dumps(episodes))  # as DataLoader workers get it
     assert_same(clone[5], want[5])
-    columns = tfds.open(uploaded.url(RLDS), decode_images=True, nested="columns",
-                        storage_options=so)["val"]
+    columns = tfds.open(
+        uploaded.url(RLDS), decode_images=True, nested="columns", storage_options=so
+    )["val"]
     local = tfds.open(os.path.join(DATA, RLDS), decode_images=True, nested="columns")["val"]
     for ours, theirs in zip(columns, local):
         assert _equal(ours, theirs)
@@ -269,13 +299,16 @@ def test_load_and_random_access(uploaded, dumps):
 
 def test_storage_settings_and_a_filesystem(uploaded, dumps, tmp_path):
     ref = dumps[ORDERED]["train/encoded"]
-    options = dict(uploaded.options, retries=1, read_ahead=1 << 20, range_size=1 << 20,
-                   concurrency=2)
+    options = dict(
+        uploaded.options, retries=1, read_ahead=1 << 20, range_size=1 << 20, concurrency=2
+    )
     split = tfds.open(uploaded.url(ORDERED), storage_options=options)["train"]
     assert [int(e["index"]) for e in split] == [int(e["index"]) for e in ref]
     import fsspec
-    fs = fsspec.filesystem("s3" if uploaded.kind == "s3" else "gs", skip_instance_cache=True,
-                           **uploaded.options)
+
+    fs = fsspec.filesystem(
+        "s3" if uploaded.kind == "s3" else "gs", skip_instance_cache=True, **uploaded.options
+    )
     path = f"{uploaded.bucket}/{uploaded.key(ORDERED)}"
     ds = tfds.open(path, filesystem=fs, index_dir=tmp_path / "indexes")
     assert ds.data_dir == path
@@ -301,7 +334,8 @@ def test_a_dataset_on_a_plain_http_server(dumps):
         for ours, want in zip(ds["val"], dumps[RLDS]["val/decoded"]):
             assert_same(ours, want)
         assert _ids(ds["train"].get_batch([6, 2])) == _ids(
-            [dumps[RLDS]["train/encoded"][i] for i in (6, 2)])
+            [dumps[RLDS]["train/encoded"][i] for i in (6, 2)]
+        )
         named = tfds.open("rlds_fixture:1.0.0", data_dir=server.url("/tfds"))
         assert named.info.features["steps"]["skill"].names == ["reach", "grasp", "place"]
         with pytest.raises(FileNotFoundError, match="name the version"):
@@ -311,6 +345,7 @@ def test_a_dataset_on_a_plain_http_server(dumps):
 
 
 # ---- indexes and entering a shard in the middle ------------------------------------------------
+
 
 def _shard(split_name: str, k: int, n: int = 3) -> str:
     return f"rlds_fixture-{split_name}.tfrecord-{k:05d}-of-{n:05d}"
@@ -335,8 +370,9 @@ def test_entering_a_shard_through_an_index_beside_it_fetches_only_its_records(st
     assert store.sent(RLDS, shard + ".idx") > 0
     # one episode at random: that record's bytes
     store.server.clear()
-    assert _ids([tfds.open(store.url(RLDS), storage_options=so)["train"][1]]) == \
-        _ids(dumps[RLDS]["train/encoded"][1:2])
+    assert _ids([tfds.open(store.url(RLDS), storage_options=so)["train"][1]]) == _ids(
+        dumps[RLDS]["train/encoded"][1:2]
+    )
     assert int(sizes[1]) <= store.sent(RLDS, shard) <= int(sizes[1]) + 12
 
 
@@ -391,13 +427,20 @@ def test_a_missing_shard_is_named(uploaded):
 
 # ---- try_gcs -----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def public_bucket(gcs, monkeypatch):
     """TFDS's public bucket layout, gs://tfds-data/datasets/<name>/<version>, on the fake GCS
     server, which gcsfs reaches through STORAGE_EMULATOR_HOST."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs.endpoint)
-    bucket = Store("gcs", gcs, {}, "tfds-data", lambda key, data: gcs.put("tfds-data", key, data),
-                   lambda key: gcs.delete("tfds-data", key))
+    bucket = Store(
+        "gcs",
+        gcs,
+        {},
+        "tfds-data",
+        lambda key, data: gcs.put("tfds-data", key, data),
+        lambda key: gcs.delete("tfds-data", key),
+    )
     bucket.prefix = "datasets"
     for name in (RLDS, ORDERED):
         for file in os.listdir(os.path.join(DATA, name)):
@@ -417,11 +460,17 @@ def test_try_gcs_reads_tfds_public_bucket(public_bucket, dumps, tmp_path, monkey
     for ours, want in zip(split, ref):
         assert_same(ours, want)
     assert len(split) == len(ref)
-    assert tfds.builder("rlds_fixture", try_gcs=True).data_dir == \
-        "gs://tfds-data/datasets/rlds_fixture/1.0.0"
+    assert (
+        tfds.builder("rlds_fixture", try_gcs=True).data_dir
+        == "gs://tfds-data/datasets/rlds_fixture/1.0.0"
+    )
     assert tfds.builder("tfrec_ordered:0.1.0", try_gcs=True).info.version == "0.1.0"
-    assert public_bucket.server.bytes_for("/tfds-data/datasets/rlds_fixture/1.0.0/"
-                                          "rlds_fixture-val.tfrecord-") > 0
+    assert (
+        public_bucket.server.bytes_for(
+            "/tfds-data/datasets/rlds_fixture/1.0.0/rlds_fixture-val.tfrecord-"
+        )
+        > 0
+    )
     with pytest.raises(ValueError, match="Cannot have both `try_gcs=True` and `data_dir="):
         tfds.load("rlds_fixture", split="val", try_gcs=True, data_dir=tmp_path)
     # a dataset the bucket does not hold: the data dir, as TFDS
@@ -429,14 +478,14 @@ def test_try_gcs_reads_tfds_public_bucket(public_bucket, dumps, tmp_path, monkey
     shutil.copytree(os.path.join(DATA, FIXTURE), local / FIXTURE)
     assert len(tfds.load("tfrec_fixture", split="test", try_gcs=True, data_dir=local)) == 20
     # a mirror of the bucket, named by the environment
-    public_bucket.server.put("mirror", "tfds/tfrec_ordered/0.1.0/dataset_info.json",
-                             b"{not json")
+    public_bucket.server.put("mirror", "tfds/tfrec_ordered/0.1.0/dataset_info.json", b"{not json")
     monkeypatch.setenv("TFREC_FAST_TFDS_GCS_DATA_DIR", "gs://mirror/tfds")
     with pytest.raises(tfds.DatasetInfoError, match="gs://mirror/tfds/tfrec_ordered/0.1.0/"):
         tfds.load("tfrec_ordered", split="train", try_gcs=True)
 
 
 # ---- torch ---------------------------------------------------------------------------------
+
 
 def _steps_of(item):  # module level: picklable into worker processes
     return int(item["episode_index"]), int(item["step_index"])
@@ -449,10 +498,14 @@ def test_steps_from_the_store_in_dataloader_workers(uploaded, dumps, start):
         pytest.skip(f"no {start} here")
     torch = pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import StepsDataset
+
     split = tfds.open(uploaded.url(RLDS), storage_options=uploaded.options)["train"]
-    loader = torch.utils.data.DataLoader(StepsDataset(split, transform=_steps_of),
-                                         batch_size=None, num_workers=2,
-                                         multiprocessing_context=start)
+    loader = torch.utils.data.DataLoader(
+        StepsDataset(split, transform=_steps_of),
+        batch_size=None,
+        num_workers=2,
+        multiprocessing_context=start,
+    )
     seen = sorted(tuple(int(x) for x in item) for item in loader)
     ref = dumps[RLDS]["train/encoded"]
     assert seen == [(e, t) for e, episode in enumerate(ref) for t in range(len(episode["steps"]))]

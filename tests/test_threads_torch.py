@@ -1,14 +1,15 @@
 """num_threads in the torch datasets: the same records in the same order as one thread, parse
 errors naming the file and record, threads started only where the iteration runs and gone when
 it stops."""
+
 from __future__ import annotations
 
 import gc
 
 import pytest
+from test_threads import SPEC, _files, _ours, no_threads_left  # noqa: F401 (fixture)
 
 import tfrec_fast as tfr
-from test_threads import SPEC, _files, _ours, no_threads_left  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
@@ -24,12 +25,14 @@ def test_dataset_same_as_one_thread(tmp_path, num_threads, batch_size, shuffle_b
     paths, _ = _files(tmp_path, [300, 0, 101], 200)
 
     def ids(n):
-        ds = TFRecordDataset(paths, spec=SPEC_T, batch_size=batch_size,
-                             shuffle_buffer=shuffle_buffer, num_threads=n)
+        ds = TFRecordDataset(
+            paths, spec=SPEC_T, batch_size=batch_size, shuffle_buffer=shuffle_buffer, num_threads=n
+        )
         out = []
         for item in ds:
             out.extend(item["i"].reshape(-1).tolist())
         return out
+
     got = ids(num_threads)
     assert sorted(got) == list(range(401))
     assert got == ids(1)
@@ -40,9 +43,14 @@ def test_dataset_raw_records_and_multi(tmp_path, num_threads):
     paths, records = _files(tmp_path, [100, 50], 30)
     ds = TFRecordDataset(paths, batch_size=16, num_threads=num_threads)
     assert [r for batch in ds for r in batch] == records
-    multi = MultiTFRecordDataset({"a": paths[0], "b": paths[1]}, splits={"a": 1, "b": 1},
-                                 spec=SPEC_T, infinite=False, batch_size=10,
-                                 num_threads=num_threads)
+    multi = MultiTFRecordDataset(
+        {"a": paths[0], "b": paths[1]},
+        splits={"a": 1, "b": 1},
+        spec=SPEC_T,
+        infinite=False,
+        batch_size=10,
+        num_threads=num_threads,
+    )
     assert sorted(int(i) for b in multi for i in b["i"]) == list(range(150))
 
 
@@ -65,8 +73,9 @@ def test_dataset_parse_error_names_file_and_record(tmp_path, num_threads):
 def test_dataloader_workers_with_threads(tmp_path):
     paths, _ = _files(tmp_path, [200, 200, 200, 200], 50)
     ds = TFRecordDataset(paths, spec=SPEC_T, batch_size=32, num_threads=2)
-    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
-                                         multiprocessing_context="fork")
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=None, num_workers=2, multiprocessing_context="fork"
+    )
     got = sorted(int(i) for b in loader for i in b["i"])
     assert got == list(range(800))
     assert not _ours()  # the threads ran in the workers only

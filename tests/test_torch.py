@@ -1,8 +1,8 @@
 """tfrec_fast.torch (PyTorch datasets) and tfrec_fast.compat.tfrecord.reader (tfrecord.reader
 drop-ins)."""
+
 from __future__ import annotations
 
-import gzip
 import itertools
 import types
 
@@ -17,8 +17,13 @@ from tfrec_fast import Bytes, FixedLen, Ragged, TFRecordWriter, VarLen
 from tfrec_fast.compat.tfrecord import reader as tfr_reader
 from tfrec_fast.torch import IndexedTFRecordDataset, MultiTFRecordDataset, TFRecordDataset
 
-SPEC = {"id": FixedLen((), "int64"), "label": FixedLen((), "int64"),
-        "img": FixedLen((2, 3), "uint8"), "tokens": VarLen("int64"), "name": FixedLen((), "bytes")}
+SPEC = {
+    "id": FixedLen((), "int64"),
+    "label": FixedLen((), "int64"),
+    "img": FixedLen((2, 3), "uint8"),
+    "tokens": VarLen("int64"),
+    "name": FixedLen((), "bytes"),
+}
 
 
 def write_file(path, ids, compression=None):
@@ -28,29 +33,45 @@ def write_file(path, ids, compression=None):
     lengths = ids % 4
     splits = np.concatenate([[0], np.cumsum(lengths)])
     tokens = np.concatenate([np.arange(k) + i for i, k in zip(ids, lengths)] or [[]]).astype(
-        np.int64)
+        np.int64
+    )
     img = (ids[:, None] * 7 + np.arange(6)) % 251
     with TFRecordWriter(str(path), compression) as w:
         if n:
-            w.write_examples({"id": ids, "label": ids % 10,
-                              "img": Bytes(img.astype(np.uint8).reshape(n, 2, 3)),
-                              "tokens": Ragged(tokens, splits),
-                              "name": [f"rec{i}".encode() for i in ids]})
+            w.write_examples(
+                {
+                    "id": ids,
+                    "label": ids % 10,
+                    "img": Bytes(img.astype(np.uint8).reshape(n, 2, 3)),
+                    "tokens": Ragged(tokens, splits),
+                    "name": [f"rec{i}".encode() for i in ids],
+                }
+            )
     return path
 
 
 def write_files(tmp_path, sizes, compression=None):
     paths, start = [], 0
     for k, n in enumerate(sizes):
-        paths.append(str(write_file(tmp_path / f"part-{k:03d}.tfrecord",
-                                    range(start, start + n), compression)))
+        paths.append(
+            str(
+                write_file(
+                    tmp_path / f"part-{k:03d}.tfrecord", range(start, start + n), compression
+                )
+            )
+        )
         start += n
     return paths, start
 
 
 def expected(i):
-    return {"id": i, "label": i % 10, "img": (np.arange(6).reshape(2, 3) + i * 7) % 251,
-            "tokens": np.arange(i % 4) + i, "name": f"rec{i}".encode()}
+    return {
+        "id": i,
+        "label": i % 10,
+        "img": (np.arange(6).reshape(2, 3) + i * 7) % 251,
+        "tokens": np.arange(i % 4) + i,
+        "name": f"rec{i}".encode(),
+    }
 
 
 def check_record(rec):
@@ -82,17 +103,26 @@ def ids_per_slot(monkeypatch, make, world, workers):
 
 # ---- the work split ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("world,workers", [(1, 1), (2, 3), (3, 2), (4, 4)])
-@pytest.mark.parametrize("sizes", [[40] * 8, [5, 0, 17, 1, 30, 9, 2, 11, 3, 8, 6, 4, 20, 13, 7, 1],
-                                   [101], [0, 50], [7, 3]])
+@pytest.mark.parametrize(
+    "sizes",
+    [[40] * 8, [5, 0, 17, 1, 30, 9, 2, 11, 3, 8, 6, 4, 20, 13, 7, 1], [101], [0, 50], [7, 3]],
+)
 @pytest.mark.parametrize("shuffle", [0, 16])
 @pytest.mark.parametrize("uneven", ["pad", "drop"])
-def test_every_record_once_and_ranks_equal(tmp_path, monkeypatch, sizes, world, workers, shuffle,
-                                           uneven):
+def test_every_record_once_and_ranks_equal(
+    tmp_path, monkeypatch, sizes, world, workers, shuffle, uneven
+):
     files, total = write_files(tmp_path, sizes)
-    per_slot = ids_per_slot(monkeypatch, lambda r, w: TFRecordDataset(
-        files, spec=SPEC, shuffle_buffer=shuffle, rank=r, world_size=w, uneven=uneven),
-        world, workers)
+    per_slot = ids_per_slot(
+        monkeypatch,
+        lambda r, w: TFRecordDataset(
+            files, spec=SPEC, shuffle_buffer=shuffle, rank=r, world_size=w, uneven=uneven
+        ),
+        world,
+        workers,
+    )
     everything = sorted(itertools.chain.from_iterable(per_slot.values()))
     per_rank = [sum(len(per_slot[r, w]) for w in range(workers)) for r in range(world)]
     assert len(set(per_rank)) == 1, per_rank  # every rank takes the same number of steps
@@ -143,8 +173,14 @@ def test_two_ranks_three_workers_single_file(tmp_path):
 
 def test_single_file_gzip_ranges(tmp_path, monkeypatch):
     files, total = write_files(tmp_path, [97], compression="gzip")  # no index: skip-reading
-    per_slot = ids_per_slot(monkeypatch, lambda r, w: TFRecordDataset(
-        files, spec=SPEC, compression="gzip", rank=r, world_size=w, uneven="drop"), 2, 3)
+    per_slot = ids_per_slot(
+        monkeypatch,
+        lambda r, w: TFRecordDataset(
+            files, spec=SPEC, compression="gzip", rank=r, world_size=w, uneven="drop"
+        ),
+        2,
+        3,
+    )
     assert sorted(itertools.chain.from_iterable(per_slot.values())) == list(range(total - 1))
 
 
@@ -160,8 +196,9 @@ def write_index(path, ids_count):
 def test_single_file_ranges_with_index_file(tmp_path, monkeypatch):
     files, total = write_files(tmp_path, [300])
     write_index(files[0], total)
-    per_slot = ids_per_slot(monkeypatch, lambda r, w: TFRecordDataset(
-        files, spec=SPEC, rank=r, world_size=w), 2, 3)
+    per_slot = ids_per_slot(
+        monkeypatch, lambda r, w: TFRecordDataset(files, spec=SPEC, rank=r, world_size=w), 2, 3
+    )
     assert sorted(itertools.chain.from_iterable(per_slot.values())) == list(range(total))
     assert per_slot[0, 1] == list(range(50, 100))  # contiguous ranges entered by offset
 
@@ -187,13 +224,13 @@ def test_rank_validation(tmp_path):
 
 def test_glob_and_missing(tmp_path):
     write_files(tmp_path, [3, 4])
-    assert ids_of(TFRecordDataset(str(tmp_path / "part-*.tfrecord"), spec=SPEC)) == list(
-        range(7))
+    assert ids_of(TFRecordDataset(str(tmp_path / "part-*.tfrecord"), spec=SPEC)) == list(range(7))
     with pytest.raises(FileNotFoundError):
         TFRecordDataset(str(tmp_path / "nothing-*.tfrecord"))
 
 
 # ---- shuffling -----------------------------------------------------------------------------
+
 
 def test_shuffle_is_reproducible_per_seed_and_epoch(tmp_path):
     files, total = write_files(tmp_path, [200, 150, 100])
@@ -247,6 +284,7 @@ def test_file_order_is_the_same_on_every_rank(tmp_path, monkeypatch):
 
 # ---- output forms --------------------------------------------------------------------------
 
+
 def test_dataloader_two_workers_collates(tmp_path):
     files, total = write_files(tmp_path, [64, 64, 64])
     ds = TFRecordDataset(files, spec={k: v for k, v in SPEC.items() if k != "tokens"})
@@ -263,7 +301,9 @@ def test_dataloader_two_workers_collates(tmp_path):
 def test_records_share_memory_with_their_batch(tmp_path):
     files, _ = write_files(tmp_path, [50])
     recs = list(TFRecordDataset(files, spec=SPEC))
-    assert recs[0]["img"].untyped_storage().data_ptr() == recs[1]["img"].untyped_storage().data_ptr()
+    assert (
+        recs[0]["img"].untyped_storage().data_ptr() == recs[1]["img"].untyped_storage().data_ptr()
+    )
     for rec in recs:
         check_record(rec)
 
@@ -280,20 +320,26 @@ def test_batch_size(tmp_path, shuffle):
             assert toks.tolist() == expected(i)["tokens"].tolist()
         assert b["name"] == [f"rec{i}".encode() for i in b["id"].tolist()]
     assert sorted(itertools.chain.from_iterable(b["id"].tolist() for b in batches)) == list(
-        range(total))
+        range(total)
+    )
     dropped = TFRecordDataset(files, spec=SPEC, batch_size=8, drop_last=True)
     assert [len(b["id"]) for b in dropped] == [8] * 5
 
 
 def test_batch_ragged_splits_and_transform(tmp_path):
     files, _ = write_files(tmp_path, [10])
-    ds = TFRecordDataset(files, spec={"id": FixedLen(), "tokens": VarLen("int64")}, batch_size=4,
-                         ragged="splits", transform=lambda b: {**b, "n": len(b["id"])})
+    ds = TFRecordDataset(
+        files,
+        spec={"id": FixedLen(), "tokens": VarLen("int64")},
+        batch_size=4,
+        ragged="splits",
+        transform=lambda b: {**b, "n": len(b["id"])},
+    )
     for b in ds:
         values, splits = b["tokens"]
         assert splits[0] == 0 and splits[-1] == len(values) and b["n"] == len(b["id"])
         for k, i in enumerate(b["id"].tolist()):
-            assert values[splits[k]:splits[k + 1]].tolist() == expected(i)["tokens"].tolist()
+            assert values[splits[k] : splits[k + 1]].tolist() == expected(i)["tokens"].tolist()
 
 
 def test_raw_records_without_spec(tmp_path):
@@ -306,6 +352,7 @@ def test_raw_records_without_spec(tmp_path):
 
 
 # ---- drop-in for the tfrecord package --------------------------------------------------------
+
 
 def test_drop_in_tfrecord_dataset(tmp_path):
     """Code written for tfrecord.torch.dataset.TFRecordDataset, with only the import changed."""
@@ -320,23 +367,35 @@ def test_drop_in_tfrecord_dataset(tmp_path):
         features["img"] = np.frombuffer(features["img"], dtype=np.uint8).reshape(2, 3)
         return features
 
-    dataset = TFRecordDataset(str(tfrecord_path), index_path, description,
-                              shuffle_queue_size=32, transform=decode_image)
+    dataset = TFRecordDataset(
+        str(tfrecord_path), index_path, description, shuffle_queue_size=32, transform=decode_image
+    )
     rows = list(dataset)
     assert len(rows) == 100
     for row in rows:
         assert isinstance(row["img"], np.ndarray) and row["img"].shape == (2, 3)
         assert row["label"].shape == (1,)
-        i = [k for k in range(100) if k % 10 == int(row["label"][0]) and (
-            (np.arange(6).reshape(2, 3) + k * 7) % 251 == row["img"]).all()]
+        i = [
+            k
+            for k in range(100)
+            if k % 10 == int(row["label"][0])
+            and ((np.arange(6).reshape(2, 3) + k * 7) % 251 == row["img"]).all()
+        ]
         assert len(i) == 1
     loader = torch.utils.data.DataLoader(
-        TFRecordDataset(str(tfrecord_path), None, {"img": "byte", "label": "int"}), batch_size=32)
+        TFRecordDataset(str(tfrecord_path), None, {"img": "byte", "label": "int"}), batch_size=32
+    )
     data = next(iter(loader))
     assert data["label"].shape == (32, 1) and len(data["img"]) == 32
     # keyword spelling of the tfrecord package
-    kw = TFRecordDataset(data_path=str(tfrecord_path), index_path=None, description=["label"],
-                         shuffle_queue_size=None, transform=None, compression_type=None)
+    kw = TFRecordDataset(
+        data_path=str(tfrecord_path),
+        index_path=None,
+        description=["label"],
+        shuffle_queue_size=None,
+        transform=None,
+        compression_type=None,
+    )
     assert [int(r["label"][0]) for r in kw] == [i % 10 for i in range(100)]
 
 
@@ -356,9 +415,12 @@ def test_multi_dataset_proportions(tmp_path):
     share = np.mean(np.array(ids) >= 1000)
     assert 0.17 < share < 0.23
     # finite: each record of each split exactly once, the dict form of paths
-    finite = MultiTFRecordDataset({"big": str(tmp_path / "big.tfrecord"),
-                                   "small": str(tmp_path / "small.tfrecord")},
-                                  splits=splits, spec=SPEC, infinite=False)
+    finite = MultiTFRecordDataset(
+        {"big": str(tmp_path / "big.tfrecord"), "small": str(tmp_path / "small.tfrecord")},
+        splits=splits,
+        spec=SPEC,
+        infinite=False,
+    )
     got = ids_of(finite)
     assert sorted(got) == list(range(500)) + list(range(1000, 1200))
     assert ids_of(finite) == got  # reproducible
@@ -367,13 +429,25 @@ def test_multi_dataset_proportions(tmp_path):
 def test_multi_dataset_workers_split(tmp_path, monkeypatch):
     write_files(tmp_path, [30, 20])
     paths = {"a": str(tmp_path / "part-000.tfrecord"), "b": str(tmp_path / "part-001.tfrecord")}
-    per_slot = ids_per_slot(monkeypatch, lambda r, w: MultiTFRecordDataset(
-        paths, splits={"a": 1, "b": 3}, spec=SPEC, infinite=False, shuffle_buffer=5,
-        rank=r, world_size=w), 2, 2)
+    per_slot = ids_per_slot(
+        monkeypatch,
+        lambda r, w: MultiTFRecordDataset(
+            paths,
+            splits={"a": 1, "b": 3},
+            spec=SPEC,
+            infinite=False,
+            shuffle_buffer=5,
+            rank=r,
+            world_size=w,
+        ),
+        2,
+        2,
+    )
     assert sorted(itertools.chain.from_iterable(per_slot.values())) == list(range(50))
 
 
 # ---- random access -----------------------------------------------------------------------------
+
 
 def test_indexed_dataset_equals_sequential(tmp_path):
     files, total = write_files(tmp_path, [40, 0, 25, 35])
@@ -403,13 +477,15 @@ def test_indexed_dataset_with_samplers_and_workers(tmp_path):
     assert sorted(ids) == list(range(total)) and ids != list(range(total))
     seen = []
     for rank in range(2):
-        ds_sampler = torch.utils.data.DistributedSampler(ds, num_replicas=2, rank=rank,
-                                                         shuffle=True, seed=1)
+        ds_sampler = torch.utils.data.DistributedSampler(
+            ds, num_replicas=2, rank=rank, shuffle=True, seed=1
+        )
         seen += [int(ds[i]["id"]) for i in ds_sampler]
     assert sorted(seen) == list(range(total))
 
 
 # ---- tfrec_fast.compat.tfrecord.reader -----------------------------------------------------
+
 
 def test_tfrecord_iterator_records_do_not_alias(tmp_path):
     path = str(write_file(tmp_path / "a.tfrecord", range(50)))
@@ -426,8 +502,9 @@ def test_tfrecord_iterator_shards(tmp_path, with_index):
         write_index(path, 50)
         index_path = path + ".idx"
     everything = list(tf_.read_records(path, copy=True))
-    parts = [[bytes(r) for r in tfr_reader.tfrecord_iterator(path, index_path, (i, 3))]
-             for i in range(3)]
+    parts = [
+        [bytes(r) for r in tfr_reader.tfrecord_iterator(path, index_path, (i, 3))] for i in range(3)
+    ]
     assert [len(p) for p in parts] == [16, 17, 17]
     assert list(itertools.chain.from_iterable(parts)) == everything
 
@@ -446,8 +523,9 @@ def test_tfrecord_iterator_checks_crcs(tmp_path):
 
 def test_example_loader_values(tmp_path):
     path = str(write_file(tmp_path / "a.tfrecord", range(10)))
-    rows = list(tfr_reader.tfrecord_loader(path, None, {"label": "int", "name": "byte",
-                                                        "tokens": "int"}))
+    rows = list(
+        tfr_reader.tfrecord_loader(path, None, {"label": "int", "name": "byte", "tokens": "int"})
+    )
     assert [int(r["label"][0]) for r in rows] == [i % 10 for i in range(10)]
     assert rows[3]["name"] == b"rec3" and rows[3]["tokens"].dtype == np.int64
     assert rows[3]["tokens"].tolist() == [3, 4, 5]
@@ -455,12 +533,15 @@ def test_example_loader_values(tmp_path):
     assert set(everything[0]) == {"id", "label", "img", "name", "tokens"}
     assert everything[5]["img"] == bytes(expected(5)["img"].astype(np.uint8).ravel())
     gz = str(write_file(tmp_path / "b.tfrecord.gz", range(10), "gzip"))
-    assert [int(r["id"][0]) for r in tfr_reader.tfrecord_loader(
-        gz, None, ["id"], shard=(1, 2), compression_type="gzip")] == [5, 6, 7, 8, 9]
+    assert [
+        int(r["id"][0])
+        for r in tfr_reader.tfrecord_loader(gz, None, ["id"], shard=(1, 2), compression_type="gzip")
+    ] == [5, 6, 7, 8, 9]
 
 
 def test_sequence_loader(tmp_path):
     from tfrec_fast.proto import SequenceExample
+
     seq = SequenceExample()
     seq.context.feature["n"].int64_list.value.append(2)
     fl = seq.feature_lists.feature_list["steps"]

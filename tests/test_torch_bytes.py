@@ -1,5 +1,6 @@
 """Bytes features out of the torch datasets: copies by default, memoryviews of the batch with
 copy_bytes=False (collated as bytes are; refused, not hung on, in DataLoader workers)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +10,7 @@ pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 
 from tfrec_fast import FixedLen, TFRecordWriter, VarLen  # noqa: E402
-from tfrec_fast.torch import (IndexedTFRecordDataset, MultiTFRecordDataset,  # noqa: E402
-                              TFRecordDataset, collate)
+from tfrec_fast.torch import IndexedTFRecordDataset, MultiTFRecordDataset, TFRecordDataset, collate  # noqa: E402
 
 SPEC = {"id": FixedLen((), "int64"), "name": FixedLen((), "bytes"), "tags": VarLen("bytes")}
 
@@ -25,15 +25,22 @@ def tags_of(i: int) -> list:
 
 def write(path, ids):
     with TFRecordWriter(str(path)) as w:
-        w.write_examples({"id": np.asarray(ids, np.int64), "name": [name_of(i) for i in ids],
-                          "tags": [tags_of(i) for i in ids]})
+        w.write_examples(
+            {
+                "id": np.asarray(ids, np.int64),
+                "name": [name_of(i) for i in ids],
+                "tags": [tags_of(i) for i in ids],
+            }
+        )
     return str(path)
 
 
 @pytest.fixture
 def files(tmp_path):
-    return [write(tmp_path / "a.tfrecord", range(0, 23)),
-            write(tmp_path / "b.tfrecord", range(23, 40))]
+    return [
+        write(tmp_path / "a.tfrecord", range(0, 23)),
+        write(tmp_path / "b.tfrecord", range(23, 40)),
+    ]
 
 
 def check(record, kind):
@@ -51,12 +58,15 @@ def records_of(batch):
 MAKERS = {
     "records": lambda files, **kw: TFRecordDataset(files, spec=SPEC, **kw),
     "batches": lambda files, **kw: TFRecordDataset(files, spec=SPEC, batch_size=7, **kw),
-    "shuffled batches": lambda files, **kw: TFRecordDataset(files, spec=SPEC, batch_size=7,
-                                                            shuffle_buffer=9, **kw),
-    "threads": lambda files, **kw: TFRecordDataset(files, spec=SPEC, batch_size=5,
-                                                   num_threads=2, **kw),
-    "mixed": lambda files, **kw: MultiTFRecordDataset({"a": files[0], "b": files[1]}, spec=SPEC,
-                                                      infinite=False, **kw),
+    "shuffled batches": lambda files, **kw: TFRecordDataset(
+        files, spec=SPEC, batch_size=7, shuffle_buffer=9, **kw
+    ),
+    "threads": lambda files, **kw: TFRecordDataset(
+        files, spec=SPEC, batch_size=5, num_threads=2, **kw
+    ),
+    "mixed": lambda files, **kw: MultiTFRecordDataset(
+        {"a": files[0], "b": files[1]}, spec=SPEC, infinite=False, **kw
+    ),
 }
 
 
@@ -98,11 +108,16 @@ def test_indexed_dataset_copy_bytes(files):
 def test_views_collated_as_bytes_are(files, worker_ring):
     """Records with views through a DataLoader (no workers): a list of views per batch, as
     torch collates bytes, never a tensor of byte values."""
-    ds = TFRecordDataset(files, spec={"id": SPEC["id"], "name": SPEC["name"]},
-                         copy_bytes=False, worker_ring=worker_ring)
+    ds = TFRecordDataset(
+        files,
+        spec={"id": SPEC["id"], "name": SPEC["name"]},
+        copy_bytes=False,
+        worker_ring=worker_ring,
+    )
     # Records of a worker_ring dataset collate with torch's default; plain dicts need collate.
-    loader = torch.utils.data.DataLoader(ds, batch_size=6,
-                                         collate_fn=None if worker_ring else collate)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=6, collate_fn=None if worker_ring else collate
+    )
     seen = []
     for batch in loader:
         assert isinstance(batch["name"], list)
@@ -114,10 +129,12 @@ def test_views_collated_as_bytes_are(files, worker_ring):
 
 def test_views_in_workers_through_a_transform(files):
     """copy_bytes=False in DataLoader workers: a transform that consumes the views works."""
+
     def transform(batch):
         batch["name"] = [bytes(v).upper() for v in batch["name"]]
         batch["tags"] = [len(t) for t in batch["tags"]]
         return batch
+
     ds = TFRecordDataset(files, spec=SPEC, batch_size=5, copy_bytes=False, transform=transform)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
     got = {}
@@ -132,8 +149,9 @@ def test_views_left_in_worker_output_are_an_error_not_a_hang(files, batched):
     """Views that would reach the pickler raise a TypeError naming them (a memoryview that
     fails to pickle in a worker's queue is lost, and the DataLoader would wait for ever)."""
     ds = TFRecordDataset(files, spec=SPEC, batch_size=5 if batched else None, copy_bytes=False)
-    loader = torch.utils.data.DataLoader(ds, batch_size=None if batched else 4, num_workers=1,
-                                         timeout=120)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=None if batched else 4, num_workers=1, timeout=120
+    )
     named = r"a (batch|record)\['(name|tags)'\].* is a memoryview .*copy_bytes=True"
     with pytest.raises(TypeError, match=named):
         list(loader)

@@ -3,6 +3,7 @@ batches are cut and joined from the parsed columns (tfrec_fast.torch._column_bat
 large records never pass through a batch-sized copy of their bytes; with arrays-only specs a read
 is a whole batch instead. The batches must be exactly what the records one by one give, whatever
 the record sizes and the reads' boundaries."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,11 +16,16 @@ torch = pytest.importorskip("torch")
 
 import tfrec_fast as tf_
 from tfrec_fast import FixedLen, Ragged, TFRecordWriter, VarLen
-from tfrec_fast.torch._column_batches import rebatch
 from tfrec_fast.torch import TFRecordDataset
+from tfrec_fast.torch._column_batches import rebatch
 
-SPEC = {"id": FixedLen((), "int64"), "vec": VarLen("float32"), "blob": FixedLen((), "bytes"),
-        "tags": VarLen("bytes"), "pair": FixedLen((2,), "int64")}
+SPEC = {
+    "id": FixedLen((), "int64"),
+    "vec": VarLen("float32"),
+    "blob": FixedLen((), "bytes"),
+    "tags": VarLen("bytes"),
+    "pair": FixedLen((2,), "int64"),
+}
 # Blobs from a few bytes to past the 512 KiB reads, so reads hold one record, several, or part
 # of a batch, and batches span many reads.
 BLOB_SIZES = [3, 100, 70_000, 300_000, 600_000]
@@ -30,13 +36,20 @@ def write(path, n, seed=0):
     blobs = [bytes([i % 251]) * int(rng.choice(BLOB_SIZES)) for i in range(n)]
     vec_len = rng.integers(0, 4, n)
     tag_len = rng.integers(0, 3, n)
-    vec = Ragged(np.arange(vec_len.sum(), dtype=np.float32) / 2,
-                 np.concatenate([[0], np.cumsum(vec_len)]))
+    vec = Ragged(
+        np.arange(vec_len.sum(), dtype=np.float32) / 2, np.concatenate([[0], np.cumsum(vec_len)])
+    )
     tags = [[f"t{i}.{j}".encode() for j in range(k)] for i, k in enumerate(tag_len)]
     with TFRecordWriter(str(path)) as w:
-        w.write_examples({"id": np.arange(n), "vec": vec, "blob": blobs,
-                          "tags": tags,
-                          "pair": np.arange(2 * n).reshape(n, 2)})
+        w.write_examples(
+            {
+                "id": np.arange(n),
+                "vec": vec,
+                "blob": blobs,
+                "tags": tags,
+                "pair": np.arange(2 * n).reshape(n, 2),
+            }
+        )
     return str(path)
 
 
@@ -51,7 +64,7 @@ def check_batches(batches, records, size, drop_last, ragged):
     i = 0
     for b in batches:
         n = len(b["id"])
-        rows = records[i:i + n]
+        rows = records[i : i + n]
         assert b["id"].tolist() == [int(r["id"]) for r in rows]
         assert b["pair"].shape == (n, 2)
         assert b["pair"].tolist() == [r["pair"].tolist() for r in rows]
@@ -60,7 +73,7 @@ def check_batches(batches, records, size, drop_last, ragged):
         if ragged == "splits":
             values, splits = b["vec"]
             assert splits[0] == 0 and len(splits) == n + 1
-            got = [values[splits[k]:splits[k + 1]].tolist() for k in range(n)]
+            got = [values[splits[k] : splits[k + 1]].tolist() for k in range(n)]
         else:
             got = [v.tolist() for v in b["vec"]]
         assert got == [r["vec"].tolist() for r in rows]
@@ -69,24 +82,29 @@ def check_batches(batches, records, size, drop_last, ragged):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("ragged", ["list", "splits"])
-@pytest.mark.parametrize("size,drop_last", [(1, False), (3, False), (7, True), (16, False),
-                                            (100, False)])
-def test_batches_of_mixed_record_sizes_match_the_records(tmp_path, threads, ragged, size,
-                                                         drop_last):
+@pytest.mark.parametrize(
+    "size,drop_last", [(1, False), (3, False), (7, True), (16, False), (100, False)]
+)
+def test_batches_of_mixed_record_sizes_match_the_records(
+    tmp_path, threads, ragged, size, drop_last
+):
     path = write(tmp_path / "mixed.tfrecord", 37)
     records = one_by_one(path)
-    ds = TFRecordDataset(path, spec=SPEC, batch_size=size, drop_last=drop_last, ragged=ragged,
-                         num_threads=threads)
+    ds = TFRecordDataset(
+        path, spec=SPEC, batch_size=size, drop_last=drop_last, ragged=ragged, num_threads=threads
+    )
     check_batches(list(ds), records, size, drop_last, ragged)
 
 
 def test_batches_across_files_and_shuffled(tmp_path):
     paths = [write(tmp_path / f"p{k}.tfrecord", n, seed=k) for k, n in enumerate([5, 0, 9, 2])]
     records = [r for p in paths for r in one_by_one(p)]
-    check_batches(list(TFRecordDataset(paths, spec=SPEC, batch_size=4)), records, 4, False,
-                  "list")
-    shuffled = list(TFRecordDataset(paths, spec=SPEC, batch_size=4, shuffle_buffer=8, seed=1,
-                                    shuffle_files=False))
+    check_batches(list(TFRecordDataset(paths, spec=SPEC, batch_size=4)), records, 4, False, "list")
+    shuffled = list(
+        TFRecordDataset(
+            paths, spec=SPEC, batch_size=4, shuffle_buffer=8, seed=1, shuffle_files=False
+        )
+    )
     ids = [int(i) for b in shuffled for i in b["id"]]
     assert sorted(ids) == sorted(int(r["id"]) for r in records) and len(ids) == 16
     assert all(len(b["id"]) == 4 for b in shuffled)
@@ -111,8 +129,11 @@ def test_a_parse_error_names_the_file_and_record(tmp_path):
 
 
 @settings(max_examples=80, deadline=None)
-@given(pieces=st.lists(st.integers(0, 9), max_size=12), size=st.integers(1, 10),
-       drop_last=st.booleans())
+@given(
+    pieces=st.lists(st.integers(0, 9), max_size=12),
+    size=st.integers(1, 10),
+    drop_last=st.booleans(),
+)
 def test_rebatch_cuts_and_joins_every_column_kind(pieces, size, drop_last):
     """Pieces of any sizes (empty ones too) -> batches of exactly `size` rows, in order, for
     arrays, ragged numbers whose row splits do not start at 0, and lists."""
@@ -122,10 +143,19 @@ def test_rebatch_cuts_and_joins_every_column_kind(pieces, size, drop_last):
         lengths = ids % 3
         base = 5  # splits offset into a larger values array, as cuts of Ragged are
         splits = base + np.concatenate([[0], np.cumsum(lengths)])
-        values = np.concatenate([np.full(base, -1)] + [np.full(k, i) for i, k in zip(ids, lengths)]
-                                + [np.full(2, -2)])
-        parts.append((n, {"a": ids.reshape(n, 1) * 10, "r": Ragged(values, splits),
-                          "l": [f"x{i}" for i in ids]}))
+        values = np.concatenate(
+            [np.full(base, -1)] + [np.full(k, i) for i, k in zip(ids, lengths)] + [np.full(2, -2)]
+        )
+        parts.append(
+            (
+                n,
+                {
+                    "a": ids.reshape(n, 1) * 10,
+                    "r": Ragged(values, splits),
+                    "l": [f"x{i}" for i in ids],
+                },
+            )
+        )
         start += n
     total = start
     out = list(rebatch(iter(parts), size, drop_last))
@@ -139,8 +169,9 @@ def test_rebatch_cuts_and_joins_every_column_kind(pieces, size, drop_last):
         assert cols["l"] == [f"x{k}" for k in ids]
         r = cols["r"]
         assert len(r.row_splits) == n + 1
-        assert [r.values[r.row_splits[k]:r.row_splits[k + 1]].tolist() for k in range(n)] == \
-            [[k] * (k % 3) for k in ids]
+        assert [r.values[r.row_splits[k] : r.row_splits[k + 1]].tolist() for k in range(n)] == [
+            [k] * (k % 3) for k in ids
+        ]
         i += n
 
 
@@ -150,12 +181,14 @@ def test_read_range_in_whole_multiples(tmp_path, start, stop):
     max_records as max_bytes holds (records of one size here: the byte limit never cuts a
     multiple), every record once and in order."""
     from tfrec_fast import _loader
+
     path = str(tmp_path / "small.tfrecord")
     records = [bytes([i]) * 12 for i in range(100)]
     with TFRecordWriter(path) as w:
         w.write_batch(records)
-    batches = list(_loader.read_range(path, start, stop, max_records=4, max_bytes=200,
-                                      whole_multiples=True))
+    batches = list(
+        _loader.read_range(path, start, stop, max_records=4, max_bytes=200, whole_multiples=True)
+    )
     want = records[start:stop]
     assert [bytes(r) for b in batches for r in b] == want
     sizes = [len(b) for b in batches]
@@ -166,8 +199,12 @@ def test_read_range_in_whole_multiples(tmp_path, start, stop):
 
 # An arrays-only spec: every column a numpy array or Ragged numbers, so reads are whole batches
 # (never cut by the 512 KiB limit) decoded straight into the batch's arrays.
-ARRAY_SPEC = {"id": FixedLen((), "int64"), "vec": VarLen("float32"),
-              "pair": FixedLen((2,), "int64"), "img": FixedLen((2, 150_000), "uint8")}
+ARRAY_SPEC = {
+    "id": FixedLen((), "int64"),
+    "vec": VarLen("float32"),
+    "pair": FixedLen((2,), "int64"),
+    "img": FixedLen((2, 150_000), "uint8"),
+}
 
 
 def write_images(path, n, bad=None):
@@ -176,8 +213,14 @@ def write_images(path, n, bad=None):
     with TFRecordWriter(str(path)) as w:
         for i in range(n):
             img = bytes([i % 251]) * (3 if i == bad else 300_000)
-            w.write_example({"id": i, "vec": np.arange(i % 3, dtype=np.float32),
-                             "pair": np.array([i, -i]), "img": img})
+            w.write_example(
+                {
+                    "id": i,
+                    "vec": np.arange(i % 3, dtype=np.float32),
+                    "pair": np.array([i, -i]),
+                    "img": img,
+                }
+            )
     return str(path)
 
 
@@ -185,6 +228,7 @@ def read_sizes(monkeypatch):
     """The records of every read the datasets make (through _loader.read_range), as a list that
     fills while they iterate."""
     from tfrec_fast import _loader
+
     sizes = []
     original = _loader.read_range
 
@@ -192,6 +236,7 @@ def read_sizes(monkeypatch):
         for batch in original(*args, **kwargs):
             sizes.append(len(batch))
             yield batch
+
     monkeypatch.setattr(_loader, "read_range", read_range)
     return sizes
 
@@ -201,8 +246,9 @@ def read_sizes(monkeypatch):
 def test_arrays_only_batches_match_the_records(tmp_path, monkeypatch, threads, size, drop_last):
     path = write_images(tmp_path / "img.tfrecord", 11)
     reads = read_sizes(monkeypatch)
-    ds = TFRecordDataset(path, spec=ARRAY_SPEC, batch_size=size, drop_last=drop_last,
-                         num_threads=threads)
+    ds = TFRecordDataset(
+        path, spec=ARRAY_SPEC, batch_size=size, drop_last=drop_last, num_threads=threads
+    )
     batches = list(ds)
     # Each read is whole batches (600 KB of records for 2, past the 512 KiB limit), none joined.
     assert sum(reads) == 11 and all(n % size == 0 for n in reads[:-1])
@@ -245,12 +291,16 @@ def test_read_range_unsplit_batches_hold_whole_multiples(tmp_path):
     """split_batches=False: max_bytes only chooses the multiple; a batch of records larger than
     max_bytes is still max_records whole records. Without whole_multiples it changes nothing."""
     from tfrec_fast import _loader
+
     path = str(tmp_path / "mixed.tfrecord")
     records = [bytes([i]) * (1000 if i % 7 else 5) for i in range(60)]
     with TFRecordWriter(path) as w:
         w.write_batch(records)
-    batches = list(_loader.read_range(path, 0, None, max_records=4, max_bytes=600,
-                                      whole_multiples=True, split_batches=False))
+    batches = list(
+        _loader.read_range(
+            path, 0, None, max_records=4, max_bytes=600, whole_multiples=True, split_batches=False
+        )
+    )
     assert [bytes(r) for b in batches for r in b] == records
     assert all(len(b) % 4 == 0 for b in batches)
     plain = list(_loader.read_range(path, 0, None, max_bytes=600, split_batches=False))

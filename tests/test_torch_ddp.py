@@ -4,6 +4,7 @@ A rank that runs out of data first leaves the others waiting in a collective: on
 dies ("Connection closed by peer"), on NCCL it hangs. Checked on the split function for many
 shapes, and with a real two-process gloo job over uneven shards.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,13 @@ from tfrec_fast import _loader  # noqa: E402
 
 
 @settings(max_examples=300, deadline=None)
-@given(counts=st.lists(st.integers(0, 40), min_size=1, max_size=7),
-       world=st.integers(1, 5), workers=st.integers(1, 4), uneven=st.sampled_from(["pad", "drop"]),
-       data=st.data())
+@given(
+    counts=st.lists(st.integers(0, 40), min_size=1, max_size=7),
+    world=st.integers(1, 5),
+    workers=st.integers(1, 4),
+    uneven=st.sampled_from(["pad", "drop"]),
+    data=st.data(),
+)
 def test_plan_ranks_equal_per_rank(counts, world, workers, uneven, data):
     order = data.draw(st.permutations(range(len(counts))))
     total = sum(counts)
@@ -35,8 +40,9 @@ def test_plan_ranks_equal_per_rank(counts, world, workers, uneven, data):
     for rank in range(world):
         n = 0
         for worker in range(workers):
-            for i, a, b in _loader.plan_ranks(order, counts.__getitem__, rank, world, worker,
-                                              workers, uneven):
+            for i, a, b in _loader.plan_ranks(
+                order, counts.__getitem__, rank, world, worker, workers, uneven
+            ):
                 assert 0 <= a < b <= counts[i]
                 seen += [(i, k) for k in range(a, b)]
                 n += b - a
@@ -93,9 +99,16 @@ def test_two_rank_gloo_job_over_uneven_shards(tmp_path):
     script = tmp_path / "rank.py"
     script.write_text(RANK_SCRIPT)
     env = dict(os.environ, PORT=str(free_port()), FILES=json.dumps(files))
-    procs = [subprocess.Popen([sys.executable, str(script)], env=dict(env, RANK=str(r)),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script)],
+            env=dict(env, RANK=str(r)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(2)
+    ]
     results = []
     for p in procs:
         try:
@@ -114,6 +127,7 @@ def test_two_rank_gloo_job_over_uneven_shards(tmp_path):
 
 def test_streaming_parse_errors_name_the_file(tmp_path):
     from tfrec_fast.torch import TFRecordDataset
+
     files = []
     for k in range(2):
         path = tmp_path / f"s{k}.tfrecord"

@@ -8,6 +8,7 @@ batches on every rank, its state given to a job of W' x K', which yields every r
 job had not handed out, once, and none it had. Epochs: persistent workers follow set_epoch, and
 seed=None draws a new order each epoch.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -20,15 +21,18 @@ import numpy as np
 import pytest
 
 # torchdata 0.11 calls torch.set_vital, which torch 2.13 deprecates
-pytestmark = [pytest.mark.torch,
-              pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")]
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning"),
+]
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchdata")
 
 import _resume  # noqa: E402
+from test_torch import write_file, write_files  # noqa: E402
+
 from tfrec_fast import _loader  # noqa: E402
 from tfrec_fast.torch import TFRecordDataset  # noqa: E402
-from test_torch import write_file, write_files  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = [24, 24, 24, 24, 17]  # batches of 8 end at file boundaries after 3 and 6 batches
@@ -40,10 +44,19 @@ def resume_in_new_process(tmp_path, jobs):
     jobs_path, out_path = tmp_path / "jobs.pickle", tmp_path / "out.pickle"
     with open(jobs_path, "wb") as f:
         pickle.dump(jobs, f)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    done = subprocess.run([sys.executable, os.path.join(HERE, "_resume.py"), str(jobs_path),
-                           str(out_path)], capture_output=True, text=True, env=env, timeout=900)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
+    done = subprocess.run(
+        [sys.executable, os.path.join(HERE, "_resume.py"), str(jobs_path), str(out_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     with open(out_path, "rb") as f:
         out = pickle.load(f)
@@ -57,8 +70,11 @@ def check_exact(tmp_path, cases, stops=(1, 4, 6, -1, 0), limit=None):
     jobs, expected = [], []
     for case in cases:
         full = _resume.batches(case, limit)
-        assert full and sorted(itertools.chain(*full)) == sorted(set(itertools.chain(*full))) \
+        assert (
+            full
+            and sorted(itertools.chain(*full)) == sorted(set(itertools.chain(*full)))
             or limit is not None
+        )
         seeded = case.get("kw", {}).get("seed", 0) is not None
         for k in stops:
             if k > len(full) or not seeded and (k <= 0 or k >= len(full)):
@@ -74,9 +90,13 @@ def check_exact(tmp_path, cases, stops=(1, 4, 6, -1, 0), limit=None):
 
 
 def stream_cases(paths, workers, **extra):
-    kinds = [{}, {"shuffle_buffer": 16, "seed": 7}, {"batch_size": 8},
-             {"batch_size": 8, "shuffle_buffer": 20, "seed": 3}, {"shuffle_buffer": 16,
-                                                                  "seed": None}]
+    kinds = [
+        {},
+        {"shuffle_buffer": 16, "seed": 7},
+        {"batch_size": 8},
+        {"batch_size": 8, "shuffle_buffer": 20, "seed": 3},
+        {"shuffle_buffer": 16, "seed": None},
+    ]
     return [dict(kind="stream", paths=paths, workers=workers, kw=kw, **extra) for kw in kinds]
 
 
@@ -87,8 +107,10 @@ def test_exact_resume_in_a_new_process(tmp_path, workers):
     one_file = [str(write_file(tmp_path / "one.tfrecord", range(1000, 1045)))]
     cases = stream_cases(files, workers)
     # one file for several workers: record ranges through the index
-    cases += [dict(kind="stream", paths=one_file, workers=workers, kw=kw)
-              for kw in ({}, {"shuffle_buffer": 9, "seed": 1})]
+    cases += [
+        dict(kind="stream", paths=one_file, workers=workers, kw=kw)
+        for kw in ({}, {"shuffle_buffer": 9, "seed": 1})
+    ]
     check_exact(tmp_path, cases)
 
 
@@ -112,15 +134,19 @@ def test_exact_resume_of_mixed_and_indexed_datasets(tmp_path):
     write_file(tmp_path / "c.tfrecord", range(2000, 2010))
     splits = {"a": 0.5, "b": 0.3, "c": 0.2}
     pattern = str(tmp_path / "{}.tfrecord")
-    finite = [dict(kind="multi", paths=pattern, splits=splits, workers=w, kw=kw)
-              for w in (0, 2) for kw in ({"infinite": False},
-                                         {"infinite": False, "shuffle_buffer": 30})]
+    finite = [
+        dict(kind="multi", paths=pattern, splits=splits, workers=w, kw=kw)
+        for w in (0, 2)
+        for kw in ({"infinite": False}, {"infinite": False, "shuffle_buffer": 30})
+    ]
     check_exact(tmp_path, finite, stops=(1, 9, -1))
-    endless = [dict(kind="multi", paths=pattern, splits=splits, workers=w, kw=kw)
-               for w in (0, 2) for kw in ({}, {"shuffle_buffer": 30, "batch_size": 8})]
+    endless = [
+        dict(kind="multi", paths=pattern, splits=splits, workers=w, kw=kw)
+        for w in (0, 2)
+        for kw in ({}, {"shuffle_buffer": 30, "batch_size": 8})
+    ]
     check_exact(tmp_path, endless, stops=(1, 30), limit=60)  # splits b and c run out and restart
-    indexed = [dict(kind="indexed", paths=str(tmp_path / "*.tfrecord"), workers=w)
-               for w in (0, 2)]
+    indexed = [dict(kind="indexed", paths=str(tmp_path / "*.tfrecord"), workers=w) for w in (0, 2)]
     check_exact(tmp_path, indexed, stops=(1, 20, -1))
 
 
@@ -141,6 +167,7 @@ def test_resume_reads_only_what_is_left(tmp_path, monkeypatch):
 
     def no_index(*args, **kwargs):
         raise AssertionError("the resume asked for an index")
+
     monkeypatch.setattr(_loader, "read_range", read_range)
     monkeypatch.setattr(_loader, "record_index", no_index)
     assert full[:36] + _resume.resume(case, state) == full
@@ -161,6 +188,7 @@ def test_shuffled_resume_reads_the_buffer_and_the_rest(tmp_path, monkeypatch):
         for batch in original(*args, **kwargs):
             read.append(len(batch))
             yield batch
+
     monkeypatch.setattr(_loader, "read_range", read_range)
     assert full[:50] + _resume.resume(case, state) == full
     assert sum(read) == total - 500 - 50  # 50 buffered records were fetched by random access
@@ -188,21 +216,27 @@ def test_a_state_names_what_it_cannot_resume(tmp_path, saved):
 
 # ---- elastic ----------------------------------------------------------------------------------
 
+
 def run_job(files, world, workers, kw, stop=None, saved=None, batch=4, epoch=0):
     """A job of ``world`` ranks (simulated one after the other), each a StatefulDataLoader with
     ``workers`` workers: (the ids each rank took, each rank's DataLoader state)."""
     from torchdata.stateful_dataloader import StatefulDataLoader
+
     seen, states = [], []
     for rank in range(world):
         ds = TFRecordDataset(files, spec=_resume.SPEC, rank=rank, world_size=world, **kw)
         ds.set_epoch(epoch)
         if saved is not None:
             ds.load_state_dict(saved)
-        dl = StatefulDataLoader(ds, batch_size=None if kw.get("batch_size") else batch,
-                                num_workers=workers)
+        dl = StatefulDataLoader(
+            ds, batch_size=None if kw.get("batch_size") else batch, num_workers=workers
+        )
         it = iter(dl)
-        mine = list(itertools.chain.from_iterable(
-            _resume.ids(b) for b in (itertools.islice(it, stop) if stop else it)))
+        mine = list(
+            itertools.chain.from_iterable(
+                _resume.ids(b) for b in (itertools.islice(it, stop) if stop else it)
+            )
+        )
         states.append(pickle.loads(pickle.dumps(dl.state_dict())))
         seen.append(mine)
         del it
@@ -220,8 +254,15 @@ def check_elastic(old, new, total, world):
 
 @few_cpus
 @pytest.mark.parametrize("layout", [(2, 2, 3, 1), (1, 2, 2, 2), (1, 0, 3, 2), (3, 1, 1, 0)])
-@pytest.mark.parametrize("kw", [{}, {"shuffle_buffer": 16, "seed": 4}, {"batch_size": 4},
-                                {"shuffle_files": True, "seed": 2, "epoch": 3}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"shuffle_buffer": 16, "seed": 4},
+        {"batch_size": 4},
+        {"shuffle_files": True, "seed": 2, "epoch": 3},
+    ],
+)
 def test_elastic_resume(tmp_path, layout, kw):
     world, workers, world2, workers2 = layout
     files, total = write_files(tmp_path, [37, 0, 50, 23, 41, 5])  # uneven shards
@@ -244,6 +285,7 @@ def test_elastic_then_exact_then_elastic_again(tmp_path):
     second, states2 = run_job(files, 3, 1, kw, stop=4, saved=states[0])
     # exactly: rank 1 of the second job goes on as it would have
     from torchdata.stateful_dataloader import StatefulDataLoader
+
     whole = run_job(files, 3, 1, kw, saved=states[0])[0]
     ds = TFRecordDataset(files, spec=_resume.SPEC, rank=1, world_size=3, **kw)
     ds.load_state_dict(states[0])
@@ -265,16 +307,23 @@ def test_elastic_resume_in_a_new_process(tmp_path):
         "from test_torch_resume import run_job\n"
         f"saved = pickle.loads({pickle.dumps(states[1])!r})\n"
         f"new, _ = run_job({files!r}, 3, 1, {{'shuffle_buffer': 16}}, saved=saved)\n"
-        "print(repr(new))\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=600)
+        "print(repr(new))\n"
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        ),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     check_elastic(old, eval(done.stdout.strip().splitlines()[-1]), total, 3)
 
 
 # ---- epochs -------------------------------------------------------------------------------------
+
 
 def epoch_orders(ds, epochs, **options):
     loader = torch.utils.data.DataLoader(ds, batch_size=None, **options)
@@ -298,8 +347,10 @@ def test_persistent_workers_follow_set_epoch(tmp_path):
 
 
 @few_cpus
-@pytest.mark.parametrize("options", [dict(num_workers=0), dict(num_workers=2),
-                                     dict(num_workers=2, persistent_workers=True)])
+@pytest.mark.parametrize(
+    "options",
+    [dict(num_workers=0), dict(num_workers=2), dict(num_workers=2, persistent_workers=True)],
+)
 def test_seed_none_draws_a_new_order_each_epoch(tmp_path, options):
     files, total = write_files(tmp_path, [60, 60])
     ds = TFRecordDataset(files, spec=_resume.SPEC, shuffle_buffer=16, seed=None)
@@ -312,12 +363,14 @@ def test_seed_none_draws_a_new_order_each_epoch(tmp_path, options):
 @pytest.mark.parametrize("workers", [0, 2])
 def test_compat_dataset_draws_a_new_order_each_epoch(tmp_path, workers):
     from tfrec_fast.compat.tfrecord.torch.dataset import TFRecordDataset as PackageDataset
+
     path = str(write_file(tmp_path / "a.tfrecord", range(200)))
     ds = PackageDataset(path, None, ["id"], shuffle_queue_size=32)
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
 
     def order():
         return [int(r["id"][0]) for r in loader]
+
     np.random.seed(5)
     orders = [order() for _ in range(3)]
     assert all(sorted(o) == list(range(200)) for o in orders)
@@ -332,6 +385,7 @@ def test_persistent_workers_resume_and_go_on(tmp_path):
     """A resumed epoch, then the next epochs, with persistent workers, equal the
     uninterrupted run's."""
     from torchdata.stateful_dataloader import StatefulDataLoader
+
     files, _ = write_files(tmp_path, SIZES)
 
     def make():
@@ -344,6 +398,7 @@ def test_persistent_workers_resume_and_go_on(tmp_path):
             out.append([_resume.ids(b) for b in (first if first is not None else dl)])
             first = None
         return out
+
     ds = make()
     dl = StatefulDataLoader(ds, batch_size=8, num_workers=2, persistent_workers=True)
     full = run(ds, dl, [0, 1, 2])
@@ -365,8 +420,10 @@ def test_persistent_workers_resume_and_go_on(tmp_path):
 
 # ---- over URLs ----------------------------------------------------------------------------------
 
+
 def _missing(*modules):
     import importlib
+
     out = []
     for module in modules:
         try:
@@ -377,8 +434,9 @@ def _missing(*modules):
 
 
 REMOTE_MISSING = _missing("fsspec", "s3fs", "moto.server", "aiohttp")
-needs_remote = pytest.mark.skipif(bool(REMOTE_MISSING), reason=f"needs {', '.join(REMOTE_MISSING)}"
-                                                               " (pip install '.[test]')")
+needs_remote = pytest.mark.skipif(
+    bool(REMOTE_MISSING), reason=f"needs {', '.join(REMOTE_MISSING)} (pip install '.[test]')"
+)
 
 
 def _framed(path) -> bytes:
@@ -398,6 +456,7 @@ def remote_cache(tmp_path, monkeypatch):
 @pytest.mark.usefixtures("remote_cache")
 def test_exact_resume_over_http(tmp_path, workers):
     from _servers import RangeHTTPServer
+
     files, _ = write_files(tmp_path, SIZES)
     server = RangeHTTPServer().start()
     try:
@@ -406,8 +465,14 @@ def test_exact_resume_over_http(tmp_path, workers):
             server.files[f"/data/part-{k}.tfrecord"] = _framed(path)
             urls.append(server.url(f"/data/part-{k}.tfrecord"))
         cases = stream_cases(urls, workers)[:4]
-        cases.append(dict(kind="stream", paths=urls[:1], workers=workers,  # ranges of one file
-                          kw={"shuffle_buffer": 8, "seed": 2}))
+        cases.append(
+            dict(
+                kind="stream",
+                paths=urls[:1],
+                workers=workers,  # ranges of one file
+                kw={"shuffle_buffer": 8, "seed": 2},
+            )
+        )
         check_exact(tmp_path, cases, stops=(1, 6, -1))
         # the resume fetched what was left, not the epoch again
         case = dict(kind="stream", paths=urls, workers=0, batch=8)
@@ -428,9 +493,10 @@ def test_exact_and_elastic_resume_over_s3(tmp_path, monkeypatch):
     import uuid
 
     import s3fs
+    from _servers import S3Server
 
     import tfrec_fast as tfr
-    from _servers import S3Server
+
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a metadata service
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     server = S3Server().start()
@@ -445,25 +511,46 @@ def test_exact_and_elastic_resume_over_s3(tmp_path, monkeypatch):
             with tfr.TFRecordWriter(url, storage_options=options) as writer:
                 writer.write_batch(list(tfr.read_records(path)))
             urls.append(url)
-        cases = [dict(kind="stream", paths=urls, workers=2, storage_options=options, kw=kw)
-                 for kw in ({}, {"batch_size": 8, "shuffle_buffer": 16, "seed": 1})]
+        cases = [
+            dict(kind="stream", paths=urls, workers=2, storage_options=options, kw=kw)
+            for kw in ({}, {"batch_size": 8, "shuffle_buffer": 16, "seed": 1})
+        ]
         check_exact(tmp_path, cases, stops=(1, 4, -1))
-        from tfrec_fast.torch import TFRecordDataset as Dataset
         from torchdata.stateful_dataloader import StatefulDataLoader
+
+        from tfrec_fast.torch import TFRecordDataset as Dataset
+
         old, new = [], []
         saved = None
         for rank in range(2):
-            ds = Dataset(urls, spec=_resume.SPEC, rank=rank, world_size=2, shuffle_buffer=8,
-                         storage_options=options)
+            ds = Dataset(
+                urls,
+                spec=_resume.SPEC,
+                rank=rank,
+                world_size=2,
+                shuffle_buffer=8,
+                storage_options=options,
+            )
             dl = StatefulDataLoader(ds, batch_size=4, num_workers=1)
             old.append([i for b in itertools.islice(dl, 3) for i in _resume.ids(b)])
             saved = dl.state_dict()
         for rank in range(3):
-            ds = Dataset(urls, spec=_resume.SPEC, rank=rank, world_size=3, shuffle_buffer=8,
-                         storage_options=options)
+            ds = Dataset(
+                urls,
+                spec=_resume.SPEC,
+                rank=rank,
+                world_size=3,
+                shuffle_buffer=8,
+                storage_options=options,
+            )
             ds.load_state_dict(saved)
-            new.append([i for b in StatefulDataLoader(ds, batch_size=4, num_workers=2)
-                        for i in _resume.ids(b)])
+            new.append(
+                [
+                    i
+                    for b in StatefulDataLoader(ds, batch_size=4, num_workers=2)
+                    for i in _resume.ids(b)
+                ]
+            )
         check_elastic(old, new, total, 3)
     finally:
         server.stop()

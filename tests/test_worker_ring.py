@@ -3,6 +3,7 @@
 The ring may only reuse a slot once every tensor of the batch in it is gone: these tests keep
 batches alive, change them, and compare everything with what the plain path gives.
 """
+
 from __future__ import annotations
 
 import copy
@@ -17,17 +18,20 @@ torch = pytest.importorskip("torch")
 
 from multiprocessing.reduction import ForkingPickler  # noqa: E402
 
-from tfrec_fast.torch import _worker_ring as ring  # noqa: E402
-from tfrec_fast.torch import IndexedTFRecordDataset, TFRecordDataset, collate  # noqa: E402
 from test_torch import SPEC, write_file  # noqa: E402
+
+from tfrec_fast.torch import IndexedTFRecordDataset, TFRecordDataset, collate  # noqa: E402
+from tfrec_fast.torch import _worker_ring as ring  # noqa: E402
 
 DENSE = {k: SPEC[k] for k in ("id", "label", "img")}
 
 
 def batch_of(i, n=4):
-    return {"x": torch.arange(n, dtype=torch.int64) + 100 * i,
-            "img": torch.full((n, 3, 5), i % 256, dtype=torch.uint8),
-            "f": torch.linspace(0, 1, n * 2).reshape(n, 2) + i}
+    return {
+        "x": torch.arange(n, dtype=torch.int64) + 100 * i,
+        "img": torch.full((n, 3, 5), i % 256, dtype=torch.uint8),
+        "f": torch.linspace(0, 1, n * 2).reshape(n, 2) + i,
+    }
 
 
 def send(obj):
@@ -51,7 +55,7 @@ def test_a_batch_round_trips_and_frees_its_slot():
     assert type(got) is dict
     busy = [int(b) for b in writer._header[:3]]
     assert busy.count(1) == 1
-    view = got["img"][1:]          # a view keeps the slot as much as the batch does
+    view = got["img"][1:]  # a view keeps the slot as much as the batch does
     del got, sent
     gc.collect()
     assert [int(b) for b in writer._header[:3]] == busy
@@ -64,14 +68,14 @@ def test_a_batch_round_trips_and_frees_its_slot():
 def test_no_slot_is_reused_while_its_tensors_live():
     writer = ring.RingWriter(slot_bytes=4096, slots=3)
     kept = [send(writer.put(batch_of(i))) for i in range(3)]
-    overflow = writer.put(batch_of(3))   # every slot taken: torch's way, the batch itself
+    overflow = writer.put(batch_of(3))  # every slot taken: torch's way, the batch itself
     assert not isinstance(overflow, ring._RingBatch)
     kept.append(send(overflow))
     for i, b in enumerate(kept):
         same(b, batch_of(i))
     del kept[1]
     gc.collect()
-    again = send(writer.put(batch_of(7)))   # the freed slot, and only it
+    again = send(writer.put(batch_of(7)))  # the freed slot, and only it
     same(again, batch_of(7))
     for i, b in zip((0, 2, 3), kept):
         same(b, batch_of(i))
@@ -80,29 +84,32 @@ def test_no_slot_is_reused_while_its_tensors_live():
 def test_a_changed_batch_goes_the_plain_way_and_keeps_its_slot():
     writer = ring.RingWriter(slot_bytes=4096, slots=3)
     sent = writer.put(batch_of(2))
-    sent["x"] = sent["x"] * 2           # a collate_fn or wrapper changed it
+    sent["x"] = sent["x"] * 2  # a collate_fn or wrapper changed it
     got = send(sent)
     assert torch.equal(got["x"], batch_of(2)["x"] * 2)
     same({k: got[k] for k in ("img", "f")}, {k: batch_of(2)[k] for k in ("img", "f")})
     del got, sent
     gc.collect()
-    assert sorted(int(b) for b in writer._header[:3]) == [0, 0, 1]   # never reused
+    assert sorted(int(b) for b in writer._header[:3]) == [0, 0, 1]  # never reused
 
 
 def test_copy_keeps_the_ring_hand_over():
     writer = ring.RingWriter(slot_bytes=4096, slots=3)
     sent = writer.put(batch_of(5))
-    clone = copy.copy(sent)             # what torch's default_convert does to a mutable mapping
+    clone = copy.copy(sent)  # what torch's default_convert does to a mutable mapping
     clone.update({k: v for k, v in sent.items()})
     assert isinstance(clone, ring._RingBatch)
     same(send(clone), batch_of(5))
 
 
-@pytest.mark.parametrize("batch", [
-    {"x": [1, 2]},                                  # not tensors
-    {"x": torch.zeros(3, requires_grad=True)},      # would lose its autograd history
-    {},                                             # nothing to send
-])
+@pytest.mark.parametrize(
+    "batch",
+    [
+        {"x": [1, 2]},  # not tensors
+        {"x": torch.zeros(3, requires_grad=True)},  # would lose its autograd history
+        {},  # nothing to send
+    ],
+)
 def test_batches_the_ring_does_not_take(batch):
     writer = ring.RingWriter(slot_bytes=4096, slots=3)
     assert writer.put(batch) is batch
@@ -127,7 +134,7 @@ def test_the_ring_grows_for_a_bigger_batch(monkeypatch):
 
 
 def names_of(i, n=4):
-    return [f"r{i}-{j}".encode() * (j % 3) for j in range(n)]   # b"" included
+    return [f"r{i}-{j}".encode() * (j % 3) for j in range(n)]  # b"" included
 
 
 def test_lists_of_bytes_go_through_the_slot_as_bytes():
@@ -137,9 +144,9 @@ def test_lists_of_bytes_go_through_the_slot_as_bytes():
     assert isinstance(sent, ring._RingBatch)
     assert [name for name, _, _ in sent._lists] == ["name", "empty"]
     pickled = ForkingPickler.dumps(sent)
-    assert b"r1-1" not in bytes(pickled)           # the names travelled in the slot
+    assert b"r1-1" not in bytes(pickled)  # the names travelled in the slot
     got = pickle.loads(pickled)
-    assert list(got) == list(batch)                  # the batch's key order
+    assert list(got) == list(batch)  # the batch's key order
     same({k: got[k] for k in ("x", "img", "f")}, batch_of(1))
     assert got["name"] == names_of(1) and all(type(v) is bytes for v in got["name"])
     assert got["empty"] == [] and got["other"] == [1, 2]
@@ -150,16 +157,16 @@ def test_a_batch_of_bytes_lists_alone_frees_its_slot_once_rebuilt():
     got = send(writer.put({"name": names_of(2)}))
     assert got == {"name": names_of(2)}
     gc.collect()
-    assert [int(b) for b in writer._header[:3]] == [0, 0, 0]   # nothing views the slot
+    assert [int(b) for b in writer._header[:3]] == [0, 0, 0]  # nothing views the slot
 
 
 def test_a_list_changed_before_pickling_is_sent_as_it_is_then():
     writer = ring.RingWriter(slot_bytes=4096, slots=3)
     names = names_of(3)
     sent = writer.put({**batch_of(3), "name": names})
-    names[0] = b"changed"                        # the same list object, other contents
+    names[0] = b"changed"  # the same list object, other contents
     assert send(sent)["name"] == [b"changed"] + names_of(3)[1:]
-    names.append(b"z" * 3000)                    # no longer fits the room kept for it
+    names.append(b"z" * 3000)  # no longer fits the room kept for it
     got = send(sent)
     assert got["name"] == names and got["name"] is not names
     names.append("not bytes")
@@ -184,10 +191,12 @@ def test_the_ring_for_lists_too_big_is_made_for_the_tensors(monkeypatch):
     assert writer is not None and writer.slot_bytes < (30 << 10)
     got = send(writer.put(batch))
     assert got["name"] == batch["name"]
-    assert ring.ring_writer({"name": [b"q" * (30 << 10)]}) is None   # nothing it can take
+    assert ring.ring_writer({"name": [b"q" * (30 << 10)]}) is None  # nothing it can take
 
 
-@pytest.mark.parametrize("keys", [("name", "x", "tag"), ("x", "name", "tag"), ("tag", "other", "x")])
+@pytest.mark.parametrize(
+    "keys", [("name", "x", "tag"), ("x", "name", "tag"), ("tag", "other", "x")]
+)
 def test_the_batch_keeps_its_key_order(keys):
     values = {"name": [b"a", b"bc"], "x": torch.arange(3), "tag": [b"t"] * 3, "other": {"k": 1}}
     batch = {k: values[k] for k in keys}
@@ -200,10 +209,10 @@ def test_a_batch_pickled_again_never_writes_into_a_reused_slot():
     a = writer.put({"x": torch.arange(8), "name": [b"\xff" * 512]})
     twin = copy.copy(a)
     got_a = send(a)
-    again = send(twin)                      # the slot still holds a: a private copy of it
+    again = send(twin)  # the slot still holds a: a private copy of it
     assert torch.equal(again["x"], torch.arange(8)) and again["name"] == [b"\xff" * 512]
     del got_a
-    gc.collect()                            # the slot is free, then b's
+    gc.collect()  # the slot is free, then b's
     got_b = send(writer.put({"x": torch.zeros(512, dtype=torch.int64)}))
     with pytest.raises(RuntimeError, match="pickled again"):
         send(twin)
@@ -214,6 +223,7 @@ def test_default_convert_keeps_the_ring_hand_over():
     """DataLoader(batch_size=None) passes each batch through default_convert, which rebuilds
     the dict and its lists: the batch still goes through the slot, and the slot comes back."""
     from torch.utils.data._utils.collate import default_convert
+
     writer = ring.RingWriter(slot_bytes=4096, slots=3)
     converted = default_convert(writer.put({**batch_of(4), "name": names_of(4)}))
     assert isinstance(converted, ring._RingBatch)
@@ -237,6 +247,7 @@ def test_bytes_lists_of_any_sizes_round_trip(sizes):
 
 # ---- through real DataLoader workers ---------------------------------------------------------
 
+
 def loader(ds, **kw):
     return torch.utils.data.DataLoader(ds, num_workers=2, **kw)
 
@@ -248,17 +259,18 @@ def plain(batches):
 @pytest.mark.parametrize("persistent", [False, True])
 def test_dataloader_batches_equal_the_plain_path(tmp_path, persistent):
     path = str(write_file(tmp_path / "a.tfrecord", range(3000)))
-    want = plain(loader(TFRecordDataset(path, spec=DENSE, batch_size=64, worker_ring=False),
-                        batch_size=None))
+    want = plain(
+        loader(TFRecordDataset(path, spec=DENSE, batch_size=64, worker_ring=False), batch_size=None)
+    )
     ds = TFRecordDataset(path, spec=DENSE, batch_size=64)
     dl = loader(ds, batch_size=None, persistent_workers=persistent)
     for _epoch in range(3):
-        got = [b for b in dl]            # every batch kept: the ring runs full, then overflows
+        got = [b for b in dl]  # every batch kept: the ring runs full, then overflows
         assert len(got) == len(want)
         for g, w in zip(got, want):
             same(g, w)
         del got
-        for g, w in zip(dl, want):       # batches dropped as we go: slots reused
+        for g, w in zip(dl, want):  # batches dropped as we go: slots reused
             same(g, w)
     assert ring._rings, "the batches never came through the ring"
 
@@ -268,6 +280,7 @@ def test_dataloader_with_a_transform(tmp_path):
 
     def scale(batch):
         return {"id": batch["id"] * 3, "img": batch["img"].float() / 2}
+
     ds = TFRecordDataset(path, spec=DENSE, batch_size=50, transform=scale)
     ids = torch.cat([b["id"] for b in loader(ds, batch_size=None)])
     assert sorted(ids.tolist()) == [3 * i for i in range(500)]
@@ -311,10 +324,11 @@ def test_dataset_values_are_right_through_the_ring(tmp_path, monkeypatch):
 
 
 def test_collate_takes_an_indexed_batch_as_parsed(tmp_path):
-    paths = [str(write_file(tmp_path / f"{k}.tfrecord", range(100 * k, 100 * k + 100)))
-             for k in range(2)]
+    paths = [
+        str(write_file(tmp_path / f"{k}.tfrecord", range(100 * k, 100 * k + 100))) for k in range(2)
+    ]
     ds = IndexedTFRecordDataset(paths, DENSE)
-    for indices in ([5, 3, 3, 99, 0], [150, 120], [1, 150, 2], [7]):   # one file, or two
+    for indices in ([5, 3, 3, 99, 0], [150, 120], [1, 150, 2], [7]):  # one file, or two
         rows = ds.__getitems__(indices)
         same(collate(rows), torch.utils.data.default_collate(list(rows)))
         assert collate(rows)["id"].tolist() == [int(i) for i in indices]
@@ -325,11 +339,14 @@ def test_rings_of_dead_workers_are_forgotten_and_live_ones_left_alone(monkeypatc
     live ones: on Windows os.kill(pid, 0), what this used, terminates the process."""
     import subprocess
     import sys
+
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     try:
-        monkeypatch.setattr(ring, "_rings", {(live.pid, 1): "live ring", (dead.pid, 2): "dead ring"})
+        monkeypatch.setattr(
+            ring, "_rings", {(live.pid, 1): "live ring", (dead.pid, 2): "dead ring"}
+        )
         ring._forget_dead_rings()
         assert ring._rings == {(live.pid, 1): "live ring"}
         assert live.poll() is None, "looking at the worker ended it"

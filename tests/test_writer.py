@@ -1,4 +1,5 @@
 """TFRecordWriter: round trips, byte-exact framing, compression, flush/close semantics."""
+
 from __future__ import annotations
 
 import gzip
@@ -6,15 +7,15 @@ import io
 import random
 import zlib
 
+import _oracle
 import numpy as np
 import pytest
+from _util import read_all
+from conftest import KeepBytesIO, make_payloads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import _oracle
 import tfrec_fast
-from conftest import KeepBytesIO, make_payloads
-from _util import read_all
 
 COMPRESSIONS = [None, "gzip", "zlib"]
 WBITS = {"gzip": 31, "zlib": 15}
@@ -71,8 +72,12 @@ def test_decompressed_output_is_reference_framing(tmp_path, payloads, compressio
 
 def test_uncompressed_byte_identical_to_corpus(tmp_path, corpus_file):
     """Re-writing the records of TF-written uncompressed corpus files reproduces them byte for byte."""
-    for rel in ("raw/crc_lengths.tfrecord", "example/mnist_like.tfrecord",
-                "raw/one_empty_record.tfrecord", "raw/empty_file.tfrecord"):
+    for rel in (
+        "raw/crc_lengths.tfrecord",
+        "example/mnist_like.tfrecord",
+        "raw/one_empty_record.tfrecord",
+        "raw/empty_file.tfrecord",
+    ):
         src = corpus_file(rel)
         recs = list(tfrec_fast.read_records(str(src), copy=True))
         out = tmp_path / "re.tfrecord"
@@ -83,8 +88,14 @@ def test_uncompressed_byte_identical_to_corpus(tmp_path, corpus_file):
 
 def test_write_accepts_bytes_like(tmp_path):
     """write() takes bytes, bytearray, memoryview (incl. slices) and numpy arrays."""
-    recs = [b"abc", bytearray(b"defg"), memoryview(b"..hij..")[2:5],
-            np.arange(10, dtype=np.uint8), np.arange(3, dtype=np.int32), b""]
+    recs = [
+        b"abc",
+        bytearray(b"defg"),
+        memoryview(b"..hij..")[2:5],
+        np.arange(10, dtype=np.uint8),
+        np.arange(3, dtype=np.int32),
+        b"",
+    ]
     want = [r.tobytes() if isinstance(r, np.ndarray) else bytes(r) for r in recs]
     p = tmp_path / "t"
     with tfrec_fast.TFRecordWriter(str(p)) as w:
@@ -125,14 +136,18 @@ def record_lists(draw):
             recs.append(draw(st.binary(min_size=0, max_size=300)))
         else:
             size = draw(st.integers(1 << 16, 3 << 17))
-            seed = draw(st.integers(0, 2 ** 32 - 1))
+            seed = draw(st.integers(0, 2**32 - 1))
             recs.append(random.Random(seed).randbytes(size))
     return recs
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
-@settings(max_examples=20, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=20,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(recs=record_lists(), data=st.data())
 def test_property_round_trip(compression, recs, data):
     """Random binary records (empty, small, large), split between write and write_batch, round-trip."""
@@ -142,10 +157,10 @@ def test_property_round_trip(compression, recs, data):
         while i < len(recs):
             k = data.draw(st.integers(1, max(1, len(recs) - i)))
             if data.draw(st.booleans()):
-                for r in recs[i:i + k]:
+                for r in recs[i : i + k]:
                     w.write(r)
             else:
-                w.write_batch(recs[i:i + k])
+                w.write_batch(recs[i : i + k])
             i += k
     raw = buf.value()
     records, err = read_all(raw, compression=compression)
@@ -214,8 +229,9 @@ def test_exception_inside_with_keeps_records(tmp_path, compression, target):
     p = tmp_path / "e"
     buf = KeepBytesIO()
     with pytest.raises(KeyError):
-        with tfrec_fast.TFRecordWriter(str(p) if target == "path" else buf,
-                                       compression=compression) as w:
+        with tfrec_fast.TFRecordWriter(
+            str(p) if target == "path" else buf, compression=compression
+        ) as w:
             for x in payloads:
                 w.write(x)
             raise KeyError("boom")
@@ -245,8 +261,9 @@ def test_flush_compressed_prefix_complete(tmp_path, compression):
     p = tmp_path / "f"
     buf = KeepBytesIO()
     for target in ("path", "filelike"):
-        with tfrec_fast.TFRecordWriter(str(p) if target == "path" else buf,
-                                       compression=compression) as w:
+        with tfrec_fast.TFRecordWriter(
+            str(p) if target == "path" else buf, compression=compression
+        ) as w:
             for i, x in enumerate(payloads):
                 w.write(x)
                 w.flush()
@@ -329,8 +346,9 @@ def test_write_batch_from_a_generator_refilling_one_bytearray():
     out = io.BytesIO()
     with tfrec_fast.TFRecordWriter(out) as writer:
         writer.write_batch(refill())
-    assert [bytes(r) for r in tfrec_fast.read_records(out.getvalue())] == \
-        [bytes([i]) * 3 for i in range(10)]
+    assert [bytes(r) for r in tfrec_fast.read_records(out.getvalue())] == [
+        bytes([i]) * 3 for i in range(10)
+    ]
 
 
 def test_write_takes_one_record_by_position_or_name():
@@ -340,8 +358,12 @@ def test_write_takes_one_record_by_position_or_name():
     with tfrec_fast.TFRecordWriter(out) as w:
         w.write(b"one")
         w.write(record=b"two")
-        for bad_args, bad_kwargs in [((), {}), ((b"a", b"b"), {}), ((), {"data": b"a"}),
-                                     ((b"a",), {"record": b"b"})]:
+        for bad_args, bad_kwargs in [
+            ((), {}),
+            ((b"a", b"b"), {}),
+            ((), {"data": b"a"}),
+            ((b"a",), {"record": b"b"}),
+        ]:
             with pytest.raises(TypeError):
                 w.write(*bad_args, **bad_kwargs)
         assert w.records_written == 2
@@ -350,6 +372,7 @@ def test_write_takes_one_record_by_position_or_name():
 
 def test_a_subclass_keeps_its_own_write():
     """TFRecordWriter binds write() straight to the engine, unless a subclass overrides it."""
+
     class Upper(tfrec_fast.TFRecordWriter):
         def write(self, record):
             super().write(bytes(record).upper())
@@ -362,10 +385,13 @@ def test_a_subclass_keeps_its_own_write():
 
 
 @settings(max_examples=30, deadline=None)
-@given(sizes=st.lists(st.sampled_from([0, 1, 7, 8, 9, 64, 65, 844, 2047, 2048, 2049, 4096]),
-                      max_size=60),
-       kinds=st.lists(st.sampled_from(["bytes", "bytearray", "memoryview", "numpy"]), min_size=1),
-       data=st.data())
+@given(
+    sizes=st.lists(
+        st.sampled_from([0, 1, 7, 8, 9, 64, 65, 844, 2047, 2048, 2049, 4096]), max_size=60
+    ),
+    kinds=st.lists(st.sampled_from(["bytes", "bytearray", "memoryview", "numpy"]), min_size=1),
+    data=st.data(),
+)
 def test_mixed_bytes_likes_through_write_and_write_batch(sizes, kinds, data):
     """bytes (held by reference, no view) and other bytes-likes (copied when mutable), in any mix,
     one by one or in write_batch from a list or a generator, in records of repeated sizes (the

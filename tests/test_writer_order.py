@@ -5,6 +5,7 @@ The writer once sent a record larger than half its buffer straight to the sink, 
 small records still waiting in the buffer (found by TensorFlow's testCompressionOptions, ported
 below). The output must always equal a pure-Python framer's, record for record.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -13,14 +14,14 @@ import zlib
 
 import numpy as np
 import pytest
+from _oracle import build_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrec_fast as tfr
-from _oracle import build_file
 
 COMPRESSIONS = [None, "gzip", "zlib"]
-MIN_BUFFER = 4096   # the writer's and reader's smallest buffer (smaller values are raised to it)
+MIN_BUFFER = 4096  # the writer's and reader's smallest buffer (smaller values are raised to it)
 DIRECT_READ = 32 * 1024  # reads this large bypass the reader's buffer (buffered_input.h)
 FRAMING = 16
 
@@ -88,8 +89,7 @@ def test_write_example_keeps_order(tmp_path):
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_sharded_writer_keeps_order(tmp_path, compression):
     records = [b"a" * 10, b"b" * 600_000, b"c" * 10, b"d" * 700_000, b"e"]
-    with tfr.ShardedWriter(tmp_path / "out", "part", num_shards=1,
-                           compression=compression) as w:
+    with tfr.ShardedWriter(tmp_path / "out", "part", num_shards=1, compression=compression) as w:
         for r in records:
             w.write(r)
     (shard,) = w.shards
@@ -98,10 +98,17 @@ def test_sharded_writer_keeps_order(tmp_path, compression):
 
 def sizes_near(capacity):
     """Record sizes at the edges that matter for a writer buffer of `capacity` bytes."""
-    edges = [0, 1, capacity // 2 - FRAMING, capacity - FRAMING, capacity, 2 * capacity,
-             DIRECT_READ, MIN_BUFFER]
-    near = st.sampled_from(edges).flatmap(
-        lambda e: st.integers(max(0, e - 2), e + 2))
+    edges = [
+        0,
+        1,
+        capacity // 2 - FRAMING,
+        capacity - FRAMING,
+        capacity,
+        2 * capacity,
+        DIRECT_READ,
+        MIN_BUFFER,
+    ]
+    near = st.sampled_from(edges).flatmap(lambda e: st.integers(max(0, e - 2), e + 2))
     return st.one_of(near, st.integers(0, 3 * capacity))
 
 
@@ -113,10 +120,15 @@ def size_sequences(draw):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=size_sequences(), compression=st.sampled_from(COMPRESSIONS),
-       entry=st.sampled_from(ENTRIES), to_file_like=st.booleans())
-def test_any_size_mix_matches_the_python_framer(tmp_path_factory, case, compression, entry,
-                                                to_file_like):
+@given(
+    case=size_sequences(),
+    compression=st.sampled_from(COMPRESSIONS),
+    entry=st.sampled_from(ENTRIES),
+    to_file_like=st.booleans(),
+)
+def test_any_size_mix_matches_the_python_framer(
+    tmp_path_factory, case, compression, entry, to_file_like
+):
     capacity, sizes = case
     records = payloads_of(sizes)
     if to_file_like:
@@ -131,8 +143,13 @@ def test_any_size_mix_matches_the_python_framer(tmp_path_factory, case, compress
 
 
 @settings(max_examples=20, deadline=None)
-@given(sizes=st.lists(st.sampled_from([0, 5, 1000, 4000, 4096, 30_000, 33_000, 70_000,
-                                       600_000, 1_100_000]), min_size=1, max_size=8))
+@given(
+    sizes=st.lists(
+        st.sampled_from([0, 5, 1000, 4000, 4096, 30_000, 33_000, 70_000, 600_000, 1_100_000]),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_default_buffer_size_mixes(tmp_path_factory, sizes):
     records = payloads_of(sizes)
     path = tmp_path_factory.mktemp("default") / "out.tfrecord"
@@ -143,6 +160,7 @@ def test_default_buffer_size_mixes(tmp_path_factory, sizes):
 
 
 # ---- the reader's direct-read path, the same blind spot ---------------------------------------
+
 
 class ReadOnly:
     """A file-like object with only read() (no readinto, no seek)."""
@@ -163,9 +181,11 @@ def sources(data):
 
 
 @settings(max_examples=40, deadline=None)
-@given(sizes=st.lists(sizes_near(MIN_BUFFER), min_size=1, max_size=12),
-       compression=st.sampled_from(COMPRESSIONS),
-       buffer_size=st.sampled_from([MIN_BUFFER, 3 * MIN_BUFFER + 5, 1 << 20]))
+@given(
+    sizes=st.lists(sizes_near(MIN_BUFFER), min_size=1, max_size=12),
+    compression=st.sampled_from(COMPRESSIONS),
+    buffer_size=st.sampled_from([MIN_BUFFER, 3 * MIN_BUFFER + 5, 1 << 20]),
+)
 def test_reader_any_size_mix_any_source(tmp_path_factory, sizes, compression, buffer_size):
     records = payloads_of(sizes)
     plain = build_file(records)
@@ -177,8 +197,9 @@ def test_reader_any_size_mix_any_source(tmp_path_factory, sizes, compression, bu
             got = [bytes(r) for r in reader]
         assert got == records, name
         with tfr.TFRecordReader(path, compression, buffer_size=buffer_size) as reader:
-            batched = [bytes(r) for b in reader.iter_batches(max_bytes=capacity_or(buffer_size))
-                       for r in b]
+            batched = [
+                bytes(r) for b in reader.iter_batches(max_bytes=capacity_or(buffer_size)) for r in b
+            ]
         assert batched == records
 
 

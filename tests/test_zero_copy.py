@@ -1,15 +1,15 @@
 """Zero-copy hand-over: read-only views into batch memory, lifetimes, no aliasing."""
+
 from __future__ import annotations
 
 import gc
 import hashlib
 
+import _oracle
 import numpy as np
 import pytest
 
-import _oracle
 import tfrec_fast
-from conftest import make_payloads
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_batch_records_share_batch_memory(tfrecord_file):
     for i in nonempty:
         arr = np.frombuffer(b[i], dtype=np.uint8)
         assert np.shares_memory(arr, b.data), i
-    for i, rec in enumerate(b):
+    for rec in b:
         if len(rec):
             assert np.shares_memory(np.frombuffer(rec, dtype=np.uint8), b.data)
 
@@ -136,14 +136,18 @@ def test_batches_not_aliased(distinct_file):
 def example_file(tmp_path):
     """~2 MB of Examples: a bytes image (several sizes), a label and a list of bytes words."""
     from tfrec_fast.encode import encode_examples
+
     n = 600
     images = [bytes([i % 251]) * (1000 + 37 * (i % 50)) for i in range(n)]
     words = [[b"w%d" % j for j in range(i % 4)] for i in range(n)]
     path = tmp_path / "examples.tfrecord"
     with tfrec_fast.TFRecordWriter(str(path)) as w:
         w.write_batch(encode_examples({"image": images, "label": np.arange(n), "words": words}))
-    spec = {"image": tfrec_fast.FixedLen((), "bytes"), "label": tfrec_fast.FixedLen((), "int64"),
-            "words": tfrec_fast.VarLen("bytes")}
+    spec = {
+        "image": tfrec_fast.FixedLen((), "bytes"),
+        "label": tfrec_fast.FixedLen((), "int64"),
+        "words": tfrec_fast.VarLen("bytes"),
+    }
     return path, spec, images, words
 
 
@@ -182,8 +186,11 @@ def test_read_examples_hands_over_views_or_owned_copies(example_file, num_thread
         got_images += cols["image"].to_list()
         got_words += cols["words"].to_list()
     assert got_images == images and got_words == words
-    owned = list(tfrec_fast.read_examples(str(path), spec, batch_size=128, num_threads=num_threads,
-                                          copy_bytes=True))
+    owned = list(
+        tfrec_fast.read_examples(
+            str(path), spec, batch_size=128, num_threads=num_threads, copy_bytes=True
+        )
+    )
     for cols in owned:
         assert not np.shares_memory(cols["image"].values, cols["words"].values)
         assert cols["image"].values.nbytes == sum(len(v) for v in cols["image"].to_list())

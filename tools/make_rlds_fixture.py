@@ -42,8 +42,8 @@ sys.path.insert(0, HERE)
 with warnings.catch_warnings():  # TensorFlow's, TFDS's and pydub's import-time noise
     warnings.simplefilter("ignore")
     import make_tfds_fixture as base  # noqa: E402  (imports TensorFlow and TFDS)
-    import tensorflow_datasets as tfds  # noqa: E402
     import pydub  # noqa: E402,F401  (TFDS needs it to decode the audio files)
+    import tensorflow_datasets as tfds  # noqa: E402
 
 F = tfds.features
 SKILLS = ["reach", "grasp", "place"]
@@ -81,38 +81,44 @@ class RldsFixture(tfds.core.GeneratorBasedBuilder):
         return tfds.core.DatasetInfo(
             builder=self,
             description="Robot episodes in RLDS form (steps as a nested tfds.features.Dataset).",
-            features=F.FeaturesDict({
-                "steps": F.Dataset({
-                    "observation": {
-                        "image": F.Image(shape=(12, 12, 3)),
-                        "wrist_image": F.Image(shape=(8, 8, 3), encoding_format="jpeg"),
-                        "depth": F.Image(shape=(6, 6, 1), dtype=np.uint16),
-                        "state": F.Tensor(shape=(7,), dtype=np.float32),
+            features=F.FeaturesDict(
+                {
+                    "steps": F.Dataset(
+                        {
+                            "observation": {
+                                "image": F.Image(shape=(12, 12, 3)),
+                                "wrist_image": F.Image(shape=(8, 8, 3), encoding_format="jpeg"),
+                                "depth": F.Image(shape=(6, 6, 1), dtype=np.uint16),
+                                "state": F.Tensor(shape=(7,), dtype=np.float32),
+                            },
+                            "action": F.Tensor(shape=(4,), dtype=np.float32),
+                            "reward": F.Scalar(dtype=np.float32),
+                            "discount": F.Scalar(dtype=np.float32),
+                            "is_first": F.Scalar(dtype=np.bool_),
+                            "is_last": F.Scalar(dtype=np.bool_),
+                            "is_terminal": F.Scalar(dtype=np.bool_),
+                            "language_instruction": F.Text(),
+                            "language_embedding": F.Tensor(shape=(8,), dtype=np.float32),
+                            "skill": _class_label(SKILLS, names_dir),
+                            "contacts": F.Sequence(np.int32),
+                        }
+                    ),
+                    "episode_metadata": {
+                        "file_path": F.Text(),
+                        "episode_id": F.Scalar(dtype=np.int64),
+                        "success": F.Scalar(dtype=np.bool_),
+                        "result": _class_label(RESULTS, names_dir),
                     },
-                    "action": F.Tensor(shape=(4,), dtype=np.float32),
-                    "reward": F.Scalar(dtype=np.float32),
-                    "discount": F.Scalar(dtype=np.float32),
-                    "is_first": F.Scalar(dtype=np.bool_),
-                    "is_last": F.Scalar(dtype=np.bool_),
-                    "is_terminal": F.Scalar(dtype=np.bool_),
-                    "language_instruction": F.Text(),
-                    "language_embedding": F.Tensor(shape=(8,), dtype=np.float32),
-                    "skill": _class_label(SKILLS, names_dir),
-                    "contacts": F.Sequence(np.int32),
-                }),
-                "episode_metadata": {
-                    "file_path": F.Text(),
-                    "episode_id": F.Scalar(dtype=np.int64),
-                    "success": F.Scalar(dtype=np.bool_),
-                    "result": _class_label(RESULTS, names_dir),
-                },
-            }),
+                }
+            ),
             homepage="https://example.org/tfrec_fast/rlds",
         )
 
     def _split_generators(self, dl_manager):
-        return {"train": self._generate_examples(10, seed=11),
-                "val": self._generate_examples(5, seed=12)}
+        return {
+            "train": self._generate_examples(10, seed=11),
+            "val": self._generate_examples(5, seed=12),
+        }
 
     def _generate_examples(self, n, seed):
         rng = np.random.default_rng(seed)
@@ -126,28 +132,35 @@ def _episode(rng, episode_id, length):
     embedding = rng.standard_normal(8).astype(np.float32)
     steps = []
     for t in range(length):
-        steps.append({
-            "observation": {
-                "image": _smooth(rng, (12, 12, 3)),
-                "wrist_image": _smooth(rng, (8, 8, 3)),
-                "depth": _smooth(rng, (6, 6, 1), np.uint16, 65536),
-                "state": rng.standard_normal(7).astype(np.float32),
-            },
-            "action": rng.uniform(-1, 1, 4).astype(np.float32),
-            "reward": np.float32(t == length - 1),
-            "discount": np.float32(1.0),
-            "is_first": t == 0,
-            "is_last": t == length - 1,
-            "is_terminal": t == length - 1 and episode_id % 2 == 0,
-            "language_instruction": instruction,
-            "language_embedding": embedding,
-            "skill": SKILLS[min(t * 3 // max(length, 1), 2)],
-            "contacts": rng.integers(0, 100, int(rng.integers(0, 4))).astype(np.int32),
-        })
-    return {"steps": steps,
-            "episode_metadata": {"file_path": f"/data/episode_{episode_id}.npy",
-                                 "episode_id": episode_id, "success": episode_id % 3 != 1,
-                                 "result": RESULTS[episode_id % 3]}}
+        steps.append(
+            {
+                "observation": {
+                    "image": _smooth(rng, (12, 12, 3)),
+                    "wrist_image": _smooth(rng, (8, 8, 3)),
+                    "depth": _smooth(rng, (6, 6, 1), np.uint16, 65536),
+                    "state": rng.standard_normal(7).astype(np.float32),
+                },
+                "action": rng.uniform(-1, 1, 4).astype(np.float32),
+                "reward": np.float32(t == length - 1),
+                "discount": np.float32(1.0),
+                "is_first": t == 0,
+                "is_last": t == length - 1,
+                "is_terminal": t == length - 1 and episode_id % 2 == 0,
+                "language_instruction": instruction,
+                "language_embedding": embedding,
+                "skill": SKILLS[min(t * 3 // max(length, 1), 2)],
+                "contacts": rng.integers(0, 100, int(rng.integers(0, 4))).astype(np.int32),
+            }
+        )
+    return {
+        "steps": steps,
+        "episode_metadata": {
+            "file_path": f"/data/episode_{episode_id}.npy",
+            "episode_id": episode_id,
+            "success": episode_id % 3 != 1,
+            "result": RESULTS[episode_id % 3],
+        },
+    }
 
 
 def _wav(samples, channels, width):
@@ -177,38 +190,50 @@ class TfdsCatalog(tfds.core.GeneratorBasedBuilder):
         return tfds.core.DatasetInfo(
             builder=self,
             description="Audio, encoded text, optional values and nested datasets.",
-            features=F.FeaturesDict({
-                "wav16": F.Audio(shape=(None,), dtype=np.int16, sample_rate=8000, **wav),
-                "wav_stereo": F.Audio(shape=(None, 2), dtype=np.int16, **wav),
-                "wav_as_mono": F.Audio(shape=(None,), dtype=np.int32, **wav),
-                "wav8": F.Audio(shape=(None,), dtype=np.int32, **wav),
-                "wav24": F.Audio(shape=(None,), dtype=np.int64, **wav),
-                "wav_float": F.Audio(shape=(None,), dtype=np.float32, **wav),
-                "audio_zlib": F.Audio(file_format="wav", shape=(None, 2), dtype=np.int16,
-                                      encoding="zlib"),
-                "audio_bytes": F.Audio(file_format="wav", shape=(None,), dtype=np.int16,
-                                       encoding="bytes"),
-                "text_ids": F.Text(encoder=tfds.deprecated.text.ByteTextEncoder()),
-                "opt_int": F.Scalar(dtype=np.int32, optional=True),
-                "opt_float": F.Scalar(dtype=np.float32, optional=True),
-                "opt_bool": F.Scalar(dtype=np.bool_, optional=True),
-                "opt_str": F.Scalar(dtype=np.str_, optional=True),
-                "opt_tensor": F.Tensor(shape=(2,), dtype=np.float64, optional=True),
-                "steps": F.Dataset({
-                    "camera": F.Image(shape=(None, None, 3)),
-                    "grid": F.Tensor(shape=(None, None), dtype=np.uint16, encoding="zlib"),
-                    "clip": F.Video(shape=(None, 4, 4, 3)),
-                    "objects": F.Sequence({"area": np.float32, "ids": F.Sequence(np.int64)}),
-                    "inner": F.Dataset({"x": np.int32}),
-                }),
-                "scalars": F.Dataset(np.float32),
-                "episodes": F.Sequence(F.Dataset({
-                    "x": np.int32,
-                    "t": F.Sequence(np.int64),
-                    "c": F.ClassLabel(num_classes=3),
-                })),
-                "group": F.Sequence({"eps": F.Dataset({"x": np.int32}), "y": np.int32}),
-            }),
+            features=F.FeaturesDict(
+                {
+                    "wav16": F.Audio(shape=(None,), dtype=np.int16, sample_rate=8000, **wav),
+                    "wav_stereo": F.Audio(shape=(None, 2), dtype=np.int16, **wav),
+                    "wav_as_mono": F.Audio(shape=(None,), dtype=np.int32, **wav),
+                    "wav8": F.Audio(shape=(None,), dtype=np.int32, **wav),
+                    "wav24": F.Audio(shape=(None,), dtype=np.int64, **wav),
+                    "wav_float": F.Audio(shape=(None,), dtype=np.float32, **wav),
+                    "audio_zlib": F.Audio(
+                        file_format="wav", shape=(None, 2), dtype=np.int16, encoding="zlib"
+                    ),
+                    "audio_bytes": F.Audio(
+                        file_format="wav", shape=(None,), dtype=np.int16, encoding="bytes"
+                    ),
+                    "text_ids": F.Text(encoder=tfds.deprecated.text.ByteTextEncoder()),
+                    "opt_int": F.Scalar(dtype=np.int32, optional=True),
+                    "opt_float": F.Scalar(dtype=np.float32, optional=True),
+                    "opt_bool": F.Scalar(dtype=np.bool_, optional=True),
+                    "opt_str": F.Scalar(dtype=np.str_, optional=True),
+                    "opt_tensor": F.Tensor(shape=(2,), dtype=np.float64, optional=True),
+                    "steps": F.Dataset(
+                        {
+                            "camera": F.Image(shape=(None, None, 3)),
+                            "grid": F.Tensor(shape=(None, None), dtype=np.uint16, encoding="zlib"),
+                            "clip": F.Video(shape=(None, 4, 4, 3)),
+                            "objects": F.Sequence(
+                                {"area": np.float32, "ids": F.Sequence(np.int64)}
+                            ),
+                            "inner": F.Dataset({"x": np.int32}),
+                        }
+                    ),
+                    "scalars": F.Dataset(np.float32),
+                    "episodes": F.Sequence(
+                        F.Dataset(
+                            {
+                                "x": np.int32,
+                                "t": F.Sequence(np.int64),
+                                "c": F.ClassLabel(num_classes=3),
+                            }
+                        )
+                    ),
+                    "group": F.Sequence({"eps": F.Dataset({"x": np.int32}), "y": np.int32}),
+                }
+            ),
         )
 
     def _split_generators(self, dl_manager):
@@ -225,13 +250,14 @@ def _catalog_example(rng, i):
     missing = i % 2 == 1
 
     def ints(bits, count):
-        return rng.integers(-2 ** (bits - 1), 2 ** (bits - 1), count)
+        return rng.integers(-(2 ** (bits - 1)), 2 ** (bits - 1), count)
 
     return {
         "wav16": _wav(ints(16, k), 1, 2),
         "wav_stereo": _wav(ints(16, 2 * k), 2, 2),
-        "wav_as_mono": _wav([-32768, -32767, 1, 2, -1, -2, 32767, 32767] + list(ints(16, 2 * k)),
-                            2, 2),
+        "wav_as_mono": _wav(
+            [-32768, -32767, 1, 2, -1, -2, 32767, 32767] + list(ints(16, 2 * k)), 2, 2
+        ),
         "wav8": _wav(ints(8, k), 1, 1),
         "wav24": _wav(ints(24, k + 1), 1, 3),  # (pydub reads no empty 24-bit WAV itself)
         "wav_float": _wav(ints(16, k), 1, 2),
@@ -245,9 +271,13 @@ def _catalog_example(rng, i):
         "opt_tensor": None if missing else rng.standard_normal(2),
         "steps": [_catalog_step(rng, t) for t in range(int(rng.integers(0, 5)))],
         "scalars": [float(x) for x in rng.standard_normal(int(rng.integers(0, 4)))],
-        "episodes": [[{"x": int(rng.integers(0, 9)), "t": list(rng.integers(0, 9, s % 3)),
-                       "c": s % 3} for s in range(int(rng.integers(0, 3)))]
-                     for _ in range(int(rng.integers(0, 3)))],
+        "episodes": [
+            [
+                {"x": int(rng.integers(0, 9)), "t": list(rng.integers(0, 9, s % 3)), "c": s % 3}
+                for s in range(int(rng.integers(0, 3)))
+            ]
+            for _ in range(int(rng.integers(0, 3)))
+        ],
         "group": [{"eps": [{"x": j}], "y": j} for j in range(int(rng.integers(0, 3)))],
     }
 
@@ -258,8 +288,10 @@ def _catalog_step(rng, t):
         "camera": _smooth(rng, (h, w, 3)),
         "grid": rng.integers(0, 65536, (t, 2), dtype=np.uint16),
         "clip": _smooth(rng, (4, 4, 3))[None].repeat(t % 3, axis=0),
-        "objects": {"area": [float(x) for x in rng.random(t + 1)],
-                    "ids": [list(rng.integers(0, 9, (j + t) % 3)) for j in range(t + 1)]},
+        "objects": {
+            "area": [float(x) for x in rng.random(t + 1)],
+            "ids": [list(rng.integers(0, 9, (j + t) % 3)) for j in range(t + 1)],
+        },
         "inner": [{"x": t * 10 + j} for j in range(t)],
     }
 
@@ -268,8 +300,9 @@ BUILDERS = (RldsFixture, TfdsCatalog)
 
 
 def main(argv):
-    out_dir = os.path.abspath(argv[1] if len(argv) > 1 else
-                              os.path.join(HERE, "..", "tests", "data", "tfds"))
+    out_dir = os.path.abspath(
+        argv[1] if len(argv) > 1 else os.path.join(HERE, "..", "tests", "data", "tfds")
+    )
     scratch = tempfile.mkdtemp(prefix="rlds-fixture-")
     try:
         for builder_cls in BUILDERS:

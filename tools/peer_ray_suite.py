@@ -28,6 +28,7 @@ outcome.
 
     python tools/peer_ray_suite.py --suite FILE [--against tfrec_fast|ray] [pytest arguments]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,13 +39,15 @@ import sys
 import tempfile
 import urllib.request
 
-LOCATIONS = ("python/ray/data/tests/datasource/test_tfrecords.py",
-             "python/ray/data/tests/test_tfrecords.py")
+LOCATIONS = (
+    "python/ray/data/tests/datasource/test_tfrecords.py",
+    "python/ray/data/tests/test_tfrecords.py",
+)
 RAW = "https://raw.githubusercontent.com/ray-project/ray/{commit}/{path}"
 
 # The readers and writers a run can be against: code run in the conftest, before the suite.
 AGAINST = {
-    "tfrec_fast": '''
+    "tfrec_fast": """
 import tfrec_fast.ray as _ours
 
 _READ = _ours.read_tfrecords
@@ -55,10 +58,10 @@ def _write_tfrecords(self, path, **kwargs):
 
 
 ray.data.Dataset.write_tfrecords = _write_tfrecords
-''',
-    "ray": '''
+""",
+    "ray": """
 _READ = ray.data.read_tfrecords  # Ray's own, and Ray's own Dataset.write_tfrecords
-''',
+""",
 }
 
 CONFTEST = '''"""Ray's TFRecord tests against {against}: the shim for what Ray removed with its
@@ -169,11 +172,18 @@ def _download(commit: str, target: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--suite", help="a copy of Ray's test_tfrecords.py (default: downloaded "
-                                        "at ray.__commit__, where GitHub can be reached)")
-    parser.add_argument("--against", choices=sorted(AGAINST), default="tfrec_fast",
-                        help="whose read_tfrecords / write_tfrecords the suite runs against "
-                             "(ray: Ray's own, the baseline)")
+    parser.add_argument(
+        "--suite",
+        help="a copy of Ray's test_tfrecords.py (default: downloaded "
+        "at ray.__commit__, where GitHub can be reached)",
+    )
+    parser.add_argument(
+        "--against",
+        choices=sorted(AGAINST),
+        default="tfrec_fast",
+        help="whose read_tfrecords / write_tfrecords the suite runs against "
+        "(ray: Ray's own, the baseline)",
+    )
     args, pytest_args = parser.parse_known_args()
     import ray
 
@@ -186,17 +196,35 @@ def main() -> int:
             try:
                 _download(ray.__commit__, suite)
             except OSError as error:
-                print(f"Ray {ray.__version__}'s TFRecord suite (commit {ray.__commit__}) could "
-                      f"not be downloaded ({error}); pass --suite with a copy of it",
-                      file=sys.stderr)
+                print(
+                    f"Ray {ray.__version__}'s TFRecord suite (commit {ray.__commit__}) could "
+                    f"not be downloaded ({error}); pass --suite with a copy of it",
+                    file=sys.stderr,
+                )
                 return 2
         with open(os.path.join(work, "conftest.py"), "w") as f:
             f.write(CONFTEST.format(against=args.against, against_code=AGAINST[args.against]))
-        print(f"Ray {ray.__version__} ({ray.__commit__}): its test_tfrecords.py against "
-              f"{'tfrec_fast.ray' if args.against == 'tfrec_fast' else 'Ray itself'}", flush=True)
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "-W", "ignore::DeprecationWarning", "test_tfrecords.py",
-                               *pytest_args], check=False, cwd=work).returncode
+        print(
+            f"Ray {ray.__version__} ({ray.__commit__}): its test_tfrecords.py against "
+            f"{'tfrec_fast.ray' if args.against == 'tfrec_fast' else 'Ray itself'}",
+            flush=True,
+        )
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-W",
+                "ignore::DeprecationWarning",
+                "test_tfrecords.py",
+                *pytest_args,
+            ],
+            check=False,
+            cwd=work,
+        ).returncode
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

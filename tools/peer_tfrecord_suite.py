@@ -7,6 +7,7 @@ unchanged; the exit status is pytest's. Used by .ci/run's peers step.
 
     python tools/peer_tfrecord_suite.py [--version 1.14.6]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,22 @@ def main() -> int:
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="peer-tfrecord-")
     try:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
-                        ":all:", "-d", work, f"tfrecord=={args.version}"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "-d",
+                work,
+                f"tfrecord=={args.version}",
+            ],
+            check=True,
+        )
         (sdist,) = glob.glob(os.path.join(work, "tfrecord-*.tar.gz"))
         with tarfile.open(sdist) as tar:
             tar.extractall(work, filter="data")
@@ -46,10 +61,17 @@ def main() -> int:
         shutil.copytree(os.path.join(root, "tests"), os.path.join(run, "tests"))
         with open(os.path.join(run, "tfrecord.py"), "w") as f:
             f.write(SHIM)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [run] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "tests"], cwd=run, env=env).returncode
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.pathsep.join(
+                [run] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+            ),
+        )
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+            cwd=run,
+            env=env,
+        ).returncode
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -4,13 +4,27 @@ from . import proto
 from ._version import __version__ as __version__
 from .columns import BytesColumn, Ragged
 from .crc import crc32c, crc32c_backend, masked_crc32c
-from .encode import (Bytes, Floats, Int64s, Partial, encode_example, encode_examples,
-                     encode_sequence_example, encode_sequence_examples)
+from .encode import (
+    Bytes,
+    Floats,
+    Int64s,
+    Partial,
+    encode_example,
+    encode_examples,
+    encode_sequence_example,
+    encode_sequence_examples,
+)
 from .errors import DataLossError, ExampleParseError, ObjectChangedError
 from .example import parse_example, parse_examples, parse_sequence_examples, read_examples
 from .index import IndexedTFRecordReader, create_index, load_index
-from .records import (RecordBatch, TFRecordReader, TFRecordWriter, count_records,
-                      read_batches, read_records)
+from .records import (
+    RecordBatch,
+    TFRecordReader,
+    TFRecordWriter,
+    count_records,
+    read_batches,
+    read_records,
+)
 from .sharded import ShardedWriter, read_manifest
 from .spec import FixedLen, FixedLenSequence, VarLen, VarLenSequence
 

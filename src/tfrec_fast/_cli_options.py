@@ -14,8 +14,9 @@ def storage_option(text: str) -> Tuple[str, Any]:
     else taken as a string."""
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError("expected KEY=VALUE, e.g. "
-                                         "endpoint_url=http://127.0.0.1:9000")
+        raise argparse.ArgumentTypeError(
+            "expected KEY=VALUE, e.g. endpoint_url=http://127.0.0.1:9000"
+        )
     try:
         return key, json.loads(value)
     except ValueError:
@@ -23,8 +24,14 @@ def storage_option(text: str) -> Tuple[str, Any]:
 
 
 def add_storage_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--storage-option", dest="storage_options", type=storage_option,
-                        action="append", default=[], metavar="KEY=VALUE",
-                        help="an fsspec option for URLs (repeatable), e.g. "
-                             "endpoint_url=http://127.0.0.1:9000 or anon=true; fsspec's "
-                             "environment variables (FSSPEC_S3_ENDPOINT_URL, ...) apply too")
+    parser.add_argument(
+        "--storage-option",
+        dest="storage_options",
+        type=storage_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an fsspec option for URLs (repeatable), e.g. "
+        "endpoint_url=http://127.0.0.1:9000 or anon=true; fsspec's "
+        "environment variables (FSSPEC_S3_ENDPOINT_URL, ...) apply too",
+    )

@@ -25,8 +25,15 @@ from . import _core
 Kind = _core.Kind
 INT64, FLOAT, BYTES, FEATURE = Kind.INT64, Kind.FLOAT, Kind.BYTES, Kind.FEATURE
 _NAMES = {INT64: "int64", FLOAT: "float", BYTES: "bytes", FEATURE: "Feature"}
-_EXACT = {int: INT64, bool: INT64, float: FLOAT, bytes: BYTES, str: BYTES, bytearray: BYTES,
-          memoryview: BYTES}
+_EXACT = {
+    int: INT64,
+    bool: INT64,
+    float: FLOAT,
+    bytes: BYTES,
+    str: BYTES,
+    bytearray: BYTES,
+    memoryview: BYTES,
+}
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _DTYPES = {INT64: np.int64, FLOAT: np.float32}
 
@@ -47,7 +54,7 @@ class Typed:
         return f"{type(self).__name__}({self.values!r})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.values == getattr(other, "values")
+        return type(self) is type(other) and self.values == other.values
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -69,6 +76,7 @@ class Partial:
 
 
 # ---- errors ------------------------------------------------------------------------------------
+
 
 def display(key: Any) -> str:
     """A feature name as error messages show it."""
@@ -92,12 +100,14 @@ def _type_name(v: Any) -> str:
 def items(mapping: Any, what: str) -> List[Tuple[Any, Any]]:
     """The (key, value) pairs of a mapping, copied (nothing changes them while they are read)."""
     if not hasattr(mapping, "items"):
-        raise TypeError(f"{what} must be a mapping of feature name to value, not "
-                        f"{_type_name(mapping)}")
+        raise TypeError(
+            f"{what} must be a mapping of feature name to value, not {_type_name(mapping)}"
+        )
     return list(mapping.items())
 
 
 # ---- one row's values --------------------------------------------------------------------------
+
 
 def _scalar_kind(x: Any) -> Optional[Kind]:
     """The kind a scalar holds, or None for what is no scalar we take."""
@@ -143,29 +153,37 @@ def values_of(v: Any, forced: Optional[Kind], name: str, row: Optional[int] = No
             return _array(np.asarray(v), forced, name, row)
         if forced is not None:
             if not _compatible(kind, forced):
-                raise error(TypeError, name, row,
-                            f"a {_NAMES[kind]} value cannot be {_NAMES[forced]}")
+                raise error(
+                    TypeError, name, row, f"a {_NAMES[kind]} value cannot be {_NAMES[forced]}"
+                )
             kind = forced
         return kind, [_bytes_of(v, name, row) if kind is BYTES else v]
     if isinstance(v, Typed):
         if forced is not None and forced is not v.kind:
-            raise error(TypeError, name, row,
-                        f"conflicting kinds {_NAMES[forced]} and {_NAMES[v.kind]}")
+            raise error(
+                TypeError, name, row, f"conflicting kinds {_NAMES[forced]} and {_NAMES[v.kind]}"
+            )
         return values_of(v.values, v.kind, name, row)
     if type(v).__name__ == "Feature" and hasattr(v, "SerializeToString"):
         if forced is not None:
-            raise error(TypeError, name, row,
-                        "a Feature message cannot be wrapped in Int64s/Floats/Bytes")
+            raise error(
+                TypeError, name, row, "a Feature message cannot be wrapped in Int64s/Floats/Bytes"
+            )
         serialized = v.SerializeToString()
         if not isinstance(serialized, bytes):
             raise error(TypeError, name, row, "SerializeToString() did not return bytes")
         return FEATURE, [serialized]
     if v is None:
-        raise error(TypeError, name, row,
-                    "None is not a feature value (leave the feature out instead)")
-    raise error(TypeError, name, row,
-                f"unsupported value of type {_type_name(v)} (use int, float, bytes, str, a list "
-                "of one of those, a numpy array, Int64s/Floats/Bytes(...) or a Feature message)")
+        raise error(
+            TypeError, name, row, "None is not a feature value (leave the feature out instead)"
+        )
+    raise error(
+        TypeError,
+        name,
+        row,
+        f"unsupported value of type {_type_name(v)} (use int, float, bytes, str, a list "
+        "of one of those, a numpy array, Int64s/Floats/Bytes(...) or a Feature message)",
+    )
 
 
 def _sequence(seq: Sequence, forced: Optional[Kind], name: str, row: Optional[int]) -> Values:
@@ -188,12 +206,19 @@ def _sequence(seq: Sequence, forced: Optional[Kind], name: str, row: Optional[in
     for i, k in enumerate(kinds):
         if k is None:
             x = seq[i]
-            what = ("nested lists are not supported" if isinstance(x, (list, tuple, np.ndarray))
-                    else "unsupported list element")
+            what = (
+                "nested lists are not supported"
+                if isinstance(x, (list, tuple, np.ndarray))
+                else "unsupported list element"
+            )
             raise error(TypeError, name, row, f"{what} (element {i} is {_type_name(x)})")
         if not _compatible(k, target):
-            raise error(TypeError, name, row, f"mixed kinds in a list: element {i} is "
-                                              f"{_NAMES[k]}, expected {_NAMES[target]}")
+            raise error(
+                TypeError,
+                name,
+                row,
+                f"mixed kinds in a list: element {i} is {_NAMES[k]}, expected {_NAMES[target]}",
+            )
     if target is BYTES:
         return BYTES, [_bytes_of(x, name, row) for x in seq]
     return target, seq
@@ -224,8 +249,12 @@ def _numeric_kind(arr: np.ndarray, forced: Optional[Kind], name: str, row: Optio
     kind = FLOAT if k == "f" else INT64
     if forced is not None:
         if not _compatible(kind, forced):
-            raise error(TypeError, name, row,
-                        "a floating array cannot be int64 (cast it first if that is meant)")
+            raise error(
+                TypeError,
+                name,
+                row,
+                "a floating array cannot be int64 (cast it first if that is meant)",
+            )
         kind = forced
     return kind
 
@@ -237,7 +266,9 @@ def _numeric(arr: np.ndarray, kind: Kind, name: str, row: Optional[int]) -> np.n
     if kind is FLOAT:
         if flat.dtype == np.float32 or flat.dtype == np.float64:
             return flat
-        with np.errstate(over="ignore"):  # long double: as protobuf, beyond float32's range is +-inf
+        with np.errstate(
+            over="ignore"
+        ):  # long double: as protobuf, beyond float32's range is +-inf
             return flat.astype(np.float32)
     out = flat.astype(np.int64, copy=False)
     if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and (out < 0).any():  # wrapped around
@@ -248,14 +279,16 @@ def _numeric(arr: np.ndarray, kind: Kind, name: str, row: Optional[int]) -> np.n
 
 # ---- many rows' values, packed ------------------------------------------------------------------
 
+
 def splits_of(lengths: Iterable[int], n: int) -> np.ndarray:
     out = np.zeros(n + 1, np.int64)
     np.cumsum(np.fromiter(lengths, np.int64, n), out=out[1:])
     return out
 
 
-def _from_list(values: list, kind: Kind, name: str,
-               rows: Optional[Sequence[list]] = None) -> np.ndarray:
+def _from_list(
+    values: list, kind: Kind, name: str, rows: Optional[Sequence[list]] = None
+) -> np.ndarray:
     """Python numbers as int64 or float64 (`kind`; the encoder rounds float64 to float32);
     `rows`: the rows they came from, for errors (None: one value per row)."""
     try:
@@ -296,6 +329,7 @@ def pack(kind: Kind, parts: List[Any], name: str) -> Any:
 
 # ---- columns ------------------------------------------------------------------------------------
 
+
 def column_of(name: str, col: Any, forced: Optional[Kind] = None) -> Tuple[int, Column]:
     """A column of N rows (see tfrec_fast.encode) -> (N, column tuple)."""
     if isinstance(col, Typed):
@@ -306,8 +340,12 @@ def column_of(name: str, col: Any, forced: Optional[Kind] = None) -> Tuple[int, 
         n, column = column_of(name, col.column, forced)
         present = np.ascontiguousarray(col.present).astype(np.bool_, copy=False)
         if present.shape != (n,):
-            raise error(ValueError, name, None, f"Partial needs one `present` flag per row ({n}), "
-                                                f"not {present.size}")
+            raise error(
+                ValueError,
+                name,
+                None,
+                f"Partial needs one `present` flag per row ({n}), not {present.size}",
+            )
         return n, (*column[:4], present)
     if isinstance(col, np.ndarray):
         return _array_column(name, col, forced)
@@ -319,14 +357,22 @@ def column_of(name: str, col: Any, forced: Optional[Kind] = None) -> Tuple[int, 
         splits = row_splits_of(col.row_splits, name)
         kind, values = values_of(col.values, forced, name)
         if kind is None:
-            raise error(ValueError, name, None, "empty values have no kind: wrap the column in "
-                                                "tfrec_fast.Int64s/Floats/Bytes")
+            raise error(
+                ValueError,
+                name,
+                None,
+                "empty values have no kind: wrap the column in tfrec_fast.Int64s/Floats/Bytes",
+            )
         if kind is FEATURE:
             raise error(TypeError, name, None, "Ragged values cannot be a Feature message")
         return len(splits) - 1, (kind, pack(kind, [values], name), None, splits)
-    raise error(TypeError, name, None,
-                f"unsupported column of type {_type_name(col)} (use a numpy array [N, ...], a "
-                "list of N row values, a Ragged or a BytesColumn)")
+    raise error(
+        TypeError,
+        name,
+        None,
+        f"unsupported column of type {_type_name(col)} (use a numpy array [N, ...], a "
+        "list of N row values, a Ragged or a BytesColumn)",
+    )
 
 
 def row_splits_of(splits: Any, name: str) -> np.ndarray:
@@ -399,18 +445,22 @@ def _rows_column(name: str, rows: Sequence, forced: Optional[Kind]) -> Tuple[int
     first = types.pop() if len(types) == 1 else type(None)
     kind = _EXACT.get(first)
     if forced is None and kind is not None:  # one scalar of one builtin type per row
-            if kind is BYTES:
-                if first is not bytes:
-                    rows = [_bytes_of(r, name, i) for i, r in enumerate(rows)]
-                return n, (BYTES, rows, None, None)
-            return n, (kind, _from_list(rows, kind, name), None, None)
+        if kind is BYTES:
+            if first is not bytes:
+                rows = [_bytes_of(r, name, i) for i, r in enumerate(rows)]
+            return n, (BYTES, rows, None, None)
+        return n, (kind, _from_list(rows, kind, name), None, None)
     parts = [values_of(r, forced, name, i) for i, r in enumerate(rows)]
     kinds = {k for k, _ in parts if k is not None}
     column_kind = forced or next((k for k, _ in parts if k is not None), None)
     if column_kind is None:
         if n:
-            raise error(ValueError, name, None, "only empty lists, so no kind: wrap the column in "
-                                                "tfrec_fast.Int64s/Floats/Bytes")
+            raise error(
+                ValueError,
+                name,
+                None,
+                "only empty lists, so no kind: wrap the column in tfrec_fast.Int64s/Floats/Bytes",
+            )
         column_kind = INT64
     if len(kinds) > 1:
         return n, _mixed_column(name, parts, column_kind)
@@ -424,14 +474,19 @@ def _mixed_column(name: str, parts: List[Values], default_kind: Kind) -> Column:
     writes one kind per column), encoded per kind in one call each."""
     features: List[Any] = [None] * len(parts)
     rows_of_kind: dict = {}
-    for i, (kind, values) in enumerate(parts):
+    for i, (kind, _) in enumerate(parts):
         rows_of_kind.setdefault(kind or default_kind, []).append(i)
     for kind, rows in rows_of_kind.items():
         if kind is FEATURE:
             for i in rows:
                 if not parts[i][1]:  # an empty plain list among Feature messages
-                    raise error(ValueError, name, i, "an empty list has no kind: use "
-                                                     "tfrec_fast.Int64s([]), Floats([]) or Bytes([])")
+                    raise error(
+                        ValueError,
+                        name,
+                        i,
+                        "an empty list has no kind: use "
+                        "tfrec_fast.Int64s([]), Floats([]) or Bytes([])",
+                    )
                 features[i] = parts[i][1][0]
             continue
         sub = [parts[i][1] for i in rows]
@@ -445,6 +500,10 @@ def one_row(name: str, value: Any) -> Tuple[Kind, Any, Any]:
     """One feature of one Example -> (kind, values, offsets)."""
     kind, values = values_of(value, None, name)
     if kind is None:
-        raise error(ValueError, name, None, "an empty list has no kind: use tfrec_fast.Int64s([]), "
-                                            "Floats([]) or Bytes([])")
+        raise error(
+            ValueError,
+            name,
+            None,
+            "an empty list has no kind: use tfrec_fast.Int64s([]), Floats([]) or Bytes([])",
+        )
     return kind, pack(kind, [values], name), None

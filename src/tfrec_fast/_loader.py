@@ -15,8 +15,13 @@ import numpy as np
 
 from . import _buffers
 from .errors import DataLossError
-from .records import (ITER_BATCH_BYTES, RecordBatch, TFRecordReader, count_records,
-                      normalize_compression)
+from .records import (
+    ITER_BATCH_BYTES,
+    RecordBatch,
+    TFRecordReader,
+    count_records,
+    normalize_compression,
+)
 from .storage import Location, cached_array, expand, find_indexes, resolve, resolve_beside
 from .storage import load_index as _load_index
 
@@ -25,6 +30,7 @@ SHUFFLE_CHUNK = 256
 
 
 # ---- files and indexes ---------------------------------------------------------------------
+
 
 def expand_locations(paths, storage_options=None, filesystem=None) -> List[Location]:
     """A path, a glob pattern, or a list of them -> the files, as Locations (as records.py's
@@ -49,8 +55,9 @@ def expand_paths(paths, storage_options=None, filesystem=None) -> List[str]:
     return [loc.url for loc in expand_locations(paths, storage_options, filesystem)]
 
 
-def index_paths(files: Sequence, index, storage_options=None,
-                filesystem=None) -> List[Optional[Location]]:
+def index_paths(
+    files: Sequence, index, storage_options=None, filesystem=None
+) -> List[Optional[Location]]:
     """Per-file index, or None (then the index is built when one is needed).
 
     ``index`` is None or "auto" (FILE.idx when it exists: one listing per directory), one path
@@ -67,8 +74,7 @@ def index_paths(files: Sequence, index, storage_options=None,
     if isinstance(index, Mapping):
         auto = find_indexes([f for f in files if index.get(f.url) is None])
         found = iter(auto)
-        return [given(index[f.url]) if index.get(f.url) is not None else next(found)
-                for f in files]
+        return [given(index[f.url]) if index.get(f.url) is not None else next(found) for f in files]
     if isinstance(index, (str, os.PathLike, Location)):
         if len(files) != 1:
             raise ValueError("one index path given for several files: pass a list or a dict")
@@ -110,9 +116,13 @@ def record_index(path, index_path=None, compression: Optional[str] = None) -> Re
     if compression == "auto":
         compression = detected_compression(location)
     stat = location.stat()
-    key = (location.store.key(location.path),
-           None if index is None else index.store.key(index.path), compression, stat.version,
-           stat.size)
+    key = (
+        location.store.key(location.path),
+        None if index is None else index.store.key(index.path),
+        compression,
+        stat.version,
+        stat.size,
+    )
     hit = _INDEX_CACHE.get(key)
     if hit is not None:
         return hit
@@ -125,15 +135,19 @@ def record_index(path, index_path=None, compression: Optional[str] = None) -> Re
         offsets, sizes = index_of(location)
         found = RecordIndex(offsets, sizes, len(offsets))
     else:
-        count = cached_array(location, f"count:{compression}",
-                             lambda: np.array([count_records(location, compression)]))
+        count = cached_array(
+            location,
+            f"count:{compression}",
+            lambda: np.array([count_records(location, compression)]),
+        )
         found = RecordIndex(None, None, int(count[0]))
     _INDEX_CACHE[key] = found
     return found
 
 
-def file_index(path, index_path=None,
-               compression: Optional[str] = None) -> Tuple[Optional[np.ndarray], int]:
+def file_index(
+    path, index_path=None, compression: Optional[str] = None
+) -> Tuple[Optional[np.ndarray], int]:
     """(record start offsets or None, record count) of one file: see record_index."""
     found = record_index(path, index_path, compression)
     return found.offsets, found.count
@@ -144,8 +158,9 @@ def file_index(path, index_path=None,
 Segment = Tuple[int, int, Optional[int]]  # (file number, first record, stop record or None = end)
 
 
-def plan_slot(n_files: int, order: Sequence[int], slot: int, n_slots: int,
-              count) -> Tuple[str, List[Segment]]:
+def plan_slot(
+    n_files: int, order: Sequence[int], slot: int, n_slots: int, count
+) -> Tuple[str, List[Segment]]:
     """The records slot ``slot`` of ``n_slots`` reads, the files taken in ``order``.
 
     With at least as many files as slots, whole files: slot s takes order[s::n_slots] (no index
@@ -159,12 +174,20 @@ def plan_slot(n_files: int, order: Sequence[int], slot: int, n_slots: int,
         return "files", [(i, 0, None) for i in order[slot::n_slots]]
     counts = [count(i) for i in order]
     total = sum(counts)
-    return "ranges", _segments_between(order, counts, total * slot // n_slots,
-                                       total * (slot + 1) // n_slots)
+    return "ranges", _segments_between(
+        order, counts, total * slot // n_slots, total * (slot + 1) // n_slots
+    )
 
 
-def plan_ranks(order: Sequence[int], count, rank: int, world: int, worker: int, workers: int,
-               uneven: str = "pad") -> List[Segment]:
+def plan_ranks(
+    order: Sequence[int],
+    count,
+    rank: int,
+    world: int,
+    worker: int,
+    workers: int,
+    uneven: str = "pad",
+) -> List[Segment]:
     """The records worker ``worker`` (of ``workers``) of rank ``rank`` (of ``world``) reads, so
     that every rank reads the same number of records, as DistributedSampler does: a rank that
     ran out first would leave the others waiting in a collective (a hang on NCCL).
@@ -185,8 +208,12 @@ def plan_ranks(order: Sequence[int], count, rank: int, world: int, worker: int, 
         return []
     per_rank = -(-total // world) if uneven == "pad" else total // world
     first = rank * per_rank
-    return _segments_between(order, counts, first + per_rank * worker // workers,
-                             first + per_rank * (worker + 1) // workers)
+    return _segments_between(
+        order,
+        counts,
+        first + per_rank * worker // workers,
+        first + per_rank * (worker + 1) // workers,
+    )
 
 
 def _segments_between(order, counts, lo: int, hi: int) -> List[Segment]:
@@ -208,11 +235,21 @@ def _segments_between(order, counts, lo: int, hi: int) -> List[Segment]:
 
 # ---- reading ------------------------------------------------------------------------------
 
-def read_range(path, start: int = 0, stop: Optional[int] = None, *,
-               offsets: Optional[np.ndarray] = None, compression: Optional[str] = None,
-               verify: bool = True, max_records: Optional[int] = None,
-               max_bytes: Optional[int] = None, whole_multiples: bool = False,
-               split_batches: bool = True, at: Optional[int] = None) -> Iterator[RecordBatch]:
+
+def read_range(
+    path,
+    start: int = 0,
+    stop: Optional[int] = None,
+    *,
+    offsets: Optional[np.ndarray] = None,
+    compression: Optional[str] = None,
+    verify: bool = True,
+    max_records: Optional[int] = None,
+    max_bytes: Optional[int] = None,
+    whole_multiples: bool = False,
+    split_batches: bool = True,
+    at: Optional[int] = None,
+) -> Iterator[RecordBatch]:
     """Yields RecordBatches holding records [start, stop) of one file (stop None: to the end).
 
     With ``offsets`` (or ``at``, the byte offset of record ``start`` in an uncompressed file)
@@ -233,13 +270,13 @@ def read_range(path, start: int = 0, stop: Optional[int] = None, *,
     if max_bytes is None and max_records is None:
         max_bytes = ITER_BATCH_BYTES
     location = resolve(path)
-    end = None if offsets is None or stop is None or stop >= len(offsets) else \
-        int(offsets[stop])
+    end = None if offsets is None or stop is None or stop >= len(offsets) else int(offsets[stop])
     if at is None and offsets is not None and (start > 0 or end is not None):
         at = int(offsets[start]) if start < len(offsets) else location.size()
     if at is not None and (at > 0 or end is not None):
-        reader = TFRecordReader._of_stream(location, location.open_input(at, end),
-                                           compression, verify=verify)
+        reader = TFRecordReader._of_stream(
+            location, location.open_input(at, end), compression, verify=verify
+        )
         skip = 0
     else:
         reader = TFRecordReader(location, compression, verify=verify)
@@ -249,9 +286,13 @@ def read_range(path, start: int = 0, stop: Optional[int] = None, *,
     while skip:
         dropped = len(reader.read_batch(max_records=skip))
         if not dropped:
-            raise DataLossError(f"expected at least {start} records", path=location.name,
-                                record_index=start - skip, offset=reader.tell(),
-                                reason="index_mismatch")
+            raise DataLossError(
+                f"expected at least {start} records",
+                path=location.name,
+                record_index=start - skip,
+                offset=reader.tell(),
+                reason="index_mismatch",
+            )
         skip -= dropped
     try:
         remaining = None if stop is None else stop - start
@@ -268,10 +309,14 @@ def read_range(path, start: int = 0, stop: Optional[int] = None, *,
                 step = max_records * max(1, max_bytes // (record_bytes * max_records))
             if not len(batch):
                 if remaining is not None:
-                    raise DataLossError(f"the file ended {remaining} records before record "
-                                        f"{stop} the index promised: is the index stale?",
-                                        path=location.name, record_index=last - remaining,
-                                        offset=reader.tell(), reason="index_mismatch")
+                    raise DataLossError(
+                        f"the file ended {remaining} records before record "
+                        f"{stop} the index promised: is the index stale?",
+                        path=location.name,
+                        record_index=last - remaining,
+                        offset=reader.tell(),
+                        reason="index_mismatch",
+                    )
                 return
             if remaining is not None:
                 remaining -= len(batch)
@@ -280,8 +325,9 @@ def read_range(path, start: int = 0, stop: Optional[int] = None, *,
         reader.close()
 
 
-def shuffle_records(records: Iterable, size: int, rng: np.random.Generator,
-                    chunk: int = SHUFFLE_CHUNK) -> Iterator[RecordBatch]:
+def shuffle_records(
+    records: Iterable, size: int, rng: np.random.Generator, chunk: int = SHUFFLE_CHUNK
+) -> Iterator[RecordBatch]:
     """A bounded shuffle buffer over single records (any bytes-like), re-batched ``chunk`` at a time.
 
     Like the tfrecord package's shuffle_iterator and tf.data's shuffle: fill ``size`` records,
@@ -312,7 +358,7 @@ def shuffle_records(records: Iterable, size: int, rng: np.random.Generator,
     rng.shuffle(buf)
     out.extend(buf)
     for i in range(0, len(out), chunk):
-        yield RecordBatch.from_records(out[i:i + chunk])
+        yield RecordBatch.from_records(out[i : i + chunk])
 
 
 def records_of(batches: Iterable[RecordBatch]) -> Iterator[memoryview]:
@@ -320,8 +366,9 @@ def records_of(batches: Iterable[RecordBatch]) -> Iterator[memoryview]:
         yield from batch
 
 
-def rebatch(batches: Iterable[RecordBatch], size: int,
-            drop_last: bool = False) -> Iterator[RecordBatch]:
+def rebatch(
+    batches: Iterable[RecordBatch], size: int, drop_last: bool = False
+) -> Iterator[RecordBatch]:
     """Batches of exactly ``size`` records (the last may be short unless ``drop_last``)."""
     pending: list = []
     held = None  # a short batch taken whole: copied only if records of a later batch join it
@@ -340,7 +387,7 @@ def rebatch(batches: Iterable[RecordBatch], size: int,
         i = 0
         while i < len(records):
             take = min(size - len(pending), len(records) - i)
-            pending.extend(records[i:i + take])
+            pending.extend(records[i : i + take])
             i += take
             if len(pending) == size:
                 yield RecordBatch.from_records(pending)

@@ -128,8 +128,10 @@ def _close(items) -> None:
 
 def _check_process(pid: int) -> None:
     if os.getpid() != pid:
-        raise RuntimeError("this reader's threads were started in another process (before a "
-                           "fork): start a new iteration in this process")
+        raise RuntimeError(
+            "this reader's threads were started in another process (before a "
+            "fork): start a new iteration in this process"
+        )
 
 
 class _Partial(Exception):
@@ -231,9 +233,15 @@ def _submitter(pool: ThreadPoolExecutor, work: Callable) -> Callable[[list], Fut
     return lambda bundle: pool.submit(_work_bundle, work, bundle)
 
 
-def ordered(work: Optional[Callable], items: Iterable, num_threads: int, *,
-            deterministic: bool = True, size_of: Callable[[object], int] = _alone,
-            name: str = "tfrec_fast") -> Iterator:
+def ordered(
+    work: Optional[Callable],
+    items: Iterable,
+    num_threads: int,
+    *,
+    deterministic: bool = True,
+    size_of: Callable[[object], int] = _alone,
+    name: str = "tfrec_fast",
+) -> Iterator:
     """Yields ``work(item)`` for each item (``item`` itself when ``work`` is None).
 
     With ``num_threads`` 1 everything runs in the calling thread, as a plain loop. Otherwise
@@ -256,16 +264,19 @@ def ordered(work: Optional[Callable], items: Iterable, num_threads: int, *,
         pool = ThreadPoolExecutor(num_threads, thread_name_prefix=f"{name}-work")
         submit = _submitter(pool, work)
     try:
-        yield from _threaded(_bundles(items, size_of), submit, num_threads + 1, deterministic,
-                             name)
+        yield from _threaded(_bundles(items, size_of), submit, num_threads + 1, deterministic, name)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def read_ahead(items: Iterable, depth: int = 2, *,
-               size_of: Callable[[object], int] = _alone,
-               name: str = "tfrec_fast") -> Iterator:
+def read_ahead(
+    items: Iterable,
+    depth: int = 2,
+    *,
+    size_of: Callable[[object], int] = _alone,
+    name: str = "tfrec_fast",
+) -> Iterator:
     """Yields the items of `items`, advanced on an I/O thread up to ``depth`` bundles ahead of
     the consumer (counting the one being read)."""
     return _threaded(_bundles(items, size_of), _done, depth, True, name)
@@ -274,8 +285,9 @@ def read_ahead(items: Iterable, depth: int = 2, *,
 def _threaded(items: Iterable, submit, capacity: int, deterministic: bool, name: str) -> Iterator:
     pid = os.getpid()
     channel = _Channel(capacity)
-    reader = threading.Thread(target=_feed, args=(items, channel, submit), daemon=True,
-                              name=f"{name}-read")
+    reader = threading.Thread(
+        target=_feed, args=(items, channel, submit), daemon=True, name=f"{name}-read"
+    )
     reader.start()
     try:
         yield from (_in_order if deterministic else _as_ready)(channel, pid)
@@ -328,9 +340,14 @@ def _drain(read: Callable[[object], Iterable], source, channel: _Channel, size_o
     _feed(_bundles(read(source), size_of), channel, _done)
 
 
-def files_in_parallel(read: Callable[[object], Iterable], sources: Iterable, readers: int, *,
-                      size_of: Callable[[object], int] = _alone,
-                      name: str = "tfrec_fast") -> Iterator:
+def files_in_parallel(
+    read: Callable[[object], Iterable],
+    sources: Iterable,
+    readers: int,
+    *,
+    size_of: Callable[[object], int] = _alone,
+    name: str = "tfrec_fast",
+) -> Iterator:
     """Yields the items of ``read(source)`` for each source, source after source, with up to
     ``readers`` sources being read at once, each on a thread of its own and at most two
     bundles ahead (TensorFlow's ``num_parallel_reads``, in file order). With ``readers`` 1 it is a plain
@@ -350,8 +367,12 @@ def files_in_parallel(read: Callable[[object], Iterable], sources: Iterable, rea
     def start_next() -> None:
         for source in sources:
             channel = _Channel(2)
-            thread = threading.Thread(target=_drain, args=(read, source, channel, size_of),
-                                      daemon=True, name=f"{name}-file")
+            thread = threading.Thread(
+                target=_drain,
+                args=(read, source, channel, size_of),
+                daemon=True,
+                name=f"{name}-file",
+            )
             thread.start()
             started.append((channel, thread))
             return

@@ -8,9 +8,9 @@ from typing import Callable
 
 __all__ = ["after_fork_in_child", "process_alive"]
 
-_SYNCHRONIZE = 0x00100000      # Windows access right: wait on the process handle
-_WAIT_TIMEOUT = 0x102          # WaitForSingleObject: still running
-_ERROR_ACCESS_DENIED = 5       # OpenProcess on another user's process: it exists
+_SYNCHRONIZE = 0x00100000  # Windows access right: wait on the process handle
+_WAIT_TIMEOUT = 0x102  # WaitForSingleObject: still running
+_ERROR_ACCESS_DENIED = 5  # OpenProcess on another user's process: it exists
 
 
 def after_fork_in_child(function: Callable[[], None]) -> None:
@@ -24,6 +24,7 @@ def process_alive(pid: int) -> bool:
     process (any signal but CTRL_C_EVENT/CTRL_BREAK_EVENT is TerminateProcess there)."""
     if sys.platform == "win32":  # (mypy checks this branch only for Windows)
         import _winapi
+
         try:
             handle = _winapi.OpenProcess(_SYNCHRONIZE, False, pid)
         except OSError as e:

@@ -31,8 +31,18 @@ import numpy as np
 from . import _core
 from .errors import ExampleParseError
 from .example import _decode, _locate, _typed, batches_across_files, feature_kinds
-from .spec import (_BYTES, _FLOAT, _INT64, _KIND_DTYPE, _NUMPY, FixedLen, FixedLenSequence,
-                   VarLen, VarLenSequence, normalize_spec)
+from .spec import (
+    _BYTES,
+    _FLOAT,
+    _INT64,
+    _KIND_DTYPE,
+    _NUMPY,
+    FixedLen,
+    FixedLenSequence,
+    VarLen,
+    VarLenSequence,
+    normalize_spec,
+)
 
 try:
     import pyarrow as pa
@@ -40,14 +50,21 @@ try:
 except ImportError as error:  # pragma: no cover - exercised where pyarrow is absent
     raise ImportError("tfrec_fast.arrow needs pyarrow: pip install 'tfrec_fast[arrow]'") from error
 
-__all__ = ["batch_to_arrow", "read_table", "iter_batches", "write_table", "encoded_batches",
-           "schema_of"]
+__all__ = [
+    "batch_to_arrow",
+    "read_table",
+    "iter_batches",
+    "write_table",
+    "encoded_batches",
+    "schema_of",
+]
 
 RecordBatch = _core.RecordBatch
 _ARROW_KIND: Dict[_core.Kind, pa.DataType] = {_INT64: pa.int64(), _FLOAT: pa.float32()}
 
 
 # ---- raw records ----------------------------------------------------------------------------
+
 
 def batch_to_arrow(batch: RecordBatch, *, large_types: bool = True) -> pa.Array:
     """The records of a RecordBatch as a ``pyarrow.LargeBinaryArray`` sharing its memory (the
@@ -66,12 +83,14 @@ def batch_to_arrow(batch: RecordBatch, *, large_types: bool = True) -> pa.Array:
         One value per record.
     """
     offsets = pa.py_buffer(batch.offsets)
-    array = pa.Array.from_buffers(pa.large_binary(), len(batch),
-                                  [None, offsets, pa.py_buffer(batch.data)])
+    array = pa.Array.from_buffers(
+        pa.large_binary(), len(batch), [None, offsets, pa.py_buffer(batch.data)]
+    )
     return array if large_types else array.cast(pa.binary())
 
 
 # ---- columns -> Arrow arrays ------------------------------------------------------------------
+
 
 def _buffer(values: np.ndarray) -> pa.Buffer:
     return pa.py_buffer(np.ascontiguousarray(values))
@@ -87,8 +106,9 @@ def _primitive(values: np.ndarray, type_: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(type_, len(values), [None, _buffer(values)])
 
 
-def _binary(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray, default: bytes,
-            text: bool) -> pa.Array:
+def _binary(
+    batch: RecordBatch, starts: np.ndarray, ends: np.ndarray, default: bytes, text: bool
+) -> pa.Array:
     values = _gathered(batch, starts, ends, default)
     if not text:
         return values
@@ -100,8 +120,7 @@ def _binary(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray, default: b
     return array
 
 
-def _gathered(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray,
-              default: bytes) -> pa.Array:
+def _gathered(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray, default: bytes) -> pa.Array:
     """The byte ranges [starts[j], ends[j]) of the batch's buffer (a start of -1: ``default``)
     as one LargeBinaryArray, copied once in C++ into memory from Arrow's pool (reused from batch
     to batch, where the first touch of each page of a fresh buffer costs as much as the copy)."""
@@ -110,7 +129,9 @@ def _gathered(batch: RecordBatch, starts: np.ndarray, ends: np.ndarray,
     np.cumsum(lengths, out=offsets[1:])
     data = pa.allocate_buffer(int(offsets[-1]))
     RecordBatch.gather(batch, starts, ends, default, data)
-    return pa.Array.from_buffers(pa.large_binary(), len(starts), [None, pa.py_buffer(offsets), data])
+    return pa.Array.from_buffers(
+        pa.large_binary(), len(starts), [None, pa.py_buffer(offsets), data]
+    )
 
 
 class _NotText(ValueError):
@@ -133,37 +154,50 @@ def _first_not_utf8(values: pa.Array) -> int:
 def _list(values: pa.Array, splits: np.ndarray, present: Optional[np.ndarray]) -> pa.Array:
     """A large_list over ``values`` with row_splits ``splits`` (wrapped, not copied); rows
     where ``present`` is 0 are null."""
-    return pa.Array.from_buffers(pa.large_list(values.type), len(splits) - 1,
-                                 [_validity(present), _buffer(splits)], children=[values])
+    return pa.Array.from_buffers(
+        pa.large_list(values.type),
+        len(splits) - 1,
+        [_validity(present), _buffer(splits)],
+        children=[values],
+    )
 
 
 def _fixed(values: pa.Array, shape: Tuple[int, ...], tensor: bool) -> pa.Array:
     """Flat values -> nested fixed_size_lists of ``shape`` (or one fixed_shape_tensor)."""
     if tensor and shape:
         storage = pa.FixedSizeListArray.from_arrays(values, math.prod(shape))
-        return pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(values.type, list(shape)),
-                                              storage)
+        return pa.ExtensionArray.from_storage(
+            pa.fixed_shape_tensor(values.type, list(shape)), storage
+        )
     for size in reversed(shape):
         values = pa.FixedSizeListArray.from_arrays(values, size)
     return values
 
 
-def _values(batch: RecordBatch, kind: _core.Kind, raw_values: np.ndarray, starts: np.ndarray,
-            ends: np.ndarray, default: bytes, text: bool) -> pa.Array:
+def _values(
+    batch: RecordBatch,
+    kind: _core.Kind,
+    raw_values: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    default: bytes,
+    text: bool,
+) -> pa.Array:
     if kind == _BYTES:
         return _binary(batch, starts, ends, default, text)
     return _primitive(raw_values.view(_NUMPY[kind]), _ARROW_KIND[kind])
 
 
-def _column(batch: RecordBatch, key: str, s, raw: tuple, *, text: bool,
-            tensor: bool) -> pa.Array:
+def _column(batch: RecordBatch, key: str, s, raw: tuple, *, text: bool, tensor: bool) -> pa.Array:
     try:
         return _arrow_column(batch, s, raw, text=text, tensor=tensor)
     except _NotText as error:
-        raise ExampleParseError("a value of this text column is not UTF-8 (read it as bytes: "
-                                "leave it out of `text`)", path="<records>",
-                                record_index=_record_of(s, raw, error.index),
-                                feature=key) from None
+        raise ExampleParseError(
+            "a value of this text column is not UTF-8 (read it as bytes: leave it out of `text`)",
+            path="<records>",
+            record_index=_record_of(s, raw, error.index),
+            feature=key,
+        ) from None
 
 
 def _record_of(s, raw: tuple, value: int) -> int:
@@ -193,8 +227,15 @@ def _arrow_column(batch: RecordBatch, s, raw: tuple, *, text: bool, tensor: bool
     if s.from_bytes:
         flat = _primitive(values.view(s.dtype), pa.from_numpy_dtype(s.dtype))
         return _fixed(flat, s.shape, tensor)
-    flat = _values(batch, s.kind, values, starts, ends, bytes(s.default or b"")
-                   if s.kind == _BYTES else b"", text)
+    flat = _values(
+        batch,
+        s.kind,
+        values,
+        starts,
+        ends,
+        bytes(s.default or b"") if s.kind == _BYTES else b"",
+        text,
+    )
     return _fixed(flat, s.shape, tensor)
 
 
@@ -206,8 +247,11 @@ def _strict_scalar(array: pa.Array, key: str) -> pa.Array:
     if len(bad):
         raise ExampleParseError(
             f"holds {int(lengths[bad[0]])} values where the schema has a scalar (one value in "
-            "every record sampled); pass a spec (VarLen) to read it as lists", path="<records>",
-            record_index=int(bad[0]), feature=key)
+            "every record sampled); pass a spec (VarLen) to read it as lists",
+            path="<records>",
+            record_index=int(bad[0]),
+            feature=key,
+        )
     return _one_or_null(array)
 
 
@@ -240,8 +284,7 @@ def _one_or_null(array: pa.Array) -> pa.Array:
 def _scalar(array: pa.Array) -> pa.Array:
     """A list column with at most one value in every row (and one somewhere) as a plain column,
     empty rows null, as Ray reads them; else as is."""
-    if not (pa.types.is_large_list(array.type) or pa.types.is_list(array.type)) or \
-            not len(array):
+    if not (pa.types.is_large_list(array.type) or pa.types.is_list(array.type)) or not len(array):
         return array
     lengths = np.diff(array.offsets.to_numpy())
     if np.all(lengths <= 1) and np.any(lengths == 1):
@@ -250,6 +293,7 @@ def _scalar(array: pa.Array) -> pa.Array:
 
 
 # ---- reading --------------------------------------------------------------------------------
+
 
 def _var_len(kind: Optional[_core.Kind]) -> Optional[VarLen]:
     """A VarLen of a kind seen in the data; None (still unknown) for a feature not seen."""
@@ -299,11 +343,14 @@ class _Plan:
                 if kinds.get(key) is None:
                     kinds[key] = kind
         if self.spec is None:
-            self.spec = {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
-                         for k, kind in sorted(kinds.items())}
+            self.spec = {
+                k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
+                for k, kind in sorted(kinds.items())
+            }
         else:
-            self.spec = {k: s if s is not None else _var_len(kinds.get(k))
-                         for k, s in self.spec.items()}
+            self.spec = {
+                k: s if s is not None else _var_len(kinds.get(k)) for k, s in self.spec.items()
+            }
 
     def selected(self) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         spec = dict(self.spec or {})
@@ -311,8 +358,10 @@ class _Plan:
         if self.columns is not None:
             missing = [c for c in self.columns if c not in spec and c not in sequence]
             if missing:
-                raise KeyError(f"columns {missing} are not in the spec (features: "
-                               f"{sorted(spec) + sorted(sequence)})")
+                raise KeyError(
+                    f"columns {missing} are not in the spec (features: "
+                    f"{sorted(spec) + sorted(sequence)})"
+                )
             spec = {k: spec[k] for k in self.columns if k in spec}
             sequence = {k: sequence[k] for k in self.columns if k in sequence}
         return spec, sequence
@@ -324,15 +373,19 @@ class _Plan:
                 self._refuse_unknown(batch)
             typed = _typed(batch, spec, "<records>", self.is_sequence)
             raw = _decode(batch, typed, "<records>", sequence if self.is_sequence else None)
-            arrays = [_column(batch, key, s, r, text=key in self.text, tensor=self.tensor)
-                      for (key, s), r in zip(list(typed.items()) + list(sequence.items()), raw)]
+            arrays = [
+                _column(batch, key, s, r, text=key in self.text, tensor=self.tensor)
+                for (key, s), r in zip(list(typed.items()) + list(sequence.items()), raw)
+            ]
         except ExampleParseError as error:
             raise (_locate(error, segments) if segments else error) from None
         names = list(typed) + list(sequence)
         if isinstance(self.scalars, frozenset):
             try:
-                arrays = [_strict_scalar(a, key) if key in self.scalars else a
-                          for key, a in zip(names, arrays)]
+                arrays = [
+                    _strict_scalar(a, key) if key in self.scalars else a
+                    for key, a in zip(names, arrays)
+                ]
             except ExampleParseError as error:
                 raise (_locate(error, segments) if segments else error) from None
         elif self.scalars:
@@ -340,7 +393,6 @@ class _Plan:
         if not self.large_types:
             arrays = [_narrow(a) for a in arrays]
         return pa.RecordBatch.from_arrays(arrays, names=names)
-
 
     def _refuse_unknown(self, batch: RecordBatch) -> None:
         """A record holding a feature the inferred spec does not have: an ExampleParseError."""
@@ -351,20 +403,40 @@ class _Plan:
                 raise ExampleParseError(
                     f"a feature the schema does not have: the schema was inferred from "
                     f"{self.inferred_from}; pass a spec that names it (or read_table, which "
-                    "infers it from every record)", path="<records>", record_index=record,
-                    feature=key)
+                    "infers it from every record)",
+                    path="<records>",
+                    record_index=record,
+                    feature=key,
+                )
 
 
 def _record_batches(paths, batch_size, compression, verify, storage_options, filesystem):
-    return batches_across_files(paths, batch_size, compression, verify=verify,
-                                storage_options=storage_options, filesystem=filesystem)
+    return batches_across_files(
+        paths,
+        batch_size,
+        compression,
+        verify=verify,
+        storage_options=storage_options,
+        filesystem=filesystem,
+    )
 
 
-def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequence[str]] = None,
-                 batch_size: int = 4096, compression: Optional[str] = None, verify: bool = True,
-                 text: Iterable[str] = (), fixed_shape: str = "list", large_types: bool = True,
-                 scalars: bool = False, storage_options=None,
-                 filesystem=None) -> pa.RecordBatchReader:
+def iter_batches(
+    paths,
+    spec=None,
+    *,
+    sequence_spec=None,
+    columns: Optional[Sequence[str]] = None,
+    batch_size: int = 4096,
+    compression: Optional[str] = None,
+    verify: bool = True,
+    text: Iterable[str] = (),
+    fixed_shape: str = "list",
+    large_types: bool = True,
+    scalars: bool = False,
+    storage_options=None,
+    filesystem=None,
+) -> pa.RecordBatchReader:
     """A ``pyarrow.RecordBatchReader`` over the Examples of ``paths`` (paths, globs, URLs, or a
     list of them, as everywhere), ``batch_size`` records per Arrow batch.
 
@@ -431,21 +503,36 @@ def iter_batches(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequ
     plan.infer([first[0]])
     head = plan.convert(*first)
     if plan.scalars is True:  # the first batch decides; later records must agree
-        plan.scalars = frozenset(f.name for f in head.schema
-                                 if not pa.types.is_list(f.type) and
-                                 not pa.types.is_large_list(f.type))
+        plan.scalars = frozenset(
+            f.name
+            for f in head.schema
+            if not pa.types.is_list(f.type) and not pa.types.is_large_list(f.type)
+        )
 
     def rest() -> Iterator[pa.RecordBatch]:
         yield head
         for batch, segments in batches:
             yield plan.convert(batch, segments)
+
     return pa.RecordBatchReader.from_batches(head.schema, rest())
 
 
-def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequence[str]] = None,
-               batch_size: int = 4096, compression: Optional[str] = None, verify: bool = True,
-               text: Iterable[str] = (), fixed_shape: str = "list", large_types: bool = True,
-               scalars: bool = False, storage_options=None, filesystem=None) -> pa.Table:
+def read_table(
+    paths,
+    spec=None,
+    *,
+    sequence_spec=None,
+    columns: Optional[Sequence[str]] = None,
+    batch_size: int = 4096,
+    compression: Optional[str] = None,
+    verify: bool = True,
+    text: Iterable[str] = (),
+    fixed_shape: str = "list",
+    large_types: bool = True,
+    scalars: bool = False,
+    storage_options=None,
+    filesystem=None,
+) -> pa.Table:
     """All the Examples of ``paths`` as one ``pyarrow.Table``.
 
     Without a spec, every feature of every record is a column (every record is looked at
@@ -504,8 +591,9 @@ def read_table(paths, spec=None, *, sequence_spec=None, columns: Optional[Sequen
     converted = [plan.convert(b, segments) for b, segments in batches]
     table = pa.Table.from_batches(converted, schema_of(plan) if not converted else None)
     if scalars is True and table.num_rows:
-        table = pa.table({name: _scalar(table.column(name).combine_chunks())
-                          for name in table.column_names})
+        table = pa.table(
+            {name: _scalar(table.column(name).combine_chunks()) for name in table.column_names}
+        )
     return table
 
 
@@ -526,8 +614,14 @@ def schema_of(plan: _Plan) -> pa.Schema:
     empty = RecordBatch.from_records([])
     fields = []
     for key, s in list(spec.items()) + list(sequence.items()):
-        raw = (np.zeros(0, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64),
-               np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.uint8))
+        raw = (
+            np.zeros(0, np.uint8),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(1, np.int64),
+            np.zeros(0, np.uint8),
+        )
         if s is None:
             s = VarLen("float32")
         array = _arrow_column(empty, s, raw, text=key in plan.text, tensor=plan.tensor)
@@ -559,8 +653,7 @@ def _plain(array: pa.Array) -> pa.Array:
     return array
 
 
-def _to_encoder_column(name: str, array, nulls: str, float64: str = "exact",
-                       first_row: int = 0):
+def _to_encoder_column(name: str, array, nulls: str, float64: str = "exact", first_row: int = 0):
     """One Arrow column -> what encode_examples takes: a numpy array for numbers, Ragged /
     BytesColumn for lists and bytes (views of the Arrow buffers). A null row leaves the feature
     out of its record (``nulls="omit"``: Partial) or holds an empty list (``"empty"``).
@@ -593,9 +686,11 @@ class _Where:
 
 
 def _no_kind(name: str) -> ValueError:
-    return ValueError(f"column {name!r} holds only nulls or empty lists of nulls: no Example "
-                      "kind (int64, float or bytes) to write them as; cast the column to a "
-                      "typed one")
+    return ValueError(
+        f"column {name!r} holds only nulls or empty lists of nulls: no Example "
+        "kind (int64, float or bytes) to write them as; cast the column to a "
+        "typed one"
+    )
 
 
 def _nulls_as_empty(array: pa.Array) -> pa.Array:
@@ -624,8 +719,10 @@ def _encoder_column(where: "_Where", array: pa.Array):
         return flat
     values, splits = _list_values(array)
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        raise TypeError(f"column {name!r}: lists of lists have no Example form (use a "
-                        "fixed_size_list for a fixed shape)")
+        raise TypeError(
+            f"column {name!r}: lists of lists have no Example form (use a "
+            "fixed_size_list for a fixed shape)"
+        )
     if values.null_count and _nulls_inside(array):  # (null rows' values do not count)
         raise ValueError(f"column {name!r} holds null values inside its lists")
     flat = _flat_values(where, values, splits)
@@ -670,14 +767,17 @@ def _flat_values(where: "_Where", array: pa.Array, splits: Optional[np.ndarray])
     splits of a list column's values (to name a row in errors), None for a plain column."""
     name = where.name
     t = array.type
-    if pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t) or \
-            pa.types.is_large_string(t):
+    if (
+        pa.types.is_binary(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_large_string(t)
+    ):
         wide = pa.types.is_large_binary(t) or pa.types.is_large_string(t)
         _, offsets_buf, data_buf = array.buffers()
         offsets = np.frombuffer(offsets_buf, np.int64 if wide else np.int32)
-        offsets = offsets[array.offset:array.offset + len(array) + 1].astype(np.int64)
-        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else \
-            np.zeros(0, np.uint8)
+        offsets = offsets[array.offset : array.offset + len(array) + 1].astype(np.int64)
+        data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
         return data, offsets[:-1], offsets[1:]
     if array.null_count and not pa.types.is_null(t):  # null rows are left out: any value will do
         array = array.fill_null(0)
@@ -690,8 +790,10 @@ def _flat_values(where: "_Where", array: pa.Array, splits: Optional[np.ndarray])
         return _floats(where, array.to_numpy(zero_copy_only=False), splits)
     if pa.types.is_null(t):
         raise _no_kind(name)
-    raise TypeError(f"column {name!r}: Arrow type {t} has no Example form (numbers, "
-                    "binary/string, and lists or fixed_size_lists of them)")
+    raise TypeError(
+        f"column {name!r}: Arrow type {t} has no Example form (numbers, "
+        "binary/string, and lists or fixed_size_lists of them)"
+    )
 
 
 FLOAT64 = ("exact", "round")  # what write_table does with float64 values
@@ -715,12 +817,14 @@ def _floats(where: "_Where", values: np.ndarray, splits: Optional[np.ndarray]) -
             f"column {where.name!r}: the float64 value {float(values[k])!r} (row "
             f"{where.first_row + row}) has no exact float32 form, and TFRecord floats are "
             "float32: cast the column to float32 first (table.cast, pyarrow.compute.cast) or "
-            "pass float64='round' to round every value to the nearest float32")
+            "pass float64='round' to round every value to the nearest float32"
+        )
     return narrowed
 
 
-def encoded_batches(table, *, batch_size: int = 4096, nulls: str = "omit",
-                    float64: str = "exact") -> Iterator[RecordBatch]:
+def encoded_batches(
+    table, *, batch_size: int = 4096, nulls: str = "omit", float64: str = "exact"
+) -> Iterator[RecordBatch]:
     """The rows of a ``pyarrow.Table`` / ``RecordBatch`` / ``RecordBatchReader`` encoded as
     tf.train.Examples, as :class:`RecordBatch` es of at most ``batch_size`` records.
 
@@ -762,21 +866,33 @@ def encoded_batches(table, *, batch_size: int = 4096, nulls: str = "omit",
     elif isinstance(table, pa.Table):
         chunks = table.to_batches(max_chunksize=batch_size)
     else:
-        raise TypeError("write_table takes a pyarrow Table, RecordBatch or RecordBatchReader, "
-                        f"not {type(table).__name__}")
+        raise TypeError(
+            "write_table takes a pyarrow Table, RecordBatch or RecordBatchReader, "
+            f"not {type(table).__name__}"
+        )
     first = 0
     for chunk in chunks:
         if not chunk.num_rows:
             continue
-        columns = {name: _to_encoder_column(name, chunk.column(i), nulls, float64, first)
-                   for i, name in enumerate(chunk.schema.names)}
+        columns = {
+            name: _to_encoder_column(name, chunk.column(i), nulls, float64, first)
+            for i, name in enumerate(chunk.schema.names)
+        }
         yield encode_examples(columns, chunk.num_rows)
         first += chunk.num_rows
 
 
-def write_table(table, destination, *, batch_size: int = 4096, compression: Optional[str] = None,
-                nulls: str = "omit", float64: str = "exact", storage_options=None,
-                filesystem=None) -> int:
+def write_table(
+    table,
+    destination,
+    *,
+    batch_size: int = 4096,
+    compression: Optional[str] = None,
+    nulls: str = "omit",
+    float64: str = "exact",
+    storage_options=None,
+    filesystem=None,
+) -> int:
     """Encodes the rows of a table as tf.train.Examples and writes them to a TFRecord file.
 
     ``read_table`` reads the result back (list columns as large_list).
@@ -827,8 +943,9 @@ def write_table(table, destination, *, batch_size: int = 4096, compression: Opti
     if hasattr(destination, "write_batch"):
         writer = destination
     else:
-        owned = writer = TFRecordWriter(destination, compression,
-                                        storage_options=storage_options, filesystem=filesystem)
+        owned = writer = TFRecordWriter(
+            destination, compression, storage_options=storage_options, filesystem=filesystem
+        )
     written = 0
     try:
         for batch in batches:

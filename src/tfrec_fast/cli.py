@@ -65,8 +65,7 @@ def _expand(args, arg: str) -> List[File]:
 def _one_file(args, arg: str) -> File:
     files = _expand(args, arg)
     if len(files) > 1:
-        raise ValueError(f"matches {len(files)} files ({_display(files[0])}, ...): give one "
-                         "file")
+        raise ValueError(f"matches {len(files)} files ({_display(files[0])}, ...): give one file")
     return files[0]
 
 
@@ -160,6 +159,7 @@ def _same_file(args, a: File, b: str) -> bool:
 
 # ---- commands ------------------------------------------------------------------------------------
 
+
 def cmd_count(args) -> int:
     total = 0
     counted = 0
@@ -194,14 +194,19 @@ def cmd_repair(args) -> int:
         return 2
     path, out = files[0], args.repair
     if _same_file(args, path, out):
-        print(f"ERROR {_display(out)}: is the input file {_display(path)} itself; --repair "
-              "writes a new file, give it another path (nothing was written)", file=sys.stderr)
+        print(
+            f"ERROR {_display(out)}: is the input file {_display(path)} itself; --repair "
+            "writes a new file, give it another path (nothing was written)",
+            file=sys.stderr,
+        )
         return 2
     records = 0
     try:
-        with _open(args, path, args.compression, skip_corrupt=True) as reader, \
-                _replacing(out, _options(args, out)) as temp, \
-                TFRecordWriter(temp, reader.compression or None) as writer:
+        with (
+            _open(args, path, args.compression, skip_corrupt=True) as reader,
+            _replacing(out, _options(args, out)) as temp,
+            TFRecordWriter(temp, reader.compression or None) as writer,
+        ):
             for batch in reader.iter_batches(max_bytes=4 << 20):
                 writer.write_batch(batch)
                 records += len(batch)
@@ -209,8 +214,10 @@ def cmd_repair(args) -> int:
         return _report(path, error)
     for damage in reader.skipped:
         print(f"SKIPPED {damage}", file=sys.stderr, flush=True)
-    print(f"{'REPAIRED' if reader.skipped else 'OK'} {_display(path)}: {records} intact records "
-          f"written to {_display(out)}, {len(reader.skipped)} damaged stretches skipped")
+    print(
+        f"{'REPAIRED' if reader.skipped else 'OK'} {_display(path)}: {records} intact records "
+        f"written to {_display(out)}, {len(reader.skipped)} damaged stretches skipped"
+    )
     return 1 if reader.skipped else 0
 
 
@@ -238,11 +245,11 @@ def cmd_index(args) -> int:
 
     def index(path, progress):
         if path == STDIN:
-            raise ValueError("an index needs a file to point into, not a stream: save it to a "
-                             "file first")
+            raise ValueError(
+                "an index needs a file to point into, not a stream: save it to a file first"
+            )
         assert isinstance(path, Location)
-        offsets, _ = create_index(path, path.with_suffix(args.suffix),
-                                  compression=args.compression)
+        offsets, _ = create_index(path, path.with_suffix(args.suffix), compression=args.compression)
         progress.advance(_size(path))
         print(f"{len(offsets)}\t{_display(path.with_suffix(args.suffix))}")
 
@@ -253,8 +260,11 @@ def cmd_bench(args) -> int:
     """Reading speed, in this process: batched and record by record, both CRCs checked.
     (bench/ in the repository compares with TensorFlow, the tfrecord package and Parquet.)"""
     try:
-        files = [f.url if isinstance(f, Location) else f
-                 for arg in args.files for f in _expand(args, arg)]
+        files = [
+            f.url if isinstance(f, Location) else f
+            for arg in args.files
+            for f in _expand(args, arg)
+        ]
     except OSError as error:
         return _report(error.filename, error)
     with contextlib.ExitStack() as stack:
@@ -280,13 +290,17 @@ def _bench(files, compression: str, repeat: int, storage_options: dict) -> int:
     for batch in read_batches(files, compression, storage_options=options):  # damage reported here
         records, payload = records + len(batch), payload + batch.nbytes
     readers = {
-        "tfrec_fast batched (read_batches)":
-            lambda: sum(len(b) for b in read_batches(files, compression, storage_options=options)),
-        "tfrec_fast per record (read_records)":
-            lambda: sum(1 for _ in read_records(files, compression, storage_options=options)),
+        "tfrec_fast batched (read_batches)": lambda: sum(
+            len(b) for b in read_batches(files, compression, storage_options=options)
+        ),
+        "tfrec_fast per record (read_records)": lambda: sum(
+            1 for _ in read_records(files, compression, storage_options=options)
+        ),
     }
-    print(f"{records:,} records, {payload / 1e6:.1f} MB of payload; median of {repeat} runs "
-          f"after 1 warm-up\n")
+    print(
+        f"{records:,} records, {payload / 1e6:.1f} MB of payload; median of {repeat} runs "
+        f"after 1 warm-up\n"
+    )
     print("| reader | records/s | GB/s (payload) | seconds |\n|---|---:|---:|---:|")
     for label, run in readers.items():
         run()
@@ -295,12 +309,15 @@ def _bench(files, compression: str, repeat: int, storage_options: dict) -> int:
             start = time.perf_counter()
             n = run()
             if n != records:
-                raise ValueError(f"{label} read {n:,} records, not {records:,}: was the file "
-                                 "rewritten meanwhile?")
+                raise ValueError(
+                    f"{label} read {n:,} records, not {records:,}: was the file "
+                    "rewritten meanwhile?"
+                )
             times.append(time.perf_counter() - start)
         median = statistics.median(times)
-        print(f"| {label} | {records / median:,.0f} | {payload / 1e9 / median:.3f} | "
-              f"{median:.4f} |")
+        print(
+            f"| {label} | {records / median:,.0f} | {payload / 1e9 / median:.3f} | {median:.4f} |"
+        )
     return 0
 
 
@@ -352,8 +369,7 @@ def cmd_schema(args) -> int:
         return _report(path, error)
     complete = limit is None or builder.records < limit
     try:
-        sys.stdout.write(builder.code(_display(path), complete,
-                                      ascii_only=not _stdout_is_utf8()))
+        sys.stdout.write(builder.code(_display(path), complete, ascii_only=not _stdout_is_utf8()))
         sys.stdout.flush()
     except BrokenPipeError:
         return _broken_pipe()
@@ -361,69 +377,119 @@ def cmd_schema(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tfrec-fast", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tfrec-fast", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"tfrec-fast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name, func, help_text, one_file=False):
         p = sub.add_parser(name, help=help_text, description=help_text)
         if one_file:
-            p.add_argument("file", metavar="FILE",
-                           help="a TFRecord file, a glob pattern matching one, or - for stdin")
+            p.add_argument(
+                "file",
+                metavar="FILE",
+                help="a TFRecord file, a glob pattern matching one, or - for stdin",
+            )
         else:
-            p.add_argument("files", nargs="+", metavar="FILE",
-                           help="TFRecord files, glob patterns (quoted: \"train-*.tfrecord\"; "
-                                "matches sorted) or - for stdin")
-        p.add_argument("--compression", type=str.lower, choices=COMPRESSIONS, default="auto",
-                       help="how the files are compressed (default: auto, told from each "
-                            "file's first bytes)")
+            p.add_argument(
+                "files",
+                nargs="+",
+                metavar="FILE",
+                help='TFRecord files, glob patterns (quoted: "train-*.tfrecord"; '
+                "matches sorted) or - for stdin",
+            )
+        p.add_argument(
+            "--compression",
+            type=str.lower,
+            choices=COMPRESSIONS,
+            default="auto",
+            help="how the files are compressed (default: auto, told from each file's first bytes)",
+        )
         add_storage_option(p)
         p.set_defaults(func=func)
         return p
 
     add("count", cmd_count, "count records, reading only record headers")
-    verify = add("verify", cmd_verify,
-                 "check every record and both checksums; exit status 1 on damage")
-    verify.add_argument("--repair", metavar="OUT",
-                        help="write every intact record of the (single) input file to OUT, "
-                             "skipping damaged ones; OUT appears only once complete and may "
-                             "not be the input itself")
-    index = add("index", cmd_index,
-                "write FILE.idx next to each file: one \"offset size\" line per record, the index "
-                "format of the tfrecord package and NVIDIA DALI (uncompressed files only)")
+    verify = add(
+        "verify", cmd_verify, "check every record and both checksums; exit status 1 on damage"
+    )
+    verify.add_argument(
+        "--repair",
+        metavar="OUT",
+        help="write every intact record of the (single) input file to OUT, "
+        "skipping damaged ones; OUT appears only once complete and may "
+        "not be the input itself",
+    )
+    index = add(
+        "index",
+        cmd_index,
+        'write FILE.idx next to each file: one "offset size" line per record, the index '
+        "format of the tfrecord package and NVIDIA DALI (uncompressed files only)",
+    )
     index.add_argument("--suffix", default=".idx", help="index file name suffix (default: .idx)")
-    bench = add("bench", cmd_bench,
-                "measure records/s and GB/s of reading with both CRCs checked (bench/ in the "
-                "repository compares with TensorFlow, the tfrecord package and Parquet)")
-    bench.add_argument("--repeat", type=_positive_arg, default=3,
-                       help="runs per reader (the median is shown)")
+    bench = add(
+        "bench",
+        cmd_bench,
+        "measure records/s and GB/s of reading with both CRCs checked (bench/ in the "
+        "repository compares with TensorFlow, the tfrecord package and Parquet)",
+    )
+    bench.add_argument(
+        "--repeat", type=_positive_arg, default=3, help="runs per reader (the median is shown)"
+    )
     # Earlier versions ran TensorFlow and tfrecord here; the option stays accepted for scripts.
     bench.add_argument("--no-peers", action="store_true", help=argparse.SUPPRESS)
-    cat = add("cat", cmd_cat,
-              "print tf.train.Example records as JSON lines, {\"feature\": [values]}; exit status "
-              "1 on damage or a record that is not an Example", one_file=True)
-    cat.add_argument("--limit", type=_count_arg, default=10, metavar="N",
-                     help="records to print (default: 10; 0: all)")
-    cat.add_argument("--skip", type=_count_arg, default=0, metavar="N",
-                     help="records to skip first")
-    cat.add_argument("--max-bytes", type=_count_arg, default=32, metavar="N",
-                     help="cut bytes values after N bytes, noting their full length "
-                          "(default: 32; 0: never); printable UTF-8 is shown as text, the rest "
-                          "in hex (0x...)")
-    cat.add_argument("--base64", action="store_true",
-                     help="every bytes value whole, in base64")
-    cat.add_argument("--sequence", action="store_true",
-                     help="records are tf.train.SequenceExample: print "
-                          "{\"context\": {...}, \"feature_lists\": {name: [[values], ...]}}")
-    schema = add("schema", cmd_schema,
-                 "infer a feature spec from the first records and print it as Python code",
-                 one_file=True)
-    schema.add_argument("--records", type=_count_arg, default=1000, metavar="N",
-                        help="records to read (default: 1000; 0: all)")
-    schema.add_argument("--sequence", action="store_true",
-                        help="records are tf.train.SequenceExample: print context_spec and "
-                             "sequence_spec")
+    cat = add(
+        "cat",
+        cmd_cat,
+        'print tf.train.Example records as JSON lines, {"feature": [values]}; exit status '
+        "1 on damage or a record that is not an Example",
+        one_file=True,
+    )
+    cat.add_argument(
+        "--limit",
+        type=_count_arg,
+        default=10,
+        metavar="N",
+        help="records to print (default: 10; 0: all)",
+    )
+    cat.add_argument(
+        "--skip", type=_count_arg, default=0, metavar="N", help="records to skip first"
+    )
+    cat.add_argument(
+        "--max-bytes",
+        type=_count_arg,
+        default=32,
+        metavar="N",
+        help="cut bytes values after N bytes, noting their full length "
+        "(default: 32; 0: never); printable UTF-8 is shown as text, the rest "
+        "in hex (0x...)",
+    )
+    cat.add_argument("--base64", action="store_true", help="every bytes value whole, in base64")
+    cat.add_argument(
+        "--sequence",
+        action="store_true",
+        help="records are tf.train.SequenceExample: print "
+        '{"context": {...}, "feature_lists": {name: [[values], ...]}}',
+    )
+    schema = add(
+        "schema",
+        cmd_schema,
+        "infer a feature spec from the first records and print it as Python code",
+        one_file=True,
+    )
+    schema.add_argument(
+        "--records",
+        type=_count_arg,
+        default=1000,
+        metavar="N",
+        help="records to read (default: 1000; 0: all)",
+    )
+    schema.add_argument(
+        "--sequence",
+        action="store_true",
+        help="records are tf.train.SequenceExample: print context_spec and sequence_spec",
+    )
     add_convert_parser(sub)
     return parser
 

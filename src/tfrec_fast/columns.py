@@ -1,5 +1,4 @@
-"""The columns a parse returns: Ragged rows and BytesColumn, both viewing the batch's buffers.
-"""
+"""The columns a parse returns: Ragged rows and BytesColumn, both viewing the batch's buffers."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ class Ragged:
         return _rows(self.values, self.row_splits[i], self.row_splits[i + 1])
 
     def _rows(self, a, b) -> "Ragged":
-        return Ragged(self.values, self.row_splits[a:b + 1])
+        return Ragged(self.values, self.row_splits[a : b + 1])
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -40,8 +39,11 @@ class Ragged:
         return [row.tolist() if isinstance(row, np.ndarray) else row.to_list() for row in self]
 
     def __repr__(self):
-        inner = (f"values of {self.values.dtype}" if isinstance(self.values, np.ndarray)
-                 else repr(self.values))
+        inner = (
+            f"values of {self.values.dtype}"
+            if isinstance(self.values, np.ndarray)
+            else repr(self.values)
+        )
         return f"Ragged({len(self)} rows, {len(self.values)} {inner})"
 
 
@@ -58,8 +60,14 @@ class BytesColumn:
     parsing) gives a column that owns just its own values.
     """
 
-    def __init__(self, values: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                 row_splits: Optional[np.ndarray] = None, default: bytes = b""):
+    def __init__(
+        self,
+        values: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        row_splits: Optional[np.ndarray] = None,
+        default: bytes = b"",
+    ):
         self.values = values
         self.starts = starts
         self.ends = ends
@@ -73,7 +81,7 @@ class BytesColumn:
         start = self.starts[j]
         if start < 0:
             return memoryview(self.default)
-        return memoryview(self.values)[start:self.ends[j]]
+        return memoryview(self.values)[start : self.ends[j]]
 
     def __getitem__(self, i: int):
         i = _index(i, len(self))
@@ -87,8 +95,9 @@ class BytesColumn:
     def _rows(self, a, b) -> "BytesColumn":
         if self.row_splits is None:
             return BytesColumn(self.values, self.starts[a:b], self.ends[a:b], None, self.default)
-        return BytesColumn(self.values, self.starts, self.ends, self.row_splits[a:b + 1],
-                           self.default)
+        return BytesColumn(
+            self.values, self.starts, self.ends, self.row_splits[a : b + 1], self.default
+        )
 
     @property
     def lengths(self) -> np.ndarray:
@@ -115,7 +124,9 @@ class BytesColumn:
             splits = np.asarray(splits, np.int64) - first
         values, starts, ends = _core.gather_bytes(
             np.ascontiguousarray(self.values).reshape(-1).view(np.uint8),
-            np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64))
+            np.ascontiguousarray(starts, np.int64),
+            np.ascontiguousarray(ends, np.int64),
+        )
         return BytesColumn(values, starts, ends, splits, self.default)
 
     def views(self, flat: bool = False) -> list:
@@ -135,7 +146,9 @@ class BytesColumn:
         if self.row_splits is None:
             return [self._value(j) for j in range(len(self.starts))]
         if flat:
-            return [self._value(j) for j in range(int(self.row_splits[0]), int(self.row_splits[-1]))]
+            return [
+                self._value(j) for j in range(int(self.row_splits[0]), int(self.row_splits[-1]))
+            ]
         return [self[i] for i in range(len(self))]
 
     def to_list(self, flat: bool = False) -> list:
@@ -166,4 +179,3 @@ def _index(i, n):
     if not 0 <= i < n:
         raise IndexError("row index out of range")
     return i
-

@@ -37,8 +37,11 @@ def _check_requested_backend() -> None:
         why = f"is not a CRC32C backend (use one of {', '.join(BACKENDS)})"
     else:
         why = f"cannot run on this CPU (it has {', '.join(crc32c_backends())})"
-    warnings.warn(f"TFREC_FAST_CRC32C={requested!r} {why}: using {crc32c_backend()!r}",
-                  RuntimeWarning, stacklevel=2)
+    warnings.warn(
+        f"TFREC_FAST_CRC32C={requested!r} {why}: using {crc32c_backend()!r}",
+        RuntimeWarning,
+        stacklevel=2,
+    )
 
 
 _check_requested_backend()

@@ -21,20 +21,30 @@ from .errors import ExampleParseError
 from .proto import Example, SequenceExample, example_to_dict, sequence_example_to_dict
 from .records import TFRecordReader
 
-__all__ = ["iter_records", "parse_message", "parse_record", "JsonFormatter", "record_to_json",
-           "SchemaBuilder"]
+__all__ = [
+    "iter_records",
+    "parse_message",
+    "parse_record",
+    "JsonFormatter",
+    "record_to_json",
+    "SchemaBuilder",
+]
 
 _BATCH_RECORDS = 64
 _BATCH_BYTES = 1 << 20
 _ELLIPSIS = "\u2026"
 
 # Feature.kind -> (the name shown to people, the dtype a spec takes)
-_KINDS = {"int64_list": ("int64", "int64"), "float_list": ("float", "float32"),
-          "bytes_list": ("bytes", "bytes")}
+_KINDS = {
+    "int64_list": ("int64", "int64"),
+    "float_list": ("float", "float32"),
+    "bytes_list": ("bytes", "bytes"),
+}
 
 
-def iter_records(reader: TFRecordReader, skip: int = 0,
-                 limit: Optional[int] = None) -> Iterator[Tuple[int, memoryview]]:
+def iter_records(
+    reader: TFRecordReader, skip: int = 0, limit: Optional[int] = None
+) -> Iterator[Tuple[int, memoryview]]:
     """Yields (index in the file, record) for records ``skip`` to ``skip + limit`` (all when
     ``limit`` is None). Reads in small batches and stops reading once ``limit`` records are out;
     the skipped records are read too (their checksums are checked).
@@ -103,11 +113,13 @@ def parse_record(record, index: int, path: str, sequence: bool = False):
     if sequence:
         return parse_message(record, index, path, True)
     from .example import parse_example
+
     try:
         return parse_example(record)
     except ExampleParseError as error:
-        raise ExampleParseError(error.detail, path=path, record_index=index,
-                                feature=error.feature) from None
+        raise ExampleParseError(
+            error.detail, path=path, record_index=index, feature=error.feature
+        ) from None
 
 
 def parse_message(record, index: int, path: str, sequence: bool = False):
@@ -138,11 +150,13 @@ def parse_message(record, index: int, path: str, sequence: bool = False):
         return (SequenceExample if sequence else Example).FromString(bytes(record))
     except DecodeError as error:
         kind = "SequenceExample" if sequence else "Example"
-        raise ExampleParseError(f"not a valid tf.train.{kind} ({error})", path=path,
-                                record_index=index) from None
+        raise ExampleParseError(
+            f"not a valid tf.train.{kind} ({error})", path=path, record_index=index
+        ) from None
 
 
 # ---- cat ---------------------------------------------------------------------------------------
+
 
 def _float(v: float) -> str:
     if math.isnan(v):
@@ -153,8 +167,10 @@ def _float(v: float) -> str:
 
 
 def _is_text(text: str) -> bool:
-    return text.isprintable() or text.replace("\t", "").replace("\n", "").replace(
-        "\r", "").isprintable()
+    return (
+        text.isprintable()
+        or text.replace("\t", "").replace("\n", "").replace("\r", "").isprintable()
+    )
 
 
 def show_bytes(value: bytes, max_bytes: int = 32, full_base64: bool = False) -> str:
@@ -227,8 +243,9 @@ class JsonFormatter:
 
     def features(self, features: Dict[str, list]) -> str:
         """``{name: values}`` as a JSON object, in the mapping's order."""
-        return "{" + ", ".join(f"{self._str(k)}: {self.values(v)}"
-                               for k, v in features.items()) + "}"
+        return (
+            "{" + ", ".join(f"{self._str(k)}: {self.values(v)}" for k, v in features.items()) + "}"
+        )
 
     def message(self, message) -> str:
         """An Example (a message, or {name: values}) or SequenceExample message as one line of
@@ -249,13 +266,22 @@ class JsonFormatter:
         if isinstance(message, Example):
             return self.features(example_to_dict(message))
         context, lists = sequence_example_to_dict(message)
-        steps = ", ".join(f"{self._str(k)}: [" + ", ".join(self.values(s) for s in v) + "]"
-                          for k, v in lists.items())
+        steps = ", ".join(
+            f"{self._str(k)}: [" + ", ".join(self.values(s) for s in v) + "]"
+            for k, v in lists.items()
+        )
         return f'{{"context": {self.features(context)}, "feature_lists": {{{steps}}}}}'
 
 
-def record_to_json(record, index: int = 0, path: str = "<records>", *, sequence: bool = False,
-                   max_bytes: int = 32, full_base64: bool = False) -> str:
+def record_to_json(
+    record,
+    index: int = 0,
+    path: str = "<records>",
+    *,
+    sequence: bool = False,
+    max_bytes: int = 32,
+    full_base64: bool = False,
+) -> str:
     """One record as a JSON line (see :class:`JsonFormatter`).
 
     Parameters
@@ -284,10 +310,12 @@ def record_to_json(record, index: int = 0, path: str = "<records>", *, sequence:
         The record is not a valid Example (or SequenceExample).
     """
     return JsonFormatter(max_bytes, full_base64).message(
-        parse_record(record, index, path, sequence))
+        parse_record(record, index, path, sequence)
+    )
 
 
 # ---- schema ------------------------------------------------------------------------------------
+
 
 class _Stats:
     """What was seen of one feature (or feature list) across records."""
@@ -347,8 +375,9 @@ def py_str(s: str, ascii_only: bool = False) -> str:
             out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[c])
         else:
             o = ord(c)
-            out.append(f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000
-                       else f"\\U{o:08x}")
+            out.append(
+                f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+            )
     return '"' + "".join(out) + '"'
 
 
@@ -415,8 +444,12 @@ class SchemaBuilder:
             return 'tfr.VarLen("float32")', f"kind unknown (no values), {self._where(s)}"
         shown, dtype = _KINDS[next(iter(s.kinds))]
         note = f"{shown}, {_span(s.min_len, s.max_len, 'value')}, {self._where(s)}"
-        if s.present == self.records and s.min_len is not None and s.min_len == s.max_len \
-                and s.min_len > 0:
+        if (
+            s.present == self.records
+            and s.min_len is not None
+            and s.min_len == s.max_len
+            and s.min_len > 0
+        ):
             shape = "()" if s.min_len == 1 else f"({s.min_len},)"
             return f'tfr.FixedLen({shape}, "{dtype}")', note
         return f'tfr.VarLen("{dtype}")', note
@@ -426,14 +459,20 @@ class SchemaBuilder:
         if len(s.kinds) > 1:
             return None, self._mixed(s, "steps")
         if not s.kinds:
-            return ('tfr.VarLenSequence("float32")',
-                    f"kind unknown (no values), {steps}, {self._where(s)}")
+            return (
+                'tfr.VarLenSequence("float32")',
+                f"kind unknown (no values), {steps}, {self._where(s)}",
+            )
         shown, dtype = _KINDS[next(iter(s.kinds))]
         per_step = "no steps" if s.min_len is None else _span(s.min_len, s.max_len, "value")
         note = f"{shown}, {per_step} per step, {steps}, {self._where(s)}"
         length = s.min_len
-        if length is not None and length == s.max_len and length > 0 and (
-                dtype != "bytes" or length == 1):
+        if (
+            length is not None
+            and length == s.max_len
+            and length > 0
+            and (dtype != "bytes" or length == 1)
+        ):
             shape = "()" if length == 1 else f"({length},)"
             return f'tfr.FixedLenSequence({shape}, "{dtype}")', note
         return f'tfr.VarLenSequence("{dtype}")', note
@@ -479,8 +518,10 @@ class SchemaBuilder:
         if self.sequence:
             lines += self._dict("context_spec", self.context, self._context_entry, ascii_only)
             lines += self._dict("sequence_spec", self.lists, self._list_entry, ascii_only)
-            lines.append("# context, sequences = tfr.parse_sequence_examples(batch, "
-                         "context_spec, sequence_spec)")
+            lines.append(
+                "# context, sequences = tfr.parse_sequence_examples(batch, "
+                "context_spec, sequence_spec)"
+            )
         else:
             lines += self._dict("spec", self.context, self._context_entry, ascii_only)
             lines.append("# columns = tfr.parse_examples(batch, spec)")

@@ -68,15 +68,38 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from . import _core
-from ._columns import (BYTES, FLOAT, INT64, Partial, Typed, column_of, display, items, one_row,
-                       row_splits_of, splits_of)
+from ._columns import (
+    BYTES,
+    FLOAT,
+    INT64,
+    Partial,
+    Typed,
+    column_of,
+    display,
+    items,
+    one_row,
+    row_splits_of,
+    splits_of,
+)
 from ._core import RecordBatch
 
 # Arrays of these dtypes go to the encoder as they are.
-_PLAIN_ARRAYS = {np.dtype(np.int64): INT64, np.dtype(np.float32): FLOAT, np.dtype(np.float64): FLOAT}
+_PLAIN_ARRAYS = {
+    np.dtype(np.int64): INT64,
+    np.dtype(np.float32): FLOAT,
+    np.dtype(np.float64): FLOAT,
+}
 
-__all__ = ["encode_example", "encode_examples", "encode_sequence_example",
-           "encode_sequence_examples", "Int64s", "Floats", "Bytes", "Partial"]
+__all__ = [
+    "encode_example",
+    "encode_examples",
+    "encode_sequence_example",
+    "encode_sequence_examples",
+    "Int64s",
+    "Floats",
+    "Bytes",
+    "Partial",
+]
 
 
 class Int64s(Typed):
@@ -216,8 +239,7 @@ def _columns(columns: Mapping[str, Any], rows: Optional[int], what: str):
     return out, rows
 
 
-def encode_sequence_example(context: Mapping[str, Any],
-                            feature_lists: Mapping[str, Any]) -> bytes:
+def encode_sequence_example(context: Mapping[str, Any], feature_lists: Mapping[str, Any]) -> bytes:
     """Serializes one tf.train.SequenceExample.
 
     Parameters
@@ -242,14 +264,17 @@ def encode_sequence_example(context: Mapping[str, Any],
     OverflowError
         As for :func:`encode_example`.
     """
-    lists = {k: type(steps)([steps.values]) if isinstance(steps, Typed) else [steps]
-             for k, steps in items(feature_lists, "feature_lists")}
+    lists = {
+        k: type(steps)([steps.values]) if isinstance(steps, Typed) else [steps]
+        for k, steps in items(feature_lists, "feature_lists")
+    }
     batch = encode_sequence_examples({k: [v] for k, v in items(context, "context")}, lists, 1)
     return batch[0].tobytes()
 
 
-def encode_sequence_examples(context: Mapping[str, Any], feature_lists: Mapping[str, Any],
-                             n: Optional[int] = None) -> RecordBatch:
+def encode_sequence_examples(
+    context: Mapping[str, Any], feature_lists: Mapping[str, Any], n: Optional[int] = None
+) -> RecordBatch:
     """Serializes N SequenceExamples into one RecordBatch, in C++.
 
     ``context``: columns of N rows, as for :func:`encode_examples`. ``feature_lists``: for each
@@ -300,8 +325,11 @@ def _feature_list(name: str, column: Any):
     forced = None
     if isinstance(column, Typed):
         column, forced = column.values, column.kind
-    if not isinstance(column, np.ndarray) and hasattr(column, "values") and hasattr(
-            column, "row_splits"):
+    if (
+        not isinstance(column, np.ndarray)
+        and hasattr(column, "values")
+        and hasattr(column, "row_splits")
+    ):
         steps, splits = column.values, row_splits_of(column.row_splits, name)
     else:
         records = [list(record) for record in column]

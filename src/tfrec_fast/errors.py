@@ -76,15 +76,22 @@ class DataLossError(OSError):
         super().__init__(message)
 
     def __reduce__(self):
-        return _rebuild, (type(self), self.detail, self.path, self.record_index, self.offset,
-                          self.reason)
+        return _rebuild, (
+            type(self),
+            self.detail,
+            self.path,
+            self.record_index,
+            self.offset,
+            self.reason,
+        )
 
 
 def _data_loss_message(detail, path, record_index, offset, reason) -> str:
     where = [str(path)] if path is not None else []
     if record_index is not None:
-        where.append(f"record {record_index}" + (f" at offset {offset}" if offset is not None
-                                                 else ""))
+        where.append(
+            f"record {record_index}" + (f" at offset {offset}" if offset is not None else "")
+        )
     what = _REASONS.get(reason, reason)
     text = f"{what} ({detail})" if what else str(detail)
     message = ": ".join(where + [text])
@@ -93,8 +100,11 @@ def _data_loss_message(detail, path, record_index, offset, reason) -> str:
     return message
 
 
-_DATA_LOSS_LINE = re.compile(r"DataLossError: (?P<path>.*?): record (?P<index>\d+) at offset "
-                             r"(?P<offset>\d+): (?P<rest>.*)$", re.MULTILINE)
+_DATA_LOSS_LINE = re.compile(
+    r"DataLossError: (?P<path>.*?): record (?P<index>\d+) at offset "
+    r"(?P<offset>\d+): (?P<rest>.*)$",
+    re.MULTILINE,
+)
 
 
 def _parse_data_loss(message: str):
@@ -106,11 +116,16 @@ def _parse_data_loss(message: str):
     m = found[-1]
     rest = m.group("rest")
     if rest.endswith(_NO_TF_FILE):
-        rest = rest[:-len(_NO_TF_FILE)]
+        rest = rest[: -len(_NO_TF_FILE)]
     for reason, text in _REASONS.items():
         if rest.startswith(text + " (") and rest.endswith(")"):
-            return (rest[len(text) + 2:-1], m.group("path"), int(m.group("index")),
-                    int(m.group("offset")), reason)
+            return (
+                rest[len(text) + 2 : -1],
+                m.group("path"),
+                int(m.group("index")),
+                int(m.group("offset")),
+                reason,
+            )
     return None
 
 
@@ -159,21 +174,30 @@ class ExampleParseError(ValueError):
         self.feature = feature
         self.message = detail  # the name TensorFlow users look for
         if message is None:
-            where = ": ".join(str(x) for x in (path, record_index is not None and
-                                               f"record {record_index}") if x)
+            where = ": ".join(
+                str(x) for x in (path, record_index is not None and f"record {record_index}") if x
+            )
             if feature is not None:
                 where += (", " if where else "") + f"feature {feature!r}"
             message = f"{where}: {detail}" if where else str(detail)
         super().__init__(message)
 
     def __reduce__(self):
-        return _rebuild_parse_error, (type(self), self.detail, self.path, self.record_index,
-                                      self.feature)
+        return _rebuild_parse_error, (
+            type(self),
+            self.detail,
+            self.path,
+            self.record_index,
+            self.feature,
+        )
 
 
-_PARSE_LINE = re.compile(r"ExampleParseError: (?P<path>.*?): record (?P<index>\d+)"
-                         r"(?:, feature (?P<feature>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))?"
-                         r": (?P<detail>.*)$", re.MULTILINE)
+_PARSE_LINE = re.compile(
+    r"ExampleParseError: (?P<path>.*?): record (?P<index>\d+)"
+    r"(?:, feature (?P<feature>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"))?"
+    r": (?P<detail>.*)$",
+    re.MULTILINE,
+)
 
 
 def _parse_example_error(message: str):
@@ -182,8 +206,12 @@ def _parse_example_error(message: str):
         return None
     m = found[-1]
     feature = m.group("feature")
-    return (m.group("detail"), m.group("path"), int(m.group("index")),
-            ast.literal_eval(feature) if feature else None)
+    return (
+        m.group("detail"),
+        m.group("path"),
+        int(m.group("index")),
+        ast.literal_eval(feature) if feature else None,
+    )
 
 
 def _rebuild_parse_error(cls, detail, path, record_index, feature):
@@ -235,11 +263,16 @@ class ObjectChangedError(OSError):
             message = str(detail)  # rebuilt from its message (PyTorch's worker re-raise)
         else:
             where = f" at byte offset {offset}" if offset is not None else ""
-            after = ("no record of the new version was delivered" if pinned else
-                     "found when its data stopped making sense; the store gives no version to "
-                     "read at, so the records just before may be of either version")
-            message = (f"{path}: the object changed while it was read{where} ({detail}); "
-                       f"{after}: read it again")
+            after = (
+                "no record of the new version was delivered"
+                if pinned
+                else "found when its data stopped making sense; the store gives no version to "
+                "read at, so the records just before may be of either version"
+            )
+            message = (
+                f"{path}: the object changed while it was read{where} ({detail}); "
+                f"{after}: read it again"
+            )
         super().__init__(message)
         self.errno = errno.ESTALE
         self.filename = path

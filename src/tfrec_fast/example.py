@@ -18,23 +18,59 @@ import numpy as np
 from . import _buffers, _core, _pipeline
 from .columns import BytesColumn, Ragged
 from .errors import DataLossError, ExampleParseError
-from .records import (RecordBatch, TFRecordReader, _as_sources, _display, _is_path,
-                      normalize_compression)
-from .spec import (_BYTES, _FLOAT, _KIND_DTYPE, _NUMPY, FixedLen, FixedLenSequence, Spec,
-                   VarLen, VarLenSequence, _Described, _SpecObject, normalize_spec, spec_from_json,
-                   spec_to_json)
+from .records import (
+    RecordBatch,
+    TFRecordReader,
+    _as_sources,
+    _display,
+    _is_path,
+    normalize_compression,
+)
+from .spec import (
+    _BYTES,
+    _FLOAT,
+    _KIND_DTYPE,
+    _NUMPY,
+    FixedLen,
+    FixedLenSequence,
+    Spec,
+    VarLen,
+    VarLenSequence,
+    _Described,
+    _SpecObject,
+    normalize_spec,
+    spec_from_json,
+    spec_to_json,
+)
 
-__all__ = ["parse_examples", "parse_example", "parse_sequence_examples", "read_examples",
-           "feature_kinds", "batches_across_files",
-           # The specs and columns parsing takes and gives, defined in .spec and .columns:
-           "FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Ragged", "BytesColumn",
-           "normalize_spec", "spec_to_json", "spec_from_json"]
+__all__ = [
+    "parse_examples",
+    "parse_example",
+    "parse_sequence_examples",
+    "read_examples",
+    "feature_kinds",
+    "batches_across_files",
+    # The specs and columns parsing takes and gives, defined in .spec and .columns:
+    "FixedLen",
+    "VarLen",
+    "FixedLenSequence",
+    "VarLenSequence",
+    "Ragged",
+    "BytesColumn",
+    "normalize_spec",
+    "spec_to_json",
+    "spec_from_json",
+]
 
 _FIXED, _VAR, _RAW_BYTES = _core.Layout.FIXED, _core.Layout.VAR, _core.Layout.RAW_BYTES
 
 
-def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples: bool = False,
-                  strict: bool = True) -> Dict[str, Optional[_core.Kind]]:
+def feature_kinds(
+    batch: RecordBatch,
+    name: str = "<records>",
+    sequence_examples: bool = False,
+    strict: bool = True,
+) -> Dict[str, Optional[_core.Kind]]:
     """{feature name: its list kind (_INT64, _FLOAT, _BYTES), or None for a Feature holding no
     list} over a batch, in the order first seen: the C++ decoder's own wire scan. A malformed
     record raises ExampleParseError (``strict``) or ends the scan before it. A name that is not
@@ -46,15 +82,19 @@ def feature_kinds(batch: RecordBatch, name: str = "<records>", sequence_examples
             key = raw.decode("utf-8")
         except UnicodeDecodeError:
             if strict:
-                raise ExampleParseError(f"a feature name that is not valid UTF-8: {raw!r}",
-                                        path=name, record_index=record) from None
+                raise ExampleParseError(
+                    f"a feature name that is not valid UTF-8: {raw!r}",
+                    path=name,
+                    record_index=record,
+                ) from None
             key = raw.decode("utf-8", "surrogateescape")
         kinds[key] = kind
     return kinds
 
 
-def _infer(batch: RecordBatch, names, name: str = "<records>",
-           sequence_examples: bool = False) -> Dict[str, Optional[Spec]]:
+def _infer(
+    batch: RecordBatch, names, name: str = "<records>", sequence_examples: bool = False
+) -> Dict[str, Optional[Spec]]:
     """VarLen specs for features given by name only, typed from the first record holding each
     (up to the first damaged record, which the decoder then reports). Names no record holds come
     back as None (still unknown)."""
@@ -66,15 +106,20 @@ def _infer(batch: RecordBatch, names, name: str = "<records>",
     return out
 
 
-def _typed(batch: RecordBatch, spec: Dict[str, Optional[Spec]], name: str = "<records>",
-           sequence_examples: bool = False) -> Dict[str, Spec]:
+def _typed(
+    batch: RecordBatch,
+    spec: Dict[str, Optional[Spec]],
+    name: str = "<records>",
+    sequence_examples: bool = False,
+) -> Dict[str, Spec]:
     """Resolves by-name specs from this batch (learning their kinds into `spec` once seen); a
     name no record has shown yet reads as an empty float32 VarLen for this batch only."""
     if None not in spec.values():
         return dict(spec)  # type: ignore[arg-type]  # (no None left)
     untyped = [k for k, s in spec.items() if s is None]
-    spec.update({k: s for k, s in _infer(batch, untyped, name, sequence_examples).items()
-                 if s is not None})
+    spec.update(
+        {k: s for k, s in _infer(batch, untyped, name, sequence_examples).items() if s is not None}
+    )
     return {k: VarLen("float32") if s is None else s for k, s in spec.items()}
 
 
@@ -95,8 +140,11 @@ def _compile(spec: Mapping[str, Spec], sequence: Optional[Mapping[str, Any]] = N
             compiled.append(FieldSpec(name, _BYTES, _RAW_BYTES, count=count, default=default))
             continue
         if s.default is not None:
-            default = (bytes(s.default) if s.kind == _BYTES else
-                       np.broadcast_to(np.asarray(s.default, _NUMPY[s.kind]), s.shape).tobytes())
+            default = (
+                bytes(s.default)
+                if s.kind == _BYTES
+                else np.broadcast_to(np.asarray(s.default, _NUMPY[s.kind]), s.shape).tobytes()
+            )
         compiled.append(FieldSpec(name, s.kind, _FIXED, count=count, default=default))
     for name, s in (sequence or {}).items():
         layout = _VAR if isinstance(s, VarLenSequence) else _FIXED
@@ -122,7 +170,8 @@ def _column_maker(s: Spec) -> Optional[Callable[[int, Any, tuple], Any]]:
             return lambda n, data, raw: BytesColumn(data, raw[1], raw[2], None, default)
         width = math.prod(shape)
         return lambda n, data, raw: BytesColumn(
-            data, raw[1], raw[2], np.arange(n + 1, dtype=np.int64) * width, default)
+            data, raw[1], raw[2], np.arange(n + 1, dtype=np.int64) * width, default
+        )
     if shape == ():
         return None  # raw[0] as it is: already int64 / float32 of [n]
     return lambda n, data, raw: raw[0].reshape((n,) + shape)
@@ -136,17 +185,26 @@ class _Plan:
         self.fields = _core.FieldSpecs(_compile(spec, sequence))  # checked and copied once
         self.records_for_pool = self.fields.records_for_pool  # large columns: pooled memory
         self.makers = [(name, _column_maker(s)) for name, s in spec.items()]
-        self.bytes_columns = any(s.kind == _BYTES and not getattr(s, "from_bytes", False)
-                                 for s in spec.values())
+        self.bytes_columns = any(
+            s.kind == _BYTES and not getattr(s, "from_bytes", False) for s in spec.values()
+        )
         self.described = any(isinstance(s, _Described) for s in spec.values())
 
-    def decode(self, batch: RecordBatch, spec: Mapping[str, Spec], name: str,
-               sequence_examples: bool, num_threads: Optional[int], presence: bool) -> list:
+    def decode(
+        self,
+        batch: RecordBatch,
+        spec: Mapping[str, Spec],
+        name: str,
+        sequence_examples: bool,
+        num_threads: Optional[int],
+        presence: bool,
+    ) -> list:
         """The decoder's raw columns, with errors that say what to do."""
         try:
             pool = _buffers.shared_pool() if len(batch) >= self.records_for_pool else None
-            raw = _core.decode_examples(batch, self.fields, name, sequence_examples,
-                                        num_threads, presence, pool)  # (by position: see binding)
+            raw = _core.decode_examples(
+                batch, self.fields, name, sequence_examples, num_threads, presence, pool
+            )  # (by position: see binding)
         except ExampleParseError as error:
             raise _explained(error, spec) from None
         if self.described:
@@ -156,8 +214,10 @@ class _Plan:
     def columns(self, batch: RecordBatch, raw: list) -> Dict[str, Any]:
         n = len(batch)
         data = batch.data if self.bytes_columns else None
-        return {name: r[0] if make is None else make(n, data, r)
-                for (name, make), r in zip(self.makers, raw)}
+        return {
+            name: r[0] if make is None else make(n, data, r)
+            for (name, make), r in zip(self.makers, raw)
+        }
 
 
 _PLANS: Dict[tuple, _Plan] = {}
@@ -226,8 +286,14 @@ def _check_num_threads(num_threads: Optional[int]) -> Optional[int]:
     return 1 if torch_data is not None and torch_data.get_worker_info() is not None else None
 
 
-def parse_examples(records, spec, *, name: Optional[str] = None,
-                   num_threads: Optional[int] = None, copy_bytes: bool = False) -> Dict[str, Any]:
+def parse_examples(
+    records,
+    spec,
+    *,
+    name: Optional[str] = None,
+    num_threads: Optional[int] = None,
+    copy_bytes: bool = False,
+) -> Dict[str, Any]:
     """Parses a RecordBatch (or any sequence of serialized Examples) into one column per feature.
 
     FixedLen numeric -> numpy ``[N, *shape]``; VarLen numeric -> :class:`Ragged`; bytes ->
@@ -320,8 +386,15 @@ def _typed_plan(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec], _
     if len(_TYPED_SPECS) >= _MAX_PLANS:
         _TYPED_SPECS.clear()
     # No keys yet (None: never equal): the next call reads them, plans once more, keeps both.
-    _TYPED_SPECS[id(spec)] = (spec, tuple(snapshot), tuple(map(id, values)), values, typed, plan,
-                              None)
+    _TYPED_SPECS[id(spec)] = (
+        spec,
+        tuple(snapshot),
+        tuple(map(id, values)),
+        values,
+        typed,
+        plan,
+        None,
+    )
     return typed, plan
 
 
@@ -330,18 +403,26 @@ def _typed_plan_of(batch: RecordBatch, spec, name: str) -> Tuple[Dict[str, Spec]
     return typed, _plan(typed)
 
 
-def _decode(batch: RecordBatch, spec: Mapping[str, Spec], name: str,
-            sequence: Optional[Mapping[str, Any]] = None, *, num_threads: Optional[int] = 1,
-            presence: bool = True) -> list:
+def _decode(
+    batch: RecordBatch,
+    spec: Mapping[str, Spec],
+    name: str,
+    sequence: Optional[Mapping[str, Any]] = None,
+    *,
+    num_threads: Optional[int] = 1,
+    presence: bool = True,
+) -> list:
     """The decoder's raw columns for `spec` (then `sequence`), with errors that say what to do:
     per feature (values, starts, ends, row_splits, step_splits, present), None where the layout
     has no such array (present: only with `presence`)."""
-    return _plan(spec, sequence).decode(batch, spec, name, sequence is not None, num_threads,
-                                        presence)
+    return _plan(spec, sequence).decode(
+        batch, spec, name, sequence is not None, num_threads, presence
+    )
 
 
-def _check_present(batch: RecordBatch, spec: Mapping[str, Spec], raw: list, name: str,
-                   sequence_examples: bool) -> None:
+def _check_present(
+    batch: RecordBatch, spec: Mapping[str, Spec], raw: list, name: str, sequence_examples: bool
+) -> None:
     """A described feature that no record of the batch holds is a misspelled name, usually: an
     error. Looked into only when its column came back empty, so the common case costs nothing."""
     present = None
@@ -353,25 +434,41 @@ def _check_present(batch: RecordBatch, spec: Mapping[str, Spec], raw: list, name
         if key not in present:
             raise ExampleParseError(
                 f"no record of these {len(batch)} holds it (misspelled?); the records hold "
-                f"{sorted(present)}", path=name, record_index=0, feature=key)
+                f"{sorted(present)}",
+                path=name,
+                record_index=0,
+                feature=key,
+            )
 
 
 def _explained(error: ExampleParseError, spec: Mapping[str, Spec]) -> ExampleParseError:
     """A kind mismatch on a FixedLen of another numpy dtype: say that it reads raw bytes."""
     s = spec.get(error.feature) if error.feature is not None else None
-    if not (isinstance(s, FixedLen) and s.from_bytes and "the spec asks for a bytes_list"
-            in str(error.detail)):
+    if not (
+        isinstance(s, FixedLen)
+        and s.from_bytes
+        and "the spec asks for a bytes_list" in str(error.detail)
+    ):
         return error
     return ExampleParseError(
         f"{error.detail}; FixedLen dtype {s.dtype} reads a bytes feature holding the raw array "
         "(np.frombuffer): only 'int64' and 'float32' read int64_list and float_list values, so "
-        "use one of those (and cast) or write the array as bytes", path=error.path,
-        record_index=error.record_index, feature=error.feature)
+        "use one of those (and cast) or write the array as bytes",
+        path=error.path,
+        record_index=error.record_index,
+        feature=error.feature,
+    )
 
 
-def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
-                            name: Optional[str] = None, num_threads: Optional[int] = None,
-                            copy_bytes: bool = False):
+def parse_sequence_examples(
+    records,
+    context_spec=None,
+    sequence_spec=None,
+    *,
+    name: Optional[str] = None,
+    num_threads: Optional[int] = None,
+    copy_bytes: bool = False,
+):
     """Parses tf.train.SequenceExample records: returns ``(context, sequences)``.
 
     ``context_spec`` works as in :func:`parse_examples`. ``sequence_spec`` maps feature-list
@@ -388,13 +485,15 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
     for key, s in sequence.items():
         if not isinstance(s, (FixedLenSequence, VarLenSequence)):
             raise TypeError(f"feature list {key!r}: use FixedLenSequence or VarLenSequence")
-    raw = _decode(batch, context, name or "<records>", sequence, num_threads=num_threads,
-                  presence=False)
-    out = _columns(batch, context, raw[:len(context)])
+    raw = _decode(
+        batch, context, name or "<records>", sequence, num_threads=num_threads, presence=False
+    )
+    out = _columns(batch, context, raw[: len(context)])
     data = batch.data
     seqs = {}
-    for (key, s), (values, starts, ends, row_splits, step_splits, _) in zip(sequence.items(),
-                                                                           raw[len(context):]):
+    for (key, s), (values, starts, ends, row_splits, step_splits, _) in zip(
+        sequence.items(), raw[len(context) :]
+    ):
         steps: Any
         if isinstance(s, FixedLenSequence):
             if s.kind == _BYTES:
@@ -408,8 +507,9 @@ def parse_sequence_examples(records, context_spec=None, sequence_spec=None, *,
         seqs[key] = Ragged(steps, row_splits)
     if copy_bytes:
         out = _owned(out)
-        seqs = {key: Ragged(_owned({key: col.values})[key], col.row_splits)
-                for key, col in seqs.items()}
+        seqs = {
+            key: Ragged(_owned({key: col.values})[key], col.row_splits) for key, col in seqs.items()
+        }
     return out, seqs
 
 
@@ -422,23 +522,39 @@ def parse_example(record, spec=None) -> Dict[str, Any]:
     """
     if not isinstance(record, (bytes, bytearray, memoryview, np.ndarray)):
         from .proto import as_serialized
+
         record = as_serialized(record)
     if spec is None:  # every feature, typed by the decoder's own scan
         batch = RecordBatch.from_records([record])
         kinds = feature_kinds(batch)
-        columns = parse_examples(batch, {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind])
-                                         for k, kind in kinds.items()})
-        return {k: (col.to_list()[0] if isinstance(col, BytesColumn) else col[0].tolist())
-                for k, col in sorted(columns.items())}
+        columns = parse_examples(
+            batch,
+            {k: VarLen(_KIND_DTYPE[_FLOAT if kind is None else kind]) for k, kind in kinds.items()},
+        )
+        return {
+            k: (col.to_list()[0] if isinstance(col, BytesColumn) else col[0].tolist())
+            for k, col in sorted(columns.items())
+        }
     columns = parse_examples([record], spec)
-    return {key: col.to_list()[0] if isinstance(col, BytesColumn) else col[0]
-            for key, col in columns.items()}
+    return {
+        key: col.to_list()[0] if isinstance(col, BytesColumn) else col[0]
+        for key, col in columns.items()
+    }
 
 
-def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str] = None, *,
-                  verify: bool = True, num_threads: Optional[int] = None,
-                  deterministic: bool = True, storage_options=None,
-                  filesystem=None, copy_bytes: bool = False) -> Iterator[Dict[str, Any]]:
+def read_examples(
+    paths,
+    spec,
+    batch_size: int = 1024,
+    compression: Optional[str] = None,
+    *,
+    verify: bool = True,
+    num_threads: Optional[int] = None,
+    deterministic: bool = True,
+    storage_options=None,
+    filesystem=None,
+    copy_bytes: bool = False,
+) -> Iterator[Dict[str, Any]]:
     """Reads and parses Examples in batches of ``batch_size`` records (the last may be smaller),
     across file boundaries. Errors name the file and the record's index in it; a damaged file
     first yields the records before the damage (a short batch), then raises. Paths may be globs
@@ -464,8 +580,14 @@ def read_examples(paths, spec, batch_size: int = 1024, compression: Optional[str
     sources = _as_sources(paths, storage_options, filesystem)
     groups = _groups(sources, spec, batch_size, compression, verify, _buffers.shared_pool())
     parse = _parse_owned_group if copy_bytes else _parse_group
-    return _pipeline.ordered(parse, groups, num_threads, deterministic=deterministic,
-                             size_of=_group_bytes, name="tfrec_fast-examples")
+    return _pipeline.ordered(
+        parse,
+        groups,
+        num_threads,
+        deterministic=deterministic,
+        size_of=_group_bytes,
+        name="tfrec_fast-examples",
+    )
 
 
 def _group_bytes(group) -> int:
@@ -480,9 +602,15 @@ def _groups(sources, spec, batch_size: int, compression: str, verify: bool, pool
         yield batch, _typed(batch, spec), segments
 
 
-def batches_across_files(paths, batch_size: int, compression: Optional[str] = None, *,
-                         verify: bool = True, storage_options=None,
-                         filesystem=None) -> Iterator[Tuple[RecordBatch, list]]:
+def batches_across_files(
+    paths,
+    batch_size: int,
+    compression: Optional[str] = None,
+    *,
+    verify: bool = True,
+    storage_options=None,
+    filesystem=None,
+) -> Iterator[Tuple[RecordBatch, list]]:
     """RecordBatches of ``batch_size`` records (the last may be smaller) across file boundaries,
     each with its segments ``[(file, index in the file of its first record there, count)]``
     for :func:`_locate`. A damaged file first yields the records before the damage (a short
@@ -490,12 +618,14 @@ def batches_across_files(paths, batch_size: int, compression: Optional[str] = No
     if batch_size < 1:
         raise ValueError("batch_size must be positive")
     compression = normalize_compression(compression)
-    return _batches_across(_as_sources(paths, storage_options, filesystem), batch_size,
-                           compression, verify, None)
+    return _batches_across(
+        _as_sources(paths, storage_options, filesystem), batch_size, compression, verify, None
+    )
 
 
-def _batches_across(sources, batch_size: int, compression: str, verify: bool,
-                    pool) -> Iterator[Tuple[RecordBatch, list]]:
+def _batches_across(
+    sources, batch_size: int, compression: str, verify: bool, pool
+) -> Iterator[Tuple[RecordBatch, list]]:
     """batches_across_files over resolved sources; batches that join parts of several files
     take their buffers from pool (None: fresh memory), as do the readers' batches."""
     pending: List[RecordBatch] = []
@@ -550,7 +680,8 @@ def _locate(error: ExampleParseError, segments) -> ExampleParseError:
     index = error.record_index
     for path, first, count in segments:
         if index < count:
-            return ExampleParseError(error.detail, path=path, record_index=first + index,
-                                     feature=error.feature)
+            return ExampleParseError(
+                error.detail, path=path, record_index=first + index, feature=error.feature
+            )
         index -= count
     return error

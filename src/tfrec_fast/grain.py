@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .errors import DataLossError, ExampleParseError
 from .columns import BytesColumn, Ragged
+from .errors import DataLossError, ExampleParseError
 from .example import parse_examples
 from .index import IndexedTFRecordReader, detected_compression, indexes_of
 from .index import write_index as _write_index
@@ -114,9 +114,18 @@ class TFRecordDataSource:
     in every process: Grain's ``DataLoader`` compares it when a checkpoint is restored.
     """
 
-    def __init__(self, paths, spec=None, index=None, *, verify: bool = True,
-                 write_index: bool = False, max_open_files: int = DEFAULT_MAX_OPEN_FILES,
-                 storage_options: Optional[Mapping[str, Any]] = None, filesystem=None):
+    def __init__(
+        self,
+        paths,
+        spec=None,
+        index=None,
+        *,
+        verify: bool = True,
+        write_index: bool = False,
+        max_open_files: int = DEFAULT_MAX_OPEN_FILES,
+        storage_options: Optional[Mapping[str, Any]] = None,
+        filesystem=None,
+    ):
         if int(max_open_files) < 1:
             raise ValueError(f"max_open_files must be at least 1, not {max_open_files}")
         self._files = _files(paths, storage_options, filesystem)
@@ -130,8 +139,11 @@ class TFRecordDataSource:
         self._index_paths: List[Optional[Location]] = list(index_files)
         # The index files given or found first (a stale one fails before any scan), then the
         # scans of the files without one.
-        indexes: Dict[int, Index] = {k: _checked_index(f, ix) for k, (f, ix)
-                                     in enumerate(zip(self._files, index_files)) if ix is not None}
+        indexes: Dict[int, Index] = {
+            k: _checked_index(f, ix)
+            for k, (f, ix) in enumerate(zip(self._files, index_files))
+            if ix is not None
+        }
         missing = [k for k in range(len(self._files)) if k not in indexes]
         for k, built in zip(missing, _build_indexes([self._files[k] for k in missing])):
             indexes[k] = built
@@ -268,17 +280,22 @@ class TFRecordDataSource:
         assert self._spec is not None
         batch = self._records(k, local)
         columns = self._parse(k, batch, local)
-        return {name: _column_batch(col, self._spec.get(name), len(batch))
-                for name, col in columns.items()}
+        return {
+            name: _column_batch(col, self._spec.get(name), len(batch))
+            for name, col in columns.items()
+        }
 
     def _parse(self, k: int, batch: RecordBatch, local: np.ndarray) -> Dict[str, Any]:
         try:
             return parse_examples(batch, self._spec, name=self._files[k].name)
         except ExampleParseError as error:  # name the record in its file, not in the batch
             j = error.record_index
-            raise ExampleParseError(error.detail, path=self._files[k].name,
-                                    record_index=None if j is None else int(local[j]),
-                                    feature=error.feature) from None
+            raise ExampleParseError(
+                error.detail,
+                path=self._files[k].name,
+                record_index=None if j is None else int(local[j]),
+                feature=error.feature,
+            ) from None
 
     def _reader(self, k: int) -> IndexedTFRecordReader:
         """Opens file ``k`` in this process (its index loaded again if it was not pickled)."""
@@ -291,8 +308,10 @@ class TFRecordDataSource:
                 raise DataLossError(
                     f"the index {index_file.name} now lists {len(offsets)} records; the data "
                     f"source was made when it listed {self._counts[k]}",
-                    path=self._files[k].name, record_index=min(len(offsets), self._counts[k]),
-                    reason="index_mismatch")
+                    path=self._files[k].name,
+                    record_index=min(len(offsets), self._counts[k]),
+                    reason="index_mismatch",
+                )
             index = (offsets, sizes)
             self._indexes[k] = index
         return IndexedTFRecordReader(self._files[k], index, verify=self._verify)
@@ -325,8 +344,10 @@ class TFRecordDataSource:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_open"] = None
-        state["_indexes"] = [None if ix is not None else arrays
-                             for ix, arrays in zip(self._index_paths, self._indexes)]
+        state["_indexes"] = [
+            None if ix is not None else arrays
+            for ix, arrays in zip(self._index_paths, self._indexes)
+        ]
         return state
 
     def __setstate__(self, state):
@@ -338,11 +359,14 @@ class TFRecordDataSource:
         for path, count in zip(self.paths, self._counts):
             digest.update(f"{path}\0{count}\0".encode())
         digest.update(repr(sorted(self._spec.items())).encode() if self._spec else b"raw")
-        return (f"TFRecordDataSource({len(self._files)} files, {len(self)} records, "
-                f"sha1={digest.hexdigest()})")
+        return (
+            f"TFRecordDataSource({len(self._files)} files, {len(self)} records, "
+            f"sha1={digest.hexdigest()})"
+        )
 
 
 # ---- files and indexes ---------------------------------------------------------------------
+
 
 def _files(paths, storage_options, filesystem) -> List[Location]:
     """Paths and patterns -> the files, in order (each glob's matches sorted)."""
@@ -360,10 +384,12 @@ def _files(paths, storage_options, filesystem) -> List[Location]:
     return files
 
 
-def _index_files(files: List[Location], index, storage_options,
-                 filesystem) -> List[Optional[Location]]:
+def _index_files(
+    files: List[Location], index, storage_options, filesystem
+) -> List[Optional[Location]]:
     """Per file: its index file, or None (to be built). "auto": ``FILE.idx`` where it exists
     (one listing per directory)."""
+
     def given(path) -> Location:
         return resolve_beside(path, storage_options, filesystem)
 
@@ -371,8 +397,10 @@ def _index_files(files: List[Location], index, storage_options,
         return find_indexes(files)
     if isinstance(index, (str, os.PathLike, Location)):
         if len(files) != 1:
-            raise ValueError(f"one index path given for {len(files)} files: pass a list or a "
-                             "dict {file: index path}")
+            raise ValueError(
+                f"one index path given for {len(files)} files: pass a list or a "
+                "dict {file: index path}"
+            )
         return [given(index)]
     if isinstance(index, Mapping):
         named = {_url(k): v for k, v in index.items()}
@@ -405,12 +433,15 @@ def _build_indexes(files: List[Location]) -> List[Index]:
     for f in files:  # refused before any is scanned (the scan of a remote object checks again)
         compression = detected_compression(f)
         if compression:
-            raise ValueError(f"{f.name} cannot be indexed: compressed ({compression}); random "
-                             "access needs an uncompressed TFRecord file")
+            raise ValueError(
+                f"{f.name} cannot be indexed: compressed ({compression}); random "
+                "access needs an uncompressed TFRecord file"
+            )
     return indexes_of(files)
 
 
 # ---- open files ----------------------------------------------------------------------------
+
 
 class _OpenFiles:
     """The readers a process has open: at most ``limit``, the least recently used closed first,
@@ -419,8 +450,9 @@ class _OpenFiles:
     def __init__(self, limit: int):
         self._limit = limit
         self._lock = threading.Lock()
-        self._readers: "collections.OrderedDict[int, IndexedTFRecordReader]" = \
+        self._readers: "collections.OrderedDict[int, IndexedTFRecordReader]" = (
             collections.OrderedDict()
+        )
         self._users: Dict[int, int] = collections.defaultdict(int)
         self._pid = os.getpid()
 
@@ -497,12 +529,16 @@ class _Using:
 
 # ---- parsed rows -----------------------------------------------------------------------------
 
+
 def _rows(columns: Dict[str, Any], spec: Mapping[str, Any], n: int) -> List[dict]:
     """Parsed columns of n records -> n dicts of per-record numpy values."""
     per_feature = [_column_rows(col, spec.get(name), n) for name, col in columns.items()]
     names = list(columns)
-    return [dict(zip(names, values)) for values in zip(*per_feature)] if names else \
-        [{} for _ in range(n)]
+    return (
+        [dict(zip(names, values)) for values in zip(*per_feature)]
+        if names
+        else [{} for _ in range(n)]
+    )
 
 
 def _objects(values: list) -> np.ndarray:

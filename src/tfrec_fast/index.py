@@ -18,14 +18,26 @@ from . import _buffers, _core
 from ._core import FRAMING_SIZE, RecordBatch
 from ._platform import after_fork_in_child
 from .errors import DataLossError, ObjectChangedError
-from .records import (ITER_BATCH_BYTES, TFRecordReader, _one_path, detect_compression,
-                      normalize_compression)
+from .records import (
+    ITER_BATCH_BYTES,
+    TFRecordReader,
+    _one_path,
+    detect_compression,
+    normalize_compression,
+)
 from .storage import Location, ReadAhead, cached_array, display, resolve, resolve_beside
-from .storage.cache import peek
 from .storage import load_index as _load_index_cached
+from .storage.cache import peek
 
-__all__ = ["create_index", "load_index", "write_index", "index_of", "indexes_of",
-           "detected_compression", "IndexedTFRecordReader"]
+__all__ = [
+    "create_index",
+    "load_index",
+    "write_index",
+    "index_of",
+    "indexes_of",
+    "detected_compression",
+    "IndexedTFRecordReader",
+]
 
 Index = Tuple[np.ndarray, np.ndarray]
 PathLike = Union[str, os.PathLike, Location]
@@ -68,8 +80,9 @@ def detected_compression(path: Location) -> str:
     str
         "", "gzip" or "zlib".
     """
-    code = cached_array(path, "compression", lambda: np.array(
-        [_COMPRESSIONS.index(detect_compression(path))]))
+    code = cached_array(
+        path, "compression", lambda: np.array([_COMPRESSIONS.index(detect_compression(path))])
+    )
     return _COMPRESSIONS[int(code[0])]
 
 
@@ -79,13 +92,20 @@ def _check_uncompressed(path: Location, compression: Optional[str]) -> None:
     if compression == "auto":
         compression = detected_compression(path)
     if compression:
-        raise ValueError(f"{path.name} cannot be indexed: compressed ({compression}); "
-                         "random access needs an uncompressed TFRecord file")
+        raise ValueError(
+            f"{path.name} cannot be indexed: compressed ({compression}); "
+            "random access needs an uncompressed TFRecord file"
+        )
 
 
-def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None, *,
-                 compression: Optional[str] = None, storage_options=None,
-                 filesystem=None) -> Index:
+def create_index(
+    tfrecord_path: PathLike,
+    index_path: Optional[PathLike] = None,
+    *,
+    compression: Optional[str] = None,
+    storage_options=None,
+    filesystem=None,
+) -> Index:
     """Indexes an uncompressed TFRecord file: returns ``(offsets, sizes)`` as int64 arrays.
 
     Only the 12-byte record headers are read (their length checksums checked, payloads skipped),
@@ -135,8 +155,10 @@ def create_index(tfrecord_path: PathLike, index_path: Optional[PathLike] = None,
     if index_path is not None:
         index = resolve_beside(index_path, storage_options, filesystem)
         if path.same_file(index):
-            raise ValueError(f"the index path {index.name} is the data file {path.name} "
-                             "itself: writing the index would destroy the data")
+            raise ValueError(
+                f"the index path {index.name} is the data file {path.name} "
+                "itself: writing the index would destroy the data"
+            )
     _check_uncompressed(path, compression)
     offsets, sizes = (np.array(a) for a in index_of(path))
     if index is not None:
@@ -167,10 +189,13 @@ def index_of(path: Location, stream=None) -> Index:
     DataLossError
         A damaged header or a cut file.
     """
+
     def scan() -> np.ndarray:
         os_path = path.os_path
-        return np.stack(_core.scan_index(os_path) if os_path is not None else
-                        _scan_stream(path, stream))
+        return np.stack(
+            _core.scan_index(os_path) if os_path is not None else _scan_stream(path, stream)
+        )
+
     both = cached_array(path, "index", scan)
     return both[0], both[1]
 
@@ -200,8 +225,10 @@ def indexes_of(paths: Sequence[Location]) -> list:
     slot = {k: j for j, k in enumerate(todo)}
     ahead = ReadAhead([paths[k] for k in todo])
     try:
-        return [index_of(p, None if k not in slot else functools.partial(ahead.open, slot[k]))
-                for k, p in enumerate(paths)]
+        return [
+            index_of(p, None if k not in slot else functools.partial(ahead.open, slot[k]))
+            for k, p in enumerate(paths)
+        ]
     finally:
         ahead.close()
 
@@ -210,12 +237,17 @@ def _scan_stream(path: Location, stream=None) -> Index:
     """(offsets, sizes) of a file read front to back (both checksums checked); what it finds
     of the compression (none) is kept in the index cache too."""
     offsets, sizes = [], []
-    reader = TFRecordReader(path, "auto") if stream is None else \
-        TFRecordReader._of_stream(path, stream(), "auto")
+    reader = (
+        TFRecordReader(path, "auto")
+        if stream is None
+        else TFRecordReader._of_stream(path, stream(), "auto")
+    )
     if reader.compression:
         reader.close()
-        raise ValueError(f"{path.name} cannot be indexed: compressed ({reader.compression}); "
-                         "random access needs an uncompressed TFRecord file")
+        raise ValueError(
+            f"{path.name} cannot be indexed: compressed ({reader.compression}); "
+            "random access needs an uncompressed TFRecord file"
+        )
     cached_array(path, "compression", lambda: np.array([0]))
     with reader:
         for batch in reader.iter_batches(max_bytes=ITER_BATCH_BYTES, num_threads=1):
@@ -226,8 +258,9 @@ def _scan_stream(path: Location, stream=None) -> Index:
     return np.concatenate(offsets), np.concatenate(sizes)
 
 
-def write_index(index_path: Union[PathLike, Location], offsets, sizes, *, storage_options=None,
-                filesystem=None) -> None:
+def write_index(
+    index_path: Union[PathLike, Location], offsets, sizes, *, storage_options=None, filesystem=None
+) -> None:
     """Writes ``(offsets, sizes)`` as an index file; a reader never sees a half-written one
     (a remote index is put in one request).
 
@@ -249,8 +282,9 @@ def write_index(index_path: Union[PathLike, Location], offsets, sizes, *, storag
     OSError
         It could not be written.
     """
-    text = _core.format_index(np.asarray(offsets, dtype=np.int64),
-                              np.asarray(sizes, dtype=np.int64))
+    text = _core.format_index(
+        np.asarray(offsets, dtype=np.int64), np.asarray(sizes, dtype=np.int64)
+    )
     resolve(index_path, storage_options, filesystem).write_bytes(text)
 
 
@@ -295,8 +329,10 @@ def _as_index(path: Location, index, storage_options=None, filesystem=None) -> I
     try:
         offsets, sizes = index
     except (TypeError, ValueError):
-        raise TypeError("index must be None, an index file path or an (offsets, sizes) pair, "
-                        f"not {type(index).__name__}") from None
+        raise TypeError(
+            "index must be None, an index file path or an (offsets, sizes) pair, "
+            f"not {type(index).__name__}"
+        ) from None
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     if offsets.ndim != 1 or offsets.shape != sizes.shape:
@@ -304,8 +340,13 @@ def _as_index(path: Location, index, storage_options=None, filesystem=None) -> I
     return offsets, sizes
 
 
-def check_covers(path: Location, offsets: np.ndarray, sizes: np.ndarray, index_name: str,
-                 size: Optional[int] = None) -> None:
+def check_covers(
+    path: Location,
+    offsets: np.ndarray,
+    sizes: np.ndarray,
+    index_name: str,
+    size: Optional[int] = None,
+) -> None:
     """A complete index (records back to back from byte 0, what create_index and the tools
     write) must end where the file ends; if not, the file changed since it was indexed, and
     len() and every position in the index are wrong. A partial index is not checked here (each
@@ -330,8 +371,11 @@ def check_covers(path: Location, offsets: np.ndarray, sizes: np.ndarray, index_n
         ``reason == "index_mismatch"``: a complete index that does not end where the file
         does, naming both sizes.
     """
-    if len(offsets) == 0 or offsets[0] != 0 or \
-            not np.array_equal(offsets[1:], offsets[:-1] + sizes[:-1]):
+    if (
+        len(offsets) == 0
+        or offsets[0] != 0
+        or not np.array_equal(offsets[1:], offsets[:-1] + sizes[:-1])
+    ):
         return
     if size is None:
         size = path.size()
@@ -341,16 +385,25 @@ def check_covers(path: Location, offsets: np.ndarray, sizes: np.ndarray, index_n
         return
     if end < size:  # name the first byte the index does not know
         record, offset = len(offsets), end
-        detail = (f"the index {index_name} of {len(offsets)} records ends at byte {end} but "
-                  f"the file has {size} bytes (records appended since it was written?)")
+        detail = (
+            f"the index {index_name} of {len(offsets)} records ends at byte {end} but "
+            f"the file has {size} bytes (records appended since it was written?)"
+        )
     else:  # name the first record the file no longer holds whole
         record = int(np.argmax(ends > size))
         offset = int(offsets[record])
-        detail = (f"the index {index_name} says record {record} at offset {offset} takes "
-                  f"{int(sizes[record])} bytes but the file has {size} bytes (the file was cut "
-                  "or rewritten since the index was written?)")
-    raise DataLossError(detail + "; make a new index with create_index()", path=path.name,
-                        record_index=record, offset=offset, reason="index_mismatch")
+        detail = (
+            f"the index {index_name} says record {record} at offset {offset} takes "
+            f"{int(sizes[record])} bytes but the file has {size} bytes (the file was cut "
+            "or rewritten since the index was written?)"
+        )
+    raise DataLossError(
+        detail + "; make a new index with create_index()",
+        path=path.name,
+        record_index=record,
+        offset=offset,
+        reason="index_mismatch",
+    )
 
 
 _check_covers = check_covers  # (its name in earlier releases)
@@ -412,15 +465,28 @@ class IndexedTFRecordReader:
         A remote object was rewritten since the reader opened.
     """
 
-    def __init__(self, path: PathLike, index: Union[None, PathLike, Index] = None, *,
-                 verify: bool = True, storage_options=None, filesystem=None):
+    def __init__(
+        self,
+        path: PathLike,
+        index: Union[None, PathLike, Index] = None,
+        *,
+        verify: bool = True,
+        storage_options=None,
+        filesystem=None,
+    ):
         self._path = _one_path(path, storage_options, filesystem)
         _check_uncompressed(self._path, None)
         self._offsets, self._sizes = _as_index(self._path, index, storage_options, filesystem)
         # What an index that does not fit the file is called in the error (None: built now).
-        self._index_name = None if index is None else (
-            display(index) if isinstance(index, (str, os.PathLike, Location))
-            else "(offsets, sizes)")
+        self._index_name = (
+            None
+            if index is None
+            else (
+                display(index)
+                if isinstance(index, (str, os.PathLike, Location))
+                else "(offsets, sizes)"
+            )
+        )
         self._verify = bool(verify)
         self.skipped: list = []  # DataLossErrors of records left out by get_batch(skip_corrupt=True)
         self._closed = False
@@ -434,13 +500,18 @@ class IndexedTFRecordReader:
         if self._reader is None or self._generation != _process_generation:
             os_path = self._path.os_path
             if os_path is None:
-                reader = _RangeIndexedReader(self._path, self._offsets, self._sizes,
-                                             self._verify)
+                reader = _RangeIndexedReader(self._path, self._offsets, self._sizes, self._verify)
                 size = reader.size
             else:
-                reader = _core.IndexedReader(os_path, self._offsets, self._sizes,
-                                             self._verify, MAX_GAP, MAX_READ,
-                                             _buffers.shared_pool())
+                reader = _core.IndexedReader(
+                    os_path,
+                    self._offsets,
+                    self._sizes,
+                    self._verify,
+                    MAX_GAP,
+                    MAX_READ,
+                    _buffers.shared_pool(),
+                )
                 size = None
             if self._index_name is not None:
                 _check_covers(self._path, self._offsets, self._sizes, self._index_name, size)
@@ -458,12 +529,12 @@ class IndexedTFRecordReader:
             i = int(i)
         n = len(self._offsets)
         if not -n <= i < n:
-            raise IndexError(f"record index {i} out of range for {self._path.name} "
-                             f"({n} records)")
+            raise IndexError(f"record index {i} out of range for {self._path.name} ({n} records)")
         return memoryview(self._live().read_one(i % n))
 
-    def get_batch(self, indices: Union[Sequence[int], np.ndarray], *,
-                  skip_corrupt: bool = False) -> RecordBatch:
+    def get_batch(
+        self, indices: Union[Sequence[int], np.ndarray], *, skip_corrupt: bool = False
+    ) -> RecordBatch:
         """The records at ``indices`` (any integer sequence or array), in that order.
 
         With ``skip_corrupt=True`` a damaged record is left out (the index says where the next
@@ -554,8 +625,14 @@ class IndexedTFRecordReader:
         self.close()
 
     def __getstate__(self):
-        return {"path": self._path, "offsets": self._offsets, "sizes": self._sizes,
-                "verify": self._verify, "closed": self._closed, "index_name": self._index_name}
+        return {
+            "path": self._path,
+            "offsets": self._offsets,
+            "sizes": self._sizes,
+            "verify": self._verify,
+            "closed": self._closed,
+            "index_name": self._index_name,
+        }
 
     def __setstate__(self, state):
         self._path = state["path"]
@@ -582,9 +659,11 @@ class _RangeIndexedReader:
         bad = np.flatnonzero((offsets < 0) | (sizes < FRAMING_SIZE))
         if len(bad):
             i = int(bad[0])
-            raise ValueError(f"index of '{path.name}': entry {i} (offset {int(offsets[i])}, "
-                             f"size {int(sizes[i])}) is impossible: a record takes at least "
-                             f"{FRAMING_SIZE} bytes")
+            raise ValueError(
+                f"index of '{path.name}': entry {i} (offset {int(offsets[i])}, "
+                f"size {int(sizes[i])}) is impossible: a record takes at least "
+                f"{FRAMING_SIZE} bytes"
+            )
         self._path = path
         self._offsets = offsets
         self._sizes = sizes
@@ -595,11 +674,14 @@ class _RangeIndexedReader:
         n = len(self._offsets)
         out = np.flatnonzero((indices < 0) | (indices >= n))
         if len(out):
-            raise IndexError(f"record index {int(indices[out[0]])} out of range for "
-                             f"{self._path.name} ({n} records)")
+            raise IndexError(
+                f"record index {int(indices[out[0]])} out of range for "
+                f"{self._path.name} ({n} records)"
+            )
         try:
-            return _read_records_at(self._path, indices, self._offsets, self._sizes, self.size,
-                                    self._verify)
+            return _read_records_at(
+                self._path, indices, self._offsets, self._sizes, self.size, self._verify
+            )
         except DataLossError as error:
             changed = _changed_since(self._path, error)
             if changed is error:
@@ -622,18 +704,27 @@ def _changed_since(path: Location, error: DataLossError) -> BaseException:
     try:
         now = path.store.stat(path.path)
     except FileNotFoundError:
-        return ObjectChangedError("it no longer exists", path=path.name, offset=error.offset,
-                                  pinned=False)
+        return ObjectChangedError(
+            "it no longer exists", path=path.name, offset=error.offset, pinned=False
+        )
     except Exception:
         return error
     if not before.differs(now):
         return error
-    return ObjectChangedError(f"{before.version} when the reader opened, now {now.version}",
-                              path=path.name, offset=error.offset, pinned=False)
+    return ObjectChangedError(
+        f"{before.version} when the reader opened, now {now.version}",
+        path=path.name,
+        offset=error.offset,
+        pinned=False,
+    )
 
 
-def coalesce(offsets: np.ndarray, ends: np.ndarray, max_gap: Optional[int] = None,
-             max_range: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def coalesce(
+    offsets: np.ndarray,
+    ends: np.ndarray,
+    max_gap: Optional[int] = None,
+    max_range: Optional[int] = None,
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Byte ranges [offsets[k], ends[k]) sorted by offset -> (range starts, range ends, the range
     of each k): neighbours at most ``max_gap`` apart share a range of at most ``max_range``
     bytes (one record may be larger alone).
@@ -675,8 +766,14 @@ def coalesce(offsets: np.ndarray, ends: np.ndarray, max_gap: Optional[int] = Non
     return np.asarray(starts, np.int64), np.asarray(stops, np.int64), which
 
 
-def _read_records_at(path: Location, indices: np.ndarray, offsets: np.ndarray,
-                     sizes: np.ndarray, size: int, verify: bool) -> RecordBatch:
+def _read_records_at(
+    path: Location,
+    indices: np.ndarray,
+    offsets: np.ndarray,
+    sizes: np.ndarray,
+    size: int,
+    verify: bool,
+) -> RecordBatch:
     """Records ``indices`` (of an index ``offsets``/``sizes``) of a file of ``size`` bytes, as
     one RecordBatch in the order asked for: the distinct records coalesced into range requests
     (:func:`coalesce`) sent concurrently, then checked in C++ as local reads are."""
@@ -695,7 +792,11 @@ def _read_records_at(path: Location, indices: np.ndarray, offsets: np.ndarray,
             f"record {i} at offset {int(offsets[i])}: the index says it takes {int(sizes[i])} "
             f"bytes but the file ends at {size} (the index is stale or belongs to another "
             "file: rebuild it with `tfrec-fast index`)",
-            path=path.name, record_index=i, offset=int(offsets[i]), reason="index_mismatch")
+            path=path.name,
+            record_index=i,
+            offset=int(offsets[i]),
+            reason="index_mismatch",
+        )
     starts, stops, which = coalesce(rec_offsets, rec_ends)
     blobs = path.read_ranges(starts.tolist(), stops.tolist())
     # The ranges back to back in one buffer, and where each distinct record starts in it.
@@ -704,8 +805,15 @@ def _read_records_at(path: Location, indices: np.ndarray, offsets: np.ndarray,
     at = np.empty_like(at_sorted)
     at[order] = at_sorted
     data = blobs[0] if len(blobs) == 1 and isinstance(blobs[0], bytes) else b"".join(blobs)
-    return _core.check_fetched(data, path.name, at[inverse.reshape(-1)], indices,
-                               offsets[indices], sizes[indices], bool(verify))
+    return _core.check_fetched(
+        data,
+        path.name,
+        at[inverse.reshape(-1)],
+        indices,
+        offsets[indices],
+        sizes[indices],
+        bool(verify),
+    )
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

@@ -23,8 +23,13 @@ from ._version import __version__
 from .spec import spec_from_json
 from .storage import Store, resolve
 
-__all__ = ["MANIFEST_FORMAT", "MANIFEST_VERSION", "manifest_data", "read_manifest",
-           "write_manifest"]
+__all__ = [
+    "MANIFEST_FORMAT",
+    "MANIFEST_VERSION",
+    "manifest_data",
+    "read_manifest",
+    "write_manifest",
+]
 
 MANIFEST_FORMAT = "tfrec_fast.shards"
 MANIFEST_VERSION = 1
@@ -34,8 +39,9 @@ _TF_COMPRESSION = {"": "", "gzip": "GZIP", "zlib": "ZLIB"}
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def manifest_data(store, manifest: str, shards, compression: str, spec,
-                  index: bool) -> Dict[str, Any]:
+def manifest_data(
+    store, manifest: str, shards, compression: str, spec, index: bool
+) -> Dict[str, Any]:
     """A manifest's fields: ``shards`` is [(final path, records, bytes)] in order (paths of
     ``store``), ``spec`` as :func:`~tfrec_fast.example.spec_to_json` gives it. Shard paths are
     stored relative to the manifest.
@@ -62,15 +68,25 @@ def manifest_data(store, manifest: str, shards, compression: str, spec,
     """
 
     base = store.dirname(manifest)
-    rows = [{"file": store.relative(final, base), "records": records, "bytes": size,
-             "index": store.relative(final + ".idx", base) if index else None}
-            for final, records, size in shards]
-    return {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
-            "created_by": f"tfrec_fast {__version__}",
-            "compression": _TF_COMPRESSION[compression],
-            "total_records": sum(records for _, records, _ in shards),
-            "total_bytes": sum(r["bytes"] for r in rows),
-            "spec": spec, "shards": rows}
+    rows = [
+        {
+            "file": store.relative(final, base),
+            "records": records,
+            "bytes": size,
+            "index": store.relative(final + ".idx", base) if index else None,
+        }
+        for final, records, size in shards
+    ]
+    return {
+        "format": MANIFEST_FORMAT,
+        "version": MANIFEST_VERSION,
+        "created_by": f"tfrec_fast {__version__}",
+        "compression": _TF_COMPRESSION[compression],
+        "total_records": sum(records for _, records, _ in shards),
+        "total_bytes": sum(r["bytes"] for r in rows),
+        "spec": spec,
+        "shards": rows,
+    }
 
 
 def write_manifest(store: Store, path: str, data: Dict[str, Any], sync: bool) -> None:
@@ -124,11 +140,12 @@ def read_manifest(path: PathLike, *, storage_options=None, filesystem=None) -> D
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         raise ValueError(f"{name} is not a tfrec_fast shard manifest")
     if not isinstance(data.get("version"), int) or data["version"] > MANIFEST_VERSION:
-        raise ValueError(f"{name}: manifest version {data.get('version')!r} is not supported "
-                         f"(this tfrec_fast reads up to version {MANIFEST_VERSION})")
+        raise ValueError(
+            f"{name}: manifest version {data.get('version')!r} is not supported "
+            f"(this tfrec_fast reads up to version {MANIFEST_VERSION})"
+        )
     data["spec"] = spec_from_json(data.get("spec"))
     store = location.store
     base = store.dirname(store.abspath(location.path))
-    data["paths"] = [store.url(store.normpath(store.join(base, s["file"])))
-                     for s in data["shards"]]
+    data["paths"] = [store.url(store.normpath(store.join(base, s["file"]))) for s in data["shards"]]
     return data

@@ -26,9 +26,21 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.message import Message
 
 __all__ = [
-    "Example", "Features", "Feature", "BytesList", "FloatList", "Int64List",
-    "SequenceExample", "FeatureList", "FeatureLists", "DESCRIPTOR_POOL", "PROTO_PACKAGE",
-    "example_to_dict", "sequence_example_to_dict", "dict_to_example", "as_serialized",
+    "Example",
+    "Features",
+    "Feature",
+    "BytesList",
+    "FloatList",
+    "Int64List",
+    "SequenceExample",
+    "FeatureList",
+    "FeatureLists",
+    "DESCRIPTOR_POOL",
+    "PROTO_PACKAGE",
+    "example_to_dict",
+    "sequence_example_to_dict",
+    "dict_to_example",
+    "as_serialized",
 ]
 
 PROTO_PACKAGE = "tfrec_fast.v1"
@@ -40,17 +52,23 @@ _KINDS = ("bytes_list", "float_list", "int64_list")  # Feature.kind, field numbe
 
 def _file_descriptor_proto() -> descriptor_pb2.FileDescriptorProto:
     """TensorFlow's feature.proto + example.proto, in package tfrec_fast.v1."""
-    fdp = descriptor_pb2.FileDescriptorProto(name=_FILE_NAME, package=PROTO_PACKAGE,
-                                             syntax="proto3")
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name=_FILE_NAME, package=PROTO_PACKAGE, syntax="proto3"
+    )
     pkg = "." + PROTO_PACKAGE + "."
 
     def message(name, parent=None):
         return (parent.nested_type if parent is not None else fdp.message_type).add(name=name)
 
-    def field(msg, name, number, ftype, *, repeated=False, type_name=None, packed=False,
-              oneof_index=None):
-        f = msg.field.add(name=name, number=number, type=ftype,
-                          label=_F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL)
+    def field(
+        msg, name, number, ftype, *, repeated=False, type_name=None, packed=False, oneof_index=None
+    ):
+        f = msg.field.add(
+            name=name,
+            number=number,
+            type=ftype,
+            label=_F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL,
+        )
         if type_name:
             f.type_name = pkg + type_name
         if packed:
@@ -64,8 +82,7 @@ def _file_descriptor_proto() -> descriptor_pb2.FileDescriptorProto:
         entry.options.map_entry = True
         field(entry, "key", 1, _F.TYPE_STRING)
         field(entry, "value", 2, _F.TYPE_MESSAGE, type_name=value_type)
-        field(msg, name, 1, _F.TYPE_MESSAGE, repeated=True,
-              type_name=msg.name + "." + entry_name)
+        field(msg, name, 1, _F.TYPE_MESSAGE, repeated=True, type_name=msg.name + "." + entry_name)
 
     field(message("BytesList"), "value", 1, _F.TYPE_BYTES, repeated=True)
     field(message("FloatList"), "value", 1, _F.TYPE_FLOAT, repeated=True, packed=True)
@@ -75,8 +92,7 @@ def _file_descriptor_proto() -> descriptor_pb2.FileDescriptorProto:
     for number, kind in enumerate(("BytesList", "FloatList", "Int64List"), start=1):
         field(feature, _KINDS[number - 1], number, _F.TYPE_MESSAGE, type_name=kind, oneof_index=0)
     map_field(message("Features"), "feature", "FeatureEntry", "Feature")
-    field(message("FeatureList"), "feature", 1, _F.TYPE_MESSAGE, repeated=True,
-          type_name="Feature")
+    field(message("FeatureList"), "feature", 1, _F.TYPE_MESSAGE, repeated=True, type_name="Feature")
     map_field(message("FeatureLists"), "feature_list", "FeatureListEntry", "FeatureList")
     field(message("Example"), "features", 1, _F.TYPE_MESSAGE, type_name="Features")
     seq = message("SequenceExample")
@@ -93,9 +109,11 @@ def _message_class(name: str):
     desc = DESCRIPTOR_POOL.FindMessageTypeByName(PROTO_PACKAGE + "." + name)
     try:
         from google.protobuf.message_factory import GetMessageClass  # protobuf >= 4.22
+
         cls = GetMessageClass(desc)
     except ImportError:  # protobuf < 4.22 (4.21.12 has no GetMessageClass)
         from google.protobuf.message_factory import MessageFactory
+
         cls = MessageFactory(DESCRIPTOR_POOL).GetPrototype(desc)
     # Pickle finds classes by module and name: make that this module.
     cls.__module__ = __name__
@@ -116,6 +134,7 @@ SequenceExample = _message_class("SequenceExample")
 
 # ---- conversions --------------------------------------------------------------------------------
 
+
 def as_serialized(obj) -> Any:
     """The serialized bytes of `obj`: a bytes-like object as is, else ``obj.SerializeToString()``
     (any protobuf message: ours, TensorFlow's, the tfrecord package's). TypeError otherwise."""
@@ -127,8 +146,9 @@ def as_serialized(obj) -> Any:
     try:
         memoryview(obj)
     except TypeError:
-        raise TypeError("expected a bytes-like object or a protobuf message, not %s"
-                        % type(obj).__name__) from None
+        raise TypeError(
+            "expected a bytes-like object or a protobuf message, not %s" % type(obj).__name__
+        ) from None
     return obj
 
 
@@ -217,8 +237,10 @@ def _feature(value) -> Message:
         return _array_feature(np.asarray(value))
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     if not values:
-        raise ValueError("empty list: its type is unknown; pass a typed numpy array "
-                         "(e.g. np.array([], np.int64)) or a Feature")
+        raise ValueError(
+            "empty list: its type is unknown; pass a typed numpy array "
+            "(e.g. np.array([], np.int64)) or a Feature"
+        )
     kinds = {_scalar_kind(v) for v in values}
     if None in kinds:
         bad = next(v for v in values if _scalar_kind(v) is None)

@@ -20,8 +20,17 @@ from .storage.sniff import Replay as _Replay
 from .storage.sniff import read_head as _read_head
 from .storage.sniff import sniff_compression
 
-__all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "read_batches",
-           "count_records", "detect_compression", "expand_pattern", "COMPRESSIONS"]
+__all__ = [
+    "TFRecordReader",
+    "TFRecordWriter",
+    "RecordBatch",
+    "read_records",
+    "read_batches",
+    "count_records",
+    "detect_compression",
+    "expand_pattern",
+    "COMPRESSIONS",
+]
 
 # Records and payload bytes per batch when iterating, and by default for read_batch(): enough to
 # amortise the GIL hand-off, small enough that a batch buffer freed by Python comes back warm in
@@ -29,11 +38,12 @@ __all__ = ["TFRecordReader", "TFRecordWriter", "RecordBatch", "read_records", "r
 ITER_BATCH_RECORDS = 16384
 ITER_BATCH_BYTES = 512 << 10
 DEFAULT_BUFFER_SIZE = 1 << 20
-_UNLIMITED = (1 << 62)
+_UNLIMITED = 1 << 62
 
 # A path or URL, bytes-like data, or a binary file-like object (sys.stdin.buffer, fsspec files).
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase", BinaryIO,
-               Location, Any]
+Source = Union[
+    str, os.PathLike, bytes, bytearray, memoryview, "io.BufferedIOBase", BinaryIO, Location, Any
+]
 
 
 # What the ``compression`` arguments accept (any case; None is "none"). "auto" is for reading only.
@@ -68,18 +78,23 @@ def normalize_compression(compression: Optional[str], *, auto: bool = True) -> s
     if compression is None:
         return ""
     if not isinstance(compression, str):
-        raise TypeError(f"compression must be None or one of {_listed(choices)}, "
-                        f"not {type(compression).__name__}")
+        raise TypeError(
+            f"compression must be None or one of {_listed(choices)}, "
+            f"not {type(compression).__name__}"
+        )
     name = compression.lower()
     if name in ("", "none"):
         return ""
     if name == "auto" and not auto:
-        raise ValueError(f"compression={compression!r} is for reading (it detects how an "
-                         f"existing file is compressed); to write, use None or one of "
-                         f"{_listed(choices)}")
+        raise ValueError(
+            f"compression={compression!r} is for reading (it detects how an "
+            f"existing file is compressed); to write, use None or one of "
+            f"{_listed(choices)}"
+        )
     if name not in choices:
-        raise ValueError(f"unknown compression {compression!r}: use None or one of "
-                         f"{_listed(choices)}")
+        raise ValueError(
+            f"unknown compression {compression!r}: use None or one of {_listed(choices)}"
+        )
     return name
 
 
@@ -166,8 +181,10 @@ def _check_binary(file) -> None:
     mode = getattr(file, "mode", None)  # an open() mode without "b", as tempfile's are
     text_mode = isinstance(mode, str) and mode != "" and set(mode) <= set("rwaxt+")
     if isinstance(file, io.TextIOBase) or text_mode:
-        raise TypeError(f"{_file_name(file)} is a text-mode file: open it in binary mode "
-                        "(open(path, 'rb') / open(path, 'wb'))")
+        raise TypeError(
+            f"{_file_name(file)} is a text-mode file: open it in binary mode "
+            "(open(path, 'rb') / open(path, 'wb'))"
+        )
 
 
 def expand_pattern(path, *, storage_options=None, filesystem=None) -> list:
@@ -201,8 +218,10 @@ def expand_pattern(path, *, storage_options=None, filesystem=None) -> list:
 def _expand(path, storage_options=None, filesystem=None) -> list:
     """For modules not yet on the storage layer: expand_pattern, local files as str and remote
     ones as Locations (which carry their store)."""
-    return [loc if loc.os_path is None else loc.os_path
-            for loc in expand(path, storage_options, filesystem)]
+    return [
+        loc if loc.os_path is None else loc.os_path
+        for loc in expand(path, storage_options, filesystem)
+    ]
 
 
 def path_exists(path) -> bool:
@@ -266,8 +285,10 @@ def _one_path(path, storage_options=None, filesystem=None) -> Location:
     """A path, or a pattern matching exactly one file, for what reads one file."""
     paths = expand(path, storage_options, filesystem)
     if len(paths) > 1:
-        raise ValueError(f"{_display(path)!r} matches {len(paths)} files ({paths[0]}, ...); "
-                         "this reads one file: use read_records() or read_examples() for several")
+        raise ValueError(
+            f"{_display(path)!r} matches {len(paths)} files ({paths[0]}, ...); "
+            "this reads one file: use read_records() or read_examples() for several"
+        )
     return paths[0]
 
 
@@ -328,32 +349,72 @@ class TFRecordReader:
         While reading: a remote object was rewritten.
     """
 
-    def __init__(self, source: Source, compression: Optional[str] = None, *, verify: bool = True,
-                 copy: bool = False, buffer_size: int = DEFAULT_BUFFER_SIZE,
-                 skip_corrupt: bool = False, storage_options=None, filesystem=None):
-        self._open(source, compression, verify, copy, buffer_size, skip_corrupt,
-                   storage_options, filesystem, None)
+    def __init__(
+        self,
+        source: Source,
+        compression: Optional[str] = None,
+        *,
+        verify: bool = True,
+        copy: bool = False,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        skip_corrupt: bool = False,
+        storage_options=None,
+        filesystem=None,
+    ):
+        self._open(
+            source,
+            compression,
+            verify,
+            copy,
+            buffer_size,
+            skip_corrupt,
+            storage_options,
+            filesystem,
+            None,
+        )
 
     @classmethod
     def _of_stream(cls, location: Location, stream, compression, **options) -> "TFRecordReader":
         """A reader of ``location`` through a stream of it opened already (by a ReadAhead over
         a list of files, or for a planned range of it); the reader closes the stream."""
         reader = cls.__new__(cls)
-        reader._open(location, compression, options.get("verify", True),
-                     options.get("copy", False), options.get("buffer_size", DEFAULT_BUFFER_SIZE),
-                     options.get("skip_corrupt", False), None, None, stream)
+        reader._open(
+            location,
+            compression,
+            options.get("verify", True),
+            options.get("copy", False),
+            options.get("buffer_size", DEFAULT_BUFFER_SIZE),
+            options.get("skip_corrupt", False),
+            None,
+            None,
+            stream,
+        )
         return reader
 
-    def _open(self, source, compression, verify, copy, buffer_size, skip_corrupt,
-              storage_options, filesystem, stream) -> None:
+    def _open(
+        self,
+        source,
+        compression,
+        verify,
+        copy,
+        buffer_size,
+        skip_corrupt,
+        storage_options,
+        filesystem,
+        stream,
+    ) -> None:
         compression = normalize_compression(compression)
         self._skipped: list = []
         self._owned = None  # a file this reader opened and must close
         self._location: Optional[Location] = None  # a store object that may change under us
         options: Dict[str, Any] = dict(
-            verify=bool(verify), copy=bool(copy), buffer_size=int(buffer_size),
-            batch_records=ITER_BATCH_RECORDS, batch_bytes=ITER_BATCH_BYTES,
-            skip_corrupt=bool(skip_corrupt))
+            verify=bool(verify),
+            copy=bool(copy),
+            buffer_size=int(buffer_size),
+            batch_records=ITER_BATCH_RECORDS,
+            batch_bytes=ITER_BATCH_BYTES,
+            skip_corrupt=bool(skip_corrupt),
+        )
         if _is_path(source):
             source = _one_path(source, storage_options, filesystem)
             name = source.name
@@ -363,17 +424,21 @@ class TFRecordReader:
         elif _is_bytes_like(source):
             name = "<memory>"
         else:
-            raise TypeError("source must be a path (str or os.PathLike), a bytes-like object or "
-                            f"a binary file-like object, not {type(source).__name__}" +
-                            (": for several files use read_records()"
-                             if isinstance(source, (list, tuple)) else ""))
+            raise TypeError(
+                "source must be a path (str or os.PathLike), a bytes-like object or "
+                f"a binary file-like object, not {type(source).__name__}"
+                + (
+                    ": for several files use read_records()"
+                    if isinstance(source, (list, tuple))
+                    else ""
+                )
+            )
         try:
             if isinstance(source, Location):
                 location = source
                 source = location.os_path if stream is None else None
                 if source is None:  # read through a stream (read-ahead, or a planned range)
-                    self._owned = source = stream if stream is not None else \
-                        location.open_input()
+                    self._owned = source = stream if stream is not None else location.open_input()
                     if location.store.whole_objects:
                         self._location = location
             if compression == "auto":  # look at the first bytes (not consuming them)
@@ -382,15 +447,18 @@ class TFRecordReader:
             self.compression = compression  # as read: "", "gzip" or "zlib" ("auto" resolved)
             self.compressed = bool(compression)
             if isinstance(source, str):
-                self._reader = _core.RecordReader.open_path(source, compression=compression,
-                                                            **options)
+                self._reader = _core.RecordReader.open_path(
+                    source, compression=compression, **options
+                )
             elif _is_file_like(source):
-                self._reader = _core.RecordReader.open_file(source, name,
-                                                            compression=compression, **options)
+                self._reader = _core.RecordReader.open_file(
+                    source, name, compression=compression, **options
+                )
             else:
                 data: Any = source  # bytes-like: checked by the extension
-                self._reader = _core.RecordReader.open_memory(data, name,
-                                                              compression=compression, **options)
+                self._reader = _core.RecordReader.open_memory(
+                    data, name, compression=compression, **options
+                )
         except BaseException:
             self._close_owned()
             raise
@@ -417,14 +485,19 @@ class TFRecordReader:
         try:
             now = location.store.stat(location.path)
         except FileNotFoundError:
-            return ObjectChangedError("it no longer exists", path=location.name,
-                                      offset=error.offset, pinned=False)
+            return ObjectChangedError(
+                "it no longer exists", path=location.name, offset=error.offset, pinned=False
+            )
         except Exception:  # cannot tell: the damage is what we know
             return error
         if before is None or not before.differs(now):
             return error
-        return ObjectChangedError(f"{before.version} when the read started, now {now.version}",
-                                  path=location.name, offset=error.offset, pinned=False)
+        return ObjectChangedError(
+            f"{before.version} when the read started, now {now.version}",
+            path=location.name,
+            offset=error.offset,
+            pinned=False,
+        )
 
     def _checked(self, call, *args):
         try:
@@ -488,8 +561,9 @@ class TFRecordReader:
     def __next__(self) -> Union[memoryview, bytes]:
         return self._checked(next, self._reader)
 
-    def read_batch(self, max_records: Optional[int] = None,
-                   max_bytes: Optional[int] = None) -> RecordBatch:
+    def read_batch(
+        self, max_records: Optional[int] = None, max_bytes: Optional[int] = None
+    ) -> RecordBatch:
         """Reads up to ``max_records`` records, stopping once they hold ``max_bytes`` of payload.
 
         With neither limit given, a batch holds up to 512 KiB. A single record larger than
@@ -518,8 +592,13 @@ class TFRecordReader:
             max_bytes = ITER_BATCH_BYTES
         return self._checked(self._reader.read_batch, _limit(max_records), _limit(max_bytes))
 
-    def iter_batches(self, max_records: Optional[int] = None, max_bytes: Optional[int] = None,
-                     *, num_threads: Optional[int] = None) -> Iterator[RecordBatch]:
+    def iter_batches(
+        self,
+        max_records: Optional[int] = None,
+        max_bytes: Optional[int] = None,
+        *,
+        num_threads: Optional[int] = None,
+    ) -> Iterator[RecordBatch]:
         """Yields batches from :meth:`read_batch` until the end of the file.
 
         With ``num_threads`` > 1 (default: from the number of cores) the next batch is read on an
@@ -653,16 +732,21 @@ def _sources(paths, storage_options=None, filesystem=None, expand_one=expand) ->
     if _is_file_like(paths) or _is_bytes_like(paths):
         return [paths]
     if paths is None or not hasattr(paths, "__iter__"):
-        raise TypeError("paths must be a path or glob pattern (str or os.PathLike), a bytes-like "
-                        "object, a binary file-like object, or a list of them, not "
-                        f"{type(paths).__name__}")
+        raise TypeError(
+            "paths must be a path or glob pattern (str or os.PathLike), a bytes-like "
+            "object, a binary file-like object, or a list of them, not "
+            f"{type(paths).__name__}"
+        )
     sources: list = []
     for source in paths:
         if source is None:
-            raise TypeError("None in the list of paths: each must be a path or glob pattern, "
-                            "a bytes-like object or a binary file-like object")
-        sources.extend(expand_one(source, storage_options, filesystem) if _is_path(source)
-                       else [source])
+            raise TypeError(
+                "None in the list of paths: each must be a path or glob pattern, "
+                "a bytes-like object or a binary file-like object"
+            )
+        sources.extend(
+            expand_one(source, storage_options, filesystem) if _is_path(source) else [source]
+        )
     return sources
 
 
@@ -679,8 +763,9 @@ class _Opener:
 
     def __init__(self, sources: list):
         self.sources = sources
-        streamed = [k for k, s in enumerate(sources)
-                    if isinstance(s, Location) and s.os_path is None]
+        streamed = [
+            k for k, s in enumerate(sources) if isinstance(s, Location) and s.os_path is None
+        ]
         self._slot = {k: j for j, k in enumerate(streamed)}
         self._ahead = ReadAhead([sources[k] for k in streamed]) if streamed else None
 
@@ -705,11 +790,18 @@ class _Opener:
             self._ahead.close()
 
 
-def read_records(paths, compression: Optional[str] = None, *, verify: bool = True,
-                 copy: bool = False, skip_corrupt: bool = False,
-                 on_skip: Optional[Callable[[DataLossError], None]] = None,
-                 num_threads: Optional[int] = None,
-                 storage_options=None, filesystem=None) -> Iterator[Union[memoryview, bytes]]:
+def read_records(
+    paths,
+    compression: Optional[str] = None,
+    *,
+    verify: bool = True,
+    copy: bool = False,
+    skip_corrupt: bool = False,
+    on_skip: Optional[Callable[[DataLossError], None]] = None,
+    num_threads: Optional[int] = None,
+    storage_options=None,
+    filesystem=None,
+) -> Iterator[Union[memoryview, bytes]]:
     """Yields every record of one source or of a list of them, in order.
 
     Paths may be glob patterns (``"train-*.tfrecord"``, matches sorted) and URLs
@@ -769,17 +861,33 @@ def read_records(paths, compression: Optional[str] = None, *, verify: bool = Tru
     if num_threads == 1:
         readers = _open_each(opener, compression, verify, copy, skip_corrupt, on_skip)
         return itertools.chain.from_iterable(readers)  # C-level chaining: no Python per record
-    batches = _parallel_batches(opener, compression, verify, skip_corrupt, on_skip, None,
-                                ITER_BATCH_BYTES, num_threads, None)
+    batches = _parallel_batches(
+        opener,
+        compression,
+        verify,
+        skip_corrupt,
+        on_skip,
+        None,
+        ITER_BATCH_BYTES,
+        num_threads,
+        None,
+    )
     return itertools.chain.from_iterable(batch.__iter__(copy) for batch in batches)
 
 
-def read_batches(paths, compression: Optional[str] = None, *, max_records: Optional[int] = None,
-                 max_bytes: Optional[int] = None, verify: bool = True,
-                 skip_corrupt: bool = False,
-                 on_skip: Optional[Callable[[DataLossError], None]] = None,
-                 num_threads: Optional[int] = None,
-                 storage_options=None, filesystem=None) -> Iterator[RecordBatch]:
+def read_batches(
+    paths,
+    compression: Optional[str] = None,
+    *,
+    max_records: Optional[int] = None,
+    max_bytes: Optional[int] = None,
+    verify: bool = True,
+    skip_corrupt: bool = False,
+    on_skip: Optional[Callable[[DataLossError], None]] = None,
+    num_threads: Optional[int] = None,
+    storage_options=None,
+    filesystem=None,
+) -> Iterator[RecordBatch]:
     """Yields the records of one source or of a list of them as RecordBatches, in order (no
     batch spans two files): :meth:`TFRecordReader.iter_batches` over several files, with
     ``max_records`` / ``max_bytes`` as for :meth:`~TFRecordReader.read_batch` and the other
@@ -828,13 +936,30 @@ def read_batches(paths, compression: Optional[str] = None, *, max_records: Optio
     compression = normalize_compression(compression)
     if max_records is None and max_bytes is None:
         max_bytes = ITER_BATCH_BYTES
-    return _parallel_batches(_Opener(_sources(paths, storage_options, filesystem)), compression,
-                             verify, skip_corrupt, on_skip or _warn_skip, max_records, max_bytes,
-                             _pipeline.check_threads(num_threads), None)
+    return _parallel_batches(
+        _Opener(_sources(paths, storage_options, filesystem)),
+        compression,
+        verify,
+        skip_corrupt,
+        on_skip or _warn_skip,
+        max_records,
+        max_bytes,
+        _pipeline.check_threads(num_threads),
+        None,
+    )
 
 
-def _file_batches(opener: _Opener, k: int, compression, verify, skip_corrupt, on_skip,
-                  max_records, max_bytes, pool=None) -> Iterator[RecordBatch]:
+def _file_batches(
+    opener: _Opener,
+    k: int,
+    compression,
+    verify,
+    skip_corrupt,
+    on_skip,
+    max_records,
+    max_bytes,
+    pool=None,
+) -> Iterator[RecordBatch]:
     """The batches of source k, opened on the first next() (in the thread reading it)."""
     reader = opener.reader(k, compression, verify=verify, skip_corrupt=skip_corrupt)
     try:
@@ -847,17 +972,30 @@ def _file_batches(opener: _Opener, k: int, compression, verify, skip_corrupt, on
             on_skip(error)
 
 
-def _parallel_batches(opener: _Opener, compression, verify, skip_corrupt, on_skip, max_records,
-                      max_bytes, num_threads, pool) -> Iterator[RecordBatch]:
+def _parallel_batches(
+    opener: _Opener,
+    compression,
+    verify,
+    skip_corrupt,
+    on_skip,
+    max_records,
+    max_bytes,
+    num_threads,
+    pool,
+) -> Iterator[RecordBatch]:
     """The batches of every source in order: with num_threads > 1 several files at once (each on
     its own thread), or one file read ahead on an I/O thread."""
+
     def read(k):
-        return _file_batches(opener, k, compression, verify, skip_corrupt, on_skip, max_records,
-                             max_bytes, pool)
+        return _file_batches(
+            opener, k, compression, verify, skip_corrupt, on_skip, max_records, max_bytes, pool
+        )
+
     files = range(len(opener))
     if num_threads > 1 and len(opener) > 1:
-        batches = _pipeline.files_in_parallel(read, files, min(num_threads, len(opener)),
-                                              size_of=_pipeline.nbytes)
+        batches = _pipeline.files_in_parallel(
+            read, files, min(num_threads, len(opener)), size_of=_pipeline.nbytes
+        )
     else:
         batches = _pipeline.files_in_parallel(read, files, 1)
         if num_threads != 1:
@@ -876,8 +1014,9 @@ def _warn_skip(error: DataLossError) -> None:
 def _open_each(opener: _Opener, compression, verify, copy, skip_corrupt, on_skip):
     try:
         for k in range(len(opener)):
-            reader = opener.reader(k, compression, verify=verify, copy=copy,
-                                   skip_corrupt=skip_corrupt)
+            reader = opener.reader(
+                k, compression, verify=verify, copy=copy, skip_corrupt=skip_corrupt
+            )
             try:
                 yield iter(reader)
             finally:
@@ -888,8 +1027,14 @@ def _open_each(opener: _Opener, compression, verify, copy, skip_corrupt, on_skip
         opener.close()
 
 
-def count_records(paths, compression: Optional[str] = None, *, verify: bool = True,
-                  storage_options=None, filesystem=None) -> int:
+def count_records(
+    paths,
+    compression: Optional[str] = None,
+    *,
+    verify: bool = True,
+    storage_options=None,
+    filesystem=None,
+) -> int:
     """Counts the records of one source or of a list of them (paths may be glob patterns or
     URLs), reading only record headers (a remote file is streamed: skipping costs requests).
 
@@ -965,9 +1110,16 @@ class TFRecordWriter:
         The file cannot be created; later, a failed write (the writer then refuses more).
     """
 
-    def __init__(self, destination, compression: Optional[str] = None, *,
-                 level: Optional[int] = None, buffer_size: int = DEFAULT_BUFFER_SIZE,
-                 storage_options=None, filesystem=None):
+    def __init__(
+        self,
+        destination,
+        compression: Optional[str] = None,
+        *,
+        level: Optional[int] = None,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        storage_options=None,
+        filesystem=None,
+    ):
         compression = normalize_compression(compression, auto=False)
         level = -1 if level is None else int(level)
         self._owned = None  # an output this writer opened: closed (published) by close()
@@ -976,22 +1128,27 @@ class TFRecordWriter:
         if _is_path(destination):
             location = resolve(destination, storage_options, filesystem)
             if location.os_path is not None:
-                self._writer = _core.RecordWriter.create_path(location.os_path, compression,
-                                                              level, int(buffer_size))
+                self._writer = _core.RecordWriter.create_path(
+                    location.os_path, compression, level, int(buffer_size)
+                )
             else:
                 self._owned = location.open_output()
                 try:
                     self._writer = _core.RecordWriter.create_file(
-                        self._owned, location.name, compression, level, int(buffer_size))
+                        self._owned, location.name, compression, level, int(buffer_size)
+                    )
                 except BaseException:
                     _abandon(self._owned)
                     raise
         elif hasattr(destination, "write"):
-            self._writer = _core.RecordWriter.create_file(destination, _file_name(destination),
-                                                          compression, level, int(buffer_size))
+            self._writer = _core.RecordWriter.create_file(
+                destination, _file_name(destination), compression, level, int(buffer_size)
+            )
         else:
-            raise TypeError("destination must be a path (str or os.PathLike) or a binary "
-                            f"file-like object, not {type(destination).__name__}")
+            raise TypeError(
+                "destination must be a path (str or os.PathLike) or a binary "
+                f"file-like object, not {type(destination).__name__}"
+            )
         self._closed = False
         if type(self).write is TFRecordWriter.write:  # (a subclass's own write() stays)
             # The engine's method itself: a record costs one C call, not a Python frame too.
@@ -1047,6 +1204,7 @@ class TFRecordWriter:
             A value that cannot be encoded, as for :func:`~tfrec_fast.encode_example`.
         """
         from .encode import encode_example
+
         self._writer.write(encode_example(features))
 
     def write_examples(self, columns, n: Optional[int] = None) -> None:
@@ -1067,6 +1225,7 @@ class TFRecordWriter:
             As for :func:`~tfrec_fast.encode_examples`.
         """
         from .encode import encode_examples
+
         self._writer.write_batch(encode_examples(columns, n))
 
     def flush(self, sync: bool = False) -> None:

@@ -33,15 +33,27 @@ import numpy as np
 
 from ._core import FRAMING_SIZE, RecordBatch
 from .encode import encode_example, encode_examples
-from .spec import spec_from_json, spec_to_json
 from .index import write_index
-from .manifest import (MANIFEST_FORMAT, MANIFEST_VERSION, manifest_data, read_manifest,
-                       write_manifest)
+from .manifest import (
+    MANIFEST_FORMAT,
+    MANIFEST_VERSION,
+    manifest_data,
+    read_manifest,
+    write_manifest,
+)
 from .records import DEFAULT_BUFFER_SIZE, TFRecordWriter, normalize_compression
+from .spec import spec_from_json, spec_to_json
 from .storage import Location, Store, resolve, resolve_beside
 
-__all__ = ["ShardedWriter", "read_manifest", "spec_to_json", "spec_from_json",
-           "DEFAULT_SHARD_BYTES", "MANIFEST_FORMAT", "MANIFEST_VERSION"]
+__all__ = [
+    "ShardedWriter",
+    "read_manifest",
+    "spec_to_json",
+    "spec_from_json",
+    "DEFAULT_SHARD_BYTES",
+    "MANIFEST_FORMAT",
+    "MANIFEST_VERSION",
+]
 
 DEFAULT_SHARD_BYTES = 128 << 20  # framed, uncompressed: TensorFlow's advice is 100-200 MB files
 
@@ -74,18 +86,25 @@ class _Naming:
             raise ValueError(
                 "a shard name pattern needs exactly two printf integer fields (shard number, "
                 "total) and no other % field (%% is a literal %), e.g. "
-                f"'out/train-%05d-of-%05d.tfrecord'; got {pattern!r}")
+                f"'out/train-%05d-of-%05d.tfrecord'; got {pattern!r}"
+            )
         first, second = fields
         self.store = store
         self.directory = directory
         self.pattern = pattern
-        self._head = _unescape(pattern[:first.start()])
+        self._head = _unescape(pattern[: first.start()])
         self._number = first.group()
-        self._tail = _unescape(pattern[second.end():])
-        mid = _unescape(pattern[first.end():second.start()])
+        self._tail = _unescape(pattern[second.end() :])
+        mid = _unescape(pattern[first.end() : second.start()])
         number = r" *[+-]?\d+"  # what an integer field can print
-        self._family = re.compile(re.escape(self._head) + number + re.escape(mid) + number +
-                                  re.escape(self._tail) + r"(?:\.idx)?")
+        self._family = re.compile(
+            re.escape(self._head)
+            + number
+            + re.escape(mid)
+            + number
+            + re.escape(self._tail)
+            + r"(?:\.idx)?"
+        )
         # Names the default manifest: the text before the first field, e.g. "train".
         self.stem = stem if stem is not None else self._head.rstrip("-_. ") or "shards"
 
@@ -98,13 +117,15 @@ class _Naming:
             return cls(store, store.abspath(path), pattern, prefix)
         directory, base = store.split(path)
         if any(m.group() != "%%" for m in _FIELD.finditer(directory)):
-            raise ValueError(f"the shard number fields must be in the file name, not in the "
-                             f"directory: {path!r}")
+            raise ValueError(
+                f"the shard number fields must be in the file name, not in the directory: {path!r}"
+            )
         if "%" not in base:
             raise ValueError(
                 "without prefix=, path must be a file name pattern with two integer fields, "
                 f"e.g. 'out/train-%05d-of-%05d.tfrecord'; got {path!r} (to name shards in a "
-                "directory, pass prefix=)")
+                "directory, pass prefix=)"
+            )
         return cls(store, store.abspath(_unescape(directory) or "."), base)
 
     def final(self, i: int, n: int) -> str:
@@ -112,17 +133,20 @@ class _Naming:
 
     def temp(self, i: int, token: str) -> str:
         # Hidden, and without the total (unknown yet); same directory, so os.replace is atomic.
-        return self.store.join(self.directory,
-                               f".{self._head}{self._number % i}{self._tail}.tmp-{token}")
+        return self.store.join(
+            self.directory, f".{self._head}{self._number % i}{self._tail}.tmp-{token}"
+        )
 
     def default_manifest(self) -> str:
         return self.store.join(self.directory, f"{self.stem}.manifest.json")
 
     def family(self) -> List[str]:
         """Existing shard files (and their .idx files) of this naming, by any total."""
-        return sorted(self.store.join(self.directory, name)
-                      for name in self.store.listdir(self.directory)
-                      if self._family.fullmatch(name))
+        return sorted(
+            self.store.join(self.directory, name)
+            for name in self.store.listdir(self.directory)
+            if self._family.fullmatch(name)
+        )
 
 
 def _check_plain_name(what: str, name, *, allow_empty: bool) -> None:
@@ -134,6 +158,7 @@ def _check_plain_name(what: str, name, *, allow_empty: bool) -> None:
 
 
 # ---- where the output goes ---------------------------------------------------------------------
+
 
 class _Output:
     """Where a ShardedWriter (and Ray's datasink) puts its files: a store of tfrec_fast.storage
@@ -189,6 +214,7 @@ def _store_for(path, storage_options, filesystem) -> Tuple[_Output, str]:
 
 
 # ---- the writer --------------------------------------------------------------------------------
+
 
 class _Shard:
     """One shard: its temporary path, final path once renamed, writer (None once finished) and
@@ -313,13 +339,26 @@ class ShardedWriter:
         An existing output of the same naming, without ``overwrite``.
     """
 
-    def __init__(self, path: PathLike, prefix: Optional[str] = None, *,
-                 num_shards: Optional[int] = None, max_bytes_per_shard: Optional[int] = None,
-                 records_per_shard: Optional[int] = None, compression: Optional[str] = None,
-                 level: Optional[int] = None, suffix: str = ".tfrecord", index: bool = False,
-                 manifest: Union[bool, PathLike] = True, spec=None, overwrite: bool = False,
-                 sync: bool = True, protect: Iterable[PathLike] = (), storage_options=None,
-                 filesystem=None):
+    def __init__(
+        self,
+        path: PathLike,
+        prefix: Optional[str] = None,
+        *,
+        num_shards: Optional[int] = None,
+        max_bytes_per_shard: Optional[int] = None,
+        records_per_shard: Optional[int] = None,
+        compression: Optional[str] = None,
+        level: Optional[int] = None,
+        suffix: str = ".tfrecord",
+        index: bool = False,
+        manifest: Union[bool, PathLike] = True,
+        spec=None,
+        overwrite: bool = False,
+        sync: bool = True,
+        protect: Iterable[PathLike] = (),
+        storage_options=None,
+        filesystem=None,
+    ):
         self._store, where = _store_for(path, storage_options, filesystem)
         self._naming = _Naming.from_args(self._store, where, prefix, suffix)
         self._compression = normalize_compression(compression, auto=False)
@@ -328,16 +367,19 @@ class ShardedWriter:
         max_bytes = _positive("max_bytes_per_shard", max_bytes_per_shard)
         max_records = _positive("records_per_shard", records_per_shard)
         if self._num_shards is not None and (max_bytes, max_records) != (None, None):
-            raise ValueError("num_shards cannot be combined with max_bytes_per_shard or "
-                             "records_per_shard")
+            raise ValueError(
+                "num_shards cannot be combined with max_bytes_per_shard or records_per_shard"
+            )
         if self._num_shards is None and max_bytes is None and max_records is None:
             max_bytes = DEFAULT_SHARD_BYTES
         self._max_bytes = _UNLIMITED if max_bytes is None else max_bytes
         self._max_records = _UNLIMITED if max_records is None else max_records
         self._index = bool(index)
         if self._index and self._compression:
-            raise ValueError(f"index=True needs uncompressed shards (compression is "
-                             f"{self._compression!r}): index files address uncompressed bytes")
+            raise ValueError(
+                f"index=True needs uncompressed shards (compression is "
+                f"{self._compression!r}): index files address uncompressed bytes"
+            )
         self._spec = spec_to_json(spec)  # fails now, not after hours of writing
         if manifest is True:
             self._manifest: Optional[str] = self._naming.default_manifest()
@@ -355,8 +397,9 @@ class ShardedWriter:
         self._token = secrets.token_hex(4)
         self._buffer_size = DEFAULT_BUFFER_SIZE
         if self._num_shards is not None:
-            self._buffer_size = max(_MIN_BUFFER, min(DEFAULT_BUFFER_SIZE,
-                                                     _ROUND_ROBIN_BUFFERS // self._num_shards))
+            self._buffer_size = max(
+                _MIN_BUFFER, min(DEFAULT_BUFFER_SIZE, _ROUND_ROBIN_BUFFERS // self._num_shards)
+            )
         # Round robin: one slot per shard, opened on first use. Size cutting: appended in order.
         self._parts: List[Optional[_Shard]] = [None] * (self._num_shards or 0)
         self._records = 0
@@ -491,7 +534,7 @@ class ShardedWriter:
             with self._failing():
                 # The whole batch as it is when it fits: the writer's fast path for a RecordBatch.
                 part.open_writer.write_batch(batch if take == len(batch) else islice(rest, take))
-            self._count(part, sizes[p:p + take])
+            self._count(part, sizes[p : p + take])
             p += take
 
     def _part_for(self, size: int) -> _Shard:
@@ -499,8 +542,9 @@ class ShardedWriter:
         if self._num_shards is not None:
             return self._round_robin_part(self._records % self._num_shards)
         part = self._current()
-        if part.records and (part.bytes + size > self._max_bytes or
-                             part.records >= self._max_records):
+        if part.records and (
+            part.bytes + size > self._max_bytes or part.records >= self._max_records
+        ):
             self._finish_current()
             part = self._current()
         return part
@@ -529,8 +573,10 @@ class ShardedWriter:
         location = resolve_beside(manifest, storage_options, filesystem)
         store, path = _Output(location.store), location.path
         if not store.same_store(self._store.store):
-            raise ValueError("the manifest must be in the same storage as the shards "
-                             "(both local, or both remote)")
+            raise ValueError(
+                "the manifest must be in the same storage as the shards "
+                "(both local, or both remote)"
+            )
         return store.abspath(path)
 
     def _open(self, i: int) -> _Shard:
@@ -566,8 +612,10 @@ class ShardedWriter:
         if self._state != "open":
             raise ValueError("write to a closed ShardedWriter")
         if self._error is not None:
-            raise RuntimeError("an earlier write to this ShardedWriter failed; close it and "
-                               "see partial_paths for what was written") from self._error
+            raise RuntimeError(
+                "an earlier write to this ShardedWriter failed; close it and "
+                "see partial_paths for what was written"
+            ) from self._error
 
     # -- finishing --
 
@@ -593,9 +641,10 @@ class ShardedWriter:
             return self.shards
         if self._state == "aborted" or self._error is not None:
             self._abort()
-            raise RuntimeError("ShardedWriter not finished (a write failed, or it was left by "
-                               f"an exception); completed records are in {self.partial_paths}"
-                               ) from self._error
+            raise RuntimeError(
+                "ShardedWriter not finished (a write failed, or it was left by "
+                f"an exception); completed records are in {self.partial_paths}"
+            ) from self._error
         try:
             self._close_writers(quiet=False)
             self._finish()
@@ -633,23 +682,30 @@ class ShardedWriter:
             part.final = final
         self._shard_bytes = [store.size(final) for final in finals]
         if self._manifest is not None:
-            store.write_json(self._manifest, self._manifest_data(self._manifest, parts),
-                             self._token, self._sync)
+            store.write_json(
+                self._manifest, self._manifest_data(self._manifest, parts), self._token, self._sync
+            )
         self._shards = finals
         self._state = "closed"  # the output is complete from here on
         if self._overwrite:
             self._remove_stale()
         if self._sync:
             store.fsync_directory(self._naming.directory)
-            if self._manifest is not None and \
-                    store.dirname(self._manifest) != self._naming.directory:
+            if (
+                self._manifest is not None
+                and store.dirname(self._manifest) != self._naming.directory
+            ):
                 store.fsync_directory(store.dirname(self._manifest))
 
     def _manifest_data(self, manifest: str, parts: List[_Shard]) -> Dict[str, Any]:
-        return manifest_data(self._store, manifest,
-                             [(part.path, part.records, size)
-                              for part, size in zip(parts, self._shard_bytes)],
-                             self._compression, self._spec, self._index)
+        return manifest_data(
+            self._store,
+            manifest,
+            [(part.path, part.records, size) for part, size in zip(parts, self._shard_bytes)],
+            self._compression,
+            self._spec,
+            self._index,
+        )
 
     def _check_free(self) -> None:
         taken = self._naming.family()
@@ -658,8 +714,10 @@ class ShardedWriter:
             if self._store.exists(manifest):
                 taken.append(manifest)
         if taken:
-            raise FileExistsError(f"{self._store.url(taken[0])} already exists ({len(taken)} "
-                                  "file(s) of this output); pass overwrite=True to replace them")
+            raise FileExistsError(
+                f"{self._store.url(taken[0])} already exists ({len(taken)} "
+                "file(s) of this output); pass overwrite=True to replace them"
+            )
 
     def _check_protected(self, protect: Iterable[PathLike]) -> None:
         """Refuses an output whose files could replace one of ``protect``."""
@@ -667,9 +725,11 @@ class ShardedWriter:
         for keep in protect:
             for output in outputs:
                 if self._store.same(keep, output):
-                    raise ValueError(f"{output} is the input {os.fspath(keep)}: writing this "
-                                     "output would replace it; choose another directory or "
-                                     "prefix")
+                    raise ValueError(
+                        f"{output} is the input {os.fspath(keep)}: writing this "
+                        "output would replace it; choose another directory or "
+                        "prefix"
+                    )
 
     def _remove_stale(self) -> None:
         """Removes shards, indexes and a default manifest of an earlier output by this name."""
@@ -770,6 +830,7 @@ class ShardedWriter:
 
     def __repr__(self) -> str:
         where = self._store.url(self._store.join(self._naming.directory, self._naming.pattern))
-        return (f"<ShardedWriter {where!r} ({self._state}, {self._records} records, "
-                f"{sum(p is not None for p in self._parts)} shards)>")
-
+        return (
+            f"<ShardedWriter {where!r} ({self._state}, {self._records} records, "
+            f"{sum(p is not None for p in self._parts)} shards)>"
+        )

@@ -12,17 +12,30 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["FixedLen", "VarLen", "FixedLenSequence", "VarLenSequence", "Spec", "normalize_spec",
-           "spec_to_json", "spec_from_json"]
+__all__ = [
+    "FixedLen",
+    "VarLen",
+    "FixedLenSequence",
+    "VarLenSequence",
+    "Spec",
+    "normalize_spec",
+    "spec_to_json",
+    "spec_from_json",
+]
 
 _INT64, _FLOAT, _BYTES = _core.Kind.INT64, _core.Kind.FLOAT, _core.Kind.BYTES
 _NUMPY: Dict[_core.Kind, np.dtype] = {_INT64: np.dtype(np.int64), _FLOAT: np.dtype(np.float32)}
 _KIND_DTYPE: Dict[_core.Kind, str] = {_INT64: "int64", _FLOAT: "float32", _BYTES: "bytes"}
 
 _KIND_NAMES = {
-    "int64": _INT64, "int": _INT64,
-    "float32": _FLOAT, "float": _FLOAT,
-    "bytes": _BYTES, "byte": _BYTES, "string": _BYTES, "str": _BYTES,
+    "int64": _INT64,
+    "int": _INT64,
+    "float32": _FLOAT,
+    "float": _FLOAT,
+    "bytes": _BYTES,
+    "byte": _BYTES,
+    "string": _BYTES,
+    "str": _BYTES,
 }
 
 
@@ -41,7 +54,8 @@ def _kind_of(dtype) -> Optional[_core.Kind]:
         raise TypeError(
             f"unknown dtype {dtype!r}: a feature holds 'int64' (or 'int'), 'float32' ('float') "
             "or 'bytes' ('byte', 'string', 'str'); FixedLen also takes any other numpy dtype "
-            "('uint8', 'float16', ...) to read a bytes feature as a raw array") from None
+            "('uint8', 'float16', ...) to read a bytes feature as a raw array"
+        ) from None
     if dt == np.int64:
         return _INT64
     if dt == np.float32:
@@ -76,21 +90,25 @@ class FixedLen(_SpecObject):
     """
 
     def __init__(self, shape=(), dtype="int64", default=None, *, from_bytes: Optional[bool] = None):
-        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(
-            int(d) for d in shape)
+        self.shape = (
+            (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+        )
         kind = _kind_of(dtype)
         self.from_bytes = kind is None if from_bytes is None else bool(from_bytes)
         if self.from_bytes and kind == _BYTES:
             raise ValueError("from_bytes needs a numeric dtype")
         if kind is None and not self.from_bytes:
-            raise ValueError(f"FixedLen dtype {dtype!r} is read from raw bytes: from_bytes=False "
-                             "needs 'int64', 'float32' or 'bytes'")
+            raise ValueError(
+                f"FixedLen dtype {dtype!r} is read from raw bytes: from_bytes=False "
+                "needs 'int64', 'float32' or 'bytes'"
+            )
         self.kind: _core.Kind = _BYTES if self.from_bytes or kind is None else kind
         if self.from_bytes:
             self.dtype: np.dtype = np.dtype(_NUMPY[kind] if kind is not None else dtype)
         else:
-            self.dtype = _NUMPY.get(kind, np.dtype(object)) if kind is not None else \
-                np.dtype(object)
+            self.dtype = (
+                _NUMPY.get(kind, np.dtype(object)) if kind is not None else np.dtype(object)
+            )
         if kind == _BYTES and isinstance(default, str):
             default = default.encode()
         self.default = default
@@ -104,7 +122,15 @@ class FixedLen(_SpecObject):
         if default is not None and not _frozen(default):
             return None  # a list or array could change in place after being summarised
         # repr beside the value: 0.0 == -0.0, but their defaults' bytes differ
-        return (FixedLen, self.kind, self.shape, self.dtype, self.from_bytes, default, repr(default))
+        return (
+            FixedLen,
+            self.kind,
+            self.shape,
+            self.dtype,
+            self.from_bytes,
+            default,
+            repr(default),
+        )
 
 
 class VarLen(_SpecObject):
@@ -119,11 +145,15 @@ class VarLen(_SpecObject):
     def __init__(self, dtype="int64", default=()):
         self.kind = _kind_of(dtype)
         if self.kind is None:
-            raise ValueError(f"VarLen takes int64, float32 or bytes, not {dtype!r} (other "
-                             "numpy dtypes mean a raw bytes array: use FixedLen)")
+            raise ValueError(
+                f"VarLen takes int64, float32 or bytes, not {dtype!r} (other "
+                "numpy dtypes mean a raw bytes array: use FixedLen)"
+            )
         if default is not None and len(default) != 0:
-            raise ValueError("a VarLen default can only be empty ([]): a missing feature has "
-                             "no values; default=None makes the feature required")
+            raise ValueError(
+                "a VarLen default can only be empty ([]): a missing feature has "
+                "no values; default=None makes the feature required"
+            )
         self.default = None if default is None else []
 
     def __repr__(self):
@@ -140,16 +170,21 @@ class _Described(VarLen):
     that is a misspelled name (the ``tfrecord`` package raises KeyError)."""
 
     def __repr__(self):
-        return repr(_KIND_DTYPE[self.kind].replace("int64", "int").replace("float32", "float")
-                    .replace("bytes", "byte"))
+        return repr(
+            _KIND_DTYPE[self.kind]
+            .replace("int64", "int")
+            .replace("float32", "float")
+            .replace("bytes", "byte")
+        )
 
 
 class FixedLenSequence(_SpecObject):
     """A SequenceExample feature list whose every step holds exactly ``prod(shape)`` values."""
 
     def __init__(self, shape=(), dtype="int64"):
-        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(
-            int(d) for d in shape)
+        self.shape = (
+            (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+        )
         self.kind = _kind_of(dtype)
         if self.kind is None:
             raise ValueError(f"FixedLenSequence takes int64, float32 or bytes, not {dtype!r}")
@@ -179,7 +214,6 @@ def _frozen(value) -> bool:
     return isinstance(value, (bytes, str, int, float, np.generic))
 
 
-
 Spec = Union[FixedLen, VarLen]
 
 
@@ -200,8 +234,10 @@ def normalize_spec(spec) -> Dict[str, Optional[Spec]]:
     if isinstance(spec, (list, tuple)):
         return {str(name): None for name in spec}
     if type(spec) is not dict and not isinstance(spec, Mapping):  # (the ABC check is slow)
-        raise TypeError("spec must be a dict {name: FixedLen | VarLen | 'int' | 'float' | "
-                        "'byte'} or a list of feature names, not " + type(spec).__name__)
+        raise TypeError(
+            "spec must be a dict {name: FixedLen | VarLen | 'int' | 'float' | "
+            "'byte'} or a list of feature names, not " + type(spec).__name__
+        )
     out: Dict[str, Optional[Spec]] = {}
     for name, s in spec.items():
         if isinstance(s, (FixedLen, VarLen)) or s is None:
@@ -216,6 +252,7 @@ def normalize_spec(spec) -> Dict[str, Optional[Spec]]:
 
 
 # ---- specs as JSON (manifests, Ray's sinks) ----------------------------------------------
+
 
 def spec_to_json(spec) -> Optional[Dict[str, Any]]:
     """A feature spec (what :func:`~tfrec_fast.parse_examples` takes, plus FixedLenSequence /
@@ -243,9 +280,13 @@ def _feature_to_json(s) -> Optional[Dict[str, Any]]:
     if s is None:
         return None
     if isinstance(s, FixedLen):
-        return {"kind": "FixedLen", "shape": list(s.shape),
-                "dtype": str(s.dtype) if s.from_bytes else _KIND_DTYPE[s.kind],
-                "from_bytes": s.from_bytes, "default": _default_to_json(s)}
+        return {
+            "kind": "FixedLen",
+            "shape": list(s.shape),
+            "dtype": str(s.dtype) if s.from_bytes else _KIND_DTYPE[s.kind],
+            "from_bytes": s.from_bytes,
+            "default": _default_to_json(s),
+        }
     if isinstance(s, FixedLenSequence):
         return {"kind": "FixedLenSequence", "shape": list(s.shape), "dtype": _KIND_DTYPE[s.kind]}
     if isinstance(s, VarLenSequence):
@@ -286,4 +327,3 @@ def _feature_from_json(name: str, f: Mapping[str, Any]):
     if kind == "VarLenSequence":
         return VarLenSequence(f["dtype"])
     raise ValueError(f"feature {name!r}: unknown spec kind {kind!r}")
-

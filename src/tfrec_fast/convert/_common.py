@@ -53,10 +53,12 @@ class ConvertSummary:
         return self.records / self.seconds if self.seconds > 0 else 0.0
 
     def __str__(self) -> str:
-        parts = [f"{self.records} records written to {len(self.shards)} shard"
-                 f"{'' if len(self.shards) == 1 else 's'} ({_human_bytes(self.bytes)}) in "
-                 f"{self.seconds:.2f} s, {self.records_per_second:.1f} records/s",
-                 f"{len(self.skipped)} skipped"]
+        parts = [
+            f"{self.records} records written to {len(self.shards)} shard"
+            f"{'' if len(self.shards) == 1 else 's'} ({_human_bytes(self.bytes)}) in "
+            f"{self.seconds:.2f} s, {self.records_per_second:.1f} records/s",
+            f"{len(self.skipped)} skipped",
+        ]
         if self.ignored:
             parts.append(f"{self.ignored} ignored")
         lines = ["; ".join(parts)]
@@ -122,11 +124,16 @@ class WriteOptions:
     filesystem: Any = None  # an fsspec or pyarrow filesystem the output is on
 
     def __post_init__(self):
-        limits = [n for n in ("num_shards", "shard_size", "records_per_shard")
-                  if getattr(self, n) is not None]
+        limits = [
+            n
+            for n in ("num_shards", "shard_size", "records_per_shard")
+            if getattr(self, n) is not None
+        ]
         if len(limits) > 1:
-            raise ValueError(f"give at most one of num_shards, shard_size, records_per_shard "
-                             f"(got {', '.join(limits)})")
+            raise ValueError(
+                f"give at most one of num_shards, shard_size, records_per_shard "
+                f"(got {', '.join(limits)})"
+            )
         if self.workers < 0:
             raise ValueError(f"workers must be 0 (one per CPU) or more, not {self.workers}")
 
@@ -138,8 +145,7 @@ class WriteOptions:
         """The ShardedWriter keyword arguments these options stand for."""
         return {
             "num_shards": self.num_shards,
-            "max_bytes_per_shard": None if self.shard_size is None else parse_size(
-                self.shard_size),
+            "max_bytes_per_shard": None if self.shard_size is None else parse_size(self.shard_size),
             "records_per_shard": self.records_per_shard,
             "compression": None if self.compression in (None, "none") else self.compression,
             "index": self.index,

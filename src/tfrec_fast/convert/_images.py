@@ -44,8 +44,9 @@ def _pillow():
     try:
         from PIL import Image
     except ImportError:
-        raise ImportError("converting images needs Pillow: pip install 'tfrec_fast[convert]'") \
-            from None
+        raise ImportError(
+            "converting images needs Pillow: pip install 'tfrec_fast[convert]'"
+        ) from None
     return Image
 
 
@@ -67,8 +68,9 @@ def _header(stream: BinaryIO, path: str) -> ImageHeader:
     try:
         with Image.open(stream) as image:
             name = (image.format or "").lower()
-            return ImageHeader(_FORMAT_ALIASES.get(name, name), image.width, image.height,
-                               len(image.getbands()))
+            return ImageHeader(
+                _FORMAT_ALIASES.get(name, name), image.width, image.height, len(image.getbands())
+            )
     except UnidentifiedImageError:  # an unknown format or a corrupt header
         raise BadInputError(path, "not an image (Pillow cannot identify it)") from None
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as error:

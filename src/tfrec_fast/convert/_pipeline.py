@@ -90,8 +90,13 @@ def _executor(workers: int, threads: bool):
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method))
 
 
-def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool,
-              inspect: Optional[Callable[[Any], Any]] = None) -> Generator[Any, None, None]:
+def _outcomes(
+    build,
+    jobs: Sequence[Any],
+    workers: int,
+    threads: bool,
+    inspect: Optional[Callable[[Any], Any]] = None,
+) -> Generator[Any, None, None]:
     """build(job) for each job, in job order; with workers > 1 run ahead in a pool (only
     inspect(job) there, when given and the workers are processes)."""
     if workers <= 1:
@@ -99,7 +104,7 @@ def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool,
         return
     split = inspect is not None and not threads
     per_task = 1 if threads else _JOBS_PER_TASK
-    tasks = (jobs[i:i + per_task] for i in range(0, len(jobs), per_task))
+    tasks = (jobs[i : i + per_task] for i in range(0, len(jobs), per_task))
     pending: collections.deque = collections.deque()
 
     def finish(task, future):
@@ -110,8 +115,11 @@ def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool,
     executor = _executor(workers, threads)
     try:
         for task in tasks:
-            future = executor.submit(_inspect_all, inspect, task) if split else \
-                executor.submit(_build_all, build, task)
+            future = (
+                executor.submit(_inspect_all, inspect, task)
+                if split
+                else executor.submit(_build_all, build, task)
+            )
             pending.append((task, future))
             if len(pending) >= workers * _TASKS_AHEAD_PER_WORKER:
                 yield from finish(*pending.popleft())
@@ -121,12 +129,22 @@ def _outcomes(build, jobs: Sequence[Any], workers: int, threads: bool,
         executor.shutdown(wait=True, cancel_futures=True)
 
 
-def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, prefix: str,
-               spec: Mapping[str, Any], options: WriteOptions, *, total: Optional[int] = None,
-               threads: bool = False, desc: str = "convert", unit: str = "rec",
-               started: Optional[float] = None,
-               inspect: Optional[Callable[[Any], Any]] = None,
-               inputs: Sequence[str] = ()) -> ConvertSummary:
+def write_jobs(
+    jobs: Sequence[Any],
+    build: Callable[[Any], Any],
+    out_dir: str,
+    prefix: str,
+    spec: Mapping[str, Any],
+    options: WriteOptions,
+    *,
+    total: Optional[int] = None,
+    threads: bool = False,
+    desc: str = "convert",
+    unit: str = "rec",
+    started: Optional[float] = None,
+    inspect: Optional[Callable[[Any], Any]] = None,
+    inputs: Sequence[str] = (),
+) -> ConvertSummary:
     """Builds every job (in ``options.worker_count`` processes, or threads) and writes the
     records in job order to shards ``{out_dir}/{prefix}-*`` with a manifest describing ``spec``.
 
@@ -142,13 +160,18 @@ def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, p
 
     started = time.perf_counter() if started is None else started
     skipped: List[Tuple[str, str]] = []
-    writer = ShardedWriter(out_dir, prefix, spec=dict(spec), protect=inputs,
-                           **options.writer_kwargs())
+    writer = ShardedWriter(
+        out_dir, prefix, spec=dict(spec), protect=inputs, **options.writer_kwargs()
+    )
     progress = Progress(len(jobs) if total is None else total, desc, unit, options.progress)
     try:
         # closing(): a failure stops the workers at once (pending tasks cancelled).
-        with writer, contextlib.closing(_outcomes(build, jobs, options.worker_count,
-                                                  threads, inspect)) as outcomes:
+        with (
+            writer,
+            contextlib.closing(
+                _outcomes(build, jobs, options.worker_count, threads, inspect)
+            ) as outcomes,
+        ):
             for outcome in outcomes:
                 if isinstance(outcome, _Skipped):
                     if options.strict:
@@ -170,6 +193,10 @@ def write_jobs(jobs: Sequence[Any], build: Callable[[Any], Any], out_dir: str, p
         progress.close()
     shards = writer.shards
     return ConvertSummary(
-        records=writer.records_written, skipped=skipped, shards=shards,
-        manifest=writer.manifest_path, bytes=sum(writer.shard_bytes),
-        seconds=time.perf_counter() - started)
+        records=writer.records_written,
+        skipped=skipped,
+        shards=shards,
+        manifest=writer.manifest_path,
+        bytes=sum(writer.shard_bytes),
+        seconds=time.perf_counter() - started,
+    )

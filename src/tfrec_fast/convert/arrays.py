@@ -57,8 +57,9 @@ def _layout(key: str, array: np.ndarray) -> str:
     return "raw"
 
 
-def _columns(arrays: Mapping[str, np.ndarray], keys: Optional[Sequence[str]], source: str
-             ) -> List[_Column]:
+def _columns(
+    arrays: Mapping[str, np.ndarray], keys: Optional[Sequence[str]], source: str
+) -> List[_Column]:
     keys = list(arrays) if keys is None else list(keys)
     if not keys:
         raise ValueError(f"no arrays to convert in {source}")
@@ -77,20 +78,23 @@ def _columns(arrays: Mapping[str, np.ndarray], keys: Optional[Sequence[str]], so
     rows = {c.key: len(c.array) for c in columns}
     if len(set(rows.values())) > 1:
         listed = ", ".join(f"{k} has {n}" for k, n in rows.items())
-        raise ValueError(f"arrays must share their first dimension (one row per Example): "
-                         f"{listed}")
+        raise ValueError(f"arrays must share their first dimension (one row per Example): {listed}")
     names = set(keys)
     for c in columns:
         for extra in _extra_keys(c):
             if extra in names:
-                raise ValueError(f"array {extra!r} collides with the {extra!r} feature written "
-                                 f"for array {c.key!r}")
+                raise ValueError(
+                    f"array {extra!r} collides with the {extra!r} feature written "
+                    f"for array {c.key!r}"
+                )
     return columns
 
 
 def _extra_keys(column: _Column) -> List[str]:
-    return {"raw": [f"{column.key}/shape", f"{column.key}/dtype"],
-            "strings": [f"{column.key}/shape"]}.get(column.layout, [])
+    return {
+        "raw": [f"{column.key}/shape", f"{column.key}/dtype"],
+        "strings": [f"{column.key}/shape"],
+    }.get(column.layout, [])
 
 
 def _spec(columns: Sequence[_Column]) -> dict:
@@ -106,8 +110,9 @@ def _spec(columns: Sequence[_Column]) -> dict:
             spec[c.key] = FixedLen(row_shape, "bytes")
             spec[f"{c.key}/shape"] = FixedLen((len(row_shape),), "int64")
         else:
-            spec[c.key] = FixedLen((), {"int64": "int64", "float": "float32",
-                                        "bytes": "bytes"}[c.layout])
+            spec[c.key] = FixedLen(
+                (), {"int64": "int64", "float": "float32", "bytes": "bytes"}[c.layout]
+            )
     return spec
 
 
@@ -134,8 +139,9 @@ def _chunk_rows(columns: Sequence[_Column]) -> int:
     return max(1, min(_MAX_CHUNK_ROWS, _CHUNK_BYTES // max(1, row_bytes)))
 
 
-def _load(arrays: Union[PathLike, Mapping[str, np.ndarray]], keys: Optional[Sequence[str]]
-          ) -> Tuple[Dict[str, np.ndarray], str]:
+def _load(
+    arrays: Union[PathLike, Mapping[str, np.ndarray]], keys: Optional[Sequence[str]]
+) -> Tuple[Dict[str, np.ndarray], str]:
     """(name -> array, a name for messages): from a file, only the arrays asked for are read."""
     if isinstance(arrays, Mapping):
         return dict(arrays), "the arrays given"
@@ -150,17 +156,26 @@ def _load(arrays: Union[PathLike, Mapping[str, np.ndarray]], keys: Optional[Sequ
         return {name: data[name] for name in data.files if keys is None or name in keys}, path
 
 
-def convert_numpy(arrays: Union[PathLike, Mapping[str, np.ndarray]], out_dir: PathLike, *,
-                  keys: Optional[Sequence[str]] = None, prefix: Optional[str] = None,
-                  num_shards: Optional[int] = None,
-                  shard_size: Union[int, str, None] = None,
-                  records_per_shard: Optional[int] = None,
-                  compression: Optional[str] = None, index: bool = False,
-                  shuffle: bool = False, seed: int = 0, workers: int = 1,
-                  progress: Optional[bool] = None, strict: bool = False,
-                  overwrite: bool = False,
-                  storage_options: Optional[Mapping[str, Any]] = None,
-                  filesystem=None) -> ConvertSummary:
+def convert_numpy(
+    arrays: Union[PathLike, Mapping[str, np.ndarray]],
+    out_dir: PathLike,
+    *,
+    keys: Optional[Sequence[str]] = None,
+    prefix: Optional[str] = None,
+    num_shards: Optional[int] = None,
+    shard_size: Union[int, str, None] = None,
+    records_per_shard: Optional[int] = None,
+    compression: Optional[str] = None,
+    index: bool = False,
+    shuffle: bool = False,
+    seed: int = 0,
+    workers: int = 1,
+    progress: Optional[bool] = None,
+    strict: bool = False,
+    overwrite: bool = False,
+    storage_options: Optional[Mapping[str, Any]] = None,
+    filesystem=None,
+) -> ConvertSummary:
     """Converts the arrays of an ``.npz`` file (or a mapping name -> array) into shards
     ``{out_dir}/{prefix}-*``, one Example per row (see the module docstring for the features).
 
@@ -171,24 +186,50 @@ def convert_numpy(arrays: Union[PathLike, Mapping[str, np.ndarray]], out_dir: Pa
     ``strict`` changes nothing, as arrays have no bad inputs to skip.
     """
     started = time.perf_counter()
-    options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
-                           shuffle, seed, workers, progress, strict, overwrite,
-                           storage_options, filesystem)
+    options = WriteOptions(
+        num_shards,
+        shard_size,
+        records_per_shard,
+        compression,
+        index,
+        shuffle,
+        seed,
+        workers,
+        progress,
+        strict,
+        overwrite,
+        storage_options,
+        filesystem,
+    )
     loaded, source = _load(arrays, keys)
     if prefix is None:
-        prefix = ("data" if isinstance(arrays, Mapping)
-                  else os.path.basename(os.fspath(arrays)).removesuffix(".npz"))
+        prefix = (
+            "data"
+            if isinstance(arrays, Mapping)
+            else os.path.basename(os.fspath(arrays)).removesuffix(".npz")
+        )
     columns = _columns(loaded, keys, source)
     n = len(columns[0].array)
     step = _chunk_rows(columns)
     jobs: List[Union[slice, np.ndarray]]
     if options.shuffle:
         order = permutation(n, options.seed)
-        jobs = [order[i:i + step] for i in range(0, n, step)]
+        jobs = [order[i : i + step] for i in range(0, n, step)]
     else:
         jobs = [slice(i, min(i + step, n)) for i in range(0, n, step)]
     build = functools.partial(_encode_rows, columns)
     inputs = () if isinstance(arrays, Mapping) else (os.fspath(arrays),)
-    return write_jobs(jobs, build, os.fspath(out_dir), prefix, _spec(columns), options,
-                      total=n, threads=True, desc="rows", unit="row", started=started,
-                      inputs=inputs)
+    return write_jobs(
+        jobs,
+        build,
+        os.fspath(out_dir),
+        prefix,
+        _spec(columns),
+        options,
+        total=n,
+        threads=True,
+        desc="rows",
+        unit="row",
+        started=started,
+        inputs=inputs,
+    )

@@ -35,45 +35,85 @@ def _size(value: str) -> int:
 
 
 def _add_common(parser: argparse.ArgumentParser, prefix_help: str) -> None:
-    parser.add_argument("out", metavar="OUT",
-                        help="directory for the shards (created if needed), or a URL "
-                             "(s3://bucket/out, ...)")
+    parser.add_argument(
+        "out",
+        metavar="OUT",
+        help="directory for the shards (created if needed), or a URL (s3://bucket/out, ...)",
+    )
     parser.add_argument("--prefix", help=prefix_help)
     shards = parser.add_mutually_exclusive_group()
-    shards.add_argument("--num-shards", type=_positive, metavar="N",
-                        help="exactly N shards, records dealt round robin")
-    shards.add_argument("--shard-size", type=_size, metavar="SIZE",
-                        help="cut a shard once it holds SIZE bytes: 500000, 64K, 128MB, 1G "
-                             "(binary units; the default is 128MB)")
-    shards.add_argument("--records-per-shard", type=_positive, metavar="N",
-                        help="cut a shard every N records")
-    parser.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none",
-                        help="compress each shard (default: none)")
-    parser.add_argument("--index", action="store_true",
-                        help="write an index file beside each shard")
-    parser.add_argument("--shuffle", action="store_true",
-                        help="write the records in a random order, the same for the same --seed")
+    shards.add_argument(
+        "--num-shards",
+        type=_positive,
+        metavar="N",
+        help="exactly N shards, records dealt round robin",
+    )
+    shards.add_argument(
+        "--shard-size",
+        type=_size,
+        metavar="SIZE",
+        help="cut a shard once it holds SIZE bytes: 500000, 64K, 128MB, 1G "
+        "(binary units; the default is 128MB)",
+    )
+    shards.add_argument(
+        "--records-per-shard", type=_positive, metavar="N", help="cut a shard every N records"
+    )
+    parser.add_argument(
+        "--compression",
+        choices=("none", "gzip", "zlib"),
+        default="none",
+        help="compress each shard (default: none)",
+    )
+    parser.add_argument(
+        "--index", action="store_true", help="write an index file beside each shard"
+    )
+    parser.add_argument(
+        "--shuffle",
+        action="store_true",
+        help="write the records in a random order, the same for the same --seed",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the --shuffle seed (default: 0)")
-    parser.add_argument("--workers", type=_workers, default=1, metavar="N",
-                        help="processes (threads for numpy) building the records; 0: one per "
-                             "CPU; the output does not depend on it (default: 1)")
-    parser.add_argument("--strict", action="store_true",
-                        help="stop at the first bad input (exit status 1, no shard left) "
-                             "instead of skipping it")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace existing shards of the same prefix")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="a progress bar (default: when stderr is a terminal)")
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="processes (threads for numpy) building the records; 0: one per "
+        "CPU; the output does not depend on it (default: 1)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first bad input (exit status 1, no shard left) instead of skipping it",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace existing shards of the same prefix"
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar (default: when stderr is a terminal)",
+    )
     add_storage_option(parser)
 
 
 def _common_kwargs(args) -> dict:
-    return {"prefix": args.prefix, "num_shards": args.num_shards, "shard_size": args.shard_size,
-            "records_per_shard": args.records_per_shard, "compression": args.compression,
-            "index": args.index, "shuffle": args.shuffle, "seed": args.seed,
-            "workers": args.workers, "progress": args.progress, "strict": args.strict,
-            "overwrite": args.overwrite,
-            "storage_options": dict(args.storage_options) or None}
+    return {
+        "prefix": args.prefix,
+        "num_shards": args.num_shards,
+        "shard_size": args.shard_size,
+        "records_per_shard": args.records_per_shard,
+        "compression": args.compression,
+        "index": args.index,
+        "shuffle": args.shuffle,
+        "seed": args.seed,
+        "workers": args.workers,
+        "progress": args.progress,
+        "strict": args.strict,
+        "overwrite": args.overwrite,
+        "storage_options": dict(args.storage_options) or None,
+    }
 
 
 # The library's messages name keyword arguments; here they are options.
@@ -119,8 +159,14 @@ def _cmd_imagefolder(args) -> int:
 def _cmd_voc(args) -> int:
     from .voc import convert_voc
 
-    return _run(convert_voc, args.src, args.out, split=args.split, labels=args.labels,
-                **_common_kwargs(args))
+    return _run(
+        convert_voc,
+        args.src,
+        args.out,
+        split=args.split,
+        labels=args.labels,
+        **_common_kwargs(args),
+    )
 
 
 def _cmd_numpy(args) -> int:
@@ -146,46 +192,68 @@ def _cmd_numpy(args) -> int:
 
 def add_convert_parser(subparsers) -> argparse.ArgumentParser:
     """Adds ``convert`` and its three kinds to the ``tfrec-fast`` subcommands."""
-    text = ("convert a dataset to sharded TFRecords of tf.train.Example, with a manifest whose "
-            "spec reads them; prints a summary, and each skipped bad input on stderr")
+    text = (
+        "convert a dataset to sharded TFRecords of tf.train.Example, with a manifest whose "
+        "spec reads them; prints a summary, and each skipped bad input on stderr"
+    )
     convert = subparsers.add_parser("convert", help=text, description=text)
     kinds = convert.add_subparsers(dest="kind", required=True, metavar="KIND")
 
-    text = ("images in one subdirectory per class (searched recursively; labels 0..K-1 in "
-            "sorted class order, listed in OUT/PREFIX.labels.txt): image/encoded (the file's "
-            "bytes), image/format, image/class/label, image/class/text, image/height, "
-            "image/width, image/filename")
-    imagefolder = kinds.add_parser("imagefolder", help="a class-per-subdirectory image folder",
-                                   description=text)
+    text = (
+        "images in one subdirectory per class (searched recursively; labels 0..K-1 in "
+        "sorted class order, listed in OUT/PREFIX.labels.txt): image/encoded (the file's "
+        "bytes), image/format, image/class/label, image/class/text, image/height, "
+        "image/width, image/filename"
+    )
+    imagefolder = kinds.add_parser(
+        "imagefolder", help="a class-per-subdirectory image folder", description=text
+    )
     imagefolder.add_argument("src", metavar="DIR", help="the image folder")
     _add_common(imagefolder, "shard name prefix (default: train)")
-    imagefolder.add_argument("--extensions", metavar="EXT,EXT",
-                             help="image file extensions, any case (default: jpg,jpeg,png,gif,"
-                                  "bmp,webp,tif,tiff,ppm,pgm)")
+    imagefolder.add_argument(
+        "--extensions",
+        metavar="EXT,EXT",
+        help="image file extensions, any case (default: jpg,jpeg,png,gif,"
+        "bmp,webp,tif,tiff,ppm,pgm)",
+    )
     imagefolder.set_defaults(func=_cmd_imagefolder)
 
-    text = ("PASCAL VOC: JPEGImages/, Annotations/*.xml, ImageSets/Main/SPLIT.txt (or "
-            "ImageSets/Segmentation/SPLIT.txt), optional SegmentationClass/*.png; the keys of "
-            "SSD's and deeplab's converters (image/*, image/object/bbox/*, "
-            "image/segmentation/class/*)")
-    voc = kinds.add_parser("voc", help="a PASCAL VOC tree (boxes, segmentation masks)",
-                           description=text)
+    text = (
+        "PASCAL VOC: JPEGImages/, Annotations/*.xml, ImageSets/Main/SPLIT.txt (or "
+        "ImageSets/Segmentation/SPLIT.txt), optional SegmentationClass/*.png; the keys of "
+        "SSD's and deeplab's converters (image/*, image/object/bbox/*, "
+        "image/segmentation/class/*)"
+    )
+    voc = kinds.add_parser(
+        "voc", help="a PASCAL VOC tree (boxes, segmentation masks)", description=text
+    )
     voc.add_argument("src", metavar="DIR", help="the VOC directory, e.g. VOCdevkit/VOC2007")
     _add_common(voc, "shard name prefix (default: the split)")
     voc.add_argument("--split", default="train", help="the image list to convert (default: train)")
-    voc.add_argument("--labels", metavar="FILE",
-                     help="class names one a line, line i naming label i (default: none=0 "
-                          "(background), then the 20 VOC classes 1..20, as SSD numbers them)")
+    voc.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="class names one a line, line i naming label i (default: none=0 "
+        "(background), then the 20 VOC classes 1..20, as SSD numbers them)",
+    )
     voc.set_defaults(func=_cmd_voc)
 
-    text = ("arrays of an .npz file sharing their first dimension, one Example per row: rank-1 "
-            "numbers -> one int64 or float, strings -> bytes, rank > 1 -> the row's raw bytes "
-            "plus KEY/shape and KEY/dtype")
-    numpy = kinds.add_parser("numpy", help="arrays of an .npz file, one Example per row",
-                             description=text)
+    text = (
+        "arrays of an .npz file sharing their first dimension, one Example per row: rank-1 "
+        "numbers -> one int64 or float, strings -> bytes, rank > 1 -> the row's raw bytes "
+        "plus KEY/shape and KEY/dtype"
+    )
+    numpy = kinds.add_parser(
+        "numpy", help="arrays of an .npz file, one Example per row", description=text
+    )
     numpy.add_argument("src", metavar="FILE.npz", help="the .npz file (- for stdin)")
     _add_common(numpy, "shard name prefix (default: the file's name without .npz)")
-    numpy.add_argument("--key", dest="keys", action="append", metavar="NAME",
-                       help="an array to convert, repeatable (default: all)")
+    numpy.add_argument(
+        "--key",
+        dest="keys",
+        action="append",
+        metavar="NAME",
+        help="an array to convert, repeatable (default: all)",
+    )
     numpy.set_defaults(func=_cmd_numpy)
     return convert

@@ -41,8 +41,18 @@ from ._pipeline import shuffled, write_jobs
 
 __all__ = ["IMAGE_EXTENSIONS", "convert_imagefolder", "find_images", "imagefolder_spec"]
 
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".ppm",
-                    ".pgm")
+IMAGE_EXTENSIONS = (
+    ".jpg",
+    ".jpeg",
+    ".png",
+    ".gif",
+    ".bmp",
+    ".webp",
+    ".tif",
+    ".tiff",
+    ".ppm",
+    ".pgm",
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 Job = Tuple[str, int]  # (path relative to DIR with "/" separators, label)
@@ -65,8 +75,9 @@ def _visible(names: Iterable[str]) -> List[str]:
     return sorted(n for n in names if not n.startswith("."))
 
 
-def find_images(src_dir: PathLike, extensions: Sequence[str] = IMAGE_EXTENSIONS
-                ) -> Tuple[List[str], List[Job], List[str]]:
+def find_images(
+    src_dir: PathLike, extensions: Sequence[str] = IMAGE_EXTENSIONS
+) -> Tuple[List[str], List[Job], List[str]]:
     """(class names, [(relative path, label)], files passed over) of an image folder; paths are
     relative to ``src_dir``, with "/" separators."""
     src_dir = os.fspath(src_dir)
@@ -100,8 +111,9 @@ def inspect_image(src_dir: str, job: Job) -> ImageHeader:
     return read_image_header(None, _image_path(src_dir, job))
 
 
-def build_image_example(src_dir: str, classes: Sequence[str], job: Job,
-                        header: Optional[ImageHeader] = None) -> bytes:
+def build_image_example(
+    src_dir: str, classes: Sequence[str], job: Job, header: Optional[ImageHeader] = None
+) -> bytes:
     """One serialized Example for one image (see the module docstring for its features);
     ``header`` when :func:`inspect_image` already read it."""
     rel_path, label = job
@@ -109,28 +121,39 @@ def build_image_example(src_dir: str, classes: Sequence[str], job: Job,
     data = read_file(path, "image")
     if header is None:
         header = read_image_header(data, path)
-    return encode_example({
-        "image/encoded": data,
-        "image/format": header.format.encode(),
-        "image/class/label": label,
-        "image/class/text": os.fsencode(classes[label]),
-        "image/height": header.height,
-        "image/width": header.width,
-        "image/filename": os.fsencode(rel_path),
-    })
+    return encode_example(
+        {
+            "image/encoded": data,
+            "image/format": header.format.encode(),
+            "image/class/label": label,
+            "image/class/text": os.fsencode(classes[label]),
+            "image/height": header.height,
+            "image/width": header.width,
+            "image/filename": os.fsencode(rel_path),
+        }
+    )
 
 
-def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "train",
-                        extensions: Sequence[str] = IMAGE_EXTENSIONS,
-                        num_shards: Optional[int] = None,
-                        shard_size: Union[int, str, None] = None,
-                        records_per_shard: Optional[int] = None,
-                        compression: Optional[str] = None, index: bool = False,
-                        shuffle: bool = False, seed: int = 0, workers: int = 1,
-                        progress: Optional[bool] = None, strict: bool = False,
-                        overwrite: bool = False,
-                        storage_options: Optional[Mapping[str, Any]] = None,
-                        filesystem=None) -> ConvertSummary:
+def convert_imagefolder(
+    src_dir: PathLike,
+    out_dir: PathLike,
+    *,
+    prefix: str = "train",
+    extensions: Sequence[str] = IMAGE_EXTENSIONS,
+    num_shards: Optional[int] = None,
+    shard_size: Union[int, str, None] = None,
+    records_per_shard: Optional[int] = None,
+    compression: Optional[str] = None,
+    index: bool = False,
+    shuffle: bool = False,
+    seed: int = 0,
+    workers: int = 1,
+    progress: Optional[bool] = None,
+    strict: bool = False,
+    overwrite: bool = False,
+    storage_options: Optional[Mapping[str, Any]] = None,
+    filesystem=None,
+) -> ConvertSummary:
     """Converts a class-per-subdirectory image folder into shards ``{out_dir}/{prefix}-*``.
 
     See the module docstring for the layout, the features and the label map file. Shards: at most
@@ -149,20 +172,40 @@ def convert_imagefolder(src_dir: PathLike, out_dir: PathLike, *, prefix: str = "
     ``filesystem`` (an fsspec or pyarrow filesystem).
     """
     started = time.perf_counter()
-    options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
-                           shuffle, seed, workers, progress, strict, overwrite,
-                           storage_options, filesystem)
+    options = WriteOptions(
+        num_shards,
+        shard_size,
+        records_per_shard,
+        compression,
+        index,
+        shuffle,
+        seed,
+        workers,
+        progress,
+        strict,
+        overwrite,
+        storage_options,
+        filesystem,
+    )
     src_dir, out_dir = os.fspath(src_dir), os.fspath(out_dir)
     classes, jobs, ignored = find_images(src_dir, extensions)
     if any("\n" in name or "\r" in name for name in classes):
         raise ValueError("a class directory name holds a line break: the label map cannot hold it")
     build = functools.partial(build_image_example, src_dir, tuple(classes))
-    summary = write_jobs(shuffled(jobs, options), build, out_dir, prefix, imagefolder_spec(),
-                         options, desc="images", unit="img", started=started,
-                         inspect=functools.partial(inspect_image, src_dir))
+    summary = write_jobs(
+        shuffled(jobs, options),
+        build,
+        out_dir,
+        prefix,
+        imagefolder_spec(),
+        options,
+        desc="images",
+        unit="img",
+        started=started,
+        inspect=functools.partial(inspect_image, src_dir),
+    )
     summary.ignored = len(ignored)
     summary.ignored_files = ignored
     summary.label_map = output_path(out_dir, f"{prefix}.labels.txt", options)
-    write_text_file(summary.label_map, "".join(name + "\n" for name in classes),
-                    options)
+    write_text_file(summary.label_map, "".join(name + "\n" for name in classes), options)
     return summary

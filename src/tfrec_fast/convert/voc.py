@@ -45,18 +45,37 @@ import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..encode import Bytes, Floats, Int64s, encode_example
-from ..spec import FixedLen, VarLen
 from ..records import same_file
-from ._common import (BadInputError, ConvertSummary, WriteOptions, output_path,
-                      write_text_file)
+from ..spec import FixedLen, VarLen
+from ._common import BadInputError, ConvertSummary, WriteOptions, output_path, write_text_file
 from ._images import ImageHeader, read_file, read_image_header
 from ._pipeline import shuffled, write_jobs
 
 __all__ = ["VOC_LABELS", "convert_voc", "read_labels", "read_split", "voc_spec"]
 
-VOC_LABELS = ("none", "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat",
-              "chair", "cow", "diningtable", "dog", "horse", "motorbike", "person", "pottedplant",
-              "sheep", "sofa", "train", "tvmonitor")
+VOC_LABELS = (
+    "none",
+    "aeroplane",
+    "bicycle",
+    "bird",
+    "boat",
+    "bottle",
+    "bus",
+    "car",
+    "cat",
+    "chair",
+    "cow",
+    "diningtable",
+    "dog",
+    "horse",
+    "motorbike",
+    "person",
+    "pottedplant",
+    "sheep",
+    "sofa",
+    "train",
+    "tvmonitor",
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -131,8 +150,9 @@ def read_labels(labels: Union[None, PathLike, Sequence[str]]) -> Tuple[str, ...]
     return names
 
 
-def _number(element: Optional[ET.Element], tag: str, path: str,
-            default: Optional[float] = None) -> float:
+def _number(
+    element: Optional[ET.Element], tag: str, path: str, default: Optional[float] = None
+) -> float:
     text = None if element is None else element.findtext(tag)
     if text is None or not text.strip():
         if default is not None:
@@ -165,26 +185,37 @@ def parse_annotation(path: str) -> VocAnnotation:
         box = obj.find("bndbox")
         if not name or box is None:
             raise BadInputError(path, "an <object> without <name> or <bndbox>")
-        xmin, ymin, xmax, ymax = (_number(box, tag, path)
-                                  for tag in ("xmin", "ymin", "xmax", "ymax"))
-        objects.append(VocObject(
-            name, xmin, ymin, xmax, ymax,
-            difficult=int(_number(obj, "difficult", path, default=0)),
-            truncated=int(_number(obj, "truncated", path, default=0))))
+        xmin, ymin, xmax, ymax = (
+            _number(box, tag, path) for tag in ("xmin", "ymin", "xmax", "ymax")
+        )
+        objects.append(
+            VocObject(
+                name,
+                xmin,
+                ymin,
+                xmax,
+                ymax,
+                difficult=int(_number(obj, "difficult", path, default=0)),
+                truncated=int(_number(obj, "truncated", path, default=0)),
+            )
+        )
     return VocAnnotation(width, height, depth, objects)
 
 
 class VocInspection(NamedTuple):
     """What inspect_voc checks and finds: all but the bytes of the image and its mask."""
+
     annotation: VocAnnotation
     header: ImageHeader
     mask_header: Optional[ImageHeader]  # None: no segmentation mask for this image
 
 
 def _paths(voc_dir: str, image_id: str) -> Tuple[str, str, str]:
-    return (os.path.join(voc_dir, "Annotations", f"{image_id}.xml"),
-            os.path.join(voc_dir, "JPEGImages", f"{image_id}.jpg"),
-            os.path.join(voc_dir, "SegmentationClass", f"{image_id}.png"))
+    return (
+        os.path.join(voc_dir, "Annotations", f"{image_id}.xml"),
+        os.path.join(voc_dir, "JPEGImages", f"{image_id}.jpg"),
+        os.path.join(voc_dir, "SegmentationClass", f"{image_id}.png"),
+    )
 
 
 def inspect_voc(voc_dir: str, labels: Dict[str, int], image_id: str) -> VocInspection:
@@ -194,11 +225,16 @@ def inspect_voc(voc_dir: str, labels: Dict[str, int], image_id: str) -> VocInspe
     annotation = parse_annotation(xml_path)
     header = read_image_header(None, image_path)
     if (header.width, header.height) != (annotation.width, annotation.height):
-        raise BadInputError(xml_path, f"<size> {annotation.width}x{annotation.height} differs "
-                                      f"from the image's {header.width}x{header.height}")
+        raise BadInputError(
+            xml_path,
+            f"<size> {annotation.width}x{annotation.height} differs "
+            f"from the image's {header.width}x{header.height}",
+        )
     if annotation.depth and annotation.depth != header.channels:
-        raise BadInputError(xml_path, f"<depth> {annotation.depth} differs from the image's "
-                                      f"{header.channels} channels")
+        raise BadInputError(
+            xml_path,
+            f"<depth> {annotation.depth} differs from the image's {header.channels} channels",
+        )
     for obj in annotation.objects:
         if obj.name not in labels:
             raise BadInputError(xml_path, f"class {obj.name!r} is not in the label list")
@@ -206,14 +242,18 @@ def inspect_voc(voc_dir: str, labels: Dict[str, int], image_id: str) -> VocInspe
     if os.path.isfile(mask_path):
         mask_header = read_image_header(None, mask_path, "segmentation mask")
         if (mask_header.width, mask_header.height) != (header.width, header.height):
-            raise BadInputError(mask_path, f"segmentation mask is "
-                                           f"{mask_header.width}x{mask_header.height}, the image "
-                                           f"{header.width}x{header.height}")
+            raise BadInputError(
+                mask_path,
+                f"segmentation mask is "
+                f"{mask_header.width}x{mask_header.height}, the image "
+                f"{header.width}x{header.height}",
+            )
     return VocInspection(annotation, header, mask_header)
 
 
-def build_voc_example(voc_dir: str, labels: Dict[str, int], image_id: str,
-                      inspected: Optional[VocInspection] = None) -> bytes:
+def build_voc_example(
+    voc_dir: str, labels: Dict[str, int], image_id: str, inspected: Optional[VocInspection] = None
+) -> bytes:
     """One serialized Example for one image id (see the module docstring for its features);
     ``inspected`` when :func:`inspect_voc` already ran (in a worker process)."""
     _, image_path, mask_path = _paths(voc_dir, image_id)
@@ -246,18 +286,27 @@ def build_voc_example(voc_dir: str, labels: Dict[str, int], image_id: str,
     return encode_example(features)
 
 
-def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
-                labels: Union[None, PathLike, Sequence[str]] = None,
-                prefix: Optional[str] = None,
-                num_shards: Optional[int] = None,
-                shard_size: Union[int, str, None] = None,
-                records_per_shard: Optional[int] = None,
-                compression: Optional[str] = None, index: bool = False,
-                shuffle: bool = False, seed: int = 0, workers: int = 1,
-                progress: Optional[bool] = None, strict: bool = False,
-                overwrite: bool = False,
-                storage_options: Optional[Mapping[str, Any]] = None,
-                filesystem=None) -> ConvertSummary:
+def convert_voc(
+    voc_dir: PathLike,
+    out_dir: PathLike,
+    *,
+    split: str = "train",
+    labels: Union[None, PathLike, Sequence[str]] = None,
+    prefix: Optional[str] = None,
+    num_shards: Optional[int] = None,
+    shard_size: Union[int, str, None] = None,
+    records_per_shard: Optional[int] = None,
+    compression: Optional[str] = None,
+    index: bool = False,
+    shuffle: bool = False,
+    seed: int = 0,
+    workers: int = 1,
+    progress: Optional[bool] = None,
+    strict: bool = False,
+    overwrite: bool = False,
+    storage_options: Optional[Mapping[str, Any]] = None,
+    filesystem=None,
+) -> ConvertSummary:
     """Converts the images of one split of a PASCAL VOC tree into shards
     ``{out_dir}/{prefix}-*`` (``prefix`` defaults to the split's name).
 
@@ -266,26 +315,45 @@ def convert_voc(voc_dir: PathLike, out_dir: PathLike, *, split: str = "train",
     the split's list unless ``shuffle``.
     """
     started = time.perf_counter()
-    options = WriteOptions(num_shards, shard_size, records_per_shard, compression, index,
-                           shuffle, seed, workers, progress, strict, overwrite,
-                           storage_options, filesystem)
+    options = WriteOptions(
+        num_shards,
+        shard_size,
+        records_per_shard,
+        compression,
+        index,
+        shuffle,
+        seed,
+        workers,
+        progress,
+        strict,
+        overwrite,
+        storage_options,
+        filesystem,
+    )
     voc_dir, out_dir = os.fspath(voc_dir), os.fspath(out_dir)
     prefix = split if prefix is None else prefix
     ids, _ = read_split(voc_dir, split)
     names = read_labels(labels)
     masks = os.path.join(voc_dir, "SegmentationClass")
     segmentation = os.path.isdir(masks) and any(
-        os.path.isfile(os.path.join(masks, f"{i}.png")) for i in ids)
+        os.path.isfile(os.path.join(masks, f"{i}.png")) for i in ids
+    )
     label_of = {name: label for label, name in enumerate(names)}
-    summary = write_jobs(shuffled(ids, options), functools.partial(build_voc_example, voc_dir,
-                                                                   label_of),
-                         out_dir, prefix, voc_spec(segmentation), options, desc="images",
-                         unit="img", started=started,
-                         inspect=functools.partial(inspect_voc, voc_dir, label_of))
+    summary = write_jobs(
+        shuffled(ids, options),
+        functools.partial(build_voc_example, voc_dir, label_of),
+        out_dir,
+        prefix,
+        voc_spec(segmentation),
+        options,
+        desc="images",
+        unit="img",
+        started=started,
+        inspect=functools.partial(inspect_voc, voc_dir, label_of),
+    )
     summary.label_map = output_path(out_dir, f"{prefix}.labels.txt", options)
     if not _is_file(labels, summary.label_map):  # else it is the label map already: keep it
-        write_text_file(summary.label_map, "".join(name + "\n" for name in names),
-                        options)
+        write_text_file(summary.label_map, "".join(name + "\n" for name in names), options)
     return summary
 
 

@@ -32,31 +32,51 @@ except ImportError as error:  # pragma: no cover - exercised where ray is absent
 from ._datasink import TFRecordDatasink
 from ._datasource import MIN_BLOCK_BYTES, MIN_SPLIT_BYTES, TFRecordDatasource, TFRecordReadError
 
-__all__ = ["read_tfrecords", "write_tfrecords", "TFRecordDatasource", "TFRecordDatasink",
-           "TFRecordReadError", "MIN_BLOCK_BYTES", "MIN_SPLIT_BYTES"]
+__all__ = [
+    "read_tfrecords",
+    "write_tfrecords",
+    "TFRecordDatasource",
+    "TFRecordDatasink",
+    "TFRecordReadError",
+    "MIN_BLOCK_BYTES",
+    "MIN_SPLIT_BYTES",
+]
 
 # Remote options that place the schema-sampling tasks where the read tasks may run.
 _PLACEMENT = ("label_selector", "fallback_strategy", "runtime_env", "resources")
 
 
-def read_tfrecords(paths, spec=None, *, filesystem=None, parallelism: int = -1,
-                   num_cpus: Optional[float] = None, num_gpus: Optional[float] = None,
-                   memory: Optional[float] = None,
-                   arrow_open_stream_args: Optional[Dict[str, Any]] = None,
-                   partition_filter=None, partitioning=None, include_paths: bool = False,
-                   ignore_missing_paths: bool = False, tf_schema=None, shuffle=None,
-                   file_extensions: Optional[List[str]] = None,
-                   concurrency: Optional[int] = None, override_num_blocks: Optional[int] = None,
-                   label_selector: Optional[Dict[str, str]] = None,
-                   fallback_strategy: Optional[List[Dict[str, Any]]] = None,
-                   max_calls: Optional[int] = None,
-                   resources: Optional[Dict[str, float]] = None,
-                   accelerator_type: Optional[str] = None,
-                   runtime_env: Optional[Dict[str, Any]] = None,
-                   ray_remote_args: Optional[Dict[str, Any]] = None,
-                   compression: Optional[str] = None, verify: bool = True,
-                   block_size: Optional[int] = None,
-                   storage_options: Optional[Dict[str, Any]] = None) -> "ray.data.Dataset":
+def read_tfrecords(
+    paths,
+    spec=None,
+    *,
+    filesystem=None,
+    parallelism: int = -1,
+    num_cpus: Optional[float] = None,
+    num_gpus: Optional[float] = None,
+    memory: Optional[float] = None,
+    arrow_open_stream_args: Optional[Dict[str, Any]] = None,
+    partition_filter=None,
+    partitioning=None,
+    include_paths: bool = False,
+    ignore_missing_paths: bool = False,
+    tf_schema=None,
+    shuffle=None,
+    file_extensions: Optional[List[str]] = None,
+    concurrency: Optional[int] = None,
+    override_num_blocks: Optional[int] = None,
+    label_selector: Optional[Dict[str, str]] = None,
+    fallback_strategy: Optional[List[Dict[str, Any]]] = None,
+    max_calls: Optional[int] = None,
+    resources: Optional[Dict[str, float]] = None,
+    accelerator_type: Optional[str] = None,
+    runtime_env: Optional[Dict[str, Any]] = None,
+    ray_remote_args: Optional[Dict[str, Any]] = None,
+    compression: Optional[str] = None,
+    verify: bool = True,
+    block_size: Optional[int] = None,
+    storage_options: Optional[Dict[str, Any]] = None,
+) -> "ray.data.Dataset":
     """``ray.data.read_tfrecords`` without TensorFlow.
 
     Parameters
@@ -108,38 +128,76 @@ def read_tfrecords(paths, spec=None, *, filesystem=None, parallelism: int = -1,
     ExampleParseError
         (a ValueError, as Ray's) for a record that is not a tf.train.Example.
     """
-    placement = {k: v for k, v in (("label_selector", label_selector),
-                                   ("fallback_strategy", fallback_strategy),
-                                   ("runtime_env", runtime_env), ("resources", resources))
-                 if v is not None}
+    placement = {
+        k: v
+        for k, v in (
+            ("label_selector", label_selector),
+            ("fallback_strategy", fallback_strategy),
+            ("runtime_env", runtime_env),
+            ("resources", resources),
+        )
+        if v is not None
+    }
     placement.update({k: v for k, v in (ray_remote_args or {}).items() if k in _PLACEMENT})
     source = TFRecordDatasource(
-        paths, spec, tf_schema=tf_schema, compression=compression, verify=verify,
-        block_size=block_size, sample_remote_args=placement, storage_options=storage_options,
-        filesystem=filesystem, open_stream_args=arrow_open_stream_args,
-        partition_filter=partition_filter, partitioning=partitioning,
-        ignore_missing_paths=ignore_missing_paths, shuffle=shuffle, include_paths=include_paths,
-        file_extensions=file_extensions)
+        paths,
+        spec,
+        tf_schema=tf_schema,
+        compression=compression,
+        verify=verify,
+        block_size=block_size,
+        sample_remote_args=placement,
+        storage_options=storage_options,
+        filesystem=filesystem,
+        open_stream_args=arrow_open_stream_args,
+        partition_filter=partition_filter,
+        partitioning=partitioning,
+        ignore_missing_paths=ignore_missing_paths,
+        shuffle=shuffle,
+        include_paths=include_paths,
+        file_extensions=file_extensions,
+    )
     if override_num_blocks is None and parallelism == -1:
         override_num_blocks = source.default_num_blocks()
     return ray.data.read_datasource(
-        source, parallelism=parallelism, num_cpus=num_cpus, num_gpus=num_gpus, memory=memory,
-        concurrency=concurrency, override_num_blocks=override_num_blocks,
-        label_selector=label_selector, fallback_strategy=fallback_strategy, max_calls=max_calls,
-        resources=resources, accelerator_type=accelerator_type, runtime_env=runtime_env,
-        ray_remote_args=ray_remote_args)
+        source,
+        parallelism=parallelism,
+        num_cpus=num_cpus,
+        num_gpus=num_gpus,
+        memory=memory,
+        concurrency=concurrency,
+        override_num_blocks=override_num_blocks,
+        label_selector=label_selector,
+        fallback_strategy=fallback_strategy,
+        max_calls=max_calls,
+        resources=resources,
+        accelerator_type=accelerator_type,
+        runtime_env=runtime_env,
+        ray_remote_args=ray_remote_args,
+    )
 
 
-def write_tfrecords(dataset: "ray.data.Dataset", path: str, *, tf_schema=None, filesystem=None,
-                    try_create_dir: bool = True,
-                    arrow_open_stream_args: Optional[Dict[str, Any]] = None,
-                    filename_provider=None, min_rows_per_file: Optional[int] = None,
-                    ray_remote_args: Optional[Dict[str, Any]] = None,
-                    concurrency: Optional[int] = None, num_rows_per_file: Optional[int] = None,
-                    mode: SaveMode = SaveMode.APPEND, compression: Optional[str] = None,
-                    nulls: str = "empty", float64: str = "exact", index: bool = False,
-                    manifest: bool = False,
-                    storage_options: Optional[Dict[str, Any]] = None) -> None:
+def write_tfrecords(
+    dataset: "ray.data.Dataset",
+    path: str,
+    *,
+    tf_schema=None,
+    filesystem=None,
+    try_create_dir: bool = True,
+    arrow_open_stream_args: Optional[Dict[str, Any]] = None,
+    filename_provider=None,
+    min_rows_per_file: Optional[int] = None,
+    ray_remote_args: Optional[Dict[str, Any]] = None,
+    concurrency: Optional[int] = None,
+    num_rows_per_file: Optional[int] = None,
+    mode: SaveMode = SaveMode.APPEND,
+    compression: Optional[str] = None,
+    nulls: str = "empty",
+    float64: str = "exact",
+    index: bool = False,
+    manifest: bool = False,
+    storage_options: Optional[Dict[str, Any]] = None,
+) -> None:
     """``Dataset.write_tfrecords`` without TensorFlow: one TFRecord file of tf.train.Examples
     per write task, named and placed as Ray names and places them.
 
@@ -185,12 +243,24 @@ def write_tfrecords(dataset: "ray.data.Dataset", path: str, *, tf_schema=None, f
     """
     from ray.data._internal.util import _validate_rows_per_file_args
 
-    min_rows, _ = _validate_rows_per_file_args(num_rows_per_file=num_rows_per_file,
-                                               min_rows_per_file=min_rows_per_file)
+    min_rows, _ = _validate_rows_per_file_args(
+        num_rows_per_file=num_rows_per_file, min_rows_per_file=min_rows_per_file
+    )
     sink = TFRecordDatasink(
-        path, tf_schema=tf_schema, compression=compression, nulls=nulls, float64=float64,
-        index=index, manifest=manifest, storage_options=storage_options, filesystem=filesystem,
-        open_stream_args=arrow_open_stream_args, try_create_dir=try_create_dir,
-        filename_provider=filename_provider, dataset_uuid=dataset._uuid,
-        min_rows_per_file=min_rows, mode=mode)
+        path,
+        tf_schema=tf_schema,
+        compression=compression,
+        nulls=nulls,
+        float64=float64,
+        index=index,
+        manifest=manifest,
+        storage_options=storage_options,
+        filesystem=filesystem,
+        open_stream_args=arrow_open_stream_args,
+        try_create_dir=try_create_dir,
+        filename_provider=filename_provider,
+        dataset_uuid=dataset._uuid,
+        min_rows_per_file=min_rows,
+        mode=mode,
+    )
     dataset.write_datasink(sink, ray_remote_args=ray_remote_args, concurrency=concurrency)

@@ -20,8 +20,8 @@ from ray.data.datasource.file_datasink import BlockBasedFileDatasink
 
 from .. import arrow as _arrow
 from .._core import FRAMING_SIZE
-from ..records import TFRecordWriter, normalize_compression
 from ..manifest import manifest_data
+from ..records import TFRecordWriter, normalize_compression
 from . import _files
 from ._schema import TFSchema
 from ._tensors import is_tensor_type, serialized_tensors
@@ -65,11 +65,23 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         ``dataset_uuid``, ``file_format``, ``min_rows_per_file``, ``mode``.
     """
 
-    def __init__(self, path, *, tf_schema=None, compression: Optional[str] = None,
-                 nulls: str = "empty", float64: str = "exact", index: bool = False,
-                 manifest: bool = False, storage_options=None, filesystem=None,
-                 open_stream_args: Optional[Dict[str, Any]] = None, file_format: str = "tar",
-                 mode=SaveMode.APPEND, **file_datasink_args):
+    def __init__(
+        self,
+        path,
+        *,
+        tf_schema=None,
+        compression: Optional[str] = None,
+        nulls: str = "empty",
+        float64: str = "exact",
+        index: bool = False,
+        manifest: bool = False,
+        storage_options=None,
+        filesystem=None,
+        open_stream_args: Optional[Dict[str, Any]] = None,
+        file_format: str = "tar",
+        mode=SaveMode.APPEND,
+        **file_datasink_args,
+    ):
         if nulls not in _arrow.NULLS:
             raise ValueError(f"nulls must be one of {_arrow.NULLS}, not {nulls!r}")
         if float64 not in _arrow.FLOAT64:
@@ -77,8 +89,9 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         open_args = dict(open_stream_args or {})
         given = open_args.get("compression")
         if compression is not None and given is not None:
-            raise ValueError("give compression= or arrow_open_stream_args={'compression': ...}, "
-                             "not both")
+            raise ValueError(
+                "give compression= or arrow_open_stream_args={'compression': ...}, not both"
+            )
         compression = compression if compression is not None else given
         own = str(compression).lower() if compression is not None else ""
         if own in ("gzip", "zlib", "none", ""):
@@ -90,9 +103,14 @@ class TFRecordDatasink(BlockBasedFileDatasink):
             raise ValueError("index=True needs uncompressed output (random access)")
         if storage_options and filesystem is None:
             filesystem = _files._fsspec_filesystem(path, storage_options)
-        super().__init__(path, filesystem=filesystem, open_stream_args=open_args,
-                         file_format=file_format, mode=SaveMode(getattr(mode, "value", mode)),
-                         **file_datasink_args)
+        super().__init__(
+            path,
+            filesystem=filesystem,
+            open_stream_args=open_args,
+            file_format=file_format,
+            mode=SaveMode(getattr(mode, "value", mode)),
+            **file_datasink_args,
+        )
         self._tf_schema = None if tf_schema is None else TFSchema.of(tf_schema)
         self._compression = compression
         self._nulls = nulls
@@ -113,8 +131,10 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         info = self.filesystem.get_file_info(self.path)
         if info.type == pafs.FileType.Directory:
             selector = pafs.FileSelector(self.path, recursive=False)
-            self._replaced = [(entry.path, entry.type == pafs.FileType.Directory)
-                              for entry in self.filesystem.get_file_info(selector)]
+            self._replaced = [
+                (entry.path, entry.type == pafs.FileType.Directory)
+                for entry in self.filesystem.get_file_info(selector)
+            ]
         self.mode = SaveMode.APPEND
         try:
             super().on_write_start(schema)
@@ -122,8 +142,9 @@ class TFRecordDatasink(BlockBasedFileDatasink):
             self.mode = SaveMode.OVERWRITE
 
     def on_write_complete(self, write_result) -> None:
-        written = sorted((r for r in write_result.write_returns if r is not None),
-                         key=lambda r: r["task"])
+        written = sorted(
+            (r for r in write_result.write_returns if r is not None), key=lambda r: r["task"]
+        )
         super().on_write_complete(write_result)
         self.paths = [r["path"] for r in written]
         keep = set(self.paths) | {p + _files.INDEX_SUFFIX for p in self.paths}
@@ -150,9 +171,14 @@ class TFRecordDatasink(BlockBasedFileDatasink):
     def _write_manifest(self, written: List[Dict[str, Any]]) -> str:
         name = f"_{self.dataset_uuid or 'data'}.manifest.json"
         path = _files.join(self.path, name)
-        data = manifest_data(_PosixNames(), path,
-                             [(r["path"], r["rows"], r["bytes"]) for r in written],
-                             self._compression, None, self._index)
+        data = manifest_data(
+            _PosixNames(),
+            path,
+            [(r["path"], r["rows"], r["bytes"]) for r in written],
+            self._compression,
+            None,
+            self._index,
+        )
         with self.filesystem.open_output_stream(path) as out:
             out.write(json.dumps(data, indent=1).encode())
         return path
@@ -170,7 +196,8 @@ class TFRecordDatasink(BlockBasedFileDatasink):
             return None
         table = self._prepared(block.to_arrow())
         filename = self.filename_provider.get_filename_for_task(
-            ctx.kwargs[WRITE_UUID_KWARG_NAME], ctx.task_idx)
+            ctx.kwargs[WRITE_UUID_KWARG_NAME], ctx.task_idx
+        )
         final = _files.join(self.path, filename)
         local = _files.is_local(self.filesystem)
         # A local file is written under a hidden name (which readers skip) and renamed when
@@ -189,8 +216,9 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         """Ray's hook: one block's rows as Examples into an open output stream."""
         writer = TFRecordWriter(file, self._compression)
         with writer:
-            for batch in _arrow.encoded_batches(self._prepared(block.to_arrow()),
-                                                nulls=self._nulls, float64=self._float64):
+            for batch in _arrow.encoded_batches(
+                self._prepared(block.to_arrow()), nulls=self._nulls, float64=self._float64
+            ):
                 writer.write_batch(batch)
 
     def _write_file(self, table: pa.Table, path: str):
@@ -198,8 +226,9 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         sizes: List[np.ndarray] = []
         with _files.output_stream(self.filesystem, path, self.open_stream_args) as out:
             with TFRecordWriter(out, self._compression) as writer:
-                for batch in _arrow.encoded_batches(table, nulls=self._nulls,
-                                                    float64=self._float64):
+                for batch in _arrow.encoded_batches(
+                    table, nulls=self._nulls, float64=self._float64
+                ):
                     writer.write_batch(batch)
                     if self._index:
                         sizes.append(np.diff(np.asarray(batch.offsets)) + FRAMING_SIZE)
@@ -218,11 +247,14 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         kinds = dict(self._tf_schema.kinds)
         for name in table.column_names:
             if name not in kinds:
-                raise ValueError(f"Found extra unexpected feature {name} not in specified "
-                                 f"schema: {self._tf_schema.text}")
+                raise ValueError(
+                    f"Found extra unexpected feature {name} not in specified "
+                    f"schema: {self._tf_schema.text}"
+                )
         for i, field in enumerate(table.schema):
-            table = table.set_column(i, field.name,
-                                     _as_schema_kind(table.column(i), field, kinds[field.name]))
+            table = table.set_column(
+                i, field.name, _as_schema_kind(table.column(i), field, kinds[field.name])
+            )
         return table
 
 
@@ -230,21 +262,33 @@ def _as_schema_kind(column, field: pa.Field, kind: str):
     """A column checked against its tf_schema kind as Ray checks it; one of no kind (nulls,
     empty lists) takes the schema's."""
     t = field.type
-    value = t.value_type if pa.types.is_list(t) or pa.types.is_large_list(t) or \
-        pa.types.is_fixed_size_list(t) else t
+    value = (
+        t.value_type
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+        else t
+    )
     if pa.types.is_null(value):
         target = {"int64": pa.int64(), "float32": pa.float32(), "bytes": pa.binary()}[kind]
         return column.cast(pa.list_(target) if value is not t else target)
-    underlying = ("string" if pa.types.is_string(value) or pa.types.is_large_string(value) else
-                  "bytes" if pa.types.is_binary(value) or pa.types.is_large_binary(value) else
-                  "float" if pa.types.is_floating(value) else
-                  "int" if pa.types.is_integer(value) else None)
+    underlying = (
+        "string"
+        if pa.types.is_string(value) or pa.types.is_large_string(value)
+        else "bytes"
+        if pa.types.is_binary(value) or pa.types.is_large_binary(value)
+        else "float"
+        if pa.types.is_floating(value)
+        else "int"
+        if pa.types.is_integer(value)
+        else None
+    )
     specified = _RAY_WRITE_KIND[kind]
     if specified == "bytes" and underlying == "string":
         specified = "string"
     if underlying is not None and underlying != specified:
-        raise ValueError("Schema field type mismatch during write: specified type is "
-                         f"{specified}, but underlying type is {underlying}")
+        raise ValueError(
+            "Schema field type mismatch during write: specified type is "
+            f"{specified}, but underlying type is {underlying}"
+        )
     return column
 
 
@@ -258,4 +302,3 @@ class _PosixNames:
     @staticmethod
     def relative(path: str, base: str) -> str:
         return posixpath.relpath(path, base)
-

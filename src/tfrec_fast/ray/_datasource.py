@@ -16,12 +16,17 @@ import pyarrow as pa
 import ray
 from ray.data._internal.util import _autodetect_parallelism
 from ray.data.block import BlockMetadata
-from ray.data.context import (DEFAULT_READ_OP_MIN_NUM_BLOCKS, DEFAULT_TARGET_MIN_BLOCK_SIZE,
-                              DataContext)
+from ray.data.context import (
+    DEFAULT_READ_OP_MIN_NUM_BLOCKS,
+    DEFAULT_TARGET_MIN_BLOCK_SIZE,
+    DataContext,
+)
 from ray.data.datasource import ReadTask
-from ray.data.datasource.file_based_datasource import (FileBasedDatasource,
-                                                       _add_partitions_to_table,
-                                                       _shuffle_file_metadata)
+from ray.data.datasource.file_based_datasource import (
+    FileBasedDatasource,
+    _add_partitions_to_table,
+    _shuffle_file_metadata,
+)
 from ray.data.datasource.partitioning import PathPartitionParser
 
 from ..errors import DataLossError
@@ -53,16 +58,18 @@ class TFRecordReadError(DataLossError, RuntimeError):
     and the reason."""
 
     def __init__(self, detail, *, path=None, record_index=None, offset=None, reason=None):
-        super().__init__(detail, path=path, record_index=record_index, offset=offset,
-                         reason=reason)
+        super().__init__(detail, path=path, record_index=record_index, offset=offset, reason=reason)
         rows = f" Already read {record_index} rows." if record_index is not None else ""
-        self.args = (f"Failed to read TFRecord file {path}. Please ensure that the TFRecord "
-                     f"file has correct format.{rows} {self.args[0]}",)
+        self.args = (
+            f"Failed to read TFRecord file {path}. Please ensure that the TFRecord "
+            f"file has correct format.{rows} {self.args[0]}",
+        )
 
 
 @dataclass(frozen=True)
 class _Reading:
     """What a read task needs (pickled into each, so: no file list)."""
+
     filesystem: Any
     compression: Optional[str]  # given; None: from each file's name, as Ray does
     open_args: Dict[str, Any]
@@ -121,11 +128,22 @@ class TFRecordDatasource(FileBasedDatasource):
 
     _FILE_EXTENSIONS = ["tfrecords"]
 
-    def __init__(self, paths, spec=None, *, tf_schema=None, compression: Optional[str] = None,
-                 verify: bool = True, block_size: Optional[int] = None,
-                 sample_remote_args: Optional[Dict[str, Any]] = None,
-                 storage_options=None, filesystem=None, ignore_missing_paths: bool = False,
-                 open_stream_args: Optional[Dict[str, Any]] = None, **file_based_args):
+    def __init__(
+        self,
+        paths,
+        spec=None,
+        *,
+        tf_schema=None,
+        compression: Optional[str] = None,
+        verify: bool = True,
+        block_size: Optional[int] = None,
+        sample_remote_args: Optional[Dict[str, Any]] = None,
+        storage_options=None,
+        filesystem=None,
+        ignore_missing_paths: bool = False,
+        open_stream_args: Optional[Dict[str, Any]] = None,
+        **file_based_args,
+    ):
         if spec is not None and tf_schema is not None:
             raise ValueError("give spec (tfrec_fast's) or tf_schema (Ray's), not both")
         if block_size is not None and block_size < 1:
@@ -133,24 +151,37 @@ class TFRecordDatasource(FileBasedDatasource):
         open_args = dict(open_stream_args or {})
         given = open_args.pop("compression", None)
         if compression is not None and given is not None:
-            raise ValueError("give compression= or arrow_open_stream_args={'compression': ...}, "
-                             "not both")
-        paths, filesystem = _files.resolve_paths(paths, filesystem, storage_options,
-                                                 ignore_missing_paths)
+            raise ValueError(
+                "give compression= or arrow_open_stream_args={'compression': ...}, not both"
+            )
+        paths, filesystem = _files.resolve_paths(
+            paths, filesystem, storage_options, ignore_missing_paths
+        )
         listing = _files.Listing()
-        super().__init__(paths, filesystem=filesystem, meta_provider=listing,
-                         ignore_missing_paths=ignore_missing_paths, open_stream_args=open_args,
-                         **file_based_args)
+        super().__init__(
+            paths,
+            filesystem=filesystem,
+            meta_provider=listing,
+            ignore_missing_paths=ignore_missing_paths,
+            open_stream_args=open_args,
+            **file_based_args,
+        )
         self._indexes_ref = ray.put(listing.indexes)
         listing.indexes = {}  # (the provider stays on this object: keep it small)
         target = DataContext.get_current().target_max_block_size or DEFAULT_BLOCK_BYTES
         self._reading = _Reading(
-            filesystem=self._filesystem, compression=_compression(compression or given),
-            open_args=open_args, verify=bool(verify), block_records=block_size,
-            block_bytes=int(target), spec=spec,
+            filesystem=self._filesystem,
+            compression=_compression(compression or given),
+            open_args=open_args,
+            verify=bool(verify),
+            block_records=block_size,
+            block_bytes=int(target),
+            spec=spec,
             tf_schema=None if tf_schema is None else TFSchema.of(tf_schema),
-            include_paths=self._include_paths, partitioning=self._partitioning,
-            sample_records=SAMPLE_RECORDS)
+            include_paths=self._include_paths,
+            partitioning=self._partitioning,
+            sample_records=SAMPLE_RECORDS,
+        )
         self._sample_remote_args = dict(sample_remote_args or {})
         self._sampled: Optional[Tuple[Column, ...]] = None
 
@@ -162,17 +193,21 @@ class TFRecordDatasource(FileBasedDatasource):
         of at least ``MIN_BLOCK_BYTES``. None (Ray's rule as it is) where the DataContext sets
         its own minimum block count or size."""
         ctx = DataContext.get_current()
-        if ctx.read_op_min_num_blocks != DEFAULT_READ_OP_MIN_NUM_BLOCKS or \
-                ctx.target_min_block_size != DEFAULT_TARGET_MIN_BLOCK_SIZE:
+        if (
+            ctx.read_op_min_num_blocks != DEFAULT_READ_OP_MIN_NUM_BLOCKS
+            or ctx.target_min_block_size != DEFAULT_TARGET_MIN_BLOCK_SIZE
+        ):
             return None
         ours = copy.copy(ctx)
         ours.target_min_block_size = MIN_BLOCK_BYTES
-        blocks, _, _ = _autodetect_parallelism(-1, ctx.target_max_block_size, ours,
-                                               mem_size=self.estimate_inmemory_data_size())
+        blocks, _, _ = _autodetect_parallelism(
+            -1, ctx.target_max_block_size, ours, mem_size=self.estimate_inmemory_data_size()
+        )
         return blocks
 
-    def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
-                       data_context=None) -> List[ReadTask]:
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: Optional[int] = None, data_context=None
+    ) -> List[ReadTask]:
         paths, sizes = self._paths(), self._file_sizes()
         reading = self._planned_reading()
         execution = data_context._execution_idx if data_context is not None else 0
@@ -183,11 +218,13 @@ class TFRecordDatasource(FileBasedDatasource):
         for group in _groups(pieces, max(1, parallelism)):
             size = sum(int((p[1] or 0) // p[3]) for p in group)
             files = tuple(dict.fromkeys(p[0] for p in group))
-            metadata = BlockMetadata(num_rows=None, size_bytes=size, input_files=files,
-                                     exec_stats=None)
+            metadata = BlockMetadata(
+                num_rows=None, size_bytes=size, input_files=files, exec_stats=None
+            )
             read = functools.partial(_read_pieces, reading, tuple(group), per_task_row_limit)
-            tasks.append(ReadTask(read, metadata, schema=schema,
-                                  per_task_row_limit=per_task_row_limit))
+            tasks.append(
+                ReadTask(read, metadata, schema=schema, per_task_row_limit=per_task_row_limit)
+            )
         return tasks
 
     def _planned_reading(self) -> _Reading:
@@ -203,8 +240,9 @@ class TFRecordDatasource(FileBasedDatasource):
         """The columns the first records of files spread over the listing show: local files
         read here, remote ones in one Ray task (placed as the read tasks are)."""
         paths, sizes = self._paths(), self._file_sizes()
-        chosen = sorted({int(i) for i in np.linspace(0, len(paths) - 1,
-                                                     min(len(paths), SAMPLE_FILES))})
+        chosen = sorted(
+            {int(i) for i in np.linspace(0, len(paths) - 1, min(len(paths), SAMPLE_FILES))}
+        )
         work = [(paths[i], sizes[i]) for i in chosen]
         if not work:
             return []
@@ -230,13 +268,20 @@ def _compression(compression: Optional[str]) -> Optional[str]:
     if name in ("", "none", "gzip", "zlib", "auto"):
         return normalize_compression(name)
     if name == "snappy" or not pa.Codec.is_available(name):
-        raise ValueError(f"compression {compression!r}: not one tfrec_fast or pyarrow's "
-                         "streams read (gzip, zlib, auto, bz2, zstd, lz4, brotli)")
+        raise ValueError(
+            f"compression {compression!r}: not one tfrec_fast or pyarrow's "
+            "streams read (gzip, zlib, auto, bz2, zstd, lz4, brotli)"
+        )
     return name
 
 
-def _pieces(paths: Sequence[str], sizes: Sequence[Any], indexes: Dict[str, str],
-            reading: _Reading, parallelism: int) -> List[Piece]:
+def _pieces(
+    paths: Sequence[str],
+    sizes: Sequence[Any],
+    indexes: Dict[str, str],
+    reading: _Reading,
+    parallelism: int,
+) -> List[Piece]:
     """Whole files, and parts of big uncompressed files with an index when more tasks are asked
     for than there are files. Nothing is read to plan them."""
     spare = parallelism - len(paths)
@@ -247,8 +292,9 @@ def _pieces(paths: Sequence[str], sizes: Sequence[Any], indexes: Dict[str, str],
         if spare > 0 and index is not None and size and reading.compression_of(path) == "":
             parts = int(min(spare + 1, max(1, size // MIN_SPLIT_BYTES)))
             spare -= parts - 1
-        pieces.extend((path, size, part, parts, index if parts > 1 else None)
-                      for part in range(parts))
+        pieces.extend(
+            (path, size, part, parts, index if parts > 1 else None) for part in range(parts)
+        )
     return pieces
 
 
@@ -288,8 +334,10 @@ def _partitions(reading: _Reading, path: str) -> Dict[str, Any]:
 
 # ---- in the read tasks ---------------------------------------------------------------------------
 
-def _read_pieces(reading: _Reading, pieces: Tuple[Piece, ...],
-                 row_limit: Optional[int]) -> Iterator[pa.Table]:
+
+def _read_pieces(
+    reading: _Reading, pieces: Tuple[Piece, ...], row_limit: Optional[int]
+) -> Iterator[pa.Table]:
     """The blocks of a read task; it stops reading once ``row_limit`` rows are out. The next
     batch of records is read on a thread while this one is decoded and handed to Ray."""
     converter = reading.converter()
@@ -328,8 +376,13 @@ def _read_error(error: DataLossError, path: str) -> TFRecordReadError:
     """Ray's RuntimeError for a file that cannot be read, with tfrec_fast's detail."""
     if isinstance(error, TFRecordReadError):
         return error
-    return TFRecordReadError(error.detail, path=path, record_index=error.record_index,
-                             offset=error.offset, reason=error.reason)
+    return TFRecordReadError(
+        error.detail,
+        path=path,
+        record_index=error.record_index,
+        offset=error.offset,
+        reason=error.reason,
+    )
 
 
 _END = object()
@@ -384,16 +437,30 @@ def _piece_batches(reading: _Reading, piece: Piece) -> Iterator[Tuple[Any, int]]
     """(RecordBatch, index in the file of its first record) pairs of a piece."""
     path, size, part, parts, index = piece
     if index is not None:
-        yield from _files.record_ranges(reading.filesystem, path, size, index, part, parts,
-                                        verify=reading.verify,
-                                        batch_records=reading.block_records or 65536)
+        yield from _files.record_ranges(
+            reading.filesystem,
+            path,
+            size,
+            index,
+            part,
+            parts,
+            verify=reading.verify,
+            batch_records=reading.block_records or 65536,
+        )
         return
-    with _files.open_records(reading.filesystem, path, size, reading.compression_of(path),
-                             verify=reading.verify, open_args=reading.open_args) as reader:
+    with _files.open_records(
+        reading.filesystem,
+        path,
+        size,
+        reading.compression_of(path),
+        verify=reading.verify,
+        open_args=reading.open_args,
+    ) as reader:
         while True:
             first = reader.records_read
-            batch = reader.read_batch(max_records=reading.block_records,
-                                      max_bytes=reading.block_bytes)
+            batch = reader.read_batch(
+                max_records=reading.block_records, max_bytes=reading.block_bytes
+            )
             if not len(batch):
                 return
             yield batch, first
@@ -411,9 +478,15 @@ def _sample_files(reading: _Reading, work) -> List[Dict[str, Any]]:
 def _sample_file(reading: _Reading, path: str, size: Optional[int]) -> Dict[str, Any]:
     summary: Dict[str, Any] = {}
     try:
-        with _files.open_records(reading.filesystem, path, size, reading.compression_of(path),
-                                 verify=reading.verify, open_args=reading.open_args,
-                                 prefix=SAMPLE_BYTES) as reader:
+        with _files.open_records(
+            reading.filesystem,
+            path,
+            size,
+            reading.compression_of(path),
+            verify=reading.verify,
+            open_args=reading.open_args,
+            prefix=SAMPLE_BYTES,
+        ) as reader:
             batch = reader.read_batch(max_records=reading.sample_records, max_bytes=SAMPLE_BYTES)
     except DataLossError as error:
         raise _read_error(error, path) from None

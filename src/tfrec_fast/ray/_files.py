@@ -38,15 +38,19 @@ REMOTE_READ_BYTES = 8 << 20
 
 # ---- paths ---------------------------------------------------------------------------------------
 
-def resolve_paths(paths, filesystem=None, storage_options=None,
-                  ignore_missing: bool = False) -> Tuple[List[str], pafs.FileSystem]:
+
+def resolve_paths(
+    paths, filesystem=None, storage_options=None, ignore_missing: bool = False
+) -> Tuple[List[str], pafs.FileSystem]:
     """Ray's resolution of ``paths`` (a path, URL or directory, or a list of them) to one
     filesystem, with glob patterns (``*``, ``?``, ``[...]``, ``**``) expanded on it. A URL
     with ``storage_options`` gets the fsspec filesystem made with them."""
     if storage_options:
         if filesystem is not None:
-            raise ValueError("give storage_options or filesystem, not both: the filesystem "
-                             "was made with its options")
+            raise ValueError(
+                "give storage_options or filesystem, not both: the filesystem "
+                "was made with its options"
+            )
         filesystem = _fsspec_filesystem(paths, storage_options)
     resolved, fs = _resolve_paths_and_filesystem(paths, filesystem)
     expanded: List[str] = []
@@ -74,8 +78,11 @@ def _expand(path: str, fs: pafs.FileSystem, ignore_missing: bool) -> List[str]:
     base = "/".join(parts[:fixed]) or ("/" if path.startswith("/") else "")
     deep = "**" in parts[fixed:] or len(parts) - fixed > 1
     selector = pafs.FileSelector(base, recursive=deep, allow_not_found=True)
-    found = sorted(info.path for info in fs.get_file_info(selector) if info.is_file and
-                   _matches(parts[fixed:], info.path[len(base):].lstrip("/").split("/")))
+    found = sorted(
+        info.path
+        for info in fs.get_file_info(selector)
+        if info.is_file and _matches(parts[fixed:], info.path[len(base) :].lstrip("/").split("/"))
+    )
     if not found and not ignore_missing:
         raise FileNotFoundError(f"no file matches {path!r}")
     return found
@@ -102,14 +109,18 @@ class Listing(DefaultFileMetadataProvider):
         super().__init__()
         self.indexes: Dict[str, str] = {}
 
-    def expand_paths(self, paths, filesystem, partitioning=None,
-                     ignore_missing_paths: bool = False) -> Iterator[Tuple[str, int]]:
-        found = list(super().expand_paths(paths, filesystem, partitioning,
-                                          ignore_missing_paths=ignore_missing_paths))
+    def expand_paths(
+        self, paths, filesystem, partitioning=None, ignore_missing_paths: bool = False
+    ) -> Iterator[Tuple[str, int]]:
+        found = list(
+            super().expand_paths(
+                paths, filesystem, partitioning, ignore_missing_paths=ignore_missing_paths
+            )
+        )
         names = {path for path, _ in found}
         for path, size in found:
-            if path.endswith(INDEX_SUFFIX) and path[:-len(INDEX_SUFFIX)] in names:
-                self.indexes[path[:-len(INDEX_SUFFIX)]] = path
+            if path.endswith(INDEX_SUFFIX) and path[: -len(INDEX_SUFFIX)] in names:
+                self.indexes[path[: -len(INDEX_SUFFIX)]] = path
             else:
                 yield path, size
 
@@ -122,6 +133,7 @@ def compression_of_name(path: str) -> str:
 
 
 # ---- reading -------------------------------------------------------------------------------------
+
 
 def _unwrapped(fs):
     """The filesystem under Ray's retrying wrapper; an fsspec filesystem Ray wrapped for pyarrow
@@ -136,8 +148,9 @@ def is_local(fs) -> bool:
     return isinstance(_unwrapped(fs), pafs.LocalFileSystem)
 
 
-def location(fs, path: str, size: Optional[int] = None,
-             settings: Optional[Dict[str, int]] = None) -> Location:
+def location(
+    fs, path: str, size: Optional[int] = None, settings: Optional[Dict[str, int]] = None
+) -> Location:
     """The storage layer's Location of a file Ray listed on ``fs`` (its size from the listing:
     nothing asks for it again). ``settings``: storage Settings for its reads (read-ahead)."""
     base = _unwrapped(fs)
@@ -150,9 +163,16 @@ def location(fs, path: str, size: Optional[int] = None,
 
 
 @contextlib.contextmanager
-def open_records(fs, path: str, size: Optional[int], compression: str, *, verify: bool,
-                 open_args: Dict[str, Any],
-                 prefix: Optional[int] = None) -> Iterator[TFRecordReader]:
+def open_records(
+    fs,
+    path: str,
+    size: Optional[int],
+    compression: str,
+    *,
+    verify: bool,
+    open_args: Dict[str, Any],
+    prefix: Optional[int] = None,
+) -> Iterator[TFRecordReader]:
     """A reader of the records of ``path``: a local file by its path (read in C++); a remote
     object by ranged reads ahead of the reader (tfrec_fast's storage layer). ``compression``:
     "", "gzip", "zlib" and "auto" are the reader's own; any other codec is inflated by the
@@ -185,20 +205,29 @@ def _arrow_fs(fs) -> pafs.FileSystem:
     return fs.unwrap() if hasattr(fs, "unwrap") else fs
 
 
-def record_ranges(fs, path: str, size: Optional[int], index_path: str, part: int, parts: int, *,
-                  verify: bool, batch_records: int) -> Iterator[Tuple[Any, int]]:
+def record_ranges(
+    fs,
+    path: str,
+    size: Optional[int],
+    index_path: str,
+    part: int,
+    parts: int,
+    *,
+    verify: bool,
+    batch_records: int,
+) -> Iterator[Tuple[Any, int]]:
     """Part ``part`` of ``parts`` (by record count) of an uncompressed file with an index, as
     (RecordBatch, index of its first record) pairs of at most ``batch_records`` records."""
     offsets, sizes = load_index(location(fs, index_path))
     first, end = (len(offsets) * part) // parts, (len(offsets) * (part + 1)) // parts
-    with IndexedTFRecordReader(location(fs, path, size), (offsets, sizes),
-                               verify=verify) as reader:
+    with IndexedTFRecordReader(location(fs, path, size), (offsets, sizes), verify=verify) as reader:
         for start in range(first, end, batch_records):
             stop = min(end, start + batch_records)
             yield reader.get_batch(np.arange(start, stop, dtype=np.int64)), start
 
 
 # ---- writing -------------------------------------------------------------------------------------
+
 
 def output_stream(fs, path: str, open_args: Dict[str, Any]) -> pa.NativeFile:
     """An output stream at ``path`` (never compressed by pyarrow: the writer compresses)."""

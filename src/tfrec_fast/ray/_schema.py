@@ -31,8 +31,7 @@ from ..spec import _KIND_DTYPE, VarLen
 
 logger = logging.getLogger(__name__)
 
-_KIND_OF_NAME = {"int64": _core.Kind.INT64, "float32": _core.Kind.FLOAT,
-                 "bytes": _core.Kind.BYTES}
+_KIND_OF_NAME = {"int64": _core.Kind.INT64, "float32": _core.Kind.FLOAT, "bytes": _core.Kind.BYTES}
 _ARROW_TYPE = {"int64": pa.int64(), "float32": pa.float32(), "bytes": pa.binary()}
 # TensorFlow Metadata's FeatureType values, and the names Ray's messages give the kinds.
 _TFMD_KINDS = {1: "bytes", 2: "int64", 3: "float32"}
@@ -42,6 +41,7 @@ _RAY_KIND_NAMES = {"bytes": "bytes", "int64": "int", "float32": "float"}
 @dataclass(frozen=True)
 class Column:
     """One column of a read without a spec: a feature, its kind, and whether it is scalar."""
+
     name: str
     kind: str  # "int64", "float32" or "bytes"
     scalar: bool
@@ -56,6 +56,7 @@ class Column:
 class TFSchema:
     """What Ray's reader takes from a TensorFlow Metadata Schema: the features' kinds, and the
     schema's text for its messages (the message class itself needs tensorflow_metadata)."""
+
     kinds: Tuple[Tuple[str, str], ...]
     text: str
 
@@ -65,12 +66,16 @@ class TFSchema:
         for feature in getattr(tf_schema, "feature", None) or ():
             kind = _TFMD_KINDS.get(int(feature.type))
             if kind is None:
-                raise TypeError(f"tf_schema: feature {feature.name!r} has type {feature.type}; "
-                                "an Example feature is BYTES, INT or FLOAT")
+                raise TypeError(
+                    f"tf_schema: feature {feature.name!r} has type {feature.type}; "
+                    "an Example feature is BYTES, INT or FLOAT"
+                )
             kinds.append((str(feature.name), kind))
         if not kinds and not hasattr(tf_schema, "feature"):
-            raise TypeError("tf_schema must be a tensorflow_metadata Schema (its `feature` "
-                            f"entries give names and types), not {type(tf_schema).__name__}")
+            raise TypeError(
+                "tf_schema must be a tensorflow_metadata Schema (its `feature` "
+                f"entries give names and types), not {type(tf_schema).__name__}"
+            )
         return cls(tuple(kinds), str(tf_schema))
 
 
@@ -85,8 +90,7 @@ def summarize_batch(batch, name: str, summary: Summary) -> None:
     """Adds what the records of ``batch`` say of their features to ``summary``."""
     kinds: Dict[str, Optional[str]] = {}
     for raw, code, _ in _core.feature_kinds(batch, name, False, True):
-        kinds[raw.decode("utf-8", "surrogateescape")] = \
-            None if code is None else _KIND_DTYPE[code]
+        kinds[raw.decode("utf-8", "surrogateescape")] = None if code is None else _KIND_DTYPE[code]
     typed = {k: VarLen(kind) for k, kind in kinds.items() if kind is not None}
     counts = {}
     if typed:
@@ -108,18 +112,25 @@ def columns_of(summaries: Iterable[Summary]) -> List[Column]:
         for key, (kind, most, one) in summary.items():
             old_kind, old_most, old_one = merged.get(key, (None, 0, False))
             merged[key] = (old_kind or kind, max(old_most, most), old_one or one)
-    return [Column(key, kind or "float32", most <= 1 and one)
-            for key, (kind, most, one) in merged.items()]
+    return [
+        Column(key, kind or "float32", most <= 1 and one)
+        for key, (kind, most, one) in merged.items()
+    ]
 
 
 # ---- batches to Arrow ----------------------------------------------------------------------------
+
 
 class Converter:
     """RecordBatch -> pyarrow.Table for one read: with a spec (tfrec_fast's), the columns of the
     sample, or Ray's tf_schema."""
 
-    def __init__(self, spec=None, columns: Optional[List[Column]] = None,
-                 tf_schema: Optional[TFSchema] = None):
+    def __init__(
+        self,
+        spec=None,
+        columns: Optional[List[Column]] = None,
+        tf_schema: Optional[TFSchema] = None,
+    ):
         self._tf_schema = tf_schema
         if spec is not None:
             self._plan = _arrow._Plan(spec, None, None, (), "list", False, False)
@@ -130,8 +141,11 @@ class Converter:
             self._columns = list(columns or [])
             spec = {c.name: VarLen(c.kind) for c in self._columns}
             self._plan = _arrow._Plan(spec, None, None, (), "list", True, False)
-        self.schema = _arrow.schema_of(self._plan) if self._columns is None else \
-            pa.schema([pa.field(c.name, c.type) for c in self._columns])
+        self.schema = (
+            _arrow.schema_of(self._plan)
+            if self._columns is None
+            else pa.schema([pa.field(c.name, c.type) for c in self._columns])
+        )
         self._widened: set = set()
 
     def convert(self, batch, name: str, first: int) -> pa.Table:
@@ -145,8 +159,9 @@ class Converter:
         for column, array in zip(self._columns, arrays):
             names.append(column.name)
             out.append(self._column(column, array, name, first))
-        extra = {k: kind for k, kind in kinds.items()
-                 if kind is not None and k not in self._plan.spec}
+        extra = {
+            k: kind for k, kind in kinds.items() if kind is not None and k not in self._plan.spec
+        }
         if extra:  # features the sample did not show: Ray's own rule, per record
             typed = {k: VarLen(kind) for k, kind in extra.items()}
             plan = _arrow._Plan(typed, None, None, (), "list", True, False)
@@ -163,19 +178,24 @@ class Converter:
             found = _core.feature_kinds(batch, name, False, True)
         except ExampleParseError as error:
             raise _locate(error, segments) from None
-        kinds = {raw.decode("utf-8", "surrogateescape"):
-                 None if kind is None else _KIND_DTYPE[kind] for raw, kind, _ in found}
+        kinds = {
+            raw.decode("utf-8", "surrogateescape"): None if kind is None else _KIND_DTYPE[kind]
+            for raw, kind, _ in found
+        }
         if self._tf_schema is not None:
             wanted = dict(self._tf_schema.kinds)
             for key, kind in kinds.items():
                 if key not in wanted:
-                    raise ValueError(f"Found extra unexpected feature {key} not in specified "
-                                     f"schema: {self._tf_schema.text}")
+                    raise ValueError(
+                        f"Found extra unexpected feature {key} not in specified "
+                        f"schema: {self._tf_schema.text}"
+                    )
                 if kind is not None and kind != wanted[key]:
                     raise ValueError(
                         "Schema field type mismatch during read: specified type is "
                         f"{_RAY_KIND_NAMES[wanted[key]]}, but underlying type is "
-                        f"{_RAY_KIND_NAMES[kind]}")
+                        f"{_RAY_KIND_NAMES[kind]}"
+                    )
         return kinds
 
     def _column(self, column: Column, array: pa.Array, name: str, first: int) -> pa.Array:
@@ -184,8 +204,13 @@ class Converter:
         lengths = np.diff(array.offsets.to_numpy())
         if len(lengths) and lengths.max() > 1:
             record = first + int(np.argmax(lengths > 1))
-            self._note(column.name, name, first, f"record {record} holds "
-                       f"{int(lengths.max())} values where every sampled record held one")
+            self._note(
+                column.name,
+                name,
+                first,
+                f"record {record} holds "
+                f"{int(lengths.max())} values where every sampled record held one",
+            )
             return _ray_rule(array)
         return _arrow._narrow(_scalar_values(array, lengths))
 
@@ -194,10 +219,15 @@ class Converter:
         (a Python-object column) from here."""
         if key not in self._widened:
             self._widened.add(key)
-            logger.warning("%s: feature %r: %s; its values follow Ray's rule (a value, or a list "
-                           "where there are more) as Python objects from record %d on. Pass a "
-                           "spec (tfrec_fast.VarLen) to read it as lists throughout.",
-                           name, key, why, first)
+            logger.warning(
+                "%s: feature %r: %s; its values follow Ray's rule (a value, or a list "
+                "where there are more) as Python objects from record %d on. Pass a "
+                "spec (tfrec_fast.VarLen) to read it as lists throughout.",
+                name,
+                key,
+                why,
+                first,
+            )
 
 
 def _scalar_values(array: pa.Array, lengths: np.ndarray) -> pa.Array:

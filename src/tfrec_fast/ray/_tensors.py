@@ -13,10 +13,25 @@ import numpy as np
 import pyarrow as pa
 
 # numpy dtype (little-endian, as tensor_content is) -> TensorFlow DataType (types.proto)
-_DT = {np.dtype(t).newbyteorder("<"): code for t, code in (
-    (np.float32, 1), (np.float64, 2), (np.int32, 3), (np.uint8, 4), (np.int16, 5),
-    (np.int8, 6), (np.complex64, 8), (np.int64, 9), (np.bool_, 10), (np.uint16, 17),
-    (np.complex128, 18), (np.float16, 19), (np.uint32, 22), (np.uint64, 23))}
+_DT = {
+    np.dtype(t).newbyteorder("<"): code
+    for t, code in (
+        (np.float32, 1),
+        (np.float64, 2),
+        (np.int32, 3),
+        (np.uint8, 4),
+        (np.int16, 5),
+        (np.int8, 6),
+        (np.complex64, 8),
+        (np.int64, 9),
+        (np.bool_, 10),
+        (np.uint16, 17),
+        (np.complex128, 18),
+        (np.float16, 19),
+        (np.uint32, 22),
+        (np.uint64, 23),
+    )
+}
 _DT_STRING = 7
 
 
@@ -43,15 +58,23 @@ def tensor_proto(tensor: np.ndarray) -> bytes:
     shape = b"".join(_field(2, _varint(1 << 3) + _varint(int(d))) for d in tensor.shape)
     if tensor.dtype.kind in "OSU":
         strings = [v.encode() if isinstance(v, str) else bytes(v) for v in tensor.reshape(-1)]
-        return (_varint(1 << 3) + _varint(_DT_STRING) + _field(2, shape) +
-                b"".join(_field(8, s) for s in strings))
+        return (
+            _varint(1 << 3)
+            + _varint(_DT_STRING)
+            + _field(2, shape)
+            + b"".join(_field(8, s) for s in strings)
+        )
     little = tensor.dtype.newbyteorder("<")
     code = _DT.get(little)
     if code is None:
         raise TypeError(f"a tensor of dtype {tensor.dtype} has no TensorFlow DataType")
     content = np.ascontiguousarray(tensor, dtype=little).tobytes()
-    return (_varint(1 << 3) + _varint(code) + _field(2, shape) +
-            (_field(4, content) if content else b""))  # (as TensorFlow: none when empty)
+    return (
+        _varint(1 << 3)
+        + _varint(code)
+        + _field(2, shape)
+        + (_field(4, content) if content else b"")
+    )  # (as TensorFlow: none when empty)
 
 
 def is_tensor_type(t: pa.DataType) -> bool:
@@ -70,6 +93,5 @@ def serialized_tensors(column) -> pa.Array:
         tensors = column.to_numpy_ndarray()
     else:
         tensors = column.to_numpy()
-    out: List[Optional[bytes]] = [tensor_proto(t) if ok else None
-                                  for t, ok in zip(tensors, valid)]
+    out: List[Optional[bytes]] = [tensor_proto(t) if ok else None for t, ok in zip(tensors, valid)]
     return pa.array(out, pa.binary())

@@ -52,14 +52,38 @@ from .sniff import Replay, read_head, sniff_compression
 from .stores import LOCAL, LocalStore, Stat, Store
 from .streaming import ReadAhead
 
-__all__ = ["Location", "Store", "LocalStore", "FsspecStore", "Stat", "Settings", "DEFAULTS",
-           "ReadAhead", "ObjectInfo", "LOCAL", "resolve", "expand", "display", "is_url",
-           "redact", "resolve_beside", "options_for", "describe", "find_indexes", "load_index",
-           "cached_array", "split_options", "sniff_compression", "read_head", "Replay"]
+__all__ = [
+    "Location",
+    "Store",
+    "LocalStore",
+    "FsspecStore",
+    "Stat",
+    "Settings",
+    "DEFAULTS",
+    "ReadAhead",
+    "ObjectInfo",
+    "LOCAL",
+    "resolve",
+    "expand",
+    "display",
+    "is_url",
+    "redact",
+    "resolve_beside",
+    "options_for",
+    "describe",
+    "find_indexes",
+    "load_index",
+    "cached_array",
+    "split_options",
+    "sniff_compression",
+    "read_head",
+    "Replay",
+]
 
 
 def __getattr__(name):
     if name == "FsspecStore":  # without importing fsspec-related code where it is not used
         from .remote import FsspecStore
+
         return FsspecStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

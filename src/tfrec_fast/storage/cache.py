@@ -35,12 +35,10 @@ def _key(location: Location, what: str) -> Tuple[str, bool]:
     stat = location.stat()
     version = stat.version
     text = f"{location.store.key(location.path)}\0{version}\0{stat.size}\0{what}"
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest(), \
-        version is not None
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest(), version is not None
 
 
-def cached_array(location: Location, what: str, compute: Callable[[], np.ndarray]
-                 ) -> np.ndarray:
+def cached_array(location: Location, what: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
     """``compute()`` (an int64 array about the object: its index, its count), once per version
     of the object: from this process's memory, else the disk cache, else computed under a lock
     (others wait for it) and kept. Objects of stores that read locally are not cached.
@@ -138,6 +136,7 @@ def _locked(path: str) -> Iterator[None]:
     try:
         if sys.platform == "win32":
             import msvcrt
+
             while True:
                 try:
                     msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # waits up to 10 s, then raises
@@ -146,6 +145,7 @@ def _locked(path: str) -> Iterator[None]:
                     continue
         else:
             import fcntl
+
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:

@@ -21,8 +21,7 @@ from .stores import LOCAL
 __all__ = ["resolve", "resolve_beside", "expand", "options_for"]
 
 
-def resolve(path, storage_options: Optional[Mapping[str, Any]] = None,
-            filesystem=None) -> Location:
+def resolve(path, storage_options: Optional[Mapping[str, Any]] = None, filesystem=None) -> Location:
     """The Location of a path, URL or Location.
 
     With ``filesystem`` every path is on it (URLs too: their scheme is dropped). Otherwise a URL
@@ -56,17 +55,23 @@ def resolve(path, storage_options: Optional[Mapping[str, Any]] = None,
     fs_options, settings = split_options(storage_options)
     if filesystem is not None:
         if fs_options:
-            raise ValueError("give storage_options or filesystem, not both: the filesystem "
-                             "was made with its options")
+            raise ValueError(
+                "give storage_options or filesystem, not both: the filesystem "
+                "was made with its options"
+            )
         from .remote import location_on  # here: fsspec-related code only where it is used
+
         return location_on(filesystem, text, settings)
     local = file_url_path(text) if is_url(text) else text
     if local is not None:
         if fs_options:
-            raise ValueError(f"storage_options are for URLs (s3://, gs://, https://, ...), "
-                             f"not the local path {text!r}")
+            raise ValueError(
+                f"storage_options are for URLs (s3://, gs://, https://, ...), "
+                f"not the local path {text!r}"
+            )
         return Location(LOCAL, local)
     from .remote import location_of_url
+
     return location_of_url(text, fs_options, settings)
 
 
@@ -95,8 +100,9 @@ def options_for(path, storage_options: Optional[Mapping[str, Any]]) -> Optional[
     return {k: v for k, v in storage_options.items() if k in SETTINGS_KEYS} or None
 
 
-def resolve_beside(path, storage_options: Optional[Mapping[str, Any]] = None,
-                   filesystem=None) -> Location:
+def resolve_beside(
+    path, storage_options: Optional[Mapping[str, Any]] = None, filesystem=None
+) -> Location:
     """The Location of a file named along with another that may be remote (an index beside
     its data): on ``filesystem`` when given; with ``storage_options`` when it is a URL; else
     local, whatever options the other file needed.
@@ -126,8 +132,9 @@ def resolve_beside(path, storage_options: Optional[Mapping[str, Any]] = None,
     return resolve(path, options_for(path, storage_options))
 
 
-def expand(path, storage_options: Optional[Mapping[str, Any]] = None,
-           filesystem=None) -> List[Location]:
+def expand(
+    path, storage_options: Optional[Mapping[str, Any]] = None, filesystem=None
+) -> List[Location]:
     """A path or glob pattern -> the files it names: itself when it has no wildcard or exists
     (a literal name wins), else the files matching, sorted, each with the size and version its
     listing gave. A remote wildcard matches no leading "." of a name (as the local glob) and

@@ -88,8 +88,9 @@ class Location:
 
     __slots__ = ("store", "path", "url", "name", "_stat")
 
-    def __init__(self, store: Store, path: str, url: Optional[str] = None,
-                 stat: Optional[Stat] = None):
+    def __init__(
+        self, store: Store, path: str, url: Optional[str] = None, stat: Optional[Stat] = None
+    ):
         self.store = store
         self.path = path
         self.url = store.url(path) if url is None else url
@@ -103,8 +104,11 @@ class Location:
         return self.name
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Location) and self.path == other.path and \
-            self.store.same_store(other.store)
+        return (
+            isinstance(other, Location)
+            and self.path == other.path
+            and self.store.same_store(other.store)
+        )
 
     def __hash__(self) -> int:
         return hash(self.path)

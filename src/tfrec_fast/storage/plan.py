@@ -59,8 +59,14 @@ class ObjectInfo:
         return self.stat.version
 
 
-def describe(paths, *, storage_options: Optional[Mapping[str, Any]] = None, filesystem=None,
-             indexes: bool = True, load: bool = True) -> List[ObjectInfo]:
+def describe(
+    paths,
+    *,
+    storage_options: Optional[Mapping[str, Any]] = None,
+    filesystem=None,
+    indexes: bool = True,
+    load: bool = True,
+) -> List[ObjectInfo]:
     """Sizes, versions and indexes of the files that paths (paths, URLs, globs, or a list of
     them) name, in order, without reading their data.
 
@@ -86,8 +92,11 @@ def describe(paths, *, storage_options: Optional[Mapping[str, Any]] = None, file
     FileNotFoundError
         A path that does not exist, or a pattern that matches nothing.
     """
-    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") or \
-            isinstance(paths, Location):
+    if (
+        isinstance(paths, (str, bytes))
+        or hasattr(paths, "__fspath__")
+        or isinstance(paths, Location)
+    ):
         paths = [paths]
     locations: List[Location] = []
     for path in paths:
@@ -182,6 +191,7 @@ def load_index(location: Location) -> Tuple[np.ndarray, np.ndarray]:
     ValueError
         The file is not an index (naming the line).
     """
+
     def parse() -> np.ndarray:
         if location.os_path is not None:  # not cached: read as it is now
             data = location.read()
@@ -190,5 +200,6 @@ def load_index(location: Location) -> Tuple[np.ndarray, np.ndarray]:
             data = b"" if size == 0 else location.read(0, size)
         offsets, sizes = _core.parse_index(data, location.name)
         return np.stack([offsets, sizes])
+
     both = cached_array(location, "idx", parse)
     return both[0], both[1]

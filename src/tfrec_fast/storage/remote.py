@@ -49,9 +49,10 @@ def fsspec_module():
     try:
         import fsspec
     except ImportError:
-        raise ImportError(f"reading or writing URLs needs fsspec: {_EXTRA} (and the package of "
-                          "the protocol: s3fs for s3://, gcsfs for gs://, adlfs for az://)"
-                          ) from None
+        raise ImportError(
+            f"reading or writing URLs needs fsspec: {_EXTRA} (and the package of "
+            "the protocol: s3fs for s3://, gcsfs for gs://, adlfs for az://)"
+        ) from None
     return fsspec
 
 
@@ -62,11 +63,15 @@ def as_fsspec(filesystem):
         return filesystem
     if type(filesystem).__module__.startswith("pyarrow"):
         import pyarrow.fs
+
         if isinstance(filesystem, pyarrow.fs.FileSystem):
             from fsspec.implementations.arrow import ArrowFSWrapper
+
             return ArrowFSWrapper(filesystem)
-    raise TypeError("filesystem must be an fsspec filesystem or a pyarrow.fs.FileSystem, not "
-                    f"{type(filesystem).__name__}")
+    raise TypeError(
+        "filesystem must be an fsspec filesystem or a pyarrow.fs.FileSystem, not "
+        f"{type(filesystem).__name__}"
+    )
 
 
 def _backend(fs) -> str:
@@ -154,8 +159,9 @@ def _keep_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_hold_for_child, after_in_parent=_release_in_parent,
-                        after_in_child=_keep_in_child)
+    os.register_at_fork(
+        before=_hold_for_child, after_in_parent=_release_in_parent, after_in_child=_keep_in_child
+    )
 
 _pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 _pool_pid: Optional[int] = None
@@ -167,8 +173,9 @@ def _threads() -> concurrent.futures.ThreadPoolExecutor:
     global _pool, _pool_pid
     with _pool_lock:
         if _pool is None or _pool_pid != os.getpid():
-            _pool = concurrent.futures.ThreadPoolExecutor(_POOL_THREADS,
-                                                          thread_name_prefix="tfrec-fast-io")
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                _POOL_THREADS, thread_name_prefix="tfrec-fast-io"
+            )
             _pool_pid = os.getpid()
         return _pool
 
@@ -227,10 +234,20 @@ def stat_of(info: Mapping[str, Any], name: str) -> Stat:
     size = info.get("size", info.get("Size"))
     etag = info.get("ETag") or info.get("etag") or info.get("e_tag")
     version = info.get("VersionId") or info.get("version_id") or info.get("generation")
-    mtime = (info.get("LastModified") or info.get("Last-Modified") or info.get("mtime") or
-             info.get("last_modified") or info.get("updated") or info.get("created"))
-    return Stat(None if size is None else int(size), None if etag is None else str(etag),
-                None if version in (None, "", "null") else str(version), _time(mtime))
+    mtime = (
+        info.get("LastModified")
+        or info.get("Last-Modified")
+        or info.get("mtime")
+        or info.get("last_modified")
+        or info.get("updated")
+        or info.get("created")
+    )
+    return Stat(
+        None if size is None else int(size),
+        None if etag is None else str(etag),
+        None if version in (None, "", "null") else str(version),
+        _time(mtime),
+    )
 
 
 class FsspecStore(Store):
@@ -259,8 +276,7 @@ class FsspecStore(Store):
         self._given = given
 
     def __getstate__(self):
-        return {"fs": self._fs, "settings": self.settings, "urls": self._urls,
-                "given": self._given}
+        return {"fs": self._fs, "settings": self.settings, "urls": self._urls, "given": self._given}
 
     def __setstate__(self, state):
         self.__init__(state["fs"], state["settings"], urls=state["urls"], given=state["given"])
@@ -270,8 +286,11 @@ class FsspecStore(Store):
         return self._fs.get()
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, FsspecStore) and type(self.fs) is type(other.fs) and \
-            self.fs.protocol == other.fs.protocol
+        return (
+            isinstance(other, FsspecStore)
+            and type(self.fs) is type(other.fs)
+            and self.fs.protocol == other.fs.protocol
+        )
 
     def __hash__(self) -> int:
         return hash(type(self.fs))
@@ -322,8 +341,14 @@ class FsspecStore(Store):
 
     # -- retries --
 
-    def _sync(self, call: Callable[[], Any], what: str, path: str,
-              offset: Optional[int] = None, pinned: bool = False):
+    def _sync(
+        self,
+        call: Callable[[], Any],
+        what: str,
+        path: str,
+        offset: Optional[int] = None,
+        pinned: bool = False,
+    ):
         """call() in this thread, retried as storage/retry.py says."""
         name = self.name(path)
         waits = delays(self.settings)
@@ -343,8 +368,14 @@ class FsspecStore(Store):
                     raise gave_up(what, name, offset, attempts, error) from error
             time.sleep(wait)
 
-    async def _async(self, call: Callable[[], Any], what: str, path: str,
-                     offset: Optional[int] = None, pinned: bool = False):
+    async def _async(
+        self,
+        call: Callable[[], Any],
+        what: str,
+        path: str,
+        offset: Optional[int] = None,
+        pinned: bool = False,
+    ):
         """await call(), on the filesystem's event loop, retried as storage/retry.py says."""
         name = self.name(path)
         waits = delays(self.settings)
@@ -366,6 +397,7 @@ class FsspecStore(Store):
 
     def _is_async(self, fs) -> bool:
         from fsspec.asyn import AsyncFileSystem
+
         return isinstance(fs, AsyncFileSystem) and not fs.asynchronous
 
     # -- metadata --
@@ -376,6 +408,7 @@ class FsspecStore(Store):
         def info():
             fs.invalidate_cache(path)  # asked afresh, not from a listing cached earlier
             return fs.info(path)
+
         return stat_of(self._sync(info, "looking up", path), self.name(path))
 
     def stat_many(self, paths: Sequence[str]) -> list:
@@ -394,7 +427,9 @@ class FsspecStore(Store):
             async def one(path):
                 async with limit:
                     return await each(path)
+
             return await asyncio.gather(*map(one, paths), return_exceptions=True)
+
         return asyncio.run_coroutine_threadsafe(every(), fs.loop).result()
 
     def exists(self, path: str) -> bool:
@@ -403,6 +438,7 @@ class FsspecStore(Store):
         def exists():
             fs.invalidate_cache(path)
             return bool(fs.exists(path))
+
         return self._sync(exists, "looking up", path)
 
     def isdir(self, path: str) -> bool:
@@ -415,6 +451,7 @@ class FsspecStore(Store):
         def ls():
             fs.invalidate_cache(path)
             return fs.ls(path, detail=False)
+
         try:
             entries = self._sync(ls, "listing", path)
         except (FileNotFoundError, NotADirectoryError):
@@ -428,8 +465,9 @@ class FsspecStore(Store):
         out = []
         for path in sorted(found):
             info = found[path]
-            if info.get("type") == "directory" or \
-                    (not hidden_ok and posixpath.basename(path).startswith(".")):
+            if info.get("type") == "directory" or (
+                not hidden_ok and posixpath.basename(path).startswith(".")
+            ):
                 continue
             stat = stat_of(info, self.name(path))
             out.append((path, stat if stat.size is not None else None))
@@ -437,8 +475,13 @@ class FsspecStore(Store):
 
     # -- reading --
 
-    def read(self, path: str, start: Optional[int] = None, end: Optional[int] = None,
-             stat: Optional[Stat] = None) -> bytes:
+    def read(
+        self,
+        path: str,
+        start: Optional[int] = None,
+        end: Optional[int] = None,
+        stat: Optional[Stat] = None,
+    ) -> bytes:
         if start is None and end is None:
             fs = self.fs
             return self._sync(lambda: fs.cat_file(path), "reading", path, 0)
@@ -449,39 +492,48 @@ class FsspecStore(Store):
                 raise OSError(errno.EIO, "the server does not tell the size", self.name(path))
         return self.fetch(path, start, end, stat).result()
 
-    def fetch(self, path: str, start: int, end: int,
-              stat: Optional[Stat]) -> "concurrent.futures.Future[bytes]":
+    def fetch(
+        self, path: str, start: int, end: int, stat: Optional[Stat]
+    ) -> "concurrent.futures.Future[bytes]":
         fs = self.fs
         if self._is_async(fs):
             return asyncio.run_coroutine_threadsafe(
-                self._fetch_async(fs, path, start, end, stat), fs.loop)
+                self._fetch_async(fs, path, start, end, stat), fs.loop
+            )
         return _threads().submit(self._fetch_sync, fs, path, start, end, stat)
 
-    def read_ranges(self, path: str, starts: Sequence[int], ends: Sequence[int],
-                    stat: Optional[Stat] = None) -> List[bytes]:
+    def read_ranges(
+        self, path: str, starts: Sequence[int], ends: Sequence[int], stat: Optional[Stat] = None
+    ) -> List[bytes]:
         """Bytes [starts[k], ends[k]) for each k, ``settings.concurrency`` requests in flight;
         on failure the error of the first range (in order) that failed."""
         fs = self.fs
         if self._is_async(fs):
+
             async def every():
                 limit = asyncio.Semaphore(self.settings.concurrency)
 
                 async def one(a, b):
                     async with limit:
                         return await self._fetch_async(fs, path, a, b, stat)
+
                 return await asyncio.gather(*map(one, starts, ends), return_exceptions=True)
+
             got = asyncio.run_coroutine_threadsafe(every(), fs.loop).result()
         else:
-            futures = [_threads().submit(self._fetch_sync, fs, path, a, b, stat)
-                       for a, b in zip(starts, ends)]
+            futures = [
+                _threads().submit(self._fetch_sync, fs, path, a, b, stat)
+                for a, b in zip(starts, ends)
+            ]
             got = [f.exception() or f.result() for f in futures]
         for data in got:
             if isinstance(data, BaseException):
                 raise data
         return got
 
-    async def _fetch_async(self, fs, path: str, start: int, end: int,
-                           stat: Optional[Stat]) -> bytes:
+    async def _fetch_async(
+        self, fs, path: str, start: int, end: int, stat: Optional[Stat]
+    ) -> bytes:
         if end <= start:
             return b""
         call = self._range_coroutine(fs, path, start, end, stat)
@@ -491,6 +543,7 @@ class FsspecStore(Store):
             if len(data) != end - start:
                 raise ShortRead(f"asked for {end - start} bytes, got {len(data)}")
             return data
+
         return await self._async(checked, "reading", path, start, pinned=stat is not None)
 
     def _fetch_sync(self, fs, path: str, start: int, end: int, stat: Optional[Stat]) -> bytes:
@@ -505,6 +558,7 @@ class FsspecStore(Store):
             if len(data) != end - start:
                 raise ShortRead(f"asked for {end - start} bytes, got {len(data)}")
             return data
+
         return self._sync(checked, "reading", path, start, pinned=stat is not None)
 
     def _range_coroutine(self, fs, path: str, start: int, end: int, stat: Optional[Stat]):
@@ -515,23 +569,27 @@ class FsspecStore(Store):
             return lambda: _s3_range(fs, path, start, end, stat)
         if backend == "gcs" and stat is not None and stat.version_id:
             return lambda: fs._cat_file(path, start=start, end=end, generation=stat.version_id)
-        if backend == "http" and stat is not None and stat.etag and \
-                not stat.etag.startswith("W/"):  # If-Match compares strong ETags only
+        if (
+            backend == "http" and stat is not None and stat.etag and not stat.etag.startswith("W/")
+        ):  # If-Match compares strong ETags only
             headers = dict(fs.kwargs.get("headers") or {}, **{"If-Match": stat.etag})
             return lambda: fs._cat_file(path, start=start, end=end, headers=headers)
         return lambda: fs._cat_file(path, start=start, end=end)
 
-    def open_input(self, path: str, start: int = 0, end: Optional[int] = None,
-                   stat: Optional[Stat] = None):
+    def open_input(
+        self, path: str, start: int = 0, end: Optional[int] = None, stat: Optional[Stat] = None
+    ):
         from .streaming import ReadAhead
+
         location = Location(self, path, stat=stat)
         return ReadAhead([location], [(start, end)]).open(0, owner=True)
 
     def open_stream(self, path: str, start: int = 0):
         """fsspec's own file, for an object whose size the server does not tell."""
         fs = self.fs
-        f = self._sync(lambda: fs.open(path, "rb", block_size=self.settings.range_size),
-                       "opening", path)
+        f = self._sync(
+            lambda: fs.open(path, "rb", block_size=self.settings.range_size), "opening", path
+        )
         if start:
             f.seek(start)
         return f
@@ -579,8 +637,9 @@ async def _s3_range(fs, path: str, start: int, end: int, stat: Optional[Stat]) -
         pin["VersionId"] = version
     elif stat is not None and stat.etag:
         pin["IfMatch"] = stat.etag
-    response = await fs._call_s3("get_object", Bucket=bucket, Key=key,
-                                 Range=f"bytes={start}-{end - 1}", **pin)
+    response = await fs._call_s3(
+        "get_object", Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}", **pin
+    )
     body = response["Body"]
     try:
         return await body.read()

@@ -28,20 +28,48 @@ from .settings import Settings
 __all__ = ["ShortRead", "final_error", "delays", "gave_up", "cause"]
 
 # Exceptions no retry can mend, raised as they are (with the file's name where they name one).
-_FINAL = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
-          FileExistsError, ImportError, TypeError, ValueError, NotImplementedError)
-_NAMED = ((FileNotFoundError, errno.ENOENT), (IsADirectoryError, errno.EISDIR),
-          (NotADirectoryError, errno.ENOTDIR), (FileExistsError, errno.EEXIST))
+_FINAL = (
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+    FileExistsError,
+    ImportError,
+    TypeError,
+    ValueError,
+    NotImplementedError,
+)
+_NAMED = (
+    (FileNotFoundError, errno.ENOENT),
+    (IsADirectoryError, errno.EISDIR),
+    (NotADirectoryError, errno.ENOTDIR),
+    (FileExistsError, errno.EEXIST),
+)
 # Exception classes (by name: the packages are optional) that mean "no usable credentials".
 _CREDENTIAL_CLASSES = {
-    "NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
-    "NoAuthTokenError", "UnauthorizedSSOTokenError", "TokenRetrievalError",
-    "DefaultCredentialsError", "RefreshError",  # google-auth
+    "NoCredentialsError",
+    "PartialCredentialsError",
+    "CredentialRetrievalError",
+    "NoAuthTokenError",
+    "UnauthorizedSSOTokenError",
+    "TokenRetrievalError",
+    "DefaultCredentialsError",
+    "RefreshError",  # google-auth
     "ClientAuthenticationError",  # azure-core
 }
-_CREDENTIAL_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-                     "ExpiredToken", "InvalidToken", "TokenRefreshRequired", "AllAccessDisabled",
-                     "AccountProblem", "InvalidSecurity", "Forbidden", "Unauthorized"}
+_CREDENTIAL_CODES = {
+    "AccessDenied",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "InvalidToken",
+    "TokenRefreshRequired",
+    "AllAccessDisabled",
+    "AccountProblem",
+    "InvalidSecurity",
+    "Forbidden",
+    "Unauthorized",
+}
 
 
 class ShortRead(OSError):
@@ -81,16 +109,22 @@ def _code(error: BaseException) -> Optional[str]:
 
 def _credentials_problem(error: BaseException) -> bool:
     for e in _chain(error):
-        if type(e).__name__ in _CREDENTIAL_CLASSES or _code(e) in _CREDENTIAL_CODES or \
-                _status(e) in (401, 403):
+        if (
+            type(e).__name__ in _CREDENTIAL_CLASSES
+            or _code(e) in _CREDENTIAL_CODES
+            or _status(e) in (401, 403)
+        ):
             return True
     return isinstance(error, PermissionError)
 
 
 def _changed(error: BaseException) -> bool:
     for e in _chain(error):
-        if _status(e) == 412 or _code(e) == "PreconditionFailed" or \
-                type(e).__name__ == "FileExpired":
+        if (
+            _status(e) == 412
+            or _code(e) == "PreconditionFailed"
+            or type(e).__name__ == "FileExpired"
+        ):
             return True
     return False
 
@@ -103,21 +137,27 @@ def cause(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"
 
 
-def final_error(error: BaseException, name: str, offset: Optional[int] = None,
-                pinned: bool = False) -> Optional[BaseException]:
+def final_error(
+    error: BaseException, name: str, offset: Optional[int] = None, pinned: bool = False
+) -> Optional[BaseException]:
     """The typed error to raise for ``error`` at once, or None when another attempt may mend
     it. ``pinned``: the read asked for the version the object had when it was planned, so a
     vanished object changed under the reader. Raise the result ``from error``."""
     if isinstance(error, ObjectChangedError):
         return error
     if _changed(error) or (pinned and isinstance(error, FileNotFoundError)):
-        return ObjectChangedError(f"the store refused the version being read: {cause(error)}",
-                                  path=name, offset=offset)
+        return ObjectChangedError(
+            f"the store refused the version being read: {cause(error)}", path=name, offset=offset
+        )
     if _credentials_problem(error):
         said = list(_chain(error))[-1]  # the store's (or the client's) own words
-        return PermissionError(errno.EACCES, "credentials missing or refused: give them in "
-                               "storage_options (key/secret, token, ...) or the environment "
-                               f"({cause(said)})", name)
+        return PermissionError(
+            errno.EACCES,
+            "credentials missing or refused: give them in "
+            "storage_options (key/secret, token, ...) or the environment "
+            f"({cause(said)})",
+            name,
+        )
     for kind, code in _NAMED:
         if isinstance(error, kind):
             return kind(code, os.strerror(code), name)
@@ -138,12 +178,13 @@ def delays(settings: Settings) -> Iterator[float]:
     """Seconds to wait before each retry: retry_delay doubled each time, between half and all
     of it at random (so clients that failed together do not retry together)."""
     for attempt in range(settings.retries):
-        full = settings.retry_delay * (2 ** attempt)
+        full = settings.retry_delay * (2**attempt)
         yield full / 2 + random.uniform(0, full / 2)
 
 
-def gave_up(what: str, name: str, offset: Optional[int], attempts: int,
-            error: BaseException) -> OSError:
+def gave_up(
+    what: str, name: str, offset: Optional[int], attempts: int, error: BaseException
+) -> OSError:
     where = f" at byte offset {offset}" if offset is not None else ""
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     return OSError(errno.EIO, f"{what} failed{where}{tries} ({cause(error)})", name)

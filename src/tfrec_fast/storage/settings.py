@@ -60,11 +60,14 @@ class Settings:
         if self.range_size < 1 or self.concurrency < 1:
             raise ValueError("range_size and concurrency must be positive")
         if self.read_ahead < self.range_size:
-            raise ValueError(f"read_ahead ({self.read_ahead}) must hold at least one range "
-                             f"(range_size {self.range_size})")
+            raise ValueError(
+                f"read_ahead ({self.read_ahead}) must hold at least one range "
+                f"(range_size {self.range_size})"
+            )
         if not isinstance(self.retry_delay, (int, float)) or self.retry_delay < 0:
-            raise ValueError(f"retry_delay must be a number of seconds >= 0, not "
-                             f"{self.retry_delay!r}")
+            raise ValueError(
+                f"retry_delay must be a number of seconds >= 0, not {self.retry_delay!r}"
+            )
 
     @property
     def ranges_in_flight(self) -> int:

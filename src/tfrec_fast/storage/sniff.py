@@ -25,8 +25,7 @@ def sniff_compression(head: bytes) -> str:
     str
         ``""`` (uncompressed), ``"gzip"`` or ``"zlib"``.
     """
-    if len(head) >= HEAD and \
-            masked_crc32c(head[:8]) == int.from_bytes(head[8:HEAD], "little"):
+    if len(head) >= HEAD and masked_crc32c(head[:8]) == int.from_bytes(head[8:HEAD], "little"):
         return ""
     if head[:2] == b"\x1f\x8b":
         return "gzip"
@@ -90,5 +89,5 @@ class Replay(io.RawIOBase):
         data = self._stream.read(len(buffer))
         if data is None:
             return None
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)

@@ -70,8 +70,7 @@ class Stat(NamedTuple):
         bool
         """
         mine, theirs = self.version, other.version
-        if mine is not None and theirs is not None and mine.split(":")[0] == \
-                theirs.split(":")[0]:
+        if mine is not None and theirs is not None and mine.split(":")[0] == theirs.split(":")[0]:
             return mine != theirs
         return self.size != other.size
 
@@ -226,8 +225,13 @@ class Store:
 
     # -- reading --
 
-    def read(self, path: str, start: Optional[int] = None, end: Optional[int] = None,
-             stat: Optional[Stat] = None) -> bytes:
+    def read(
+        self,
+        path: str,
+        start: Optional[int] = None,
+        end: Optional[int] = None,
+        stat: Optional[Stat] = None,
+    ) -> bytes:
         """Bytes [start, end) of an object (all of it by default).
 
         Parameters
@@ -282,8 +286,9 @@ class Store:
             future.set_exception(error)
         return future
 
-    def read_ranges(self, path: str, starts: Sequence[int], ends: Sequence[int],
-                    stat: Optional[Stat] = None) -> List[bytes]:
+    def read_ranges(
+        self, path: str, starts: Sequence[int], ends: Sequence[int], stat: Optional[Stat] = None
+    ) -> List[bytes]:
         """Bytes [starts[k], ends[k]) for each k (concurrently where the store can).
 
         Parameters
@@ -313,8 +318,9 @@ class Store:
         """
         return [self.read(path, a, b, stat) for a, b in zip(starts, ends)]
 
-    def open_input(self, path: str, start: int = 0, end: Optional[int] = None,
-                   stat: Optional[Stat] = None) -> BinaryIO:
+    def open_input(
+        self, path: str, start: int = 0, end: Optional[int] = None, stat: Optional[Stat] = None
+    ) -> BinaryIO:
         """A binary file reading bytes [start, end) of an object (to its end by default).
 
         Parameters
@@ -479,23 +485,30 @@ class LocalStore(Store):
     def glob(self, pattern: str) -> List[Tuple[str, Optional[Stat]]]:
         return [(p, None) for p in sorted(_glob.glob(pattern, recursive=True))]
 
-    def read(self, path: str, start: Optional[int] = None, end: Optional[int] = None,
-             stat: Optional[Stat] = None) -> bytes:
+    def read(
+        self,
+        path: str,
+        start: Optional[int] = None,
+        end: Optional[int] = None,
+        stat: Optional[Stat] = None,
+    ) -> bytes:
         with open(path, "rb") as f:
             if start:
                 f.seek(start)
             return f.read() if end is None else f.read(max(0, end - (start or 0)))
 
-    def read_ranges(self, path: str, starts: Sequence[int], ends: Sequence[int],
-                    stat: Optional[Stat] = None) -> List[bytes]:
+    def read_ranges(
+        self, path: str, starts: Sequence[int], ends: Sequence[int], stat: Optional[Stat] = None
+    ) -> List[bytes]:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         try:
             return [_pread_all(fd, b - a, a) for a, b in zip(starts, ends)]
         finally:
             os.close(fd)
 
-    def open_input(self, path: str, start: int = 0, end: Optional[int] = None,
-                   stat: Optional[Stat] = None) -> Any:
+    def open_input(
+        self, path: str, start: int = 0, end: Optional[int] = None, stat: Optional[Stat] = None
+    ) -> Any:
         f = open(path, "rb")
         if start:
             f.seek(start)

@@ -44,8 +44,17 @@ class _Range:
 class _Part:
     """One object of the list: its span, what is requested of it, whether someone reads it."""
 
-    __slots__ = ("location", "start", "end", "given_end", "requested", "pending", "state",
-                 "error", "asked")
+    __slots__ = (
+        "location",
+        "start",
+        "end",
+        "given_end",
+        "requested",
+        "pending",
+        "state",
+        "error",
+        "asked",
+    )
 
     def __init__(self, location: Location, start: int, end: Optional[int]):
         self.location = location
@@ -83,14 +92,16 @@ class ReadAhead:
         Default: the settings of the first object's store.
     """
 
-    def __init__(self, locations: Sequence[Location],
-                 spans: Optional[Sequence[Tuple[int, Optional[int]]]] = None,
-                 settings: Optional[Settings] = None):
+    def __init__(
+        self,
+        locations: Sequence[Location],
+        spans: Optional[Sequence[Tuple[int, Optional[int]]]] = None,
+        settings: Optional[Settings] = None,
+    ):
         spans = spans or [(0, None)] * len(locations)
         self._parts = [_Part(loc, int(a or 0), b) for loc, (a, b) in zip(locations, spans)]
         if settings is None:
-            settings = getattr(locations[0].store, "settings", DEFAULTS) if locations else \
-                DEFAULTS
+            settings = getattr(locations[0].store, "settings", DEFAULTS) if locations else DEFAULTS
         self.settings = settings
         self._lock = threading.Lock()
         self._held_bytes = 0
@@ -135,8 +146,9 @@ class ReadAhead:
             if not again:
                 part.state = _OPEN
         if again:  # read once already: its own window
-            return ReadAhead([part.location], [(part.start, part.given_end)],
-                             self.settings).open(0, owner=True)
+            return ReadAhead([part.location], [(part.start, part.given_end)], self.settings).open(
+                0, owner=True
+            )
         if part.end is None:  # the server does not tell the size: stream it as it comes
             with self._lock:
                 part.state = _DONE
@@ -162,15 +174,18 @@ class ReadAhead:
         """Makes the sizes (and versions) of objects k, k+1, ... known, ``concurrency`` of them
         at a time, so the window can go on into the next objects."""
         with self._lock:
-            todo = [p for p in self._parts[k:k + self.settings.concurrency] if not p.asked]
+            todo = [p for p in self._parts[k : k + self.settings.concurrency] if not p.asked]
             for p in todo:
                 p.asked = True
         if not todo:
             return
         store = todo[0].location.store
         same = all(p.location.store is store for p in todo)
-        stats = store.stat_many([p.location.path for p in todo]) if same else \
-            [p.location.store.stat_many([p.location.path])[0] for p in todo]
+        stats = (
+            store.stat_many([p.location.path for p in todo])
+            if same
+            else [p.location.store.stat_many([p.location.path])[0] for p in todo]
+        )
         with self._lock:
             for part, stat in zip(todo, stats):
                 if isinstance(stat, BaseException):
@@ -201,8 +216,11 @@ class ReadAhead:
         i = self._first
         while i < len(self._parts):
             part = self._parts[i]
-            if part.state == _DONE or part.error is not None or \
-                    (part.end is not None and part.requested >= part.end):
+            if (
+                part.state == _DONE
+                or part.error is not None
+                or (part.end is not None and part.requested >= part.end)
+            ):
                 if i == self._first:
                     self._first += 1
                 i += 1
@@ -308,7 +326,7 @@ class _StreamFile(io.RawIOBase):
             self._next_block()
             at = self._pos - self._block_start
         n = min(len(view), len(self._block) - at)
-        view[:n] = self._block[at:at + n]
+        view[:n] = self._block[at : at + n]
         self._pos += n
         return n
 
@@ -327,4 +345,3 @@ class _StreamFile(io.RawIOBase):
             if self._owner is not None:
                 self._owner.close()
         super().close()
-

@@ -24,8 +24,15 @@ RLDS datasets (robot episodes, ``steps`` a nested ``tfds.features.Dataset``):
 """
 
 from . import decode, features
-from .compat import (GCS_DATA_DIR, ReadConfig, as_numpy, builder, builder_from_directory,
-                     gcs_data_dir, load)
+from .compat import (
+    GCS_DATA_DIR,
+    ReadConfig,
+    as_numpy,
+    builder,
+    builder_from_directory,
+    gcs_data_dir,
+    load,
+)
 from .dataset import Batched, Dataset, Split, open
 from .decode import SkipDecoding
 from .errors import DatasetInfoError, UnknownFeatureError

@@ -21,8 +21,18 @@ from ..records import TFRecordReader
 from ..storage import Location, ReadAhead, is_url, resolve
 from ..storage.cache import peek
 
-__all__ = ["directory", "join", "listing", "read_bytes", "open_records", "open_indexed",
-           "create_index", "load_index", "cached_index", "write_index"]
+__all__ = [
+    "directory",
+    "join",
+    "listing",
+    "read_bytes",
+    "open_records",
+    "open_indexed",
+    "create_index",
+    "load_index",
+    "cached_index",
+    "write_index",
+]
 
 Index = Tuple[np.ndarray, np.ndarray]
 
@@ -68,15 +78,15 @@ def open_records(location: Location, *, verify: bool = True, share: int = 1) -> 
     the ``read_ahead`` memory bound of the store's settings."""
     settings = getattr(location.store, "settings", None)
     if location.os_path is None and settings is not None and share > 1:
-        own = dataclasses.replace(settings, read_ahead=max(settings.range_size,
-                                                           settings.read_ahead // share))
+        own = dataclasses.replace(
+            settings, read_ahead=max(settings.range_size, settings.read_ahead // share)
+        )
         stream = ReadAhead([location], settings=own).open(0, owner=True)
         return TFRecordReader._of_stream(location, stream, None, verify=verify)
     return TFRecordReader(location, verify=verify)
 
 
-def open_indexed(location: Location, index: Index, *,
-                 verify: bool = True) -> IndexedTFRecordReader:
+def open_indexed(location: Location, index: Index, *, verify: bool = True) -> IndexedTFRecordReader:
     """Random access to a shard's records through its index ``(offsets, sizes)``: ranges of
     only the records asked for, for a shard of a store."""
     return IndexedTFRecordReader(location, index, verify=verify)

@@ -34,17 +34,23 @@ def missing_decoder(feature: Audio) -> Optional[str]:
     if kind == "wav":
         return None
     if kind == "flac":
-        return ("its audio is stored as FLAC, which TFDS decodes with tensorflow-io's "
-                "decode_flac (not pydub) into its own samples per dtype, which tfrec_fast does "
-                "not reproduce")
+        return (
+            "its audio is stored as FLAC, which TFDS decodes with tensorflow-io's "
+            "decode_flac (not pydub) into its own samples per dtype, which tfrec_fast does "
+            "not reproduce"
+        )
     stored = f"its audio is stored as {kind or 'files of unknown format'}"
     if not _have_pydub():
-        return (f"{stored}, which TFDS decodes with pydub and ffmpeg: pip install pydub and "
-                "install ffmpeg")
+        return (
+            f"{stored}, which TFDS decodes with pydub and ffmpeg: pip install pydub and "
+            "install ffmpeg"
+        )
     missing = _missing_programs()
     if missing:
-        return (f"{stored}, which TFDS decodes with pydub through ffmpeg or avconv, but pydub "
-                f"finds no {missing}: install ffmpeg")
+        return (
+            f"{stored}, which TFDS decodes with pydub through ffmpeg or avconv, but pydub "
+            f"finds no {missing}: install ffmpeg"
+        )
     return None
 
 
@@ -95,7 +101,7 @@ def _wav(data: bytes):
     chunks: Dict[bytes, Tuple[int, int]] = {}
     pos = 12
     while pos + 8 <= len(data) and len(chunks) < 10:
-        chunk_id = data[pos:pos + 4]
+        chunk_id = data[pos : pos + 4]
         (size,) = struct.unpack_from("<I", data, pos + 4)
         chunks.setdefault(chunk_id, (pos, size))
         if chunk_id == b"data":
@@ -111,10 +117,10 @@ def _wav(data: bytes):
     if audio_format not in (1, 0xFFFE):
         raise ValueError(f"WAV audio format 0x{audio_format:X} is not PCM (pydub reads PCM only)")
     start, size = chunks[b"data"]
-    raw = data[start + 8:start + 8 + size]
+    raw = data[start + 8 : start + 8 + size]
     width = bits // 8
     if width == 3:  # pydub: 4 bytes per sample, a sign byte first (its 24 -> 32 bit widening)
-        triples = np.frombuffer(raw[:len(raw) - len(raw) % 3], np.uint8).reshape(-1, 3)
+        triples = np.frombuffer(raw[: len(raw) - len(raw) % 3], np.uint8).reshape(-1, 3)
         wide = np.empty((len(triples), 4), np.uint8)
         wide[:, 0] = np.where(triples[:, 2] > 0x7F, 0xFF, 0x00)
         wide[:, 1:] = triples
@@ -146,8 +152,10 @@ def _set_channels(samples: np.ndarray, have: int, want: int) -> np.ndarray:
     if have == 1:  # copied into every channel
         return np.repeat(frames, want, axis=1).reshape(-1)
     if want != 1:
-        raise ValueError(f"audio of {have} channels cannot become {want} (pydub converts "
-                         "to and from 1 channel only)")
+        raise ValueError(
+            f"audio of {have} channels cannot become {want} (pydub converts "
+            "to and from 1 channel only)"
+        )
     info = np.iinfo(samples.dtype)
     wide = frames.astype(np.int64)
     if have == 2:  # audioop.tomono(data, width, 0.5, 0.5): rounded down, clipped

@@ -14,13 +14,21 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from . import _files
 from ..storage import Location, display
+from . import _files
 from .dataset import Batched, Dataset, Split
 from .metadata import locate
 
-__all__ = ["ReadConfig", "GCS_DATA_DIR", "GCS_DATA_DIR_ENV", "gcs_data_dir", "load", "builder",
-           "builder_from_directory", "as_numpy"]
+__all__ = [
+    "ReadConfig",
+    "GCS_DATA_DIR",
+    "GCS_DATA_DIR_ENV",
+    "gcs_data_dir",
+    "load",
+    "builder",
+    "builder_from_directory",
+    "as_numpy",
+]
 
 
 @dataclass
@@ -86,13 +94,21 @@ def _gcs_or(data_dir, name: str, try_gcs: bool, storage_options, filesystem):
     if not on_gcs:
         return data_dir, storage_options
     if data_dir is not None:  # as TFDS refuses it
-        raise ValueError(f"Cannot have both `try_gcs=True` and `data_dir={data_dir}` "
-                         "explicitly set")
+        raise ValueError(
+            f"Cannot have both `try_gcs=True` and `data_dir={data_dir}` explicitly set"
+        )
     return bucket, options
 
 
-def builder(name: str, *, data_dir=None, try_gcs: bool = False, storage_options=None,
-            filesystem=None, **kwargs: Any) -> Dataset:
+def builder(
+    name: str,
+    *,
+    data_dir=None,
+    try_gcs: bool = False,
+    storage_options=None,
+    filesystem=None,
+    **kwargs: Any,
+) -> Dataset:
     """``tfds.builder(name, data_dir=...)`` for a prepared dataset: its ``.info`` and
     ``.as_dataset(...)``; images decoded by default, as TFDS does.
 
@@ -161,16 +177,30 @@ def builder_from_directory(builder_dir, *, storage_options=None, filesystem=None
     FileNotFoundError
         No prepared dataset there.
     """
-    return Dataset(locate(_files.directory(builder_dir, storage_options, filesystem)),
-                   decode_images=True)
+    return Dataset(
+        locate(_files.directory(builder_dir, storage_options, filesystem)), decode_images=True
+    )
 
 
-def load(name: str, *, split=None, data_dir=None, batch_size: Optional[int] = None,
-         shuffle_files: bool = False, download: bool = True, as_supervised: bool = False,
-         decoders: Optional[Mapping] = None, read_config: Any = None, with_info: bool = False,
-         builder_kwargs: Optional[Mapping] = None, download_and_prepare_kwargs=None,
-         as_dataset_kwargs: Optional[Mapping] = None, try_gcs: bool = False,
-         storage_options=None, filesystem=None):
+def load(
+    name: str,
+    *,
+    split=None,
+    data_dir=None,
+    batch_size: Optional[int] = None,
+    shuffle_files: bool = False,
+    download: bool = True,
+    as_supervised: bool = False,
+    decoders: Optional[Mapping] = None,
+    read_config: Any = None,
+    with_info: bool = False,
+    builder_kwargs: Optional[Mapping] = None,
+    download_and_prepare_kwargs=None,
+    as_dataset_kwargs: Optional[Mapping] = None,
+    try_gcs: bool = False,
+    storage_options=None,
+    filesystem=None,
+):
     """``tfds.load`` for a dataset already prepared under ``data_dir``: the examples
     ``tfds.as_numpy(tfds.load(...))`` gives, in its order, images decoded.
 
@@ -226,23 +256,38 @@ def load(name: str, *, split=None, data_dir=None, batch_size: Optional[int] = No
         As :meth:`Dataset.as_dataset` and :func:`builder`.
     """
     try:
-        dataset = builder(name, data_dir=data_dir, try_gcs=try_gcs,
-                          storage_options=storage_options, filesystem=filesystem,
-                          **dict(builder_kwargs or {}))
+        dataset = builder(
+            name,
+            data_dir=data_dir,
+            try_gcs=try_gcs,
+            storage_options=storage_options,
+            filesystem=filesystem,
+            **dict(builder_kwargs or {}),
+        )
     except FileNotFoundError as error:
         if not download:
             raise
-        where = display(_data_dir(data_dir)) if not isinstance(data_dir, Location) else \
-            data_dir.name
+        where = (
+            display(_data_dir(data_dir)) if not isinstance(data_dir, Location) else data_dir.name
+        )
         raise FileNotFoundError(
-            error.errno, f"{error.strerror}. tfrec_fast reads datasets prepared by TFDS and does "
+            error.errno,
+            f"{error.strerror}. tfrec_fast reads datasets prepared by TFDS and does "
             f"not download or build them: prepare {name!r} once with tensorflow-datasets "
             f"(`tfds build {name.partition(':')[0]} --data_dir={where}`, or "
             f"tfds.builder({name!r}, data_dir={where!r}).download_and_prepare()), then load it "
-            "here", error.filename) from None
-    made = dataset.as_dataset(split, decoders=decoders, as_supervised=as_supervised,
-                              shuffle_files=shuffle_files, read_config=read_config,
-                              batch_size=batch_size, **dict(as_dataset_kwargs or {}))
+            "here",
+            error.filename,
+        ) from None
+    made = dataset.as_dataset(
+        split,
+        decoders=decoders,
+        as_supervised=as_supervised,
+        shuffle_files=shuffle_files,
+        read_config=read_config,
+        batch_size=batch_size,
+        **dict(as_dataset_kwargs or {}),
+    )
     return (made, dataset.info) if with_info else made
 
 
@@ -270,5 +315,6 @@ def as_numpy(dataset):
         return {k: as_numpy(v) for k, v in dataset.items()}
     if isinstance(dataset, (list, tuple)):
         return type(dataset)(as_numpy(v) for v in dataset)
-    raise TypeError(f"as_numpy takes what tfrec_fast.tfds.load returns, not "
-                    f"{type(dataset).__name__}")
+    raise TypeError(
+        f"as_numpy takes what tfrec_fast.tfds.load returns, not {type(dataset).__name__}"
+    )

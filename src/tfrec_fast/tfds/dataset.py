@@ -28,8 +28,7 @@ from .decoder import NESTED, Decoder, skipped_paths
 from .indexes import check_count, kept_index, shard_index
 from .metadata import DatasetInfo, locate, read_info
 from .spec import leaves
-from .splits import (BLOCK_LENGTH, CYCLE_LENGTH, FileInstruction, file_instructions,
-                     interleave_runs)
+from .splits import BLOCK_LENGTH, CYCLE_LENGTH, FileInstruction, file_instructions, interleave_runs
 
 __all__ = ["Dataset", "Split", "open"]
 
@@ -40,9 +39,12 @@ BATCH_RECORDS = 256
 def _relocated(error: ExampleParseError, path: str, first: int) -> ExampleParseError:
     """A parse error counted from a batch's first record -> counted in the file."""
     index = error.record_index
-    return ExampleParseError(error.detail, path=path,
-                             record_index=None if index is None else first + index,
-                             feature=error.feature)
+    return ExampleParseError(
+        error.detail,
+        path=path,
+        record_index=None if index is None else first + index,
+        feature=error.feature,
+    )
 
 
 class _IndexedPart:
@@ -81,8 +83,15 @@ class _ShardStream:
     records before, as TFDS does. ``share``: shards read at once (a store's read-ahead memory
     is shared between them)."""
 
-    def __init__(self, instruction: FileInstruction, decoder: Optional[Decoder], verify: bool,
-                 index_dir=None, beside: Optional[Location] = None, share: int = 1):
+    def __init__(
+        self,
+        instruction: FileInstruction,
+        decoder: Optional[Decoder],
+        verify: bool,
+        index_dir=None,
+        beside: Optional[Location] = None,
+        share: int = 1,
+    ):
         self.instruction = instruction
         self.decoder = decoder  # None: hand out the serialized records
         self.verify = verify
@@ -97,8 +106,12 @@ class _ShardStream:
     def _open(self) -> Any:
         location, skip = self.instruction.location, self.instruction.skip
         if skip:
-            index = kept_index(location, self.instruction.shard_length,
-                               index_dir=self.index_dir, beside=self.beside)
+            index = kept_index(
+                location,
+                self.instruction.shard_length,
+                index_dir=self.index_dir,
+                beside=self.beside,
+            )
             if index is not None:
                 return _IndexedPart(location, index, skip, self.verify)
         reader = _files.open_records(location, verify=self.verify, share=self.share)
@@ -108,8 +121,9 @@ class _ShardStream:
         return reader
 
     def _too_few(self, reader: Any):
-        check_count(self.instruction.path, self.instruction.shard_length,
-                    reader.records_read, reader.tell())
+        check_count(
+            self.instruction.path, self.instruction.shard_length, reader.records_read, reader.tell()
+        )
 
     def _next_batch(self) -> None:
         if self.reader is None:
@@ -156,8 +170,12 @@ class _ShardStream:
             if self.instruction.to_end:
                 offset = reader.tell()
                 if len(reader.read_batch(1, None)):
-                    check_count(self.instruction.path, self.instruction.shard_length,
-                                self.instruction.shard_length + 1, offset)
+                    check_count(
+                        self.instruction.path,
+                        self.instruction.shard_length,
+                        self.instruction.shard_length + 1,
+                        offset,
+                    )
         finally:
             reader.close()
 
@@ -186,40 +204,60 @@ class Split:
     :class:`~tfrec_fast.ExampleParseError`, naming the shard and the record's index in it.
     """
 
-    def __init__(self, info: DatasetInfo, split: Any, *, decode_images: bool = False,
-                 decoders: Optional[Mapping] = None, as_supervised: bool = False,
-                 shuffle_files: bool = False, read_config: Any = None, verify: bool = True,
-                 index_dir=None, nested: str = "steps", serialized: bool = False):
+    def __init__(
+        self,
+        info: DatasetInfo,
+        split: Any,
+        *,
+        decode_images: bool = False,
+        decoders: Optional[Mapping] = None,
+        as_supervised: bool = False,
+        shuffle_files: bool = False,
+        read_config: Any = None,
+        verify: bool = True,
+        index_dir=None,
+        nested: str = "steps",
+        serialized: bool = False,
+    ):
         if serialized and as_supervised:
-            raise ValueError("serialized Examples have no supervised structure: "
-                             "as_supervised=True is for decoded examples")
+            raise ValueError(
+                "serialized Examples have no supervised structure: "
+                "as_supervised=True is for decoded examples"
+            )
         self.info = info
         self.name = split if isinstance(split, str) else repr(split)
         self._instructions = file_instructions(split, info.splits)
         if not self._instructions:  # as TFDS, which refuses to read nothing
-            raise ValueError(f"split {self.name!r} of {info.name} selects no examples "
-                             "(TFDS: corresponds to no data)")
+            raise ValueError(
+                f"split {self.name!r} of {info.name} selects no examples "
+                "(TFDS: corresponds to no data)"
+            )
         self._check_shards()
         paths = {leaf.path for leaf in leaves(info.features)}
-        self._options: Dict[str, Any] = dict(decode_images=bool(decode_images),
-                                             skip=frozenset(skipped_paths(decoders, paths)),
-                                             nested=nested)
+        self._options: Dict[str, Any] = dict(
+            decode_images=bool(decode_images),
+            skip=frozenset(skipped_paths(decoders, paths)),
+            nested=nested,
+        )
         self._supervised = self._supervised_keys() if as_supervised else None
         self._shuffle_files = bool(shuffle_files)
         self._cycle: Any = getattr(read_config, "interleave_cycle_length", None)
         if not isinstance(self._cycle, int):  # TFDS's MISSING / None: the default
             self._cycle = 1 if info.disable_shuffling else CYCLE_LENGTH
         elif self._cycle < 1:  # tf.data.AUTOTUNE: an order that depends on TensorFlow's
-            raise ValueError("interleave_cycle_length must be a positive number (AUTOTUNE "
-                             "leaves the order to TensorFlow's view of the machine)")
+            raise ValueError(
+                "interleave_cycle_length must be a positive number (AUTOTUNE "
+                "leaves the order to TensorFlow's view of the machine)"
+            )
         self._block = getattr(read_config, "interleave_block_length", None) or BLOCK_LENGTH
         self._rng = np.random.default_rng(getattr(read_config, "shuffle_seed", None))
         self._verify = bool(verify)
         self._index_dir = index_dir
         self._length = sum(i.take for i in self._instructions)
         self._serialized = bool(serialized)
-        self._decoder: Optional[Decoder] = None if serialized else \
-            Decoder(info.features, **self._options)
+        self._decoder: Optional[Decoder] = (
+            None if serialized else Decoder(info.features, **self._options)
+        )
         self._order: Optional[tuple] = None
         self._readers: Dict[str, IndexedTFRecordReader] = {}
 
@@ -238,8 +276,11 @@ class Split:
                 continue
             count = self.info.splits[ins.split].num_shards
             raise FileNotFoundError(
-                errno.ENOENT, f"shard {ins.shard_index} of the {count} of split "
-                f"{ins.split!r} that dataset_info.json lists is missing", ins.path)
+                errno.ENOENT,
+                f"shard {ins.shard_index} of the {count} of split "
+                f"{ins.split!r} that dataset_info.json lists is missing",
+                ins.path,
+            )
 
     def _beside(self, shard: Location) -> Optional[Location]:
         """``<shard>.idx`` of a shard of a store where there may be one: the listing's, or, where
@@ -254,8 +295,10 @@ class Split:
     def _supervised_keys(self) -> tuple:
         keys = self.info.supervised_keys
         if not keys:
-            raise ValueError(f"as_supervised=True but {self.info.name} does not support a "
-                             "supervised structure (dataset_info.json has no supervisedKeys)")
+            raise ValueError(
+                f"as_supervised=True but {self.info.name} does not support a "
+                "supervised structure (dataset_info.json has no supervisedKeys)"
+            )
         return keys
 
     @property
@@ -269,8 +312,9 @@ class Split:
         """Interleave runs [instruction, first, count] over the instructions (in ``order``)."""
         if order is None:
             order = np.arange(len(self._instructions))
-        runs = interleave_runs([self._instructions[k].take for k in order], self._cycle,
-                               self._block)
+        runs = interleave_runs(
+            [self._instructions[k].take for k in order], self._cycle, self._block
+        )
         runs[:, 0] = order[runs[:, 0]] if len(runs) else runs[:, 0]
         return runs
 
@@ -344,9 +388,14 @@ class Split:
                 stream = streams.get(k)
                 if stream is None:
                     ins = self._instructions[k]
-                    stream = streams[k] = _ShardStream(ins, decoder, self._verify,
-                                                       self._index_dir,
-                                                       self._beside(ins.location), share)
+                    stream = streams[k] = _ShardStream(
+                        ins,
+                        decoder,
+                        self._verify,
+                        self._index_dir,
+                        self._beside(ins.location),
+                        share,
+                    )
                 while count:
                     rows = stream.take(count)
                     count -= len(rows)
@@ -382,8 +431,7 @@ class Split:
         idx = idx.astype(np.int64)
         if idx.min() < -n or idx.max() >= n:
             bad = int(idx[(idx < -n) | (idx >= n)][0])
-            raise IndexError(f"index {bad} out of range for split {self.name!r} of {n} "
-                             "examples")
+            raise IndexError(f"index {bad} out of range for split {self.name!r} of {n} examples")
         idx = np.where(idx < 0, idx + n, idx)
         runs, starts = self._positions()
         r = np.searchsorted(starts, idx, side="right") - 1
@@ -400,10 +448,15 @@ class Split:
     def _read(self, ins: FileInstruction, records: np.ndarray) -> list:
         reader = self._readers.get(ins.path)
         if reader is None:
-            index = shard_index(ins.location, ins.shard_length, index_dir=self._index_dir,
-                                beside=self._beside(ins.location))
-            reader = self._readers[ins.path] = _files.open_indexed(ins.location, index,
-                                                                   verify=self._verify)
+            index = shard_index(
+                ins.location,
+                ins.shard_length,
+                index_dir=self._index_dir,
+                beside=self._beside(ins.location),
+            )
+            reader = self._readers[ins.path] = _files.open_indexed(
+                ins.location, index, verify=self._verify
+            )
         batch = reader.get_batch(records)
         decoder = self.decoder
         if decoder is None:
@@ -413,9 +466,12 @@ class Split:
             return decoder.examples(columns, len(batch))
         except ExampleParseError as error:
             index = error.record_index
-            raise ExampleParseError(error.detail, path=ins.path,
-                                    record_index=None if index is None else int(records[index]),
-                                    feature=error.feature) from None
+            raise ExampleParseError(
+                error.detail,
+                path=ins.path,
+                record_index=None if index is None else int(records[index]),
+                feature=error.feature,
+            ) from None
 
     def batches(self, batch_size: int) -> "Batched":
         """The examples stacked ``batch_size`` at a time (as tf.data's batch: the last batch
@@ -425,12 +481,14 @@ class Split:
     def to_torch(self, transform: Optional[Any] = None) -> Any:
         """A map-style torch dataset of this split (tfrec_fast.tfds.torch.SplitDataset)."""
         from .torch import SplitDataset
+
         return SplitDataset(self, transform)
 
     def to_torch_steps(self, **kwargs: Any) -> Any:
         """An iterable torch dataset of the steps of this split's episodes (RLDS), one by one
         or in windows (tfrec_fast.tfds.torch.StepsDataset, which takes ``kwargs``)."""
         from .torch import StepsDataset
+
         return StepsDataset(self, **kwargs)
 
     def close(self) -> None:
@@ -440,8 +498,10 @@ class Split:
         self._readers = {}
 
     def __repr__(self) -> str:
-        return (f"<Split {self.info.name} {self.name!r}: {len(self)} examples in "
-                f"{len({i.path for i in self._instructions})} shards>")
+        return (
+            f"<Split {self.info.name} {self.name!r}: {len(self)} examples in "
+            f"{len({i.path for i in self._instructions})} shards>"
+        )
 
 
 def _select(example: Mapping, keys: Any) -> Any:
@@ -486,22 +546,27 @@ class Batched:
 def _stack(values: list) -> Any:
     first = values[0]
     if isinstance(first, list):
-        raise TypeError("nested Datasets (lists of elements) cannot be batched, as TensorFlow "
-                        "cannot batch nested tf.data.Datasets: open with nested='columns' to "
-                        "read them as arrays, which batch as Sequences do")
+        raise TypeError(
+            "nested Datasets (lists of elements) cannot be batched, as TensorFlow "
+            "cannot batch nested tf.data.Datasets: open with nested='columns' to "
+            "read them as arrays, which batch as Sequences do"
+        )
     if isinstance(first, Mapping):
         return {k: _stack([v[k] for v in values]) for k in first}
     if isinstance(first, tuple):
         return tuple(_stack([v[i] for v in values]) for i in range(len(first)))
     if isinstance(first, Ragged):
-        raise TypeError("ragged values (features under two Sequences) cannot be batched, as "
-                        "TensorFlow's padded_batch cannot batch them")
+        raise TypeError(
+            "ragged values (features under two Sequences) cannot be batched, as "
+            "TensorFlow's padded_batch cannot batch them"
+        )
     if isinstance(first, bytes):
         values = [np.array(v, dtype=object) for v in values]
     arrays = [np.asarray(v) for v in values]
     shape = tuple(max(dims) for dims in zip(*(a.shape for a in arrays)))
-    out = np.full((len(arrays),) + shape, b"" if arrays[0].dtype == object else 0,
-                  dtype=arrays[0].dtype)
+    out = np.full(
+        (len(arrays),) + shape, b"" if arrays[0].dtype == object else 0, dtype=arrays[0].dtype
+    )
     for i, a in enumerate(arrays):
         out[(i,) + tuple(slice(0, d) for d in a.shape)] = a
     return out
@@ -516,15 +581,26 @@ class Dataset:
     finds it from a data dir and a name. The other arguments are :func:`open`'s.
     """
 
-    def __init__(self, directory, *, decode_images: bool = False, verify: bool = True,
-                 index_dir=None, nested: str = "steps", storage_options=None, filesystem=None):
+    def __init__(
+        self,
+        directory,
+        *,
+        decode_images: bool = False,
+        verify: bool = True,
+        index_dir=None,
+        nested: str = "steps",
+        storage_options=None,
+        filesystem=None,
+    ):
         if nested not in NESTED:
             raise ValueError(f"nested must be one of {NESTED}, not {nested!r}")
-        location = _files.directory(directory, _with_index_cache(storage_options, index_dir),
-                                    filesystem)
+        location = _files.directory(
+            directory, _with_index_cache(storage_options, index_dir), filesystem
+        )
         self.info = read_info(location)
-        self._defaults: Dict[str, Any] = dict(decode_images=decode_images, verify=verify,
-                                              index_dir=index_dir, nested=nested)
+        self._defaults: Dict[str, Any] = dict(
+            decode_images=decode_images, verify=verify, index_dir=index_dir, nested=nested
+        )
         self._splits: Dict[str, Split] = {}
 
     @property
@@ -546,10 +622,17 @@ class Dataset:
             self._splits[key] = made
         return made
 
-    def as_dataset(self, split=None, *, decoders: Optional[Mapping] = None,
-                   as_supervised: bool = False, shuffle_files: bool = False,
-                   read_config: Any = None, batch_size: Optional[int] = None,
-                   nested: Optional[str] = None):
+    def as_dataset(
+        self,
+        split=None,
+        *,
+        decoders: Optional[Mapping] = None,
+        as_supervised: bool = False,
+        shuffle_files: bool = False,
+        read_config: Any = None,
+        batch_size: Optional[int] = None,
+        nested: Optional[str] = None,
+    ):
         """TFDS's ``builder.as_dataset``: the examples of ``split``, as
         ``tfds.as_numpy(builder.as_dataset(...))`` gives them.
 
@@ -589,14 +672,21 @@ class Dataset:
         KeyError, TypeError
             ``decoders`` naming no feature, or holding something else than SkipDecoding.
         """
-        kwargs = dict(decoders=decoders, as_supervised=as_supervised,
-                      shuffle_files=shuffle_files, read_config=read_config)
+        kwargs = dict(
+            decoders=decoders,
+            as_supervised=as_supervised,
+            shuffle_files=shuffle_files,
+            read_config=read_config,
+        )
         if split is None:
-            return {name: self.as_dataset(name, batch_size=batch_size, nested=nested, **kwargs)
-                    for name in self.info.splits}
+            return {
+                name: self.as_dataset(name, batch_size=batch_size, nested=nested, **kwargs)
+                for name in self.info.splits
+            }
         if isinstance(split, (list, tuple)):
-            return [self.as_dataset(s, batch_size=batch_size, nested=nested, **kwargs)
-                    for s in split]
+            return [
+                self.as_dataset(s, batch_size=batch_size, nested=nested, **kwargs) for s in split
+            ]
         options = dict(self._defaults, **({} if nested is None else {"nested": nested}))
         made = Split(self.info, split, **kwargs, **options)
         return made if batch_size is None else made.batches(batch_size)
@@ -660,9 +750,18 @@ class _Splits(collections.abc.Mapping):
         return repr({name: info for name, info in self._dataset.info.splits.items()})
 
 
-def open(path, *, name: Optional[str] = None, data_dir=None, decode_images: bool = False,
-         verify: bool = True, index_dir=None, nested: str = "steps", storage_options=None,
-         filesystem=None) -> Dataset:
+def open(
+    path,
+    *,
+    name: Optional[str] = None,
+    data_dir=None,
+    decode_images: bool = False,
+    verify: bool = True,
+    index_dir=None,
+    nested: str = "steps",
+    storage_options=None,
+    filesystem=None,
+) -> Dataset:
     """Opens a dataset prepared by TensorFlow Datasets (``tfds build``), without TensorFlow.
 
     Parameters
@@ -716,9 +815,15 @@ def open(path, *, name: Optional[str] = None, data_dir=None, decode_images: bool
     """
     if data_dir is not None:  # open("mnist", data_dir=...): path is the name
         if name is not None:
-            raise TypeError("open() takes the dataset's name as path or as name=, not both "
-                            "with data_dir=")
+            raise TypeError(
+                "open() takes the dataset's name as path or as name=, not both with data_dir="
+            )
         path, name = data_dir, os.fsdecode(os.fspath(path))
     root = _files.directory(path, _with_index_cache(storage_options, index_dir), filesystem)
-    return Dataset(locate(root, name), decode_images=decode_images, verify=verify,
-                   index_dir=index_dir, nested=nested)
+    return Dataset(
+        locate(root, name),
+        decode_images=decode_images,
+        verify=verify,
+        index_dir=index_dir,
+        nested=nested,
+    )

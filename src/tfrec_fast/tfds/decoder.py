@@ -14,13 +14,12 @@ read (:class:`UnknownFeatureError`, naming the feature, its type and why).
 
 from __future__ import annotations
 
-from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set,
-                    Tuple)
+from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ..errors import ExampleParseError
 from ..columns import Ragged, _rows
+from ..errors import ExampleParseError
 from ..example import feature_kinds, parse_examples
 from ..spec import _KIND_DTYPE, VarLen
 from .audio import missing_decoder
@@ -46,16 +45,21 @@ def skipped_paths(decoders: Optional[Mapping], paths: Set[str], prefix: str = ""
             out |= skipped_paths(value, paths, path + "/")
         elif is_skip(value):
             if path not in paths and not any(p.startswith(path + "/") for p in paths):
-                raise KeyError(f"decoders name {path!r}, which is not a feature; the features "
-                               f"are {sorted(paths)}")
+                raise KeyError(
+                    f"decoders name {path!r}, which is not a feature; the features "
+                    f"are {sorted(paths)}"
+                )
             out.add(path)
         else:
-            raise TypeError(f"decoders[{path!r}]: only SkipDecoding() is supported (tfrec_fast "
-                            f"decodes without TensorFlow), not {type(value).__name__}")
+            raise TypeError(
+                f"decoders[{path!r}]: only SkipDecoding() is supported (tfrec_fast "
+                f"decodes without TensorFlow), not {type(value).__name__}"
+            )
     return out
 
 
 # ---- the whole example ------------------------------------------------------------------------
+
 
 class Decoder:
     """Parses batches of serialized Examples of a feature tree and builds the examples.
@@ -67,8 +71,14 @@ class Decoder:
     :class:`UnknownFeatureError` here, before anything is read.
     """
 
-    def __init__(self, features: Feature, *, decode_images: bool = False,
-                 skip: AbstractSet[str] = frozenset(), nested: str = "steps"):
+    def __init__(
+        self,
+        features: Feature,
+        *,
+        decode_images: bool = False,
+        skip: AbstractSet[str] = frozenset(),
+        nested: str = "steps",
+    ):
         if nested not in NESTED:
             raise ValueError(f"nested must be one of {NESTED}, not {nested!r}")
         steps = nested == "steps"
@@ -92,21 +102,24 @@ class Decoder:
             self.decoders.append(LeafDecoder(leaf, decode, lists))
         self.spec = example_spec(self.leaves)
         numbering = {leaf.path: i for i, leaf in enumerate(self.leaves)}
-        self._build = _builder(output_template(features, numbering), steps,
-                               frozenset(raw_numbers))
+        self._build = _builder(output_template(features, numbering), steps, frozenset(raw_numbers))
 
     def parse(self, batch, name: str) -> Dict[str, Any]:
         """One C++ parse of a RecordBatch into the columns of every stored key."""
         spec = self.spec
         if self.raw:  # unknown features: read whatever keys they stored, typed by the data
             kinds = feature_kinds(batch, name, strict=False)
-            extra = {k: VarLen(_KIND_DTYPE[kind] if kind is not None else "float32")
-                     for k, kind in kinds.items() if any(r.owns(k) for r in self.raw)}
+            extra = {
+                k: VarLen(_KIND_DTYPE[kind] if kind is not None else "float32")
+                for k, kind in kinds.items()
+                if any(r.owns(k) for r in self.raw)
+            }
             spec = {**spec, **extra}
         return parse_examples(batch, spec, name=name)
 
-    def examples(self, columns: Mapping[str, Any], n: int, a: int = 0,
-                 b: Optional[int] = None) -> list:
+    def examples(
+        self, columns: Mapping[str, Any], n: int, a: int = 0, b: Optional[int] = None
+    ) -> list:
         """The examples of rows a..b of parsed columns holding n rows."""
         b = n if b is None else b
         if (a, b) != (0, n):
@@ -120,13 +133,17 @@ class Decoder:
                 try:
                     out.append(self._build(values))
                 except _Mismatch as error:
-                    raise ExampleParseError(str(error), record_index=i,
-                                            feature=error.path) from None
+                    raise ExampleParseError(
+                        str(error), record_index=i, feature=error.path
+                    ) from None
             return out
         except ExampleParseError as error:  # rows are counted from a in the caller's batch
-            raise ExampleParseError(error.detail, path=error.path,
-                                    record_index=(error.record_index or 0) + a,
-                                    feature=error.feature) from None
+            raise ExampleParseError(
+                error.detail,
+                path=error.path,
+                record_index=(error.record_index or 0) + a,
+                feature=error.feature,
+            ) from None
 
 
 def refusal(leaf: Leaf, decode: bool, steps: bool) -> Optional[Tuple[str, Optional[str]]]:
@@ -137,10 +154,12 @@ def refusal(leaf: Leaf, decode: bool, steps: bool) -> Optional[Tuple[str, Option
         if decode:
             return "", None
         if steps and leaf.datasets:
-            return ("its raw values cannot be split into the elements of a nested Dataset",
-                    f"its raw values are read with nested='columns' and decoders="
-                    f"{{{leaf.path!r}: SkipDecoding()}}, and whole serialized Examples with "
-                    "dataset.records(split)")
+            return (
+                "its raw values cannot be split into the elements of a nested Dataset",
+                f"its raw values are read with nested='columns' and decoders="
+                f"{{{leaf.path!r}: SkipDecoding()}}, and whole serialized Examples with "
+                "dataset.records(split)",
+            )
         return None  # skipped: its raw values
     if decode and isinstance(feature, Image):
         why = unsupported_image(feature.shape, feature.dtype)
@@ -151,18 +170,24 @@ def refusal(leaf: Leaf, decode: bool, steps: bool) -> Optional[Tuple[str, Option
         if why:
             return why, None
     if isinstance(leaf.serialized, dict) and leaf.sequence_rank > 1:
-        return ("a Tensor of several unknown dimensions under two or more Sequences, which TFDS "
-                "cannot decode either",
-                "its stored values are not read either (SkipDecoding() does not help): whole "
-                "serialized Examples are read with dataset.records(split)")
+        return (
+            "a Tensor of several unknown dimensions under two or more Sequences, which TFDS "
+            "cannot decode either",
+            "its stored values are not read either (SkipDecoding() does not help): whole "
+            "serialized Examples are read with dataset.records(split)",
+        )
     decoded = decode and element_decoder(feature) is not None
     if steps and decoded and leaf.datasets != tuple(range(len(leaf.datasets))):
-        return ("it is decoded value by value inside a Dataset inside a Sequence, which TFDS "
-                "cannot decode either; nested='columns' reads it as a Sequence", None)
+        return (
+            "it is decoded value by value inside a Dataset inside a Sequence, which TFDS "
+            "cannot decode either; nested='columns' reads it as a Sequence",
+            None,
+        )
     return None
 
 
 # ---- building examples from the leaves' values -----------------------------------------------
+
 
 class _Mismatch(ValueError):
     """The leaves of a nested Dataset disagree on its number of elements."""
@@ -186,8 +211,7 @@ def _builder(template, steps: bool, raw: AbstractSet[int]) -> Callable[[Sequence
         if order == list(range(len(order))):
             return lambda values: dict(zip(keys, values))
         return lambda values: {k: values[i] for k, i in zip(keys, order)}
-    parts = [(k, v if isinstance(v, int) else _builder(v, steps, raw))
-             for k, v in template.items()]
+    parts = [(k, v if isinstance(v, int) else _builder(v, steps, raw)) for k, v in template.items()]
     return lambda values: {k: values[p] if isinstance(p, int) else p(values) for k, p in parts}
 
 
@@ -231,14 +255,14 @@ def take_rows(value: Any, a: int, b: int) -> Any:
     if isinstance(value, dict):
         return {k: take_rows(v, a, b) for k, v in value.items()}
     if isinstance(value, Ragged):
-        splits = value.row_splits[a:b + 1]
-        return Ragged(take_rows(value.values, int(splits[0]), int(splits[-1])),
-                      splits - splits[0])
+        splits = value.row_splits[a : b + 1]
+        return Ragged(take_rows(value.values, int(splits[0]), int(splits[-1])), splits - splits[0])
     return value[a:b]
 
 
-def _dataset_builder(node: DatasetNode, steps: bool,
-                     raw: AbstractSet[int]) -> Callable[[Sequence], Any]:
+def _dataset_builder(
+    node: DatasetNode, steps: bool, raw: AbstractSet[int]
+) -> Callable[[Sequence], Any]:
     """A nested Dataset: its leaves must agree on its number of elements. With ``steps``, its
     elements: the leaves under it sliced along their first dimension (as
     tf.data.Dataset.from_tensor_slices does), each element built by the inner template; else the
@@ -249,8 +273,11 @@ def _dataset_builder(node: DatasetNode, steps: bool,
     counted = [i for i in numbers if i not in raw]
 
     def mismatch(counts) -> _Mismatch:
-        return _Mismatch(f"the features of nested Dataset {node.path!r} hold different "
-                         f"numbers of elements: {sorted(counts)}", node.path)
+        return _Mismatch(
+            f"the features of nested Dataset {node.path!r} hold different "
+            f"numbers of elements: {sorted(counts)}",
+            node.path,
+        )
 
     def build(values: Sequence) -> list:
         if not numbers:
@@ -274,9 +301,12 @@ def _dataset_builder(node: DatasetNode, steps: bool,
                 if not np.array_equal(first, other):
                     if node.depth == 0:
                         raise mismatch({int(first[0]), int(other[0])})
-                    raise _Mismatch(f"the features of nested Dataset {node.path!r} hold "
-                                    "different numbers of elements in some of the elements "
-                                    "holding it", node.path)
+                    raise _Mismatch(
+                        f"the features of nested Dataset {node.path!r} hold "
+                        "different numbers of elements in some of the elements "
+                        "holding it",
+                        node.path,
+                    )
         return inner(values)
 
     return build if steps else columns

@@ -38,8 +38,9 @@ class UnknownFeatureError(ValueError):
     ``dataset.records(split)``.
     """
 
-    def __init__(self, feature: str, type_name: str, reason: str = "",
-                 remedy: Optional[str] = None):
+    def __init__(
+        self, feature: str, type_name: str, reason: str = "", remedy: Optional[str] = None
+    ):
         self.feature = feature
         self.type_name = type_name
         self.reason = reason
@@ -47,11 +48,15 @@ class UnknownFeatureError(ValueError):
         why = f" ({reason})" if reason else ""
         article = "an" if type_name[:1].lower() in "aeiou" else "a"
         if remedy is None:
-            remedy = (f"its raw Example values are read with decoders={{{feature!r}: "
-                      "SkipDecoding()} (tfrec_fast.tfds.SkipDecoding), and whole serialized "
-                      "Examples with dataset.records(split)")
-        super().__init__(f"feature {feature!r} is {article} {type_name}, which tfrec_fast.tfds "
-                         f"cannot decode{why}; {remedy}")
+            remedy = (
+                f"its raw Example values are read with decoders={{{feature!r}: "
+                "SkipDecoding()} (tfrec_fast.tfds.SkipDecoding), and whole serialized "
+                "Examples with dataset.records(split)"
+            )
+        super().__init__(
+            f"feature {feature!r} is {article} {type_name}, which tfrec_fast.tfds "
+            f"cannot decode{why}; {remedy}"
+        )
 
     def __reduce__(self):
         return type(self), (self.feature, self.type_name, self.reason, self.remedy)

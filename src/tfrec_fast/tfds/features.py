@@ -18,9 +18,25 @@ from numpy.typing import DTypeLike
 
 from .errors import DatasetInfoError
 
-__all__ = ["Feature", "Tensor", "Scalar", "ClassLabel", "Text", "BBoxFeature", "Audio", "Image",
-           "LabeledImage", "Sequence", "Dataset", "Video", "FeaturesDict", "Translation",
-           "TranslationVariableLanguages", "UnknownFeature", "from_json"]
+__all__ = [
+    "Feature",
+    "Tensor",
+    "Scalar",
+    "ClassLabel",
+    "Text",
+    "BBoxFeature",
+    "Audio",
+    "Image",
+    "LabeledImage",
+    "Sequence",
+    "Dataset",
+    "Video",
+    "FeaturesDict",
+    "Translation",
+    "TranslationVariableLanguages",
+    "UnknownFeature",
+    "from_json",
+]
 
 Shape = Tuple[Optional[int], ...]
 STRING = np.dtype(object)  # TFDS's "string" dtype: bytes values
@@ -51,8 +67,14 @@ class Tensor(Feature):
 
     type_name = "Tensor"
 
-    def __init__(self, shape: Shape, dtype: DTypeLike, encoding: str = "none",
-                 optional: bool = False, description: str = ""):
+    def __init__(
+        self,
+        shape: Shape,
+        dtype: DTypeLike,
+        encoding: str = "none",
+        optional: bool = False,
+        description: str = "",
+    ):
         super().__init__(description)
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
@@ -75,8 +97,9 @@ class ClassLabel(Tensor):
 
     type_name = "ClassLabel"
 
-    def __init__(self, num_classes: Optional[int], names: Optional[List[str]] = None,
-                 description: str = ""):
+    def __init__(
+        self, num_classes: Optional[int], names: Optional[List[str]] = None, description: str = ""
+    ):
         super().__init__((), np.int64, description=description)
         self.num_classes = num_classes if num_classes is not None or names is None else len(names)
         self._names = names
@@ -139,9 +162,17 @@ class Audio(Tensor):
 
     type_name = "Audio"
 
-    def __init__(self, shape: Shape, dtype: DTypeLike, encoding: str = "none",
-                 sample_rate: Optional[int] = None, description: str = "", *,
-                 lazy_decode: bool = False, file_format: Optional[str] = None):
+    def __init__(
+        self,
+        shape: Shape,
+        dtype: DTypeLike,
+        encoding: str = "none",
+        sample_rate: Optional[int] = None,
+        description: str = "",
+        *,
+        lazy_decode: bool = False,
+        file_format: Optional[str] = None,
+    ):
         super().__init__(shape, dtype, encoding, description=description)
         self.sample_rate = sample_rate
         self.lazy_decode = lazy_decode
@@ -161,8 +192,13 @@ class Image(Feature):
 
     type_name = "Image"
 
-    def __init__(self, shape: Shape = (None, None, 3), dtype: DTypeLike = np.uint8,
-                 encoding_format: Optional[str] = None, description: str = ""):
+    def __init__(
+        self,
+        shape: Shape = (None, None, 3),
+        dtype: DTypeLike = np.uint8,
+        encoding_format: Optional[str] = None,
+        description: str = "",
+    ):
         super().__init__(description)
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
@@ -303,6 +339,7 @@ class UnknownFeature(Feature):
 
 # ---- features.json -> tree --------------------------------------------------------------------
 
+
 def dtype_name(dtype: np.dtype) -> str:
     return "string" if dtype == STRING else dtype.name
 
@@ -317,10 +354,14 @@ def parse_dtype(name: str, where: str) -> np.dtype:
         pass
     try:  # bfloat16 and friends, where ml_dtypes (a TensorFlow/JAX dependency) is installed
         import ml_dtypes
+
         return np.dtype(getattr(ml_dtypes, name))
     except (ImportError, AttributeError, TypeError):
-        raise DatasetInfoError(f"dtype {name!r} is not a numpy dtype (for bfloat16 and the "
-                               "float8 types install ml_dtypes)", where=where) from None
+        raise DatasetInfoError(
+            f"dtype {name!r} is not a numpy dtype (for bfloat16 and the "
+            "float8 types install ml_dtypes)",
+            where=where,
+        ) from None
 
 
 def _field(content: Mapping, *names: str, default=None):
@@ -351,24 +392,32 @@ _TFDS_PREFIX = "tensorflow_datasets."
 
 
 def _tensor(content, where, description, cls=Tensor):
-    return cls(_shape(_field(content, "shape"), where),
-                  parse_dtype(_field(content, "dtype", default="float32"), where),
-                  str(_field(content, "encoding", default="none") or "none").lower(),
-                  bool(_field(content, "optional", default=False)), description)
+    return cls(
+        _shape(_field(content, "shape"), where),
+        parse_dtype(_field(content, "dtype", default="float32"), where),
+        str(_field(content, "encoding", default="none") or "none").lower(),
+        bool(_field(content, "optional", default=False)),
+        description,
+    )
 
 
 def _class_label(content, where, description):
     names = _field(content, "names")
     num_classes = _field(content, "numClasses", "num_classes")
-    return ClassLabel(None if num_classes is None else int(num_classes),
-                      list(names) if names else None, description)
+    return ClassLabel(
+        None if num_classes is None else int(num_classes),
+        list(names) if names else None,
+        description,
+    )
 
 
 def _image_kwargs(content, where, description):
-    return dict(shape=_shape(_field(content, "shape"), where) or (None, None, 3),
-                dtype=parse_dtype(_field(content, "dtype", default="uint8"), where),
-                encoding_format=_field(content, "encodingFormat", "encoding_format") or None,
-                description=description)
+    return dict(
+        shape=_shape(_field(content, "shape"), where) or (None, None, 3),
+        dtype=parse_dtype(_field(content, "dtype", default="uint8"), where),
+        encoding_format=_field(content, "encodingFormat", "encoding_format") or None,
+        description=description,
+    )
 
 
 def _image(content, where, description):
@@ -390,9 +439,11 @@ def _video(content, where, description):
     shape = _shape(_field(content, "shape"), where)
     if shape and len(shape) != 4:
         raise DatasetInfoError(f"a Video's shape has 4 dimensions, not {shape}", where=where)
-    frame = Image(shape=shape[1:] if shape else (None, None, 3),
-                  dtype=parse_dtype(_field(content, "dtype", default="uint8"), where),
-                  encoding_format=_field(content, "encodingFormat", "encoding_format") or "png")
+    frame = Image(
+        shape=shape[1:] if shape else (None, None, 3),
+        dtype=parse_dtype(_field(content, "dtype", default="uint8"), where),
+        encoding_format=_field(content, "encodingFormat", "encoding_format") or "png",
+    )
     return Video(frame, shape[0] if shape else None, description)
 
 
@@ -400,13 +451,18 @@ def _audio(content, where, description):
     rate = _field(content, "sampleRate", "sample_rate")
     shape = _shape(_field(content, "shape"), where) or (None,)
     if len(shape) > 2:
-        raise DatasetInfoError(f"an Audio's shape is (length,) or (length, channels), not "
-                               f"{shape}", where=where)
-    return Audio(shape, parse_dtype(_field(content, "dtype", default="int64"), where),
-                 str(_field(content, "encoding", default="none") or "none").lower(),
-                 None if rate is None else int(rate), description,
-                 lazy_decode=bool(_field(content, "lazyDecode", "lazy_decode", default=False)),
-                 file_format=_field(content, "fileFormat", "file_format") or None)
+        raise DatasetInfoError(
+            f"an Audio's shape is (length,) or (length, channels), not {shape}", where=where
+        )
+    return Audio(
+        shape,
+        parse_dtype(_field(content, "dtype", default="int64"), where),
+        str(_field(content, "encoding", default="none") or "none").lower(),
+        None if rate is None else int(rate),
+        description,
+        lazy_decode=bool(_field(content, "lazyDecode", "lazy_decode", default=False)),
+        file_format=_field(content, "fileFormat", "file_format") or None,
+    )
 
 
 def _bbox(content, where, description):
@@ -425,21 +481,24 @@ def _sequence(content, where, description, cls=Sequence):
 
 def _features_dict(content, where, description):
     children = content.get("features", content) if isinstance(content, Mapping) else {}
-    return FeaturesDict({key: from_json(value, f"{where}/{key}")
-                         for key, value in children.items()}, description)
+    return FeaturesDict(
+        {key: from_json(value, f"{where}/{key}") for key, value in children.items()}, description
+    )
 
 
 def _translation(content, where, description):
     languages = list(_field(content, "languages", default=[]) or [])
     if _field(content, "variableLanguagesPerExample", "variable_languages_per_example"):
         return TranslationVariableLanguages(
-            FeaturesDict({"language": Text(), "translation": Text()}), None, description)
+            FeaturesDict({"language": Text(), "translation": Text()}), None, description
+        )
     return Translation({lang: Text() for lang in languages}, description)
 
 
 def _translation_variable(content, where, description):
     return TranslationVariableLanguages(
-        FeaturesDict({"language": Text(), "translation": Text()}), None, description)
+        FeaturesDict({"language": Text(), "translation": Text()}), None, description
+    )
 
 
 _READERS: Dict[str, Callable[[Any, str, str], Optional[Feature]]] = {
@@ -453,8 +512,7 @@ _READERS: Dict[str, Callable[[Any, str, str], Optional[Feature]]] = {
     "LabeledImage": _labeled_image,
     "Video": _video,
     "Sequence": _sequence,
-    "Dataset": lambda content, where, description: _sequence(content, where, description,
-                                                             Dataset),
+    "Dataset": lambda content, where, description: _sequence(content, where, description, Dataset),
     "FeaturesDict": _features_dict,
     "Translation": _translation,
     "TranslationVariableLanguages": _translation_variable,

@@ -23,8 +23,10 @@ def unsupported_image(shape: Sequence[Optional[int]], dtype: np.dtype) -> Option
     if dtype not in (np.uint8, np.uint16, np.float32):
         return f"images of dtype {dtype} are not decoded (TFDS stores uint8, uint16 and float32)"
     if dtype == np.uint16 and channels not in (1, None):
-        return ("16-bit images with several channels are not decoded: Pillow reads 16-bit "
-                "color PNGs as 8-bit")
+        return (
+            "16-bit images with several channels are not decoded: Pillow reads 16-bit "
+            "color PNGs as 8-bit"
+        )
     return None
 
 
@@ -32,8 +34,10 @@ def _pillow():
     try:
         from PIL import Image as PILImage
     except ImportError:
-        raise ImportError("decode_images=True decodes images with Pillow: pip install pillow "
-                          "(or tfrec_fast[tfds])") from None
+        raise ImportError(
+            "decode_images=True decodes images with Pillow: pip install pillow "
+            "(or tfrec_fast[tfds])"
+        ) from None
     return PILImage
 
 
@@ -49,9 +53,11 @@ def decode_image(data: bytes, shape: Sequence[Optional[int]], dtype: np.dtype) -
     if pixels.ndim == 2:
         pixels = pixels[..., None]
     if len(pixels.shape) != len(shape) or any(
-            d is not None and d != p for d, p in zip(shape, pixels.shape)):
-        raise ValueError(f"decoded image of shape {pixels.shape} does not fit the declared "
-                         f"shape {tuple(shape)}")
+        d is not None and d != p for d, p in zip(shape, pixels.shape)
+    ):
+        raise ValueError(
+            f"decoded image of shape {pixels.shape} does not fit the declared shape {tuple(shape)}"
+        )
     return pixels
 
 
@@ -68,8 +74,9 @@ def _jpeg(data: bytes, channels: Optional[int]) -> Optional[np.ndarray]:
     try:
         if channels is None:
             channels = 1 if simplejpeg.decode_jpeg_header(data)[2] == "Gray" else 3
-        return simplejpeg.decode_jpeg(data, colorspace="GRAY" if channels == 1 else "RGB",
-                                      fastdct=True, fastupsample=False)
+        return simplejpeg.decode_jpeg(
+            data, colorspace="GRAY" if channels == 1 else "RGB", fastdct=True, fastupsample=False
+        )
     except ValueError:  # CMYK and other JPEGs simplejpeg does not take: Pillow's turn
         return None
 
@@ -84,8 +91,10 @@ def _with_pillow(data: bytes, channels: Optional[int], dtype: np.dtype) -> np.nd
         elif dtype == np.uint8:
             pixels = np.array(_with_channels(image, channels))
         else:
-            raise ValueError(f"images of dtype {dtype} are not decoded (TFDS stores uint8, "
-                             "uint16 and float32 images)")
+            raise ValueError(
+                f"images of dtype {dtype} are not decoded (TFDS stores uint8, "
+                "uint16 and float32 images)"
+            )
     return pixels
 
 
@@ -104,8 +113,10 @@ def _with_channels(image, channels: Optional[int]):
 
 def _uint16(image, channels: Optional[int]) -> np.ndarray:
     if channels not in (1, None):
-        raise ValueError("16-bit images with several channels are not decoded: Pillow reads "
-                         "16-bit color PNGs as 8-bit")
+        raise ValueError(
+            "16-bit images with several channels are not decoded: Pillow reads "
+            "16-bit color PNGs as 8-bit"
+        )
     if image.mode in ("I;16", "I;16B", "I;16L", "I"):
         return np.array(image).astype(np.uint16)
     return np.array(image.convert("L")).astype(np.uint16) * np.uint16(257)  # 8-bit scaled

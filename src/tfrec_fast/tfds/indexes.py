@@ -25,9 +25,9 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from . import _files
 from ..errors import DataLossError
 from ..storage import Location
+from . import _files
 
 __all__ = ["shard_index", "kept_index", "cache_dir", "check_count"]
 
@@ -46,8 +46,11 @@ def cache_dir(index_dir=None) -> str:
 
 def _cached_name(path: str, index_dir) -> Location:
     digest = hashlib.sha256(os.path.realpath(path).encode("utf-8", "surrogateescape"))
-    return _files.directory(os.path.join(cache_dir(index_dir), "index",
-                                         f"{os.path.basename(path)}.{digest.hexdigest()[:16]}.idx"))
+    return _files.directory(
+        os.path.join(
+            cache_dir(index_dir), "index", f"{os.path.basename(path)}.{digest.hexdigest()[:16]}.idx"
+        )
+    )
 
 
 def _describes(index: Index, shard: Location, expected: int) -> bool:
@@ -94,8 +97,9 @@ def _kept_remote(shard: Location, expected: int, beside: Optional[Location]) -> 
     return None
 
 
-def kept_index(shard: Location, expected: int, *, index_dir=None,
-               beside: Optional[Location] = None) -> Optional[Index]:
+def kept_index(
+    shard: Location, expected: int, *, index_dir=None, beside: Optional[Location] = None
+) -> Optional[Index]:
     """``(offsets, sizes)`` of a shard from an index kept earlier that still describes it (as
     many records as dataset_info.json says, ending where the file ends), or None: no shard is
     scanned. ``beside``: for a shard of a store, the ``<shard>.idx`` its directory's listing
@@ -105,8 +109,9 @@ def kept_index(shard: Location, expected: int, *, index_dir=None,
     return _kept_remote(shard, expected, beside)
 
 
-def shard_index(shard: Location, expected: int, *, index_dir=None,
-                beside: Optional[Location] = None) -> Index:
+def shard_index(
+    shard: Location, expected: int, *, index_dir=None, beside: Optional[Location] = None
+) -> Index:
     """``(offsets, sizes)`` of a shard that dataset_info.json says holds ``expected`` records:
     a kept index, or a new one (then kept). A shard holding another number of records raises
     :class:`~tfrec_fast.DataLossError` (reason ``shard_lengths``)."""
@@ -116,8 +121,12 @@ def shard_index(shard: Location, expected: int, *, index_dir=None,
     offsets, sizes = _files.create_index(shard)  # (of a store: kept in the index cache)
     if len(offsets) != expected:
         end = int(offsets[-1] + sizes[-1]) if len(offsets) else 0
-        check_count(shard.name, expected, len(offsets),
-                    int(offsets[expected]) if len(offsets) > expected else end)
+        check_count(
+            shard.name,
+            expected,
+            len(offsets),
+            int(offsets[expected]) if len(offsets) > expected else end,
+        )
     path = shard.os_path
     if path is not None:
         for candidate in _local_candidates(path, index_dir):
@@ -135,12 +144,20 @@ def check_count(path: str, expected: int, found: int, offset: int) -> None:
     if found == expected:
         return
     if found < expected:
-        detail = (f"dataset_info.json says this shard holds {expected} records, but the file "
-                  f"ends after {found}")
+        detail = (
+            f"dataset_info.json says this shard holds {expected} records, but the file "
+            f"ends after {found}"
+        )
         record = found
     else:
-        detail = (f"dataset_info.json says this shard holds {expected} records, but the file "
-                  "holds more")
+        detail = (
+            f"dataset_info.json says this shard holds {expected} records, but the file holds more"
+        )
         record = expected
-    raise DataLossError(detail + " (the shard or dataset_info.json was replaced or cut?)",
-                        path=path, record_index=record, offset=offset, reason="shard_lengths")
+    raise DataLossError(
+        detail + " (the shard or dataset_info.json was replaced or cut?)",
+        path=path,
+        record_index=record,
+        offset=offset,
+        reason="shard_lengths",
+    )

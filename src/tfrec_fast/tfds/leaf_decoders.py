@@ -54,6 +54,7 @@ def _tensor_from_bytes(feature: Tensor, shape) -> Callable[..., np.ndarray]:
         if zipped:
             data = _inflate(data, shape, feature.dtype)
         return np.frombuffer(data, stored).astype(feature.dtype).reshape(shape)
+
     return decode
 
 
@@ -68,9 +69,11 @@ def _inflate(data: bytes, shape, dtype: np.dtype) -> bytes:
     inflater = zlib.decompressobj()
     out = inflater.decompress(data, expected + 1)
     if len(out) > expected:
-        raise ValueError(f"its zlib data inflates to more than the {expected} bytes of shape "
-                         f"{tuple(shape)} of {dtype} (refused: a zlib bomb, or another "
-                         "tensor's data)")
+        raise ValueError(
+            f"its zlib data inflates to more than the {expected} bytes of shape "
+            f"{tuple(shape)} of {dtype} (refused: a zlib bomb, or another "
+            "tensor's data)"
+        )
     if not inflater.eof:
         raise ValueError(f"its zlib data is cut short ({len(out)} of {expected} bytes)")
     return out
@@ -126,8 +129,9 @@ def _pool() -> ThreadPoolExecutor:
     """The threads decoding images, made on first use in each process."""
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
-                                   thread_name_prefix="tfrec_fast.tfds-decode")
+        _POOL = ThreadPoolExecutor(
+            max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="tfrec_fast.tfds-decode"
+        )
     return _POOL
 
 
@@ -155,8 +159,10 @@ def _check_nesting(levels: List[np.ndarray], count: int) -> None:
     for k, lengths in enumerate(levels):
         below = len(levels[k + 1]) if k + 1 < len(levels) else count
         if (lengths < 0).any() or int(lengths.sum()) != below:
-            raise _Nesting(f"ragged row lengths of level {k} add up to {int(lengths.sum())}, "
-                           f"but the level below holds {below} values")
+            raise _Nesting(
+                f"ragged row lengths of level {k} add up to {int(lengths.sum())}, "
+                f"but the level below holds {below} values"
+            )
 
 
 class LeafDecoder:
@@ -196,8 +202,9 @@ class LeafDecoder:
                 return self._bytes(column, n)
             return self._numbers(column, n)
         except _Nesting as error:
-            raise ExampleParseError(str(error), record_index=getattr(error, "record", None),
-                                    feature=self.key) from None
+            raise ExampleParseError(
+                str(error), record_index=getattr(error, "record", None), feature=self.key
+            ) from None
 
     # numbers: no element decoding, the whole column cast at once
     def _numbers(self, column, n: int) -> list:
@@ -219,9 +226,12 @@ class LeafDecoder:
         bad = np.flatnonzero(np.diff(row_splits) % per)
         if len(bad):
             i = int(bad[0])
-            raise ExampleParseError(f"{int(row_splits[i + 1] - row_splits[i])} values do not "
-                                    f"fill shape {self.info.shape}", record_index=i,
-                                    feature=self.key)
+            raise ExampleParseError(
+                f"{int(row_splits[i + 1] - row_splits[i])} values do not "
+                f"fill shape {self.info.shape}",
+                record_index=i,
+                feature=self.key,
+            )
 
     # stored bytes, not decoded: strings, encoded images and tensors as they are
     def _bytes(self, column: BytesColumn, n: int) -> list:
@@ -246,10 +256,12 @@ class LeafDecoder:
         splits = shapes.row_splits.tolist()
         flat = shapes.values.astype(np.int32)
         if len(flat) % rank:
-            raise ExampleParseError(f"{len(flat)} shape values are not shapes of rank {rank}",
-                                    feature=self.keys["shape"][0])
+            raise ExampleParseError(
+                f"{len(flat)} shape values are not shapes of rank {rank}",
+                feature=self.keys["shape"][0],
+            )
         flat = flat.reshape(-1, rank)
-        return [flat[splits[i] // rank:splits[i + 1] // rank] for i in range(n)]
+        return [flat[splits[i] // rank : splits[i + 1] // rank] for i in range(n)]
 
     def _feature_shape(self) -> tuple:
         feature: Any = self.leaf.feature  # a Tensor
@@ -269,18 +281,20 @@ class LeafDecoder:
         else:
             values = _cast(flat.values, self.info.dtype)
             if len(values) % per:
-                raise ExampleParseError(f"{len(values)} values do not fill elements of shape "
-                                        f"{self.info.inner_shape}", feature=flat_key)
+                raise ExampleParseError(
+                    f"{len(values)} values do not fill elements of shape {self.info.inner_shape}",
+                    feature=flat_key,
+                )
             values = values.reshape((-1,) + inner)
             splits = (flat.row_splits // per).tolist()
             items = None
         out = []
         for i in range(n):
             if items is None:
-                row_values = values[splits[i]:splits[i + 1]]
+                row_values = values[splits[i] : splits[i + 1]]
             else:
                 row_values = _object_array(items[i], (-1,) + inner)
-            row_lengths = [c.values[c.row_splits[i]:c.row_splits[i + 1]] for c in lengths]
+            row_lengths = [c.values[c.row_splits[i] : c.row_splits[i + 1]] for c in lengths]
             self._nested(row_lengths, len(row_values), i)
             out.append(_nest(row_values, row_lengths))
         return out
@@ -302,7 +316,7 @@ class LeafDecoder:
         decoded = self._decode_each(flat, owners, flat_args)
         out, pos = [], 0
         for i, row in enumerate(items):
-            elements, pos = decoded[pos:pos + len(row)], pos + len(row)
+            elements, pos = decoded[pos : pos + len(row)], pos + len(row)
             out.append(self._assemble(elements, levels[i], i))
         return out
 
@@ -322,25 +336,31 @@ class LeafDecoder:
             if self.dynamic:
                 declared = self._feature_shape()
                 shapes = columns[self.keys["shape"][0]]
-                per_record = [[s] for s in shapes] if self.rank == 0 else self._shape_rows(
-                    shapes, n)
+                per_record = (
+                    [[s] for s in shapes] if self.rank == 0 else self._shape_rows(shapes, n)
+                )
                 args = [[_static_or(s, declared) for s in row] for row in per_record]
                 for row, shapes_row, i in zip(items, args, range(n)):
                     if len(row) != len(shapes_row):
-                        raise ExampleParseError(f"{len(row)} values but {len(shapes_row)} "
-                                                "shapes", record_index=i, feature=self.key)
+                        raise ExampleParseError(
+                            f"{len(row)} values but {len(shapes_row)} shapes",
+                            record_index=i,
+                            feature=self.key,
+                        )
                     bad = [s for s in shapes_row if min(s, default=0) < 0]
                     if bad:
-                        raise ExampleParseError(f"stored shape {bad[0]} has a negative "
-                                                "dimension", record_index=i,
-                                                feature=self.keys["shape"][0])
+                        raise ExampleParseError(
+                            f"stored shape {bad[0]} has a negative dimension",
+                            record_index=i,
+                            feature=self.keys["shape"][0],
+                        )
             return items, levels, args
         flat_key, length_keys = ragged_keys(self.key, self.info)
         items = columns[flat_key].to_list()
         lengths = [columns[k] for k in length_keys]
         levels = []
         for i in range(n):
-            rows = [c.values[c.row_splits[i]:c.row_splits[i + 1]] for c in lengths]
+            rows = [c.values[c.row_splits[i] : c.row_splits[i + 1]] for c in lengths]
             levels.append([np.array([len(rows[0])], dtype=np.int64)] + rows)
         return items, levels, args
 
@@ -357,8 +377,9 @@ class LeafDecoder:
         try:
             return self.element(data, *args)
         except Exception as error:  # a damaged image, a tensor of the wrong size, ...
-            raise ExampleParseError(f"cannot decode its value: {error}", record_index=record,
-                                    feature=self.key) from None
+            raise ExampleParseError(
+                f"cannot decode its value: {error}", record_index=record, feature=self.key
+            ) from None
 
     def _assemble(self, elements: list, levels: List[np.ndarray], record: int) -> Any:
         """One record's decoded elements nested by its sequence levels: the outer ``lists``
@@ -386,7 +407,10 @@ class LeafDecoder:
                 raise ExampleParseError(
                     f"its decoded values cannot be stacked into one array ({error}); values "
                     "of different shapes are read one by one in nested Datasets "
-                    "(nested='steps')", record_index=record, feature=self.key) from None
+                    "(nested='steps')",
+                    record_index=record,
+                    feature=self.key,
+                ) from None
             return _nest(values, inner) if inner else values
 
         return node(0, 0)

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from . import _files
 from ..storage import Location
+from . import _files
 from .errors import DatasetInfoError
 from .features import Feature, class_labels, from_json
 
@@ -52,8 +52,7 @@ class SplitInfo:
         return len(self.shard_lengths)
 
     def __repr__(self) -> str:
-        return (f"<SplitInfo num_examples={self.num_examples}, "
-                f"num_shards={self.num_shards}>")
+        return f"<SplitInfo num_examples={self.num_examples}, num_shards={self.num_shards}>"
 
 
 @dataclass
@@ -93,13 +92,16 @@ class DatasetInfo:
     def __repr__(self) -> str:
         splits = ", ".join(f"{k}: {v.num_examples}" for k, v in self.splits.items())
         features = repr(self.features).replace("\n", "\n    ")
-        return (f"DatasetInfo(\n    name={self.name!r},\n    full_name={self.full_name!r},\n"
-                f"    data_dir={self.data_dir_name!r},\n    description={self.description!r},\n"
-                f"    splits={{{splits}}},\n    features={features},\n"
-                f"    supervised_keys={self.supervised_keys!r},\n)")
+        return (
+            f"DatasetInfo(\n    name={self.name!r},\n    full_name={self.full_name!r},\n"
+            f"    data_dir={self.data_dir_name!r},\n    description={self.description!r},\n"
+            f"    splits={{{splits}}},\n    features={features},\n"
+            f"    supervised_keys={self.supervised_keys!r},\n)"
+        )
 
 
 # ---- finding the directory ---------------------------------------------------------------------
+
 
 def _version_key(name: str) -> Tuple[int, ...]:
     return tuple(int(x) for x in name.split("."))
@@ -114,8 +116,9 @@ def _versions(directory: Location) -> List[str]:
         names = directory.listdir()
     except OSError:
         return []
-    return sorted((n for n in names if _VERSION.match(n) and _has_info(directory.join(n))),
-                  key=_version_key)
+    return sorted(
+        (n for n in names if _VERSION.match(n) and _has_info(directory.join(n))), key=_version_key
+    )
 
 
 def locate(path: Location, name: Optional[str] = None) -> Location:
@@ -145,23 +148,38 @@ def locate(path: Location, name: Optional[str] = None) -> Location:
         return path.join(versions[-1])
     if not path.isdir():
         if path.os_path is None:  # a store may not list directories (a plain HTTP server)
-            raise FileNotFoundError(errno.ENOENT, "no prepared TFDS dataset here: nothing is "
-                                    "listed there (expected <data_dir>/<name>[/<config>]/"
-                                    "<version>; where the store lists no directories, name "
-                                    "the version: name='<name>:<version>', or its URL)",
-                                    path.name)
-        raise FileNotFoundError(errno.ENOENT, "no prepared TFDS dataset here: the directory does "
-                                "not exist (expected <data_dir>/<name>[/<config>]/<version>)",
-                                path.name)
+            raise FileNotFoundError(
+                errno.ENOENT,
+                "no prepared TFDS dataset here: nothing is "
+                "listed there (expected <data_dir>/<name>[/<config>]/"
+                "<version>; where the store lists no directories, name "
+                "the version: name='<name>:<version>', or its URL)",
+                path.name,
+            )
+        raise FileNotFoundError(
+            errno.ENOENT,
+            "no prepared TFDS dataset here: the directory does "
+            "not exist (expected <data_dir>/<name>[/<config>]/<version>)",
+            path.name,
+        )
     configs = sorted(n for n in path.listdir() if _versions(path.join(n)))
     if configs:
-        raise FileNotFoundError(errno.ENOENT, "this dataset has several configs: open one of "
-                                f"{configs} (path/<config>, or name='<name>/<config>')", path.name)
-    raise FileNotFoundError(errno.ENOENT, f"no {DATASET_INFO} here nor in a version directory "
-                            "below: is this a directory `tfds build` prepared?", path.name)
+        raise FileNotFoundError(
+            errno.ENOENT,
+            "this dataset has several configs: open one of "
+            f"{configs} (path/<config>, or name='<name>/<config>')",
+            path.name,
+        )
+    raise FileNotFoundError(
+        errno.ENOENT,
+        f"no {DATASET_INFO} here nor in a version directory "
+        "below: is this a directory `tfds build` prepared?",
+        path.name,
+    )
 
 
 # ---- reading ---------------------------------------------------------------------------------
+
 
 def _read_json(location: Location) -> Any:
     data = _files.read_bytes(location)  # (FileNotFoundError as it is)
@@ -178,15 +196,22 @@ def _int(value: Any, where: str) -> int:
         raise DatasetInfoError(f"expected an integer, found {value!r}", where=where) from None
 
 
-def shard_names(dataset: str, split: str, template: str, suffix: str,
-                num_shards: int) -> List[str]:
+def shard_names(dataset: str, split: str, template: str, suffix: str, num_shards: int) -> List[str]:
     """The shard file names of a split, as TFDS's ShardedFileTemplate makes them."""
     digits = max(len(str(num_shards)), _SHARD_DIGITS)
     out = []
     for index in range(num_shards):
         x, y = f"{index:0{digits}d}", f"{num_shards:0{digits}d}"
-        out.append(template.format(DATASET=dataset, SPLIT=split, FILEFORMAT=suffix,
-                                   SHARD_INDEX=x, NUM_SHARDS=y, SHARD_X_OF_Y=f"{x}-of-{y}"))
+        out.append(
+            template.format(
+                DATASET=dataset,
+                SPLIT=split,
+                FILEFORMAT=suffix,
+                SHARD_INDEX=x,
+                NUM_SHARDS=y,
+                SHARD_X_OF_Y=f"{x}-of-{y}",
+            )
+        )
     return out
 
 
@@ -196,8 +221,13 @@ def _file(directory: Location, files: Optional[Mapping[str, Location]], name: st
     return found if found is not None else directory.join(name)
 
 
-def _splits(info: Mapping, directory: Location, files: Optional[Mapping[str, Location]],
-            dataset: str, where: str) -> Dict[str, SplitInfo]:
+def _splits(
+    info: Mapping,
+    directory: Location,
+    files: Optional[Mapping[str, Location]],
+    dataset: str,
+    where: str,
+) -> Dict[str, SplitInfo]:
     splits = {}
     for entry in info.get("splits", []):
         name = entry.get("name")
@@ -205,7 +235,9 @@ def _splits(info: Mapping, directory: Location, files: Optional[Mapping[str, Loc
         if "shardLengths" not in entry:
             raise DatasetInfoError(
                 "no shardLengths (prepared by a TFDS older than 3.x, which did not record "
-                "records per shard): rebuild it with a current tensorflow-datasets", where=at)
+                "records per shard): rebuild it with a current tensorflow-datasets",
+                where=at,
+            )
         lengths = [_int(n, at) for n in entry["shardLengths"]]
         template = entry.get("filepathTemplate") or DEFAULT_TEMPLATE
         try:
@@ -213,8 +245,13 @@ def _splits(info: Mapping, directory: Location, files: Optional[Mapping[str, Loc
         except (KeyError, IndexError, ValueError):
             raise DatasetInfoError(f"unknown filepathTemplate {template!r}", where=at) from None
         locations = [_file(directory, files, n) for n in names]
-        splits[name] = SplitInfo(name, lengths, _int(entry.get("numBytes", 0), at),
-                                 [loc.url for loc in locations], locations)
+        splits[name] = SplitInfo(
+            name,
+            lengths,
+            _int(entry.get("numBytes", 0), at),
+            [loc.url for loc in locations],
+            locations,
+        )
     return splits
 
 
@@ -253,15 +290,20 @@ def read_info(directory: Location) -> DatasetInfo:
     if file_format != "tfrecord":
         raise DatasetInfoError(
             f"this dataset is stored as {file_format}, not TFRecord: tfrec_fast reads TFRecord "
-            "shards (rebuild with `tfds build --file_format=tfrecord`)", where=where)
+            "shards (rebuild with `tfds build --file_format=tfrecord`)",
+            where=where,
+        )
     features_location = _file(directory, files, FEATURES)
     try:
         tree = _read_json(features_location)
     except FileNotFoundError:
-        raise FileNotFoundError(errno.ENOENT, f"{FEATURES} is missing: TFDS writes the feature "
-                                f"tree there, beside {DATASET_INFO}; without it the Examples "
-                                "cannot be decoded (copy it from where the dataset was built)",
-                                features_location.name) from None
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"{FEATURES} is missing: TFDS writes the feature "
+            f"tree there, beside {DATASET_INFO}; without it the Examples "
+            "cannot be decoded (copy it from where the dataset was built)",
+            features_location.name,
+        ) from None
     features = from_json(tree, FEATURES)
     _load_label_names(features, directory, files)
     name = info.get("name", "")
@@ -288,8 +330,9 @@ def read_info(directory: Location) -> DatasetInfo:
     )
 
 
-def _load_label_names(features: Feature, directory: Location,
-                      files: Optional[Mapping[str, Location]]) -> None:
+def _load_label_names(
+    features: Feature, directory: Location, files: Optional[Mapping[str, Location]]
+) -> None:
     """ClassLabel names from <feature>.labels.txt, one per line (as TFDS's load_metadata)."""
     for label, stem in class_labels(features):
         name = f"{stem}.labels.txt"
@@ -302,7 +345,9 @@ def _load_label_names(features: Feature, directory: Location,
             continue
         names = [line.strip() for line in text.split("\n") if line.strip()]
         if label.num_classes is not None and label.num_classes != len(names):
-            raise DatasetInfoError(f"{len(names)} names but features.json says "
-                                   f"num_classes={label.num_classes}", where=location.name)
+            raise DatasetInfoError(
+                f"{len(names)} names but features.json says num_classes={label.num_classes}",
+                where=location.name,
+            )
         label._names = names
         label.num_classes = len(names)

@@ -28,8 +28,18 @@ import numpy as np
 
 from ..example import FixedLen, VarLen
 from .errors import DatasetInfoError
-from .features import (STRING, Audio, Dataset, Feature, FeaturesDict, Image, Sequence, Tensor,
-                       UnknownFeature, dtype_name)
+from .features import (
+    STRING,
+    Audio,
+    Dataset,
+    Feature,
+    FeaturesDict,
+    Image,
+    Sequence,
+    Tensor,
+    UnknownFeature,
+    dtype_name,
+)
 
 __all__ = ["TensorInfo", "Leaf", "DatasetNode", "leaves", "output_template", "example_spec"]
 
@@ -47,7 +57,7 @@ class TensorInfo:
     @property
     def inner_shape(self) -> Tuple[Optional[int], ...]:
         """The shape of one element (below the Sequence dimensions)."""
-        return self.shape[self.sequence_rank:]
+        return self.shape[self.sequence_rank :]
 
 
 Serialized = Union[TensorInfo, Dict[str, TensorInfo]]
@@ -108,12 +118,13 @@ def serialized_info(feature: Feature, where: str) -> Optional[Serialized]:
         elif dynamic:
             raise DatasetInfoError(
                 f"a Tensor of shape {feature.shape} without encoding (TFDS cannot write it: "
-                "two unknown dimensions need encoding='bytes' or 'zlib')", where=where)
+                "two unknown dimensions need encoding='bytes' or 'zlib')",
+                where=where,
+            )
         else:
             value = TensorInfo(feature.shape, feature.dtype, default=default)
         if dynamic:
-            return {"shape": TensorInfo((len(feature.shape),), np.dtype(np.int32)),
-                    "value": value}
+            return {"shape": TensorInfo((len(feature.shape),), np.dtype(np.int32)), "value": value}
         return value
     if isinstance(feature, UnknownFeature):
         return None
@@ -124,16 +135,21 @@ def _in_sequence(info: Optional[Serialized], length: Optional[int]) -> Optional[
     if info is None:
         return None
     if isinstance(info, dict):
-        return {k: replace(v, shape=(length,) + v.shape, sequence_rank=v.sequence_rank + 1)
-                for k, v in info.items()}
+        return {
+            k: replace(v, shape=(length,) + v.shape, sequence_rank=v.sequence_rank + 1)
+            for k, v in info.items()
+        }
     return replace(info, shape=(length,) + info.shape, sequence_rank=info.sequence_rank + 1)
 
 
 def leaves(features: Feature) -> List[Leaf]:
     """The leaves of the tree, in the order of its dicts (each dict's keys as listed)."""
     if not isinstance(features, (FeaturesDict, Sequence)):
-        raise DatasetInfoError("the top feature of a dataset is a FeaturesDict (or a Sequence "
-                               f"of one), not {features.type_name}", where="features.json")
+        raise DatasetInfoError(
+            "the top feature of a dataset is a FeaturesDict (or a Sequence "
+            f"of one), not {features.type_name}",
+            where="features.json",
+        )
     out: List[Leaf] = []
     _collect(features, "", [], out)
     return out
@@ -174,8 +190,7 @@ def output_template(features: Feature, numbering: Dict[str, int]) -> Any:
         return output_template(features.feature, numbering)
     if isinstance(features, FeaturesDict):
         return _template(features, "", numbering, 0)
-    raise DatasetInfoError("the top feature of a dataset is a FeaturesDict",
-                           where="features.json")
+    raise DatasetInfoError("the top feature of a dataset is a FeaturesDict", where="features.json")
 
 
 def _template(feature: Feature, path: str, numbering: Dict[str, int], depth: int) -> Any:
@@ -185,8 +200,10 @@ def _template(feature: Feature, path: str, numbering: Dict[str, int], depth: int
     if isinstance(feature, Sequence):
         return _template(feature.feature, path, numbering, depth)
     if isinstance(feature, FeaturesDict):
-        return {key: _template(child, f"{path}/{key}" if path else key, numbering, depth)
-                for key, child in feature.items()}
+        return {
+            key: _template(child, f"{path}/{key}" if path else key, numbering, depth)
+            for key, child in feature.items()
+        }
     return numbering[path]
 
 
@@ -201,6 +218,7 @@ def _numbers(template: Any) -> List[int]:
 
 # ---- Example keys -> tfrec_fast specs ---------------------------------------------------------
 
+
 def list_kind(dtype: np.dtype, where: str) -> str:
     """The tf.train.Feature list a dtype is stored in."""
     if dtype == STRING:
@@ -209,14 +227,19 @@ def list_kind(dtype: np.dtype, where: str) -> str:
         return "int64"
     if dtype.kind == "f" or dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
         return "float32"
-    raise DatasetInfoError(f"dtype {dtype_name(dtype)} cannot be stored in a tf.train.Example "
-                           "(TFDS stores ints, floats and strings only)", where=where)
+    raise DatasetInfoError(
+        f"dtype {dtype_name(dtype)} cannot be stored in a tf.train.Example "
+        "(TFDS stores ints, floats and strings only)",
+        where=where,
+    )
 
 
 def ragged_keys(key: str, info: TensorInfo) -> Tuple[str, List[str]]:
     """(flat values key, row length keys outermost first) of a value under >= 2 Sequences."""
-    return (f"{key}/ragged_flat_values",
-            [f"{key}/ragged_row_lengths_{k}" for k in range(info.sequence_rank - 1)])
+    return (
+        f"{key}/ragged_flat_values",
+        [f"{key}/ragged_row_lengths_{k}" for k in range(info.sequence_rank - 1)],
+    )
 
 
 def value_keys(leaf: Leaf) -> Dict[str, Tuple[str, Any]]:
@@ -243,8 +266,9 @@ def _key_spec(key: str, info: TensorInfo) -> Dict[str, Union[FixedLen, VarLen]]:
     kind = list_kind(info.dtype, where)
     if info.sequence_rank > 1:
         if None in info.inner_shape:
-            raise DatasetInfoError(f"a ragged value's elements need a known shape, not "
-                                   f"{info.inner_shape}", where=where)
+            raise DatasetInfoError(
+                f"a ragged value's elements need a known shape, not {info.inner_shape}", where=where
+            )
         flat, lengths = ragged_keys(key, info)
         return {flat: VarLen(kind), **{k: VarLen("int64") for k in lengths}}
     unknown = info.shape.count(None)
@@ -252,8 +276,10 @@ def _key_spec(key: str, info: TensorInfo) -> Dict[str, Union[FixedLen, VarLen]]:
         return {key: FixedLen(info.shape, kind, _spec_default(info, kind))}
     if unknown == 1:
         return {key: VarLen(kind)}
-    raise DatasetInfoError(f"shape {info.shape} has several unknown dimensions (TFDS stores "
-                           "those as encoded bytes)", where=where)
+    raise DatasetInfoError(
+        f"shape {info.shape} has several unknown dimensions (TFDS stores those as encoded bytes)",
+        where=where,
+    )
 
 
 def _spec_default(info: TensorInfo, kind: str) -> Any:

@@ -24,8 +24,13 @@ import numpy as np
 from ..storage import resolve
 from .metadata import SplitInfo
 
-__all__ = ["ReadInstruction", "FileInstruction", "parse_split", "file_instructions",
-           "interleave_runs"]
+__all__ = [
+    "ReadInstruction",
+    "FileInstruction",
+    "parse_split",
+    "file_instructions",
+    "interleave_runs",
+]
 
 _SUB_SPEC = re.compile(r"^(?P<split_name>[\w-]+)(\[(?P<split_selector>[\d\w%:.-]+)\])?$")
 _SLICE = re.compile(r"^((?P<val>-?[\d_.]+)(?P<unit>(?:%|shard))?)?$")
@@ -52,11 +57,14 @@ class ReadInstruction:
         if self.unit not in ("%", "abs", "shard"):
             raise ValueError(f"Unit should be one of ['%', 'abs', 'shard']. Got {self.unit!r}")
         if self.rounding not in ("closest", "pct1_dropremainder"):
-            raise ValueError("Rounding should be one of ['closest', 'pct1_dropremainder']. "
-                             f"Got: {self.rounding!r}")
+            raise ValueError(
+                "Rounding should be one of ['closest', 'pct1_dropremainder']. "
+                f"Got: {self.rounding!r}"
+            )
         if self.unit == "%" and (abs(self.from_ or 0) > 100 or abs(self.to or 0) > 100):
-            raise ValueError("When unit=%, percent slice boundaries should be in [-100, 100]. "
-                             f"Got: {self}")
+            raise ValueError(
+                f"When unit=%, percent slice boundaries should be in [-100, 100]. Got: {self}"
+            )
 
 
 class FileInstruction(NamedTuple):
@@ -80,8 +88,10 @@ class FileInstruction(NamedTuple):
 def _instruction(spec: str) -> List[ReadInstruction]:
     """One "name[selector]" -> ReadInstructions ("all" is every split, in the info's order:
     resolved by the caller, returned here as an instruction named "all")."""
-    error = (f"Unrecognized split format: {spec!r}. See format at "
-             "https://www.tensorflow.org/datasets/splits")
+    error = (
+        f"Unrecognized split format: {spec!r}. See format at "
+        "https://www.tensorflow.org/datasets/splits"
+    )
     match = _SUB_SPEC.match(spec)
     if not match:
         raise ValueError(error)
@@ -107,8 +117,11 @@ def _instruction(spec: str) -> List[ReadInstruction]:
     else:
         raise ValueError(error)
     number = float if unit == "%" else int
-    return [ReadInstruction(name, None if from_ is None else number(from_),
-                            None if to is None else number(to), unit)]
+    return [
+        ReadInstruction(
+            name, None if from_ is None else number(from_), None if to is None else number(to), unit
+        )
+    ]
 
 
 def parse_split(split) -> List[ReadInstruction]:
@@ -123,16 +136,27 @@ def parse_split(split) -> List[ReadInstruction]:
             try:
                 out.extend(_instruction(part))
             except ValueError as error:
-                raise ValueError(f"Error parsing split {split!r}. See format at: "
-                                 f"https://www.tensorflow.org/datasets/splits\n{error}") from None
+                raise ValueError(
+                    f"Error parsing split {split!r}. See format at: "
+                    f"https://www.tensorflow.org/datasets/splits\n{error}"
+                ) from None
         return out
     if hasattr(split, "split_name") and hasattr(split, "unit"):  # tfds.core.ReadInstruction
-        return [ReadInstruction(split.split_name, split.from_, split.to, split.unit,
-                                getattr(split, "rounding", "closest"))]
+        return [
+            ReadInstruction(
+                split.split_name,
+                split.from_,
+                split.to,
+                split.unit,
+                getattr(split, "rounding", "closest"),
+            )
+        ]
     if hasattr(split, "left") and hasattr(split, "right"):  # tfds's sum of two splits
         return parse_split(split.left) + parse_split(split.right)
-    raise TypeError(f"a split is a string such as 'train[:10%]' or a ReadInstruction, not "
-                    f"{type(split).__name__}")
+    raise TypeError(
+        f"a split is a string such as 'train[:10%]' or a ReadInstruction, not "
+        f"{type(split).__name__}"
+    )
 
 
 def _absolute(instruction: ReadInstruction, splits: Mapping[str, SplitInfo]):
@@ -146,16 +170,20 @@ def _absolute(instruction: ReadInstruction, splits: Mapping[str, SplitInfo]):
     unit = instruction.unit
     if unit == "%":
         if instruction.rounding == "closest":
+
             def pct(boundary):
                 return int(round(boundary * num_examples / 100.0))
         else:
             if num_examples < 100:
-                raise ValueError('Using "pct1_dropremainder" rounding on a split with less '
-                                 "than 100 elements is forbidden: it always results in an "
-                                 "empty dataset.")
+                raise ValueError(
+                    'Using "pct1_dropremainder" rounding on a split with less '
+                    "than 100 elements is forbidden: it always results in an "
+                    "empty dataset."
+                )
 
             def pct(boundary):
                 return boundary * math.trunc(num_examples / 100.0)
+
         from_ = 0 if from_ is None else pct(from_)
         to = num_examples if to is None else pct(to)
     elif unit == "shard":
@@ -168,8 +196,9 @@ def _absolute(instruction: ReadInstruction, splits: Mapping[str, SplitInfo]):
         from_ = 0 if from_ is None else from_
         to = num_examples if to is None else to
     if abs(from_) > num_examples or abs(to) > num_examples:
-        raise ValueError(f"Requested slice [{from_ or ''}:{to or ''}] incompatible with "
-                         f"{num_examples} examples.")
+        raise ValueError(
+            f"Requested slice [{from_ or ''}:{to or ''}] incompatible with {num_examples} examples."
+        )
     if from_ < 0:
         from_ = num_examples + from_
     if to < 0:
@@ -202,14 +231,16 @@ def _shard_parts(info: SplitInfo, from_: int, to: int) -> List[FileInstruction]:
             skip = max(from_ - start, 0)
             take = min(to, end) - start - skip
             if take > 0:
-                out.append(FileInstruction(info.name, index, location.name, skip, take, length,
-                                           location))
+                out.append(
+                    FileInstruction(info.name, index, location.name, skip, take, length, location)
+                )
         start = end
     return out
 
 
-def interleave_runs(lengths: Sequence[int], cycle_length: int = CYCLE_LENGTH,
-                    block_length: int = BLOCK_LENGTH) -> np.ndarray:
+def interleave_runs(
+    lengths: Sequence[int], cycle_length: int = CYCLE_LENGTH, block_length: int = BLOCK_LENGTH
+) -> np.ndarray:
     """The order of ``tf.data.Dataset.interleave`` over inputs of these lengths, as runs
     ``[input, first element, count]`` (int64 array of shape [runs, 3]).
 

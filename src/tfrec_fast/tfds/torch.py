@@ -29,7 +29,8 @@ from ..torch._epoch import SharedEpoch
 from ..torch._shuffle import Tracker, position, shuffled
 from ..torch._state import FORMAT
 from .decoder import take_rows
-from .features import Dataset as DatasetFeature, FeaturesDict
+from .features import Dataset as DatasetFeature
+from .features import FeaturesDict
 
 if TYPE_CHECKING:  # (dataset.py imports this module for Split.to_torch: no import back)
     from .dataset import Split
@@ -47,8 +48,9 @@ class SplitDataset(torch.utils.data.Dataset):
 
     def __init__(self, split: Split, transform: Optional[Callable[[Any], Any]] = None):
         if not _is_split(split):
-            raise TypeError(f"SplitDataset takes a tfrec_fast.tfds Split, not "
-                            f"{type(split).__name__}")
+            raise TypeError(
+                f"SplitDataset takes a tfrec_fast.tfds Split, not {type(split).__name__}"
+            )
         self.split = split
         self.transform = transform
 
@@ -73,8 +75,11 @@ class SplitDataset(torch.utils.data.Dataset):
         dict
             ``format``, ``dataset``, ``split`` ([name, examples]).
         """
-        return {"format": FORMAT, "dataset": "SplitDataset",
-                "split": [self.split.name, len(self.split)]}
+        return {
+            "format": FORMAT,
+            "dataset": "SplitDataset",
+            "split": [self.split.name, len(self.split)],
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Checks that a state was saved over this split, so that the sampler's indices mean
@@ -91,8 +96,10 @@ class SplitDataset(torch.utils.data.Dataset):
             A state of another dataset, split or number of examples.
         """
         if state != self.state_dict():
-            raise ValueError(f"the state {state!r} was not saved over this split "
-                             f"({self.split.name!r}, {len(self.split)} examples)")
+            raise ValueError(
+                f"the state {state!r} was not saved over this split "
+                f"({self.split.name!r}, {len(self.split)} examples)"
+            )
 
     def __repr__(self) -> str:
         return f"SplitDataset({self.split!r})"
@@ -107,17 +114,22 @@ def _steps_feature(split: Split, steps: Optional[str]) -> str:
     """The name of the episodes' steps: ``steps``, or the one top-level Dataset feature."""
     features = split.info.features
     if not isinstance(features, FeaturesDict):
-        raise TypeError("StepsDataset reads episodes: examples that are dicts holding a nested "
-                        "Dataset of steps")
+        raise TypeError(
+            "StepsDataset reads episodes: examples that are dicts holding a nested Dataset of steps"
+        )
     datasets = [k for k, f in features.items() if isinstance(f, DatasetFeature)]
     if steps is None:
         if len(datasets) != 1:
-            raise ValueError(f"{split.info.name} has {len(datasets)} top-level Dataset features "
-                             f"({datasets}): name the steps with steps=")
+            raise ValueError(
+                f"{split.info.name} has {len(datasets)} top-level Dataset features "
+                f"({datasets}): name the steps with steps="
+            )
         return datasets[0]
     if steps not in datasets:
-        raise ValueError(f"{steps!r} is not a top-level Dataset feature of {split.info.name} "
-                         f"(those are {datasets})")
+        raise ValueError(
+            f"{steps!r} is not a top-level Dataset feature of {split.info.name} "
+            f"(those are {datasets})"
+        )
     return steps
 
 
@@ -195,24 +207,39 @@ class StepsDataset(torch.utils.data.IterableDataset):
         ``step_index``, or a parameter is out of range.
     """
 
-    def __init__(self, split: Split, *, steps: Optional[str] = None,
-                 window: Optional[int] = None, stride: int = 1,
-                 shuffle_episodes: Optional[bool] = None, shuffle_buffer: int = 0,
-                 seed: Optional[int] = None, rank: Optional[int] = None,
-                 world_size: Optional[int] = None, uneven: str = "pad", repeat: bool = False,
-                 read_episodes: int = 4, transform: Optional[Callable[[Any], Any]] = None):
+    def __init__(
+        self,
+        split: Split,
+        *,
+        steps: Optional[str] = None,
+        window: Optional[int] = None,
+        stride: int = 1,
+        shuffle_episodes: Optional[bool] = None,
+        shuffle_buffer: int = 0,
+        seed: Optional[int] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        uneven: str = "pad",
+        repeat: bool = False,
+        read_episodes: int = 4,
+        transform: Optional[Callable[[Any], Any]] = None,
+    ):
         if not _is_split(split):
-            raise TypeError(f"StepsDataset takes a tfrec_fast.tfds Split, not "
-                            f"{type(split).__name__}")
+            raise TypeError(
+                f"StepsDataset takes a tfrec_fast.tfds Split, not {type(split).__name__}"
+            )
         if split._supervised is not None:
-            raise ValueError("StepsDataset reads whole episodes: open the split without "
-                             "as_supervised")
+            raise ValueError(
+                "StepsDataset reads whole episodes: open the split without as_supervised"
+            )
         self.steps = _steps_feature(split, steps)
         features: Any = split.info.features
         clash = {EPISODE_INDEX, STEP_INDEX} & set(features)
         if clash:
-            raise ValueError(f"the episodes already have features {sorted(clash)}: rename "
-                             "them with transform= on a SplitDataset instead")
+            raise ValueError(
+                f"the episodes already have features {sorted(clash)}: rename "
+                "them with transform= on a SplitDataset instead"
+            )
         if window is not None and int(window) < 1:
             raise ValueError(f"window must be positive, not {window}")
         if int(stride) < 1 or int(read_episodes) < 1 or int(shuffle_buffer) < 0:
@@ -226,8 +253,9 @@ class StepsDataset(torch.utils.data.IterableDataset):
         self.window = None if window is None else int(window)
         self.stride = int(stride)
         self.shuffle_buffer = int(shuffle_buffer)
-        self.shuffle_episodes = (self.shuffle_buffer > 0 if shuffle_episodes is None
-                                 else bool(shuffle_episodes))
+        self.shuffle_episodes = (
+            self.shuffle_buffer > 0 if shuffle_episodes is None else bool(shuffle_episodes)
+        )
         self.seed = seed
         self.uneven = uneven
         self.repeat = bool(repeat)
@@ -275,8 +303,10 @@ class StepsDataset(torch.utils.data.IterableDataset):
         if self.seed is not None:
             seed = int(self.seed)
         elif world > 1 and self.shuffle_episodes:
-            raise ValueError("with several ranks, shuffle_episodes needs seed=: every rank "
-                             "must shuffle the episodes alike")
+            raise ValueError(
+                "with several ranks, shuffle_episodes needs seed=: every rank "
+                "must shuffle the episodes alike"
+            )
         elif info is not None:
             # DataLoader's base seed: new each time workers start, the same in every worker;
             # persistent workers count their iterations to draw a new order each epoch.
@@ -317,14 +347,13 @@ class StepsDataset(torch.utils.data.IterableDataset):
             per = -(-n // world) if self.uneven == "pad" else n // world
             if n and per * world > n:
                 order = np.resize(order, per * world)  # pad: wraps around
-            order = order[rank * per:(rank + 1) * per]
+            order = order[rank * per : (rank + 1) * per]
         bounds = np.linspace(0, len(order), workers + 1).astype(np.int64)
-        return order[bounds[worker]:bounds[worker + 1]]
+        return order[bounds[worker] : bounds[worker + 1]]
 
     def _rng(self, p: "_StepsPass") -> np.random.Generator:
         """The generator of the shuffle buffer in the pass's current epoch."""
-        return np.random.default_rng([p.seed & 0xFFFFFFFF, p.epoch, p.rank, p.worker,
-                                      0x62756666])
+        return np.random.default_rng([p.seed & 0xFFFFFFFF, p.epoch, p.rank, p.worker, 0x62756666])
 
     def __iter__(self) -> Iterator[Any]:
         number = self._passes
@@ -334,12 +363,17 @@ class StepsDataset(torch.utils.data.IterableDataset):
         p = _StepsPass(number, self.epoch, rank, world, worker, workers, seed)
         if loaded is not None:
             if [loaded[k] for k in ("rank", "world", "worker", "workers")] != [
-                    rank, world, worker, workers]:
+                rank,
+                world,
+                worker,
+                workers,
+            ]:
                 raise ValueError(
                     f"a StepsDataset resumes only in the slot it was saved in (rank "
                     f"{loaded['rank']} of {loaded['world']}, worker {loaded['worker']} of "
                     f"{loaded['workers']}), not in rank {rank} of {world}, worker {worker} of "
-                    f"{workers}: its ranks hand out different numbers of steps")
+                    f"{workers}: its ranks hand out different numbers of steps"
+                )
             p.number, p.epoch = int(loaded["pass"]), int(loaded["epoch"])
             p.seed = int(loaded["seed"])
             self._passes = p.number + 1
@@ -364,11 +398,19 @@ class StepsDataset(torch.utils.data.IterableDataset):
         if not self.shuffle_buffer:
             return None
         handed = int(resumed["handed_out"]) if resumed else 0
-        return Tracker(self.shuffle_buffer, self._rng(p), handed,
-                       resumed["length"] if resumed else None)
+        return Tracker(
+            self.shuffle_buffer, self._rng(p), handed, resumed["length"] if resumed else None
+        )
 
-    def _items(self, p: "_StepsPass", episodes: np.ndarray, start: tuple = (0, 0, 0),
-               rng=None, resumed=None, held=None) -> Iterator[Dict[str, Any]]:
+    def _items(
+        self,
+        p: "_StepsPass",
+        episodes: np.ndarray,
+        start: tuple = (0, 0, 0),
+        rng=None,
+        resumed=None,
+        held=None,
+    ) -> Iterator[Dict[str, Any]]:
         """The pass's items from episode ordinal ``start[0]``'s item ``start[1]`` (whose first
         item is number ``start[2]``), through the shuffle buffer when there is one (drawing
         from ``rng``, left by a resumed buffer's replay, or a fresh one)."""
@@ -377,10 +419,11 @@ class StepsDataset(torch.utils.data.IterableDataset):
             return shuffled(items, self.shuffle_buffer, rng or self._rng(p), resumed, held)
         return items
 
-    def _read_items(self, p: "_StepsPass", episodes: np.ndarray, first: int, skip: int,
-                    number: int) -> Iterator[Dict[str, Any]]:
+    def _read_items(
+        self, p: "_StepsPass", episodes: np.ndarray, first: int, skip: int, number: int
+    ) -> Iterator[Dict[str, Any]]:
         for a in range(first, len(episodes), self.read_episodes):
-            indices = episodes[a:a + self.read_episodes].tolist()
+            indices = episodes[a : a + self.read_episodes].tolist()
             for k, (index, episode) in enumerate(zip(indices, self.split.get_batch(indices))):
                 items = list(self._episode_items(index, episode))
                 p.log_episode(a + k, number, len(items))
@@ -389,14 +432,18 @@ class StepsDataset(torch.utils.data.IterableDataset):
                 skip = 0
         p.length = number
 
-    def _resumed(self, p: "_StepsPass", episodes: np.ndarray,
-                 state: dict) -> Iterator[Dict[str, Any]]:
+    def _resumed(
+        self, p: "_StepsPass", episodes: np.ndarray, state: dict
+    ) -> Iterator[Dict[str, Any]]:
         """The items from where ``state`` stopped: the shuffle replayed on item numbers, the
         items it held read again by episode."""
         handed = p.handed = int(state["handed_out"])
         rng = self._rng(p)
-        at = position(self.shuffle_buffer, rng, handed, state["length"]) if (
-            self.shuffle_buffer and handed) else None
+        at = (
+            position(self.shuffle_buffer, rng, handed, state["length"])
+            if (self.shuffle_buffer and handed)
+            else None
+        )
         cursor = at.cursor if at is not None else handed
         ordinal, item = state["place"] if state["place"] is not None else (0, 0)
         held = None
@@ -404,8 +451,9 @@ class StepsDataset(torch.utils.data.IterableDataset):
             held = self._held_items(episodes, state, at.held)
         if state["length"] is not None and cursor >= state["length"]:
             p.length = int(state["length"])
-        return self._items(p, episodes, (int(ordinal), int(item), cursor - int(item)), rng, at,
-                           held)
+        return self._items(
+            p, episodes, (int(ordinal), int(item), cursor - int(item)), rng, at, held
+        )
 
     def _held_items(self, episodes: np.ndarray, state: dict, numbers: np.ndarray) -> list:
         """The items numbered ``numbers``, from the episodes the state says hold them."""
@@ -432,17 +480,27 @@ class StepsDataset(torch.utils.data.IterableDataset):
                 yield {**context, EPISODE_INDEX: index, STEP_INDEX: t, self.steps: step}
             return
         for t in range(0, _length(steps) - self.window + 1, self.stride):
-            yield {**context, EPISODE_INDEX: index, STEP_INDEX: t,
-                   self.steps: take_rows(steps, t, t + self.window)}
+            yield {
+                **context,
+                EPISODE_INDEX: index,
+                STEP_INDEX: t,
+                self.steps: take_rows(steps, t, t + self.window),
+            }
 
     # ---- state -------------------------------------------------------------------------------
 
     def _settings(self) -> dict:
-        return {"format": FORMAT, "dataset": "StepsDataset",
-                "split": [self.split.name, len(self.split)], "window": self.window,
-                "stride": self.stride, "shuffle_buffer": self.shuffle_buffer,
-                "shuffle_episodes": self.shuffle_episodes, "uneven": self.uneven,
-                "repeat": self.repeat}
+        return {
+            "format": FORMAT,
+            "dataset": "StepsDataset",
+            "split": [self.split.name, len(self.split)],
+            "window": self.window,
+            "stride": self.stride,
+            "shuffle_buffer": self.shuffle_buffer,
+            "shuffle_episodes": self.shuffle_episodes,
+            "uneven": self.uneven,
+            "repeat": self.repeat,
+        }
 
     def state_dict(self) -> dict:
         """Where the latest iteration in this process stands, for torchdata's
@@ -461,13 +519,31 @@ class StepsDataset(torch.utils.data.IterableDataset):
             rank, world = self._rank or _distributed() or (0, 1)
             info = torch.utils.data.get_worker_info()
             worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-            out.update(epoch=self.epoch, seed=self.seed, **{"pass": self._passes}, rank=rank,
-                       world=world, worker=worker, workers=workers, handed_out=0, length=None,
-                       place=None, held_from=[0, 0], counts=[])
+            out.update(
+                epoch=self.epoch,
+                seed=self.seed,
+                **{"pass": self._passes},
+                rank=rank,
+                world=world,
+                worker=worker,
+                workers=workers,
+                handed_out=0,
+                length=None,
+                place=None,
+                held_from=[0, 0],
+                counts=[],
+            )
             return out
-        out.update(epoch=p.epoch, seed=p.seed, **{"pass": p.number}, rank=p.rank,
-                   world=p.world, worker=p.worker, workers=p.workers, **p.where(
-                       self.shuffle_buffer))
+        out.update(
+            epoch=p.epoch,
+            seed=p.seed,
+            **{"pass": p.number},
+            rank=p.rank,
+            world=p.world,
+            worker=p.worker,
+            workers=p.workers,
+            **p.where(self.shuffle_buffer),
+        )
         return out
 
     def load_state_dict(self, state: dict) -> None:
@@ -485,16 +561,22 @@ class StepsDataset(torch.utils.data.IterableDataset):
         ValueError
             The state is not of a StepsDataset, or of another split or other settings.
         """
-        if not isinstance(state, dict) or state.get("format") != FORMAT or \
-                state.get("dataset") != "StepsDataset":
+        if (
+            not isinstance(state, dict)
+            or state.get("format") != FORMAT
+            or state.get("dataset") != "StepsDataset"
+        ):
             raise ValueError("not a state of a tfrec_fast StepsDataset")
         for key, value in self._settings().items():
             if state.get(key) != value:
-                raise ValueError(f"the state was saved with {key}={state.get(key)!r}, this "
-                                 f"dataset has {value!r}: it cannot resume it")
+                raise ValueError(
+                    f"the state was saved with {key}={state.get(key)!r}, this "
+                    f"dataset has {value!r}: it cannot resume it"
+                )
         if self.seed is not None and state["seed"] is not None and state["seed"] != self.seed:
-            raise ValueError(f"the state was saved with seed={state['seed']}, this dataset "
-                             f"has seed={self.seed}")
+            raise ValueError(
+                f"the state was saved with seed={state['seed']}, this dataset has seed={self.seed}"
+            )
         self._loaded = dict(state)
         if torch.utils.data.get_worker_info() is None:
             self._epoch.epoch = int(state["epoch"])
@@ -522,8 +604,11 @@ class _StepsPass:
     def log_episode(self, ordinal: int, first: int, items: int) -> None:
         self.log.append((ordinal, first, items))
         if len(self.log) > 64:  # forget what no state needs
-            oldest = self.handed if self.tracker is None else self.tracker.oldest(
-                self.handed, self.length)
+            oldest = (
+                self.handed
+                if self.tracker is None
+                else self.tracker.oldest(self.handed, self.length)
+            )
             while len(self.log) > 1 and self.log[0][1] + self.log[0][2] <= oldest:
                 self.log.popleft()
 
@@ -534,8 +619,9 @@ class _StepsPass:
         handed, length = self.handed, self.length
         cursor, oldest = handed, handed
         if shuffle_buffer and handed:
-            cursor = shuffle_buffer + handed if length is None else min(
-                shuffle_buffer + handed, length)
+            cursor = (
+                shuffle_buffer + handed if length is None else min(shuffle_buffer + handed, length)
+            )
             oldest = self.tracker.oldest(handed, length)
         log = list(self.log)
         place = None
@@ -552,8 +638,9 @@ class _StepsPass:
                 held_from = [ordinal, first]
                 counts = [n for _, _, n in log[k:]]
                 break
-        return dict(handed_out=handed, length=length, place=place, held_from=held_from,
-                    counts=counts)
+        return dict(
+            handed_out=handed, length=length, place=place, held_from=held_from, counts=counts
+        )
 
 
 def collate(items: List[Any]) -> Any:
@@ -564,9 +651,16 @@ def collate(items: List[Any]) -> Any:
     first = items[0]
     if isinstance(first, dict):
         return {k: collate([item[k] for item in items]) for k in first}
-    if isinstance(first, (np.ndarray, np.generic)) and first.dtype.kind in "biufc" and all(
-            isinstance(v, (np.ndarray, np.generic)) and v.shape == first.shape and
-            v.dtype == first.dtype for v in items):
+    if (
+        isinstance(first, (np.ndarray, np.generic))
+        and first.dtype.kind in "biufc"
+        and all(
+            isinstance(v, (np.ndarray, np.generic))
+            and v.shape == first.shape
+            and v.dtype == first.dtype
+            for v in items
+        )
+    ):
         return torch.from_numpy(np.stack(items))
     if isinstance(first, (bool, int, float)) and all(type(v) is type(first) for v in items):
         return torch.tensor(items)

@@ -23,6 +23,7 @@ def worker_ring_handoff() -> Optional[Callable]:
     def handoff(batch):
         writer = ring_writer(batch)
         return writer.put(batch) if writer is not None else batch
+
     return handoff
 
 
@@ -49,9 +50,16 @@ def collate(samples):
     handoff = worker_ring_handoff()
     if type(samples) is Rows:
         return handoff(samples.batch) if handoff else samples.batch
-    if handoff is None or not samples or not all(
-            type(s) is dict and s.keys() == samples[0].keys() and
-            all(isinstance(v, torch.Tensor) for v in s.values()) for s in samples):
+    if (
+        handoff is None
+        or not samples
+        or not all(
+            type(s) is dict
+            and s.keys() == samples[0].keys()
+            and all(isinstance(v, torch.Tensor) for v in s.values())
+            for s in samples
+        )
+    ):
         return _torch_collate(samples, collate_fn_map=_keeping_views(None))
     return handoff({k: torch.stack([s[k] for s in samples]) for k in samples[0]})
 
@@ -62,8 +70,7 @@ def _collate_records(batch, *, collate_fn_map=None):
     of each first: 60% of a drop-in DataLoader's time); in a worker, tensors are stacked in
     private memory and go through the ring."""
     handoff = worker_ring_handoff()
-    fns = _keeping_views(collate_fn_map if handoff is None else
-                         _private_stacking(collate_fn_map))
+    fns = _keeping_views(collate_fn_map if handoff is None else _private_stacking(collate_fn_map))
     out = {}
     for key in batch[0]:
         values = [d[key] for d in batch]
@@ -81,7 +88,9 @@ def _stacked_arrays(values: list) -> Optional[torch.Tensor]:
     shape, dtype = first.shape, first.dtype
     # Every value an array of that shape and dtype, checked in C (map and set: no Python frame
     # per value, which cost as much as the stacking).
-    if set(map(type, values)) != _JUST_ARRAYS or set(map(_shape_and_dtype, values)) != {(shape, dtype)}:
+    if set(map(type, values)) != _JUST_ARRAYS or set(map(_shape_and_dtype, values)) != {
+        (shape, dtype)
+    }:
         return None
     return torch.from_numpy(np.concatenate(values)).view((len(values),) + shape)
 

@@ -19,8 +19,9 @@ from ..columns import Ragged
 Columns = Dict[str, Any]
 
 
-def rebatch(pieces: Iterable[Tuple[int, Columns]], size: int,
-            drop_last: bool = False) -> Iterator[Tuple[int, Columns]]:
+def rebatch(
+    pieces: Iterable[Tuple[int, Columns]], size: int, drop_last: bool = False
+) -> Iterator[Tuple[int, Columns]]:
     """(rows, columns) of exactly ``size`` rows each, in order (the last may be short unless
     ``drop_last``)."""
     pending: List[Columns] = []
@@ -44,7 +45,7 @@ def _cut(columns: Columns, a: int, b: int) -> Columns:
     out: Columns = {}
     for name, col in columns.items():
         if isinstance(col, Ragged):
-            out[name] = Ragged(col.values, col.row_splits[a:b + 1])
+            out[name] = Ragged(col.values, col.row_splits[a : b + 1])
         else:
             out[name] = col[a:b]
     return out
@@ -67,7 +68,7 @@ def _join(parts: List[Columns]) -> Columns:
 
 
 def _join_ragged(cols: List[Ragged]) -> Ragged:
-    values = np.concatenate([c.values[int(c.row_splits[0]):int(c.row_splits[-1])] for c in cols])
+    values = np.concatenate([c.values[int(c.row_splits[0]) : int(c.row_splits[-1])] for c in cols])
     lengths = np.concatenate([np.diff(c.row_splits) for c in cols])
     splits = np.zeros(len(lengths) + 1, dtype=cols[0].row_splits.dtype)
     np.cumsum(lengths, out=splits[1:])

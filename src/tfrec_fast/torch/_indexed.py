@@ -41,9 +41,18 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
     as a list; they do not pickle out of a DataLoader worker).
     """
 
-    def __init__(self, paths, spec=None, index=None, *, transform: Optional[Callable] = None,
-                 verify: bool = True, copy_bytes: bool = True, storage_options=None,
-                 filesystem=None):
+    def __init__(
+        self,
+        paths,
+        spec=None,
+        index=None,
+        *,
+        transform: Optional[Callable] = None,
+        verify: bool = True,
+        copy_bytes: bool = True,
+        storage_options=None,
+        filesystem=None,
+    ):
         from ..index import indexes_of
         from ..storage import load_index
 
@@ -61,7 +70,8 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         missing = [loc for loc, ix in zip(self._locations, index_files) if ix is None]
         scanned = iter(indexes_of(missing))
         self._indexes: List[Tuple[np.ndarray, np.ndarray]] = [
-            load_index(ix) if ix is not None else next(scanned) for ix in index_files]
+            load_index(ix) if ix is not None else next(scanned) for ix in index_files
+        ]
         lengths = [len(offsets) for offsets, _ in self._indexes]
         self._starts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
         self._readers: Dict[int, Any] = {}
@@ -81,8 +91,8 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         reader = self._readers.get(k)
         if reader is None:
             from ..index import IndexedTFRecordReader
-            reader = IndexedTFRecordReader(self._locations[k], self._indexes[k],
-                                           verify=self.verify)
+
+            reader = IndexedTFRecordReader(self._locations[k], self._indexes[k], verify=self.verify)
             self._readers[k] = reader
         return reader
 
@@ -106,8 +116,11 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
                 rows = batch.to_list()
             else:
                 columns = parse_examples(batch, self._spec, name=self._locations[k].name)
-                if single and self.transform is None and all(
-                        isinstance(c, np.ndarray) for c in columns.values()):
+                if (
+                    single
+                    and self.transform is None
+                    and all(isinstance(c, np.ndarray) for c in columns.values())
+                ):
                     # The whole batch is these columns, in this order: collate() takes them
                     # as they are instead of stacking rows.
                     return Rows(columns, len(batch))
@@ -129,8 +142,12 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         dict
             ``format``, ``dataset``, ``files`` (count and names' CRC) and ``records``.
         """
-        return {"format": _state.FORMAT, "dataset": "IndexedTFRecordDataset",
-                "files": self._files_print, "records": len(self)}
+        return {
+            "format": _state.FORMAT,
+            "dataset": "IndexedTFRecordDataset",
+            "files": self._files_print,
+            "records": len(self),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Checks that a state was saved over the same files and records, so that the
@@ -146,8 +163,7 @@ class IndexedTFRecordDataset(torch.utils.data.Dataset):
         ValueError
             A state of another dataset, other files or another number of records.
         """
-        _state.check_same(dict(state), self.state_dict(),
-                          ["format", "dataset", "files", "records"])
+        _state.check_same(dict(state), self.state_dict(), ["format", "dataset", "files", "records"])
 
     def close(self) -> None:
         for reader in self._readers.values():

@@ -29,8 +29,9 @@ class Mix(NamedTuple):
     sources: np.ndarray
 
 
-def where(weights: Sequence[float], lengths: Sequence[Optional[int]], rng: np.random.Generator,
-          mixed: int) -> Mix:
+def where(
+    weights: Sequence[float], lengths: Sequence[Optional[int]], rng: np.random.Generator, mixed: int
+) -> Mix:
     """The mix of streams of ``lengths`` (None: endless) after ``mixed`` records (at most all
     of them); ``rng`` is a fresh generator of the mix's seed, left as the mix's would be."""
     alive = list(range(len(weights)))
@@ -59,8 +60,14 @@ def where(weights: Sequence[float], lengths: Sequence[Optional[int]], rng: np.ra
             del alive[j]
             w = np.delete(w, j)
             choices, used = np.empty(0, np.int64), 0
-    return Mix(alive, w, choices, used, taken,
-               np.concatenate(sources) if sources else np.empty(0, np.int64))
+    return Mix(
+        alive,
+        w,
+        choices,
+        used,
+        taken,
+        np.concatenate(sources) if sources else np.empty(0, np.int64),
+    )
 
 
 def mixed(streams: List[Iterator[Any]], mix: Mix, rng: np.random.Generator) -> Iterator[Any]:
@@ -68,7 +75,7 @@ def mixed(streams: List[Iterator[Any]], mix: Mix, rng: np.random.Generator) -> I
     as from ``mix`` on, drawing from ``rng``."""
     alive = list(mix.alive)
     weights = mix.weights
-    choices: Sequence[int] = mix.choices[mix.used:].tolist()
+    choices: Sequence[int] = mix.choices[mix.used :].tolist()
     while alive:
         for choice in choices:
             try:
@@ -84,5 +91,11 @@ def mixed(streams: List[Iterator[Any]], mix: Mix, rng: np.random.Generator) -> I
 def start(weights: Sequence[float]) -> Mix:
     """A mix before its first record."""
     n = len(weights)
-    return Mix(list(range(n)), np.asarray(weights, dtype=np.float64), np.empty(0, np.int64), 0,
-               [0] * n, np.empty(0, np.int64))
+    return Mix(
+        list(range(n)),
+        np.asarray(weights, dtype=np.float64),
+        np.empty(0, np.int64),
+        0,
+        [0] * n,
+        np.empty(0, np.int64),
+    )

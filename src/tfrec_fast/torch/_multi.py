@@ -46,26 +46,50 @@ class MultiTFRecordDataset(_Streaming):
         Weights that are negative or sum to zero, a pattern index for splits of several files.
     """
 
-    def __init__(self, paths, index=None, splits: Optional[Mapping[str, float]] = None,
-                 spec=None, shuffle_buffer: int = 0, transform: Optional[Callable] = None, *,
-                 infinite: bool = True, batch_size: Optional[int] = None, drop_last: bool = False,
-                 ragged: str = "list", seed: Optional[int] = 0, rank: Optional[int] = None,
-                 world_size: Optional[int] = None, compression: Optional[str] = None,
-                 verify: bool = True, shuffle_files: Optional[bool] = None,
-                 worker_ring: bool = True, uneven: str = "pad",
-                 num_threads: Optional[int] = None, copy_bytes: bool = True,
-                 storage_options=None, filesystem=None):
+    def __init__(
+        self,
+        paths,
+        index=None,
+        splits: Optional[Mapping[str, float]] = None,
+        spec=None,
+        shuffle_buffer: int = 0,
+        transform: Optional[Callable] = None,
+        *,
+        infinite: bool = True,
+        batch_size: Optional[int] = None,
+        drop_last: bool = False,
+        ragged: str = "list",
+        seed: Optional[int] = 0,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        compression: Optional[str] = None,
+        verify: bool = True,
+        shuffle_files: Optional[bool] = None,
+        worker_ring: bool = True,
+        uneven: str = "pad",
+        num_threads: Optional[int] = None,
+        copy_bytes: bool = True,
+        storage_options=None,
+        filesystem=None,
+    ):
         super().__init__()
-        if splits is None and isinstance(index, Mapping) and index and all(
-                isinstance(v, (int, float)) for v in index.values()):
+        if (
+            splits is None
+            and isinstance(index, Mapping)
+            and index
+            and all(isinstance(v, (int, float)) for v in index.values())
+        ):
             index, splits = None, index
         if splits is None:
             if not isinstance(paths, Mapping):
                 raise TypeError("MultiTFRecordDataset needs splits={name: weight}")
             splits = {name: 1.0 for name in paths}
         self.splits = {str(k): float(v) for k, v in splits.items()}
-        if not self.splits or any(w < 0 for w in self.splits.values()) or not sum(
-                self.splits.values()):
+        if (
+            not self.splits
+            or any(w < 0 for w in self.splits.values())
+            or not sum(self.splits.values())
+        ):
             raise ValueError("splits needs non-negative weights with a positive sum")
         self.files: Dict[str, List[str]] = {}
         self._locations: Dict[str, list] = {}
@@ -82,27 +106,46 @@ class MultiTFRecordDataset(_Streaming):
                 ix = index.get(name)
             else:
                 ix = None
-            self._index_paths[name] = _loader.index_paths(self._locations[name], ix,
-                                                          storage_options, filesystem)
+            self._index_paths[name] = _loader.index_paths(
+                self._locations[name], ix, storage_options, filesystem
+            )
         self.infinite = bool(infinite)
-        self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
-                    world_size, compression, verify, shuffle_files, worker_ring, uneven,
-                    num_threads, copy_bytes)
+        self._setup(
+            spec,
+            shuffle_buffer,
+            transform,
+            batch_size,
+            drop_last,
+            ragged,
+            seed,
+            rank,
+            world_size,
+            compression,
+            verify,
+            shuffle_files,
+            worker_ring,
+            uneven,
+            num_threads,
+            copy_bytes,
+        )
 
     _resumes_elsewhere = False
     _kind = "MultiTFRecordDataset"
 
     def _fingerprint(self) -> list:
         if self._files_print is None:
-            self._files_print = _state.fingerprint([f"{name}:{url}" for name, urls in
-                                                    self.files.items() for url in urls])
+            self._files_print = _state.fingerprint(
+                [f"{name}:{url}" for name, urls in self.files.items() for url in urls]
+            )
         return self._files_print
 
     def _cycle(self, k: int, name: str, slot, epoch: int, cycle: int):
         """(pieces, index_of) of split ``name``'s share for ``slot`` in one of its cycles."""
         files, index_paths = self._locations[name], self._index_paths[name]
-        return (self._pieces(files, index_paths, slot, epoch, (), k, cycle),
-                self._index_of(files, index_paths))
+        return (
+            self._pieces(files, index_paths, slot, epoch, (), k, cycle),
+            self._index_of(files, index_paths),
+        )
 
     def _cycle_length(self, k: int, name: str, slot, epoch: int, cycle: int) -> int:
         pieces, index_of = self._cycle(k, name, slot, epoch, cycle)
@@ -118,9 +161,9 @@ class MultiTFRecordDataset(_Streaming):
         cycle = 0
         while True:
             pieces, index_of = self._cycle(k, name, slot, epoch, cycle)
-            count = _stream.piece_lengths(pieces, lambda i: index_of(i).count).sum()
+            count = _stream.piece_lengths(pieces, lambda i: index_of(i).count).sum()  # noqa: B023
             if not self.infinite or number < count:
-                return cycle, _stream.place_by_counts(number, pieces, lambda i: index_of(i).count)
+                return cycle, _stream.place_by_counts(number, pieces, lambda i: index_of(i).count)  # noqa: B023 (called now)
             number -= int(count)
             cycle += 1
 
@@ -157,9 +200,16 @@ class MultiTFRecordDataset(_Streaming):
         for (k, cycle), where in groups.items():
             name = names[k]
             pieces, index_of = self._cycle(k, name, slot, epoch, cycle)
-            end = _stream.place_by_counts(1 << 62, pieces, lambda f: index_of(f).count)
-            got = _stream.fetch(self._locations[name], np.array([n for n, _ in where]), pieces,
-                                end, index_of, self.compression, self.verify)
+            end = _stream.place_by_counts(1 << 62, pieces, lambda f: index_of(f).count)  # noqa: B023
+            got = _stream.fetch(
+                self._locations[name],
+                np.array([n for n, _ in where]),
+                pieces,
+                end,
+                index_of,
+                self.compression,
+                self.verify,
+            )
             for (_, i), record in zip(where, got):
                 out[i] = record
         return out
@@ -182,13 +232,15 @@ class MultiTFRecordDataset(_Streaming):
                 held = self._held(names, slot, epoch, mix, at.held)
         progress = Progress(handed)
         self._pass = _Pass(slot, epoch, number, (), [], progress)
-        streams = [self._split_records(k, n, slot, epoch, mix.taken[k])
-                   for k, n in enumerate(names)]
+        streams = [
+            self._split_records(k, n, slot, epoch, mix.taken[k]) for k, n in enumerate(names)
+        ]
         records = _counted(_mix.mixed(streams, mix, mix_rng), progress, len(mix.sources))
         chunk = self.batch_size or _loader.SHUFFLE_CHUNK
         if size:
-            batches = _loader.chunks(_shuffle.shuffled(map(bytes, records), size, rng, at, held),
-                                     chunk)
+            batches = _loader.chunks(
+                _shuffle.shuffled(map(bytes, records), size, rng, at, held), chunk
+            )
         else:
             batches = _loader.chunks(records, chunk)
         return self._output(batches, progress)

@@ -46,8 +46,13 @@ class Run(NamedTuple):
     @classmethod
     def from_list(cls, values) -> "Run":
         world, workers, uneven, shuffle_buffer, handed = values
-        return cls(int(world), int(workers), str(uneven), int(shuffle_buffer),
-                   tuple(int(c) for c in handed))
+        return cls(
+            int(world),
+            int(workers),
+            str(uneven),
+            int(shuffle_buffer),
+            tuple(int(c) for c in handed),
+        )
 
 
 def file_order(n_files: int, shuffle: bool, seed: int, epoch: int, *words: int) -> List[int]:
@@ -64,8 +69,16 @@ def shuffle_rng(seed: int, epoch: int, slot: int, run: int = 0) -> np.random.Gen
     return _loader.epoch_rng(*words)
 
 
-def first_run(n_files: int, order: Sequence[int], count: Callable[[int], int], rank: int,
-              world: int, worker: int, workers: int, uneven: str) -> List[Piece]:
+def first_run(
+    n_files: int,
+    order: Sequence[int],
+    count: Callable[[int], int],
+    rank: int,
+    world: int,
+    worker: int,
+    workers: int,
+    uneven: str,
+) -> List[Piece]:
     """The pieces slot (rank, worker) reads in a job's first run of an epoch."""
     if world > 1:  # every rank the same number of records: cut by record ranges
         segments = _loader.plan_ranks(order, count, rank, world, worker, workers, uneven)
@@ -88,9 +101,13 @@ class GlobalOrder:
 
     def intervals(self, pieces: Sequence[Piece]) -> np.ndarray:
         """The global positions of pieces, as [start, stop) rows in the pieces' order."""
-        rows = [(self._start_of[p.file] + p.start,
-                 self._start_of[p.file] + (self._count_of[p.file] if p.stop is None else p.stop))
-                for p in pieces]
+        rows = [
+            (
+                self._start_of[p.file] + p.start,
+                self._start_of[p.file] + (self._count_of[p.file] if p.stop is None else p.stop),
+            )
+            for p in pieces
+        ]
         return np.array(rows, dtype=np.int64).reshape(-1, 2)
 
     def pieces(self, intervals: np.ndarray) -> List[Piece]:
@@ -106,8 +123,9 @@ class GlobalOrder:
         return out
 
 
-def cut(base: np.ndarray, rank: int, world: int, worker: int, workers: int,
-        uneven: str) -> np.ndarray:
+def cut(
+    base: np.ndarray, rank: int, world: int, worker: int, workers: int, uneven: str
+) -> np.ndarray:
     """Slot (rank, worker)'s share of ``base`` (intervals, in order) as plan_ranks cuts a run:
     equal ranges per rank (padded by wrapping to the start, or dropping the last), each cut
     among the rank's workers."""
@@ -116,8 +134,9 @@ def cut(base: np.ndarray, rank: int, world: int, worker: int, workers: int,
         return np.empty((0, 2), np.int64)
     per_rank = -(-total // world) if uneven == "pad" else total // world
     first = rank * per_rank
-    return slice_of(base, first + per_rank * worker // workers,
-                    first + per_rank * (worker + 1) // workers)
+    return slice_of(
+        base, first + per_rank * worker // workers, first + per_rank * (worker + 1) // workers
+    )
 
 
 def slice_of(intervals: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -170,12 +189,19 @@ def _weighted(intervals: np.ndarray, weight: int) -> np.ndarray:
 
 
 def _points(points: np.ndarray, weight: int) -> np.ndarray:
-    return _weighted(np.stack([points, points + 1], axis=1) if len(points) else
-                     np.empty((0, 2), np.int64), weight)
+    return _weighted(
+        np.stack([points, points + 1], axis=1) if len(points) else np.empty((0, 2), np.int64),
+        weight,
+    )
 
 
-def remaining(order: GlobalOrder, first: Callable[[int, int, int, int], List[Piece]],
-              runs: Sequence[Run], seed: int, epoch: int) -> np.ndarray:
+def remaining(
+    order: GlobalOrder,
+    first: Callable[[int, int, int, int], List[Piece]],
+    runs: Sequence[Run],
+    seed: int,
+    epoch: int,
+) -> np.ndarray:
     """What the stopped ``runs`` of an epoch had not handed out, as sorted disjoint intervals of
     global positions: every record some slot would still have read, less every record some slot
     did hand out (a record read twice by padding counts as handed out once either was).

@@ -50,28 +50,29 @@ def _buffer_after(size: int, steps: int, choices: np.ndarray) -> np.ndarray:
     return np.where(last >= 0, size + last, np.arange(size, dtype=np.int64))
 
 
-def position(size: int, rng: np.random.Generator, handed_out: int,
-             length: Optional[int] = None) -> Position:
+def position(
+    size: int, rng: np.random.Generator, handed_out: int, length: Optional[int] = None
+) -> Position:
     """Where a shuffle of ``size`` over an input of ``length`` items (None: not known to have
     ended) stands after ``handed_out`` items. ``rng`` is a fresh generator of the shuffle's seed;
     it is left as the buffer's would be then."""
     if length is not None and handed_out > max(length - size, 0):  # draining
         steps_in_all = max(length - size, 0)
         choices = _draw(rng, size, steps_in_all)
-        held = _buffer_after(size, steps_in_all, choices) if length >= size else \
-            np.arange(length, dtype=np.int64)
+        held = (
+            _buffer_after(size, steps_in_all, choices)
+            if length >= size
+            else np.arange(length, dtype=np.int64)
+        )
         order = held[rng.permutation(len(held))]
-        return Position(order[handed_out - steps_in_all:], length, np.empty(0, np.int64), 0,
-                        True)
+        return Position(order[handed_out - steps_in_all :], length, np.empty(0, np.int64), 0, True)
     choices = _draw(rng, size, handed_out)
-    picks = choices[len(choices) - BLOCK:] if len(choices) else choices
+    picks = choices[len(choices) - BLOCK :] if len(choices) else choices
     used = handed_out - (len(choices) - len(picks))
-    return Position(_buffer_after(size, handed_out, choices), size + handed_out, picks, used,
-                    False)
+    return Position(_buffer_after(size, handed_out, choices), size + handed_out, picks, used, False)
 
 
-def handed_out(size: int, rng: np.random.Generator, count: int,
-               length: int) -> tuple:
+def handed_out(size: int, rng: np.random.Generator, count: int, length: int) -> tuple:
     """(cursor, held) after ``count`` items handed out of an input of ``length``: the items
     handed out are the input numbers below ``cursor`` that are not ``held``."""
     if count == 0:
@@ -80,8 +81,13 @@ def handed_out(size: int, rng: np.random.Generator, count: int,
     return min(at.cursor, length), at.held
 
 
-def shuffled(items: Iterable[Any], size: int, rng: np.random.Generator,
-             resumed: Optional[Position] = None, held: Optional[List[Any]] = None) -> Iterator[Any]:
+def shuffled(
+    items: Iterable[Any],
+    size: int,
+    rng: np.random.Generator,
+    resumed: Optional[Position] = None,
+    held: Optional[List[Any]] = None,
+) -> Iterator[Any]:
     """The items through a ``size``-item shuffle buffer drawing from ``rng``; resumed at
     ``resumed`` with ``held`` the buffered items (by buffer slot, or in drain order) and
     ``items`` the input from ``resumed.cursor`` on."""
@@ -116,8 +122,9 @@ class Tracker:
     Costs one replayed choice per item handed out; ``rng`` is a fresh generator of the shuffle's
     seed."""
 
-    def __init__(self, size: int, rng: np.random.Generator, handed: int = 0,
-                 length: Optional[int] = None):
+    def __init__(
+        self, size: int, rng: np.random.Generator, handed: int = 0, length: Optional[int] = None
+    ):
         self._size, self._rng = size, rng
         self._handed = 0
         self._held = np.arange(size, dtype=np.int64)
@@ -134,14 +141,17 @@ class Tracker:
     def oldest(self, handed: int, length: Optional[int]) -> int:
         """The smallest item number held once ``handed`` items were handed out of an input of
         ``length`` (None: not ended yet); the cursor when nothing is held."""
-        if self._drain is None and length is not None and (
-                handed > length - self._size or length < self._size):
+        if (
+            self._drain is None
+            and length is not None
+            and (handed > length - self._size or length < self._size)
+        ):
             self._advance(max(length - self._size, 0))
             held = self._held if length >= self._size else np.arange(length, dtype=np.int64)
             self._drain = held[self._rng.permutation(len(held))]
             self._drained_from = max(length - self._size, 0)
         if self._drain is not None:
-            rest = self._drain[handed - self._drained_from:]
+            rest = self._drain[handed - self._drained_from :]
             return int(rest.min()) if len(rest) else length or 0
         self._advance(handed)
         return int(self._held.min()) if handed else 0
@@ -152,6 +162,6 @@ class Tracker:
                 self._picks, self._used = self._rng.integers(0, self._size, BLOCK), 0
             n = min(handed - self._handed, len(self._picks) - self._used)
             numbers = self._size + self._handed + np.arange(n, dtype=np.int64)
-            np.maximum.at(self._held, self._picks[self._used:self._used + n], numbers)
+            np.maximum.at(self._held, self._picks[self._used : self._used + n], numbers)
             self._used += n
             self._handed += n

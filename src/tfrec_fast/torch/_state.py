@@ -36,9 +36,11 @@ def dataset_states(state: Mapping[str, Any], dataset: str) -> Tuple[List[dict], 
         raise TypeError(f"a state is a dict, not {type(state).__name__}")
     if "_snapshot" in state:  # a StatefulDataLoader with workers
         if state.get("_steps_since_snapshot", 0):
-            raise ValueError("this DataLoader state was taken between snapshots: save it with "
-                             "StatefulDataLoader(..., snapshot_every_n_steps=1) (the default) "
-                             "to resume it with another layout")
+            raise ValueError(
+                "this DataLoader state was taken between snapshots: save it with "
+                "StatefulDataLoader(..., snapshot_every_n_steps=1) (the default) "
+                "to resume it with another layout"
+            )
         workers = state["_snapshot"]["_worker_snapshots"]
         states = [workers[f"worker_{i}"].get("dataset_state") for i in range(len(workers))]
         return [_checked(s, dataset) for s in states], True
@@ -59,5 +61,7 @@ def check_same(state: Mapping[str, Any], now: Mapping[str, Any], keys: Sequence[
     """Raises ValueError naming the first of ``keys`` whose value differs."""
     for key in keys:
         if state.get(key) != now.get(key):
-            raise ValueError(f"the state was saved with {key}={state.get(key)!r}, this dataset "
-                             f"has {now.get(key)!r}: it cannot resume it")
+            raise ValueError(
+                f"the state was saved with {key}={state.get(key)!r}, this dataset "
+                f"has {now.get(key)!r}: it cannot resume it"
+            )

@@ -36,11 +36,13 @@ class Place(NamedTuple):
 
 
 class _Read(NamedTuple):
-    first: int            # number of the read's first record
-    end: int              # number after its last
+    first: int  # number of the read's first record
+    end: int  # number after its last
     piece: int
-    record: int           # the first record's index in its file
-    offsets: Optional[np.ndarray]  # byte offset of each record, and after the last (None: compressed)
+    record: int  # the first record's index in its file
+    offsets: Optional[
+        np.ndarray
+    ]  # byte offset of each record, and after the last (None: compressed)
 
 
 class Progress:
@@ -50,16 +52,21 @@ class Progress:
     another thread) logs its reads, pruned below ``keep_from()``, and sets ``length`` at the end.
     """
 
-    def __init__(self, handed_out: int = 0, counts: Sequence[int] = (),
-                 keep_from: Callable[[], int] = lambda: 0):
+    def __init__(
+        self,
+        handed_out: int = 0,
+        counts: Sequence[int] = (),
+        keep_from: Callable[[], int] = lambda: 0,
+    ):
         self.handed_out = handed_out
         self.length: Optional[int] = None
         self.counts: List[int] = list(counts)
         self.keep_from = keep_from
         self._reads: collections.deque = collections.deque()
 
-    def read(self, first: int, piece: int, record: int, base: Optional[int],
-             batch: RecordBatch) -> None:
+    def read(
+        self, first: int, piece: int, record: int, base: Optional[int], batch: RecordBatch
+    ) -> None:
         """Logs a read of ``batch`` (numbers from ``first``) entered at byte ``base``."""
         n = len(batch)
         offsets = None
@@ -80,14 +87,16 @@ class Progress:
             if read.first <= number <= read.end:
                 i = number - read.first
                 offset = None if read.offsets is None else int(read.offsets[i])
-                return Place(number, read.piece, read.record + i, offset,
-                             tuple(self.counts[:read.piece]))
+                return Place(
+                    number, read.piece, read.record + i, offset, tuple(self.counts[: read.piece])
+                )
         return None
 
 
 def piece_lengths(pieces: Sequence[Piece], count: Callable[[int], int]) -> np.ndarray:
-    return np.array([(count(p.file) if p.stop is None else p.stop) - p.start for p in pieces],
-                    dtype=np.int64)
+    return np.array(
+        [(count(p.file) if p.stop is None else p.stop) - p.start for p in pieces], dtype=np.int64
+    )
 
 
 def place_by_counts(number: int, pieces: Sequence[Piece], count: Callable[[int], int]) -> Place:
@@ -98,16 +107,19 @@ def place_by_counts(number: int, pieces: Sequence[Piece], count: Callable[[int],
     if k >= len(pieces):
         return Place(number, len(pieces), 0, None, tuple(lengths.tolist()))
     before = int(ends[k] - lengths[k])
-    return Place(number, k, pieces[k].start + number - before, None,
-                 tuple(lengths[:k].tolist()))
+    return Place(number, k, pieces[k].start + number - before, None, tuple(lengths[:k].tolist()))
 
 
-def records_at(numbers: np.ndarray, pieces: Sequence[Piece], place: Place,
-               count: Callable[[int], int]) -> Dict[int, List[Tuple[int, int]]]:
+def records_at(
+    numbers: np.ndarray, pieces: Sequence[Piece], place: Place, count: Callable[[int], int]
+) -> Dict[int, List[Tuple[int, int]]]:
     """{file: [(record, i), ...]}: where the records numbered ``numbers[i]`` (all before
     ``place``) are."""
-    lengths = list(place.counts) + [place.record - pieces[place.piece].start] \
-        if place.piece < len(pieces) else list(place.counts)
+    lengths = (
+        list(place.counts) + [place.record - pieces[place.piece].start]
+        if place.piece < len(pieces)
+        else list(place.counts)
+    )
     lengths_arr = np.array(lengths, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(lengths_arr)[:-1]]).astype(np.int64)
     k = np.searchsorted(starts, numbers, side="right") - 1
@@ -118,9 +130,15 @@ def records_at(numbers: np.ndarray, pieces: Sequence[Piece], place: Place,
     return out
 
 
-def fetch(files, numbers: np.ndarray, pieces: Sequence[Piece], place: Place,
-          index_of: Callable[[int], "_loader.RecordIndex"], compression: str,
-          verify: bool) -> List[bytes]:
+def fetch(
+    files,
+    numbers: np.ndarray,
+    pieces: Sequence[Piece],
+    place: Place,
+    index_of: Callable[[int], "_loader.RecordIndex"],
+    compression: str,
+    verify: bool,
+) -> List[bytes]:
     """The records numbered ``numbers`` (before ``place``), as bytes in that order: by random
     access through the files' indexes, or for a compressed file by reading it up to the last."""
     from ..index import IndexedTFRecordReader
@@ -131,16 +149,18 @@ def fetch(files, numbers: np.ndarray, pieces: Sequence[Piece], place: Place,
         records = np.array([r for r, _ in where], dtype=np.int64)
         index = index_of(f)
         if index.offsets is not None and index.sizes is not None:
-            with IndexedTFRecordReader(files[f], (index.offsets, index.sizes),
-                                       verify=verify) as reader:
+            with IndexedTFRecordReader(
+                files[f], (index.offsets, index.sizes), verify=verify
+            ) as reader:
                 batch = reader.get_batch(records)
             got = [bytes(r) for r in batch]
         else:
             found: Dict[int, bytes] = {}
             want = set(records.tolist())
             k = 0
-            for batch in _loader.read_range(files[f], 0, int(records.max()) + 1,
-                                            compression=compression, verify=verify):
+            for batch in _loader.read_range(
+                files[f], 0, int(records.max()) + 1, compression=compression, verify=verify
+            ):
                 for r in batch:
                     if k in want:
                         found[k] = bytes(r)
@@ -151,10 +171,18 @@ def fetch(files, numbers: np.ndarray, pieces: Sequence[Piece], place: Place,
     return out  # type: ignore[return-value]
 
 
-def read(files, pieces: Sequence[Piece], place: Place, progress: Optional[Progress],
-         index_of: Callable[[int], "_loader.RecordIndex"], *, compression: str, verify: bool,
-         on_read: Callable[[RecordBatch, int, int], None] = lambda batch, f, record: None,
-         **read_options) -> Iterator[RecordBatch]:
+def read(
+    files,
+    pieces: Sequence[Piece],
+    place: Place,
+    progress: Optional[Progress],
+    index_of: Callable[[int], "_loader.RecordIndex"],
+    *,
+    compression: str,
+    verify: bool,
+    on_read: Callable[[RecordBatch, int, int], None] = lambda batch, f, record: None,
+    **read_options,
+) -> Iterator[RecordBatch]:
     """The stream's records from ``place`` on, in RecordBatches (``read_options`` as for
     :func:`tfrec_fast._loader.read_range`), logged in ``progress``; ``on_read(batch, file,
     first record)`` is told of each read."""
@@ -168,12 +196,22 @@ def read(files, pieces: Sequence[Piece], place: Place, progress: Optional[Progre
             offsets = index_of(piece.file).offsets  # enter at start, fetch nothing past stop
         base: Optional[int] = None
         if not compression:
-            base = at if at is not None else (
-                int(offsets[start]) if offsets is not None and start < len(offsets) else 0)
+            base = (
+                at
+                if at is not None
+                else (int(offsets[start]) if offsets is not None and start < len(offsets) else 0)
+            )
         record = start
-        for batch in _loader.read_range(files[piece.file], start, piece.stop, offsets=offsets,
-                                        compression=compression, verify=verify, at=at,
-                                        **read_options):
+        for batch in _loader.read_range(
+            files[piece.file],
+            start,
+            piece.stop,
+            offsets=offsets,
+            compression=compression,
+            verify=verify,
+            at=at,
+            **read_options,
+        ):
             if not len(batch):
                 continue
             if progress is not None:

@@ -13,8 +13,8 @@ import torch.utils.data
 from .. import _loader, _pipeline
 from ..errors import ExampleParseError
 from ..example import parse_examples
-from ..spec import FixedLen, VarLen, normalize_spec
 from ..records import ITER_BATCH_BYTES, RecordBatch, normalize_compression
+from ..spec import FixedLen, VarLen, normalize_spec
 from . import _column_batches, _plan, _shuffle, _state, _stream, _tensors
 from ._collate import worker_ring_handoff
 from ._epoch import SharedEpoch
@@ -32,9 +32,11 @@ _READ_LOG = 2
 def _is_spec(value) -> bool:
     """Whether a second positional argument is a feature spec rather than an index."""
     if isinstance(value, Mapping):
-        return any(isinstance(v, (FixedLen, VarLen, str)) or
-                   type(v).__name__ in ("FixedLenFeature", "VarLenFeature")
-                   for v in value.values())
+        return any(
+            isinstance(v, (FixedLen, VarLen, str))
+            or type(v).__name__ in ("FixedLenFeature", "VarLenFeature")
+            for v in value.values()
+        )
     return False
 
 
@@ -50,8 +52,15 @@ def _until_error(pieces: Iterator[tuple]) -> Iterator[tuple]:
 class _Pass:
     """One iteration of a slot over its share of an epoch: what state_dict() reports."""
 
-    def __init__(self, slot: Slot, epoch: int, number: int, runs: Tuple[Run, ...],
-                 pieces: List[Piece], progress: Progress):
+    def __init__(
+        self,
+        slot: Slot,
+        epoch: int,
+        number: int,
+        runs: Tuple[Run, ...],
+        pieces: List[Piece],
+        progress: Progress,
+    ):
         self.slot, self.epoch, self.number, self.runs = slot, epoch, number, runs
         self.pieces, self.progress = pieces, progress
 
@@ -60,9 +69,25 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
     """What TFRecordDataset and MultiTFRecordDataset share: the split, the epoch, the output;
     their state comes with Resumable."""
 
-    def _setup(self, spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed,
-               rank, world_size, compression, verify, shuffle_files, worker_ring, uneven,
-               num_threads, copy_bytes):
+    def _setup(
+        self,
+        spec,
+        shuffle_buffer,
+        transform,
+        batch_size,
+        drop_last,
+        ragged,
+        seed,
+        rank,
+        world_size,
+        compression,
+        verify,
+        shuffle_files,
+        worker_ring,
+        uneven,
+        num_threads,
+        copy_bytes,
+    ):
         if seed is None and world_size not in (None, 1):
             raise ValueError("seed=None gives each rank its own file order: pass an int seed")
         if ragged not in ("list", "splits"):
@@ -72,8 +97,9 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
         self.spec = spec
         self._spec = None if spec is None else normalize_spec(spec)
         self.shuffle_buffer = int(shuffle_buffer or 0)
-        self.shuffle_files = self.shuffle_buffer > 0 if shuffle_files is None else bool(
-            shuffle_files)
+        self.shuffle_files = (
+            self.shuffle_buffer > 0 if shuffle_files is None else bool(shuffle_files)
+        )
         self.transform = transform
         self.batch_size = None if batch_size is None else int(batch_size)
         self.drop_last = bool(drop_last)
@@ -151,10 +177,12 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
     def _index_of(self, files, index_paths) -> Callable[[int], "_loader.RecordIndex"]:
         def index_of(i):
             return _loader.record_index(files[i], index_paths[i], self.compression)
+
         return index_of
 
-    def _pieces(self, files, index_paths, slot: Slot, epoch: int, runs: Sequence[Run] = (),
-                *words) -> List[Piece]:
+    def _pieces(
+        self, files, index_paths, slot: Slot, epoch: int, runs: Sequence[Run] = (), *words
+    ) -> List[Piece]:
         """This slot's share of ``files`` (Locations) in ``epoch`` (after ``runs``). Counts and
         indexes come from the index files, or once per machine from the index cache (see
         tfrec_fast.storage.cache), never from every worker reading the data."""
@@ -170,10 +198,12 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
         if not runs:
             return first(slot.rank, slot.world, slot.worker, slot.workers)
         everything = _plan.GlobalOrder(order, count)
-        base = _plan.remaining(everything, lambda r, w, k, n: first(r, w, k, n, runs[0].uneven),
-                               runs, slot.seed, epoch)
-        return everything.pieces(_plan.cut(base, slot.rank, slot.world, slot.worker,
-                                           slot.workers, self.uneven))
+        base = _plan.remaining(
+            everything, lambda r, w, k, n: first(r, w, k, n, runs[0].uneven), runs, slot.seed, epoch
+        )
+        return everything.pieces(
+            _plan.cut(base, slot.rank, slot.world, slot.worker, slot.workers, self.uneven)
+        )
 
     def _read_options(self) -> dict:
         """How the files are read. Reads of batch_size records (a read is a batch, as is); with a
@@ -184,41 +214,77 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
         the batch's arrays (parts would cost one more copy of every record, to join them)."""
         limit = self.batch_size if self.batch_size and not self.shuffle_buffer else None
         cap = ITER_BATCH_BYTES if limit and self._spec is not None else None
-        return dict(max_records=limit, max_bytes=cap, whole_multiples=cap is not None,
-                    split_batches=not _tensors.arrays_only(self._spec))
+        return dict(
+            max_records=limit,
+            max_bytes=cap,
+            whole_multiples=cap is not None,
+            split_batches=not _tensors.arrays_only(self._spec),
+        )
 
-    def _read(self, files, index_paths, pieces: Sequence[Piece], place: Place,
-              progress: Optional[Progress]) -> Iterator[RecordBatch]:
+    def _read(
+        self,
+        files,
+        index_paths,
+        pieces: Sequence[Piece],
+        place: Place,
+        progress: Optional[Progress],
+    ) -> Iterator[RecordBatch]:
         """The records of ``pieces`` from ``place`` on; a slot's reads fetch its records' bytes
         and no more."""
+
         def logged(batch, f, first):
             self._read_log.append((batch, files[f].name, first))
 
-        return _stream.read(files, pieces, place, progress, self._index_of(files, index_paths),
-                            compression=self.compression, verify=self.verify, on_read=logged,
-                            **self._read_options())
+        return _stream.read(
+            files,
+            pieces,
+            place,
+            progress,
+            self._index_of(files, index_paths),
+            compression=self.compression,
+            verify=self.verify,
+            on_read=logged,
+            **self._read_options(),
+        )
 
-    def _shuffled(self, batches: Iterator[RecordBatch], rng, resumed=None,
-                  held=None) -> Iterator[RecordBatch]:
+    def _shuffled(
+        self, batches: Iterator[RecordBatch], rng, resumed=None, held=None
+    ) -> Iterator[RecordBatch]:
         """Records through the shuffle buffer, as bytes (a buffer pins exactly its records of
         memory, not the batches they came in), then in batches again."""
         records = map(bytes, _loader.records_of(batches))
-        return _loader.chunks(_shuffle.shuffled(records, self.shuffle_buffer, rng, resumed, held),
-                              self.batch_size or _loader.SHUFFLE_CHUNK)
+        return _loader.chunks(
+            _shuffle.shuffled(records, self.shuffle_buffer, rng, resumed, held),
+            self.batch_size or _loader.SHUFFLE_CHUNK,
+        )
 
-    def _resume_place(self, resumed: dict, slot: Slot, number: int, pieces: Sequence[Piece],
-                      index_of) -> Place:
+    def _resume_place(
+        self, resumed: dict, slot: Slot, number: int, pieces: Sequence[Piece], index_of
+    ) -> Place:
         """Where stream number ``number`` is: saved by the slot itself (no index needed), or
         found from the files' record counts."""
         hint = resumed["place"]
         if hint is not None and resumed["rank"] == slot.rank:
-            return Place(number, int(hint[0]), int(hint[1]),
-                         None if hint[2] is None else int(hint[2]),
-                         tuple(int(c) for c in resumed["counts"]))
+            return Place(
+                number,
+                int(hint[0]),
+                int(hint[1]),
+                None if hint[2] is None else int(hint[2]),
+                tuple(int(c) for c in resumed["counts"]),
+            )
         return _stream.place_by_counts(number, pieces, lambda i: index_of(i).count)
 
-    def _pass_over(self, files, index_paths, slot: Slot, epoch: int, runs: Tuple[Run, ...],
-                   resumed: Optional[dict], number: int, *words) -> Iterator[RecordBatch]:
+    def _pass_over(
+        self,
+        files,
+        index_paths,
+        slot: Slot,
+        epoch: int,
+        runs: Tuple[Run, ...],
+        resumed: Optional[dict],
+        number: int,
+        *words,
+    ) -> Iterator[RecordBatch]:
         """The records a slot reads in an epoch (from a resumed state's place), shuffled; the
         pass is what state_dict() then reports."""
         pieces = self._pieces(files, index_paths, slot, epoch, runs, *words)
@@ -232,13 +298,16 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
             length = resumed["length"]
             if size and handed:
                 at = _shuffle.position(size, rng, handed, length)
-            place = self._resume_place(resumed, slot, at.cursor if at is not None else handed,
-                                       pieces, index_of)
+            place = self._resume_place(
+                resumed, slot, at.cursor if at is not None else handed, pieces, index_of
+            )
             if at is not None and len(at.held):
-                held = _stream.fetch(files, at.held, pieces, place, index_of, self.compression,
-                                     self.verify)
-        progress = Progress(handed, place.counts,
-                            keep_from=lambda: self._cursor(progress.handed_out, None))
+                held = _stream.fetch(
+                    files, at.held, pieces, place, index_of, self.compression, self.verify
+                )
+        progress = Progress(
+            handed, place.counts, keep_from=lambda: self._cursor(progress.handed_out, None)
+        )
         self._pass = _Pass(slot, epoch, number, runs, pieces, progress)
         batches = self._read(files, index_paths, pieces, place, progress)
         if size:
@@ -257,14 +326,19 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
         log = tuple(self._read_log)  # other threads may append to it
         for read, path, first in log:
             if read is batch:
-                return ExampleParseError(error.detail, path=path,
-                                         record_index=first + error.record_index,
-                                         feature=error.feature)
+                return ExampleParseError(
+                    error.detail,
+                    path=path,
+                    record_index=first + error.record_index,
+                    feature=error.feature,
+                )
         paths = list(dict.fromkeys(path for _, path, _ in log))
         return ExampleParseError(
             f"{error.detail} (record {error.record_index} of a batch mixed by shuffling or "
-            "re-batching)", path="one of " + ", ".join(paths) if paths else None,
-            feature=error.feature)
+            "re-batching)",
+            path="one of " + ", ".join(paths) if paths else None,
+            feature=error.feature,
+        )
 
     def _parse_threads(self) -> Optional[int]:
         """With a pool here (num_threads > 1) each batch parses on one of its threads."""
@@ -301,12 +375,16 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
         # The log must reach back past the batches in flight, and no further: it keeps them alive.
         self._read_log = collections.deque(maxlen=2 if threads == 1 else threads + 3)
         work = functools.partial(self._piece if by_columns else self._convert, views=views)
-        parsed_batches = _pipeline.ordered(work, batches, threads, size_of=_pipeline.nbytes,
-                                           name="tfrec_fast-torch")
+        parsed_batches = _pipeline.ordered(
+            work, batches, threads, size_of=_pipeline.nbytes, name="tfrec_fast-torch"
+        )
         if size is not None and by_columns:  # each read parsed as it comes, its columns cut
-            parsed_batches = ((n, _tensors.batch(columns, self.ragged)) for n, columns in
-                              _column_batches.rebatch(_until_error(parsed_batches), size,
-                                                      self.drop_last))
+            parsed_batches = (
+                (n, _tensors.batch(columns, self.ragged))
+                for n, columns in _column_batches.rebatch(
+                    _until_error(parsed_batches), size, self.drop_last
+                )
+            )
         for n, parsed in parsed_batches:
             if self.batch_size:
                 out = transform(parsed) if transform else parsed
@@ -328,8 +406,9 @@ class _Streaming(Resumable, torch.utils.data.IterableDataset):
         if self._spec is None:
             return len(batch), batch.to_list()
         columns = self._parse(batch)
-        return len(batch), (_tensors.batch(columns, self.ragged, views) if self.batch_size
-                            else columns)
+        return len(batch), (
+            _tensors.batch(columns, self.ragged, views) if self.batch_size else columns
+        )
 
     def _piece(self, batch: RecordBatch, views: bool = False):
         """(records, columns, error) of a read, for batching by columns: its bytes made into
@@ -434,30 +513,61 @@ class TFRecordDataset(_Streaming):
         No file matches, or a parameter is out of range.
     """
 
-    def __init__(self, paths, index=None, spec=None, shuffle_buffer: int = 0,
-                 transform: Optional[Callable] = None, *, batch_size: Optional[int] = None,
-                 drop_last: bool = False, ragged: str = "list", seed: Optional[int] = 0,
-                 rank: Optional[int] = None, world_size: Optional[int] = None,
-                 compression: Optional[str] = None, verify: bool = True,
-                 shuffle_files: Optional[bool] = None, worker_ring: bool = True,
-                 uneven: str = "pad", num_threads: Optional[int] = None,
-                 copy_bytes: bool = True, storage_options=None, filesystem=None):
+    def __init__(
+        self,
+        paths,
+        index=None,
+        spec=None,
+        shuffle_buffer: int = 0,
+        transform: Optional[Callable] = None,
+        *,
+        batch_size: Optional[int] = None,
+        drop_last: bool = False,
+        ragged: str = "list",
+        seed: Optional[int] = 0,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        compression: Optional[str] = None,
+        verify: bool = True,
+        shuffle_files: Optional[bool] = None,
+        worker_ring: bool = True,
+        uneven: str = "pad",
+        num_threads: Optional[int] = None,
+        copy_bytes: bool = True,
+        storage_options=None,
+        filesystem=None,
+    ):
         super().__init__()
         if spec is None and _is_spec(index):
             index, spec = None, index
         self._locations = _loader.expand_locations(paths, storage_options, filesystem)
         self.files = [loc.url for loc in self._locations]
         self.index = index
-        self._index_paths = _loader.index_paths(self._locations, index, storage_options,
-                                                filesystem)
-        self._setup(spec, shuffle_buffer, transform, batch_size, drop_last, ragged, seed, rank,
-                    world_size, compression, verify, shuffle_files, worker_ring, uneven,
-                    num_threads, copy_bytes)
+        self._index_paths = _loader.index_paths(self._locations, index, storage_options, filesystem)
+        self._setup(
+            spec,
+            shuffle_buffer,
+            transform,
+            batch_size,
+            drop_last,
+            ragged,
+            seed,
+            rank,
+            world_size,
+            compression,
+            verify,
+            shuffle_files,
+            worker_ring,
+            uneven,
+            num_threads,
+            copy_bytes,
+        )
 
     def __iter__(self):
         slot, epoch, runs, resumed, number = self._begin()
-        batches = self._pass_over(self._locations, self._index_paths, slot, epoch, runs, resumed,
-                                  number)
+        batches = self._pass_over(
+            self._locations, self._index_paths, slot, epoch, runs, resumed, number
+        )
         return self._output(batches, self._pass.progress)
 
     def _fingerprint(self) -> list:
@@ -466,5 +576,7 @@ class TFRecordDataset(_Streaming):
         return self._files_print
 
     def __repr__(self):
-        return (f"TFRecordDataset({len(self.files)} files, shuffle_buffer={self.shuffle_buffer}, "
-                f"batch_size={self.batch_size}, epoch={self.epoch})")
+        return (
+            f"TFRecordDataset({len(self.files)} files, shuffle_buffer={self.shuffle_buffer}, "
+            f"batch_size={self.batch_size}, epoch={self.epoch})"
+        )

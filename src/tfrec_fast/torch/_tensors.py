@@ -37,7 +37,7 @@ def byte_values(column, views: bool) -> list:
     first = 0
     if splits is not None:
         first = int(splits[0])
-        starts, ends = starts[first:int(splits[-1])], ends[first:int(splits[-1])]
+        starts, ends = starts[first : int(splits[-1])], ends[first : int(splits[-1])]
     whole, default = memoryview(column.values), memoryview(column.default)
     values = [whole[a:b] if a >= 0 else default for a, b in zip(starts.tolist(), ends.tolist())]
     if splits is None:
@@ -63,7 +63,8 @@ def sendable(item, where: str):
             raise TypeError(
                 f"{path} is a memoryview (copy_bytes=False) in a DataLoader worker, and "
                 "memoryviews cannot be sent to the training process: turn the views into "
-                "bytes or tensors in `transform`, or pass copy_bytes=True")
+                "bytes or tensors in `transform`, or pass copy_bytes=True"
+            )
         if isinstance(value, Mapping):
             stack.extend((v, f"{path}[{k!r}]") for k, v in value.items())
         elif isinstance(value, (list, tuple)):
@@ -79,8 +80,7 @@ class Record(dict):
     ``worker_ring=False`` give plain dicts."""
 
 
-def rows(columns: Mapping[str, Any], n: int, record=Record, views: bool = False
-         ) -> Iterator[dict]:
+def rows(columns: Mapping[str, Any], n: int, record=Record, views: bool = False) -> Iterator[dict]:
     """Parsed columns of n records -> n dicts (of type ``record``) of per-record values: tensor
     views, ``bytes`` (memoryviews with ``views``) or lists of them. Each dict is made when it
     is asked for: dicts are what the garbage collector follows, and the fewer of them live at
@@ -113,7 +113,7 @@ def batch(columns: Mapping[str, Any], ragged: str, views: bool = False) -> dict:
             values = tensor(col.values)
             if ragged == "splits":
                 s = col.row_splits
-                out[name] = (values[int(s[0]):int(s[-1])], torch.from_numpy(s - s[0]))
+                out[name] = (values[int(s[0]) : int(s[-1])], torch.from_numpy(s - s[0]))
             else:
                 splits = col.row_splits.tolist()
                 out[name] = [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
@@ -127,8 +127,10 @@ def batch(columns: Mapping[str, Any], ragged: str, views: bool = False) -> dict:
 def piece_columns(columns: Mapping[str, Any], views: bool = False) -> Dict[str, Any]:
     """Columns of a read to be cut and joined into batches: bytes made into Python objects now
     (bytes, or memoryviews with ``views``), while the read is in cache."""
-    return {name: col if isinstance(col, (np.ndarray, Ragged)) else byte_values(col, views)
-            for name, col in columns.items()}
+    return {
+        name: col if isinstance(col, (np.ndarray, Ragged)) else byte_values(col, views)
+        for name, col in columns.items()
+    }
 
 
 def arrays_only(spec: Optional[Mapping[str, Any]]) -> bool:

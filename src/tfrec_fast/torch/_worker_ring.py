@@ -32,8 +32,8 @@ from .._platform import process_alive
 
 __all__ = ["RingWriter", "ring_writer"]
 
-ALIGN = 64                 # each value starts on a cache line (also any dtype's alignment)
-MAX_SLOTS = 8              # > prefetch_factor (2) + batches a training step holds
+ALIGN = 64  # each value starts on a cache line (also any dtype's alignment)
+MAX_SLOTS = 8  # > prefetch_factor (2) + batches a training step holds
 MAX_RING_BYTES = 64 << 20  # per worker; with bigger batches the per-tensor cost hardly matters
 MIN_SLOTS = 3
 
@@ -87,22 +87,33 @@ def _pack_lists(ring: np.ndarray, offset: int, lists, values: dict, others: dict
             others[name] = items
             continue
         start = offset + at
-        ring[start:start + 8 * n].view(np.int64)[:] = ends
-        ring[start + _round_up(8 * n):start + _round_up(8 * n) + nbytes] = np.frombuffer(b"".join(items), np.uint8)
+        ring[start : start + 8 * n].view(np.int64)[:] = ends
+        ring[start + _round_up(8 * n) : start + _round_up(8 * n) + nbytes] = np.frombuffer(
+            b"".join(items), np.uint8
+        )
         packed.append((name, n, at, nbytes))
     return packed
 
 
 def _unpack_list(owner: np.ndarray, n: int, at: int, nbytes: int) -> list:
-    ends = owner[at:at + 8 * n].view(np.int64)
+    ends = owner[at : at + 8 * n].view(np.int64)
     starts = np.zeros(n, np.int64)
     starts[1:] = ends[:-1]
-    data = owner[at + _round_up(8 * n):at + _round_up(8 * n) + nbytes]
+    data = owner[at + _round_up(8 * n) : at + _round_up(8 * n) + nbytes]
     return _core.bytes_values(data, starts, ends, b"")  # (every range checked)
 
 
-def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, size: int,
-             names: tuple = (), others: Optional[dict] = None, lists: tuple = ()):
+def _rebuild(
+    key,
+    ring: Optional[torch.Tensor],
+    slot: int,
+    offset: int,
+    layout,
+    size: int,
+    names: tuple = (),
+    others: Optional[dict] = None,
+    lists: tuple = (),
+):
     """Runs in the training process when a batch is unpickled: tensors viewing the slot, and
     the batch's lists of bytes (``lists``) and other values (``others``) in their places (the
     key order ``names``)."""
@@ -113,11 +124,13 @@ def _rebuild(key, ring: Optional[torch.Tensor], slot: int, offset: int, layout, 
     header[_ACK] = 1
     # One array per batch that every tensor of the batch keeps alive (torch.from_numpy holds
     # it): its finalizer runs when the last of them is gone, and frees the slot.
-    owner = ring.numpy()[offset:offset + size]
+    owner = ring.numpy()[offset : offset + size]
     weakref.finalize(owner, _free_slot, header, slot)
     whole = torch.from_numpy(owner)
-    slotted: Dict[str, Any] = {name: whole[start:start + nbytes].view(dtype).view(shape)
-                               for name, dtype, shape, start, nbytes in layout}
+    slotted: Dict[str, Any] = {
+        name: whole[start : start + nbytes].view(dtype).view(shape)
+        for name, dtype, shape, start, nbytes in layout
+    }
     for name, n, at, nbytes in lists:
         slotted[name] = _unpack_list(owner, n, at, nbytes)
     if not others and not lists:
@@ -136,7 +149,9 @@ class _RingBatch(dict):
         return self
 
     def __copy__(self):
-        return _RingBatch(self)._bind(self._args, self._values, self._writer, self._lists, self._sent)
+        return _RingBatch(self)._bind(
+            self._args, self._values, self._writer, self._lists, self._sent
+        )
 
     def _unchanged(self) -> bool:
         """Every value still the one put() took; an equal list of bytes counts (torch's
@@ -153,13 +168,18 @@ class _RingBatch(dict):
         slot = self._args[2]
         if self._sent[0]:  # pickled before (or a copy was): the training process may own the slot
             if self._writer._generations[slot] != self._generation:
-                raise RuntimeError("a DataLoader batch sent through tfrec_fast's worker ring was "
-                                   "pickled again after its slot was reused: send a batch once")
-            return dict, ({k: v.clone() if isinstance(v, torch.Tensor) else v
-                           for k, v in self.items()},)
+                raise RuntimeError(
+                    "a DataLoader batch sent through tfrec_fast's worker ring was "
+                    "pickled again after its slot was reused: send a batch once"
+                )
+            return dict, (
+                {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in self.items()},
+            )
         self._sent[0] = True
         if not self._unchanged():
-            return dict, (dict(self),)  # changed after it was yielded: torch's way; slot stays taken
+            return dict, (
+                dict(self),
+            )  # changed after it was yielded: torch's way; slot stays taken
         if not self._lists:
             return _rebuild, self._args
         # The lists are copied now, not when put: what is sent is what they hold at this moment.
@@ -192,7 +212,8 @@ class RingWriter:
         tensors = [v for v in batch.values() if isinstance(v, torch.Tensor)]
         return (bool(tensors) or any(_bytes_list(v) for v in batch.values())) and all(
             v.device.type == "cpu" and v.layout == torch.strided and not v.requires_grad
-            for v in tensors)
+            for v in tensors
+        )
 
     def _free(self) -> Optional[int]:
         for i in range(self.slots):
@@ -215,7 +236,9 @@ class RingWriter:
             if not isinstance(value, torch.Tensor):
                 continue
             nbytes = value.nbytes
-            view = self.ring[offset + pos:offset + pos + nbytes].view(value.dtype).view(value.shape)
+            view = (
+                self.ring[offset + pos : offset + pos + nbytes].view(value.dtype).view(value.shape)
+            )
             view.copy_(value)
             layout.append((name, value.dtype, tuple(value.shape), pos, nbytes))
             values[name] = view

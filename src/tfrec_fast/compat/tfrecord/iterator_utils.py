@@ -17,8 +17,9 @@ def cycle(iterator_fn: Callable[[], Iterable[Any]]) -> Iterator[Any]:
         yield from iterator_fn()
 
 
-def sample_iterators(iterators: Sequence[Callable[[], Iterable[Any]]], ratios: Sequence[float],
-                     infinite: bool = True) -> Iterator[Any]:
+def sample_iterators(
+    iterators: Sequence[Callable[[], Iterable[Any]]], ratios: Sequence[float], infinite: bool = True
+) -> Iterator[Any]:
     """Draws each item from iterator k with probability ratios[k] / sum(ratios). ``iterators``
     are functions making the iterables; with ``infinite`` each restarts when it ends, otherwise
     an exhausted one drops out and the others' ratios are renormalised."""
@@ -55,8 +56,10 @@ def shuffled(iterator: Iterator[Any], queue_size: int, rng) -> Iterator[Any]:
         if len(buffer) == queue_size:
             break
     else:
-        warnings.warn("Number of elements in the iterator is less than the "
-                      f"queue size (N={queue_size}).")
+        warnings.warn(
+            f"Number of elements in the iterator is less than the queue size (N={queue_size}).",
+            stacklevel=2,
+        )
     while buffer:
         index = rng.randint(len(buffer))
         try:

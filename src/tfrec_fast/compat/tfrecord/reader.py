@@ -27,15 +27,21 @@ import numpy as np
 
 from ... import _loader
 from ..._core import Kind
-from ...errors import ExampleParseError
 from ...columns import BytesColumn
+from ...errors import ExampleParseError
 from ...example import feature_kinds, parse_examples
-from ...spec import _BYTES, _FLOAT, _INT64, _KIND_DTYPE, VarLen
 from ...records import RecordBatch, normalize_compression
+from ...spec import _BYTES, _FLOAT, _INT64, _KIND_DTYPE, VarLen
 from . import iterator_utils
 
-__all__ = ["tfrecord_iterator", "example_loader", "sequence_loader", "tfrecord_loader",
-           "multi_tfrecord_loader", "process_feature"]
+__all__ = [
+    "tfrecord_iterator",
+    "example_loader",
+    "sequence_loader",
+    "tfrecord_loader",
+    "multi_tfrecord_loader",
+    "process_feature",
+]
 
 Description = Union[List[str], Dict[str, str], None]
 _TYPENAMES = {"byte": _BYTES, "float": _FLOAT, "int": _INT64}
@@ -54,9 +60,12 @@ def _batches(data_path, index_path, shard, compression_type) -> Iterator[RecordB
     return _loader.read_range(data_path, start, stop, offsets=offsets, compression=compression)
 
 
-def tfrecord_iterator(data_path: str, index_path: Optional[str] = None,
-                      shard: Optional[Tuple[int, int]] = None,
-                      compression_type: Optional[str] = None) -> Iterator[memoryview]:
+def tfrecord_iterator(
+    data_path: str,
+    index_path: Optional[str] = None,
+    shard: Optional[Tuple[int, int]] = None,
+    compression_type: Optional[str] = None,
+) -> Iterator[memoryview]:
     """Yields each record of the file as a read-only memoryview of its own (CRC-checked) bytes.
 
     ``shard=(i, n)`` yields the i-th of n contiguous, equal-sized record ranges (record counts
@@ -93,9 +102,13 @@ def _record_keys(batch: RecordBatch, i: int, name: str) -> Dict[str, Optional[Ki
     return feature_kinds(RecordBatch.from_records([batch[i]]), name)
 
 
-def example_loader(data_path: str, index_path: Optional[str], description: Description = None,
-                   shard: Optional[Tuple[int, int]] = None,
-                   compression_type: Optional[str] = None) -> Iterator[Dict[str, object]]:
+def example_loader(
+    data_path: str,
+    index_path: Optional[str],
+    description: Description = None,
+    shard: Optional[Tuple[int, int]] = None,
+    compression_type: Optional[str] = None,
+) -> Iterator[Dict[str, object]]:
     """Yields each tf.train.Example as {key: value}: int -> int64 array, float -> float32 array,
     byte -> ``bytes`` (one value) or an ``|S`` array; the keys in ``description`` (a list of
     names or {name: "byte" | "float" | "int"}, types checked), every key of each record when
@@ -144,8 +157,9 @@ def _package_error(batch: RecordBatch, i: int, key: str, want: Optional[Kind], n
     if key not in keys:
         return KeyError(f"Key {key} doesn't exist (select from {list(keys)})!")
     have = keys[key]
-    return TypeError(f"Incompatible type '{_NAMES.get(want)}' for `{key}` "
-                     f"(should be '{_NAMES.get(have)}').")
+    return TypeError(
+        f"Incompatible type '{_NAMES.get(want)}' for `{key}` (should be '{_NAMES.get(have)}')."
+    )
 
 
 def _rows_with_own_keys(batch: RecordBatch, columns, name: str) -> Iterator[Dict[str, object]]:
@@ -175,8 +189,10 @@ def process_feature(feature, typename: Optional[str], typename_mapping: dict, ke
     value = list(getattr(feature, inferred).value) if inferred else []
     if typename is not None and typename_mapping[typename] != inferred:
         reverse = {v: k for k, v in typename_mapping.items()}
-        raise TypeError(f"Incompatible type '{typename}' for `{key}` "
-                        f"(should be '{reverse.get(inferred, inferred)}').")
+        raise TypeError(
+            f"Incompatible type '{typename}' for `{key}` "
+            f"(should be '{reverse.get(inferred, inferred)}')."
+        )
     if inferred == "float_list":
         return np.array(value, dtype=np.float32)
     if inferred == "int64_list":
@@ -192,11 +208,14 @@ def _np_values(values: list):
     return np.array(values, dtype=np.float32)
 
 
-def sequence_loader(data_path: str, index_path: Optional[str],
-                    context_description: Description = None,
-                    features_description: Description = None,
-                    shard: Optional[Tuple[int, int]] = None,
-                    compression_type: Optional[str] = None):
+def sequence_loader(
+    data_path: str,
+    index_path: Optional[str],
+    context_description: Description = None,
+    features_description: Description = None,
+    shard: Optional[Tuple[int, int]] = None,
+    compression_type: Optional[str] = None,
+):
     """Yields (context, features) per tf.train.SequenceExample, as the package does: context
     values as in :func:`example_loader`, each feature list as a list of per-step values.
     (Decoded with protobuf, record by record: correct, not fast.)"""
@@ -211,42 +230,76 @@ def sequence_loader(data_path: str, index_path: Optional[str],
 
     for record in tfrecord_iterator(data_path, index_path, shard, compression_type):
         context, lists = sequence_example_to_dict(record)
-        yield ({k: _np_values(context[k]) for k in pick(context, context_description)},
-               {k: [_np_values(step) for step in lists[k]]
-                for k in pick(lists, features_description)})
+        yield (
+            {k: _np_values(context[k]) for k in pick(context, context_description)},
+            {k: [_np_values(step) for step in lists[k]] for k in pick(lists, features_description)},
+        )
 
 
-def tfrecord_loader(data_path: str, index_path: Optional[str], description: Description = None,
-                    shard: Optional[Tuple[int, int]] = None,
-                    sequence_description: Description = None,
-                    compression_type: Optional[str] = None):
+def tfrecord_loader(
+    data_path: str,
+    index_path: Optional[str],
+    description: Description = None,
+    shard: Optional[Tuple[int, int]] = None,
+    sequence_description: Description = None,
+    compression_type: Optional[str] = None,
+):
     """:func:`example_loader`, or :func:`sequence_loader` when ``sequence_description`` is given
     (an empty one meaning every feature list)."""
     if sequence_description is not None:
-        return sequence_loader(data_path, index_path, description, sequence_description, shard,
-                               compression_type)
+        return sequence_loader(
+            data_path, index_path, description, sequence_description, shard, compression_type
+        )
     return example_loader(data_path, index_path, description, shard, compression_type)
 
 
-def multi_tfrecord_loader(data_pattern: str, index_pattern: Optional[str], splits: Dict[str, float],
-                          description: Description = None,
-                          sequence_description: Description = None,
-                          compression_type: Optional[str] = None, infinite: bool = True,
-                          shard: Optional[Tuple[int, int]] = None):
+def multi_tfrecord_loader(
+    data_pattern: str,
+    index_pattern: Optional[str],
+    splits: Dict[str, float],
+    description: Description = None,
+    sequence_description: Description = None,
+    compression_type: Optional[str] = None,
+    infinite: bool = True,
+    shard: Optional[Tuple[int, int]] = None,
+):
     """Records of several files (``data_pattern.format(split)``), each drawn from split s with
     probability splits[s] / sum(splits); see :func:`iterator_utils.sample_iterators`."""
-    return mixed_loader(data_pattern, index_pattern, splits, description, sequence_description,
-                        compression_type, infinite, shard, np.random)
+    return mixed_loader(
+        data_pattern,
+        index_pattern,
+        splits,
+        description,
+        sequence_description,
+        compression_type,
+        infinite,
+        shard,
+        np.random,
+    )
 
 
-def mixed_loader(data_pattern, index_pattern, splits, description, sequence_description,
-                 compression_type, infinite, shard, rng):
+def mixed_loader(
+    data_pattern,
+    index_pattern,
+    splits,
+    description,
+    sequence_description,
+    compression_type,
+    infinite,
+    shard,
+    rng,
+):
     """:func:`multi_tfrecord_loader` drawing from ``rng`` (``np.random`` or a RandomState)."""
-    loaders = [functools.partial(tfrecord_loader, data_path=data_pattern.format(split),
-                                 index_path=(index_pattern.format(split)
-                                             if index_pattern is not None else None),
-                                 description=description,
-                                 sequence_description=sequence_description,
-                                 compression_type=compression_type, shard=shard)
-               for split in splits]
+    loaders = [
+        functools.partial(
+            tfrecord_loader,
+            data_path=data_pattern.format(split),
+            index_path=(index_pattern.format(split) if index_pattern is not None else None),
+            description=description,
+            sequence_description=sequence_description,
+            compression_type=compression_type,
+            shard=shard,
+        )
+        for split in splits
+    ]
     return iterator_utils.sampled(loaders, list(splits.values()), infinite, rng)

@@ -33,8 +33,11 @@ class TFRecordWriter:
         """Closes the file; every record written is then complete on disk."""
         self._writer.close()
 
-    def write(self, datum: Dict[str, Tuple[Any, str]],
-              sequence_datum: Optional[Dict[str, Tuple[List[Any], str]]] = None) -> None:
+    def write(
+        self,
+        datum: Dict[str, Tuple[Any, str]],
+        sequence_datum: Optional[Dict[str, Tuple[List[Any], str]]] = None,
+    ) -> None:
         """Writes one Example from ``datum`` ({name: (value, dtype)}), or, given
         ``sequence_datum`` ({name: (steps, dtype)}), one SequenceExample with ``datum`` as its
         context. A value that is not a list, tuple or array is a list of one."""
@@ -42,8 +45,12 @@ class TFRecordWriter:
         if sequence_datum is None:
             self._writer.write(encode.encode_example(context))
             return
-        lists = {k: _KINDS[t]([_typed(step, t, k) for step in steps]) if t in _KINDS
-                 else _typed(steps, t, k) for k, (steps, t) in sequence_datum.items()}
+        lists = {
+            k: _KINDS[t]([_typed(step, t, k) for step in steps])
+            if t in _KINDS
+            else _typed(steps, t, k)
+            for k, (steps, t) in sequence_datum.items()
+        }
         self._writer.write(encode.encode_sequence_example(context, lists))
 
     def __enter__(self) -> "TFRecordWriter":

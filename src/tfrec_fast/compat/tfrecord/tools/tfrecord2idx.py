@@ -26,8 +26,10 @@ def create_indices(tfrecord_dir: str) -> None:
 
 def main() -> None:
     if len(sys.argv) not in (2, 3):
-        print("Usage: tfrecord2idx <tfrecord path> <index path>\n"
-              "       tfrecord2idx <tfrecord dir>   (NAME.tfindex for every NAME.tfrecord)")
+        print(
+            "Usage: tfrecord2idx <tfrecord path> <index path>\n"
+            "       tfrecord2idx <tfrecord dir>   (NAME.tfindex for every NAME.tfrecord)"
+        )
         sys.exit()
     if os.path.isdir(sys.argv[1]):
         create_indices(sys.argv[1])

@@ -36,6 +36,7 @@ __all__ = ["TFRecordDataset", "MultiTFRecordDataset"]
 def _all_keys(path: str, compression_type) -> list:
     """Every feature name of the file's first record: the package's description=None."""
     from ....example import feature_kinds
+
     with TFRecordReader(path, normalize_compression(compression_type)) as r:
         batch = r.read_batch(max_records=1)
     return list(feature_kinds(batch, path)) if len(batch) else []
@@ -50,8 +51,12 @@ def _numpy_rows(col, n: int) -> list:
         return [r[0] if len(r) == 1 else np.array(r, dtype=bytes) for r in col.to_list()]
     if isinstance(col, Ragged):  # views of the batch's own (fresh, private) column
         values, splits = col.values, col.row_splits
-        if n and splits[0] == 0 and splits[-1] % n == 0 and np.all(
-                np.diff(splits) == splits[-1] // n):  # every row as long: rows of a 2-D view
+        if (
+            n
+            and splits[0] == 0
+            and splits[-1] % n == 0
+            and np.all(np.diff(splits) == splits[-1] // n)
+        ):  # every row as long: rows of a 2-D view
             return list(values.reshape(n, splits[-1] // n))
         splits = splits.tolist()
         return [values[a:b] for a, b in zip(splits[:-1], splits[1:])]
@@ -95,12 +100,19 @@ class _PackageSeeds:
             raise ValueError(
                 f"a state of worker {loaded['worker']} of {loaded['workers']} cannot resume "
                 f"worker {wid} of {workers}: SequenceExamples resume in the layout they were "
-                "saved in only")
+                "saved in only"
+            )
         seed = int(loaded["seed"]) if loaded else int(np.random.randint(np.iinfo(np.int32).max))
         rng = np.random.RandomState(seed)
         skip = int(loaded["handed_out"]) if loaded else 0
-        state = {"format": FORMAT, "dataset": self._sequence_kind(), "seed": seed,
-                 "worker": wid, "workers": workers, "handed_out": skip}
+        state = {
+            "format": FORMAT,
+            "dataset": self._sequence_kind(),
+            "seed": seed,
+            "worker": wid,
+            "workers": workers,
+            "handed_out": skip,
+        }
         self._sequence_pass = state
         it = self._sequence_records(shard, rng)
         if self.shuffle_queue_size:
@@ -121,17 +133,28 @@ class _PackageSeeds:
         if self._sequence_pass is not None:
             return dict(self._sequence_pass)
         wid, workers = _shard_of_worker()
-        return {"format": FORMAT, "dataset": self._sequence_kind(), "seed": None,
-                "worker": wid, "workers": workers, "handed_out": 0}
+        return {
+            "format": FORMAT,
+            "dataset": self._sequence_kind(),
+            "seed": None,
+            "worker": wid,
+            "workers": workers,
+            "handed_out": 0,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         if self.sequence_description is None:
             return super().load_state_dict(state)  # type: ignore[misc]
-        if not isinstance(state, Mapping) or state.get("format") != FORMAT or state.get(
-                "dataset") != self._sequence_kind():
-            raise ValueError(f"not a state of a {self._sequence_kind()} (SequenceExamples "
-                             "resume in the layout they were saved in only: load the "
-                             "DataLoader's state with StatefulDataLoader.load_state_dict)")
+        if (
+            not isinstance(state, Mapping)
+            or state.get("format") != FORMAT
+            or state.get("dataset") != self._sequence_kind()
+        ):
+            raise ValueError(
+                f"not a state of a {self._sequence_kind()} (SequenceExamples "
+                "resume in the layout they were saved in only: load the "
+                "DataLoader's state with StatefulDataLoader.load_state_dict)"
+            )
         self._sequence_state = None if state["seed"] is None else dict(state)
 
 
@@ -152,17 +175,29 @@ class TFRecordDataset(_PackageSeeds, _Single):
     """``TFRecordDataset(data_path, index_path, description=None, shuffle_queue_size=None,
     transform=None, sequence_description=None, compression_type=None)``, as in the package."""
 
-    def __init__(self, data_path: str, index_path: Optional[str], description=None,
-                 shuffle_queue_size: Optional[int] = None,
-                 transform: Optional[Callable] = None, sequence_description=None,
-                 compression_type: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        data_path: str,
+        index_path: Optional[str],
+        description=None,
+        shuffle_queue_size: Optional[int] = None,
+        transform: Optional[Callable] = None,
+        sequence_description=None,
+        compression_type: Optional[str] = None,
+    ) -> None:
         self.data_path, self.index_path = data_path, index_path
         self.description, self.sequence_description = description, sequence_description
         self.shuffle_queue_size, self.compression_type = shuffle_queue_size, compression_type
         spec = description or _all_keys(data_path, compression_type)
-        super().__init__(data_path, index_path, spec=list(spec) if not isinstance(
-            spec, dict) else spec, shuffle_buffer=shuffle_queue_size or 0, transform=transform,
-            compression=compression_type, seed=None)
+        super().__init__(
+            data_path,
+            index_path,
+            spec=list(spec) if not isinstance(spec, dict) else spec,
+            shuffle_buffer=shuffle_queue_size or 0,
+            transform=transform,
+            compression=compression_type,
+            seed=None,
+        )
 
     def _records(self, columns, n, views=False):  # bytes always, as the package gives
         return _package_records(columns, n, Record if self.worker_ring else dict)
@@ -173,8 +208,14 @@ class TFRecordDataset(_PackageSeeds, _Single):
         return self._sequence_iter()
 
     def _sequence_records(self, shard, rng):
-        return reader.sequence_loader(self.data_path, self.index_path, self.description,
-                                      self.sequence_description, shard, self.compression_type)
+        return reader.sequence_loader(
+            self.data_path,
+            self.index_path,
+            self.description,
+            self.sequence_description,
+            shard,
+            self.compression_type,
+        )
 
 
 class MultiTFRecordDataset(_PackageSeeds, _Multi):
@@ -182,20 +223,33 @@ class MultiTFRecordDataset(_PackageSeeds, _Multi):
     shuffle_queue_size=None, transform=None, sequence_description=None, compression_type=None,
     infinite=True)``, as in the package."""
 
-    def __init__(self, data_pattern: str, index_pattern: Optional[str],
-                 splits: Dict[str, float], description=None,
-                 shuffle_queue_size: Optional[int] = None,
-                 transform: Optional[Callable] = None, sequence_description=None,
-                 compression_type: Optional[str] = None, infinite: bool = True) -> None:
+    def __init__(
+        self,
+        data_pattern: str,
+        index_pattern: Optional[str],
+        splits: Dict[str, float],
+        description=None,
+        shuffle_queue_size: Optional[int] = None,
+        transform: Optional[Callable] = None,
+        sequence_description=None,
+        compression_type: Optional[str] = None,
+        infinite: bool = True,
+    ) -> None:
         self.data_pattern, self.index_pattern = data_pattern, index_pattern
         self.description, self.sequence_description = description, sequence_description
         self.shuffle_queue_size, self.compression_type = shuffle_queue_size, compression_type
-        spec = description or _all_keys(data_pattern.format(next(iter(splits))),
-                                        compression_type)
-        super().__init__(data_pattern, index_pattern, splits,
-                         spec=list(spec) if not isinstance(spec, dict) else spec,
-                         shuffle_buffer=shuffle_queue_size or 0, transform=transform,
-                         infinite=infinite, compression=compression_type, seed=None)
+        spec = description or _all_keys(data_pattern.format(next(iter(splits))), compression_type)
+        super().__init__(
+            data_pattern,
+            index_pattern,
+            splits,
+            spec=list(spec) if not isinstance(spec, dict) else spec,
+            shuffle_buffer=shuffle_queue_size or 0,
+            transform=transform,
+            infinite=infinite,
+            compression=compression_type,
+            seed=None,
+        )
 
     def _records(self, columns, n, views=False):  # bytes always, as the package gives
         return _package_records(columns, n, Record if self.worker_ring else dict)
@@ -206,6 +260,14 @@ class MultiTFRecordDataset(_PackageSeeds, _Multi):
         return self._sequence_iter()
 
     def _sequence_records(self, shard, rng):
-        return reader.mixed_loader(self.data_pattern, self.index_pattern, self.splits,
-                                   self.description, self.sequence_description,
-                                   self.compression_type, self.infinite, shard, rng)
+        return reader.mixed_loader(
+            self.data_pattern,
+            self.index_pattern,
+            self.splits,
+            self.description,
+            self.sequence_description,
+            self.compression_type,
+            self.infinite,
+            shard,
+            rng,
+        )
