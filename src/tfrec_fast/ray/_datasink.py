@@ -65,6 +65,8 @@ class TFRecordDatasink(BlockBasedFileDatasink):
         ``dataset_uuid``, ``file_format``, ``min_rows_per_file``, ``mode``.
     """
 
+    mode: SaveMode  # set by Ray's __init__; declared for type checkers that do not see Ray
+
     def __init__(
         self,
         path,
@@ -186,7 +188,9 @@ class TFRecordDatasink(BlockBasedFileDatasink):
     # -- in the write tasks --
 
     # (Ray's file datasinks return None; this one returns what it wrote, for the manifest)
-    def write(self, blocks: Iterable, ctx) -> Optional[Dict[str, Any]]:  # type: ignore[override]
+    def write(  # type: ignore[override, unused-ignore]  # an override only where Ray is seen
+        self, blocks: Iterable, ctx
+    ) -> Optional[Dict[str, Any]]:
         """All of a task's blocks into one file; what was written, for on_write_complete."""
         builder = DelegatingBlockBuilder()
         for block in blocks:
