@@ -415,14 +415,17 @@ class _PoolInAWorker:
         )
 
 
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+@pytest.mark.skipif(
+    (_CORES or 1) < 2, reason="one usable core: the automatic choice is one thread everywhere"
+)
 def test_one_thread_by_default_inside_a_dataloader_worker():
     """DataLoader workers already share the cores: the automatic choice is one thread there, so a
     worker that parses a batch large enough for the pool starts none. A fresh process that is
     not a worker, parsing the same batch, starts it (the contrast shows the test can fail)."""
     torch = pytest.importorskip("torch")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if cores < 2:
-        pytest.skip("one usable core: the automatic choice is one thread everywhere")
     outside = _in_a_fresh_process(
         "import sys; sys.path.insert(0, %r)\n"
         "from test_parse_threads import _PoolInAWorker\n"

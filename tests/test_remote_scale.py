@@ -692,11 +692,20 @@ ENTRY_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("name", ENTRY_POINTS)
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.skipif(
+                name.startswith("tfrec_fast.torch:") and not HAVE_TORCH, reason="needs torch"
+            ),
+        )
+        for name in ENTRY_POINTS
+    ],
+)
 def test_entry_point_takes_storage_options_and_filesystem(name):
     module, attr = name.split(":")
-    if module == "tfrec_fast.torch" and not HAVE_TORCH:
-        pytest.skip("needs torch")
     parameters = inspect.signature(getattr(importlib.import_module(module), attr)).parameters
     assert "storage_options" in parameters and "filesystem" in parameters
 

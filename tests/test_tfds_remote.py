@@ -492,10 +492,19 @@ def _steps_of(item):  # module level: picklable into worker processes
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("start", ["fork", "spawn"])
+@pytest.mark.parametrize(
+    "start",
+    [
+        pytest.param(
+            start,
+            marks=pytest.mark.skipif(
+                start not in multiprocessing.get_all_start_methods(), reason=f"no {start} here"
+            ),
+        )
+        for start in ("fork", "spawn")
+    ],
+)
 def test_steps_from_the_store_in_dataloader_workers(uploaded, dumps, start):
-    if start not in multiprocessing.get_all_start_methods():
-        pytest.skip(f"no {start} here")
     torch = pytest.importorskip("torch")
     from tfrec_fast.tfds.torch import StepsDataset
 
