@@ -299,3 +299,26 @@ def keep_bytesio():
 @pytest.fixture
 def stream_only():
     return StreamOnly
+
+
+# ---- servers shared by the remote tests -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """moto's S3 server on 127.0.0.1, with the AWS environment that keeps clients off any cloud."""
+    pytest.importorskip("moto.server")
+    from _servers import S3Server
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a cloud's metadata service
+        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        server = S3Server().start()
+        yield server
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_options(s3):
+    """What s3fs needs to reach the server."""
+    return {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}

@@ -741,18 +741,6 @@ REMOTE_MISSING = [
 ]
 
 
-@pytest.fixture(scope="module")
-def s3():
-    from _servers import S3Server
-
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a cloud's metadata service
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        server = S3Server().start()
-        yield server
-        server.stop()
-
-
 def s3_bucket(s3, paths):
     """A new bucket holding the files (by their base names); -> (s3fs filesystem, bucket,
     storage options)."""

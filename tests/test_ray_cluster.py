@@ -40,20 +40,9 @@ pytestmark = [
 ]
 
 from _ray_cluster import WORKER_RESOURCE, probe, two_node_cluster  # noqa: E402
-from _servers import S3Server  # noqa: E402
 
 FILES, PER_FILE = 6, 400
 BUCKET = "tree"
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a cloud's metadata service
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        server = S3Server().start()
-        yield server
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import uuid
 
 import numpy as np
 import pytest
-from _servers import RangeHTTPServer, S3Server
+from _servers import RangeHTTPServer
 
 
 def _missing(*modules):
@@ -57,21 +57,6 @@ def http():
     server = RangeHTTPServer().start()
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def s3():
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a cloud's metadata service
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        server = S3Server().start()
-        yield server
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def s3_options(s3):
-    return {"endpoint_url": s3.endpoint, "key": "testing", "secret": "testing"}
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import uuid
 import _tfds_dump
 import numpy as np
 import pytest
-from _servers import GCSServer, RangeHTTPServer, S3Server
+from _servers import GCSServer, RangeHTTPServer
 from _tfds_fixtures import CATALOG, DATA, FIXTURE, JPEG_TOLERANCE, ORDERED, RLDS, load_dumps
 
 
@@ -50,18 +50,6 @@ PREFIX = "tensorflow_datasets"
 
 
 # ---- servers -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def s3():
-    for module in ("s3fs", "moto.server"):
-        pytest.importorskip(module)
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never ask a cloud's metadata service
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        server = S3Server().start()
-        yield server
-        server.stop()
 
 
 @pytest.fixture(scope="module")
